@@ -1,0 +1,122 @@
+package api
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+)
+
+// write returns the REST handler of an operation. pathFields name URL
+// parameters that become input fields of the same name.
+func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc {
+	o := s.cfg.Ops.MustGet(operation)
+	return func(w http.ResponseWriter, r *http.Request) {
+		info := infoFrom(r.Context())
+		info.operation = operation
+		values, present := r.Header["Idempotency-Key"]
+		if !present {
+			writeError(w, r, fault.New(fault.KeyMissing, "the Idempotency-Key header is required on every write"))
+			return
+		}
+		if len(values) != 1 {
+			writeError(w, r, fault.New(fault.KeyInvalid, "send exactly one Idempotency-Key header"))
+			return
+		}
+		key := values[0]
+		if err := idem.ValidateKey(key); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		info.keyHash = idem.KeyHash(key)
+		body, err := readBody(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		var path map[string]string
+		if len(pathFields) > 0 {
+			path = make(map[string]string, len(pathFields))
+			for _, f := range pathFields {
+				path[f] = chi.URLParam(r, f)
+			}
+		}
+		p, err := o.Prepare(body, path)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		reply, err := s.cfg.Core.Do(r.Context(), idem.Request{
+			TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
+			Fingerprint: p.Fingerprint, Input: p.Input, Wait: preferWait(r, s.cfg.MaxWait), Run: p.Run,
+		})
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		info.actionID, info.outcome, info.replayed = reply.Action.ID.String(), outcomeOf(reply.Action), reply.Replayed
+		writeAction(w, reply.Action, reply.Replayed)
+	}
+}
+
+// readBody reads a JSON request body within the size limit.
+func readBody(r *http.Request) ([]byte, error) {
+	if err := requireJSON(r); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(r.Body)
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		return nil, fault.New(fault.PayloadTooLarge, "the request body exceeds %d bytes", tooLarge.Limit)
+	}
+	if err != nil {
+		return nil, fault.Wrap(fault.InvalidJSON, err, "the request body could not be read")
+	}
+	return body, nil
+}
+
+// preferWait reads RFC 7240 "Prefer: wait=N", capped at max.
+func preferWait(r *http.Request, max time.Duration) time.Duration {
+	for _, v := range r.Header.Values("Prefer") {
+		for _, pref := range strings.Split(v, ",") {
+			name, val, ok := strings.Cut(strings.TrimSpace(pref), "=")
+			if !ok || !strings.EqualFold(strings.TrimSpace(name), "wait") {
+				continue
+			}
+			n, err := strconv.Atoi(strings.Trim(strings.TrimSpace(val), `"`))
+			if err != nil || n < 0 {
+				continue
+			}
+			return min(time.Duration(n)*time.Second, max)
+		}
+	}
+	return 0
+}
+
+func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
+	id, err := uuid.Parse(chi.URLParam(r, "action_id"))
+	if err != nil {
+		writeError(w, r, fault.New(fault.NotFound, "no such action"))
+		return
+	}
+	a, err := s.cfg.Store.ActionByID(r.Context(), tenantFrom(r.Context()).ID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, r, fault.New(fault.NotFound, "no such action"))
+		return
+	}
+	if err != nil {
+		writeError(w, r, storeErr(err))
+		return
+	}
+	infoFrom(r.Context()).actionID = a.ID.String()
+	writeJSON(w, http.StatusOK, envelope(a))
+}

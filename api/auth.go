@@ -1,0 +1,99 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+var tenantKey = ctxKey{"tenant"}
+
+func tenantFrom(ctx context.Context) db.Tenant {
+	t, _ := ctx.Value(tenantKey).(db.Tenant)
+	return t
+}
+
+// keyCache remembers which tenant an API key belongs to for a short time, so
+// that authenticating a request costs no database round trip on the hot path.
+// A revoked key stops working within the TTL.
+type keyCache struct {
+	store *db.Store
+	ttl   time.Duration
+	mu    sync.Mutex
+	m     map[[32]byte]cachedTenant
+}
+
+type cachedTenant struct {
+	tenant  db.Tenant
+	expires time.Time
+}
+
+// maxCachedKeys bounds the cache; past it the cache is emptied (keys are few
+// per tenant, so this only happens under a flood of distinct valid keys).
+const maxCachedKeys = 10000
+
+func newKeyCache(store *db.Store, ttl time.Duration) *keyCache {
+	return &keyCache{store: store, ttl: ttl, m: map[[32]byte]cachedTenant{}}
+}
+
+func (c *keyCache) lookup(ctx context.Context, key string) (db.Tenant, error) {
+	h := sha256.Sum256([]byte(key))
+	now := time.Now()
+	c.mu.Lock()
+	e, ok := c.m[h]
+	c.mu.Unlock()
+	if ok && now.Before(e.expires) {
+		return e.tenant, nil
+	}
+	t, err := c.store.TenantByAPIKey(ctx, key)
+	if err != nil {
+		return db.Tenant{}, err
+	}
+	c.mu.Lock()
+	if len(c.m) >= maxCachedKeys {
+		clear(c.m)
+	}
+	c.m[h] = cachedTenant{tenant: t, expires: now.Add(c.ttl)}
+	c.mu.Unlock()
+	return t, nil
+}
+
+// authenticate requires a valid Bearer API key and puts its tenant in the
+// request context. Replays are authenticated like first attempts.
+func (c *keyCache) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, key, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" || len(key) > 200 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall"`)
+			writeError(w, r, fault.New(fault.Unauthorized, "a valid API key is required: Authorization: Bearer <key>"))
+			return
+		}
+		t, err := c.lookup(r.Context(), strings.TrimSpace(key))
+		if errors.Is(err, db.ErrNotFound) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall", error="invalid_token"`)
+			writeError(w, r, fault.New(fault.Unauthorized, "the API key is not valid"))
+			return
+		}
+		if err != nil {
+			writeError(w, r, storeErr(err))
+			return
+		}
+		infoFrom(r.Context()).tenant = t.ID.String()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey, t)))
+	})
+}
+
+// storeErr maps a failed read to 503 when the database is unreachable.
+func storeErr(err error) error {
+	if db.Unavailable(err) {
+		return fault.Wrap(fault.Unavailable, err, "the database is unavailable; retry later")
+	}
+	return err
+}

@@ -1,0 +1,117 @@
+// Package api is oncecall's HTTP surface: the chi router, middleware, the
+// REST and Dasha handlers, and problem+json errors.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+)
+
+// Problem is an RFC 9457 problem document with oncecall's extension members.
+type Problem struct {
+	Type      string          `json:"type"`
+	Title     string          `json:"title"`
+	Status    int             `json:"status"`
+	Detail    string          `json:"detail,omitempty"`
+	Code      string          `json:"code"`
+	Field     string          `json:"field,omitempty"`
+	ActionID  string          `json:"action_id,omitempty"`
+	Outcome   string          `json:"outcome,omitempty"`
+	State     string          `json:"state,omitempty"`
+	StatusURL string          `json:"status_url,omitempty"`
+	Details   json.RawMessage `json:"details,omitempty"`
+}
+
+// statusOf is the one mapping from error codes to HTTP statuses.
+func statusOf(code fault.Code) int {
+	switch code {
+	case fault.KeyMissing, fault.KeyInvalid, fault.InvalidJSON, fault.InvalidInput:
+		return http.StatusBadRequest
+	case fault.Unauthorized:
+		return http.StatusUnauthorized
+	case fault.Forbidden:
+		return http.StatusForbidden
+	case fault.NotFound:
+		return http.StatusNotFound
+	case fault.MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case fault.InProgress:
+		return http.StatusConflict
+	case fault.PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case fault.UnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case fault.KeyReused:
+		return http.StatusUnprocessableEntity
+	case fault.RateLimited:
+		return http.StatusTooManyRequests
+	case fault.Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// writeError answers err as problem+json. Only 5xx are logged as errors, and
+// internal text never reaches the client.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		return // the client went away; nobody to answer
+	}
+	p := Problem{}
+	var retry time.Duration
+	var inProgress *idem.InProgressError
+	var reused *idem.ReusedError
+	switch {
+	case errors.As(err, &inProgress):
+		p.Code, p.Detail = string(fault.InProgress), "an earlier request with this Idempotency-Key is still running; retry after the delay in Retry-After, or send Prefer: wait=N"
+		p.ActionID, p.State, p.StatusURL = inProgress.Action.ID.String(), string(inProgress.Action.State), statusURL(inProgress.Action.ID.String())
+		retry = inProgress.RetryAfter
+	case errors.As(err, &reused):
+		p.Code, p.Detail = string(fault.KeyReused), "this Idempotency-Key was already used for a different request (another operation or other effect-bearing fields); the original action is unchanged"
+		p.ActionID = reused.Action.ID.String()
+	default:
+		fe := fault.As(err)
+		p.Code, p.Detail, p.Field = string(fe.Code), fe.Message, fe.Field
+		if fe.Code == fault.Unavailable || fe.Code == fault.RateLimited {
+			retry = time.Second
+		}
+	}
+	p.Status = statusOf(fault.Code(p.Code))
+	if p.Status >= 500 {
+		logFrom(r.Context()).Error().Err(err).Str("code", p.Code).Msg("request failed")
+		if p.Code == string(fault.Internal) {
+			p.Detail = "internal error; nothing was stored for this request"
+		}
+	}
+	if retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((retry+time.Second-1)/time.Second)))
+	}
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p Problem) {
+	p.Type = "about:blank"
+	p.Title = http.StatusText(p.Status)
+	body, _ := json.Marshal(p) // fixed struct of strings: cannot fail
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	w.Write(body) //nolint:errcheck // nothing to do about a failed write
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode response", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(body) //nolint:errcheck
+}

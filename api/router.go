@@ -1,0 +1,86 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/rs/zerolog"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Config is what the router needs.
+type Config struct {
+	Store *db.Store
+	Core  *idem.Core
+	Ops   *op.Registry
+	Log   zerolog.Logger
+	// MaxBodyBytes limits request bodies (413 beyond). Default 64 KiB.
+	MaxBodyBytes int64
+	// KeyCacheTTL is how long an API key's tenant is cached. Default 30s.
+	KeyCacheTTL time.Duration
+	// MaxWait caps Prefer: wait=N. Default 10s.
+	MaxWait time.Duration
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	cfg  Config
+	keys *keyCache
+}
+
+// NewRouter returns oncecall's HTTP handler.
+func NewRouter(cfg Config) http.Handler {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 64 << 10
+	}
+	if cfg.KeyCacheTTL <= 0 {
+		cfg.KeyCacheTTL = 30 * time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
+
+	r := chi.NewRouter()
+	r.Use(middleware.RequestID, accessLog(cfg.Log), recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.New(fault.NotFound, "no such route"))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.New(fault.MethodNotAllowed, "method not allowed on this route"))
+	})
+	r.Get("/livez", s.livez)
+	r.Get("/readyz", s.readyz)
+
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(s.limitBody, s.keys.authenticate)
+		r.Get("/actions/{action_id}", s.getAction)
+
+		r.Post("/slots", s.write("slot.create"))
+		r.Get("/slots", s.listSlots)
+		r.Post("/appointments", s.write("appointment.book"))
+		r.Get("/appointments/{appointment_id}", s.getAppointment)
+		r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
+		r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
+	})
+	return r
+}
+
+// limitBody caps request bodies; reading past the cap fails with
+// *http.MaxBytesError, answered 413.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			writeError(w, r, fault.New(fault.PayloadTooLarge, "the request body exceeds %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,95 @@
+// Command oncecall runs the oncecall service and its operator commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/rs/zerolog"
+)
+
+const usage = `oncecall: exactly-once side effects for voice-agent tool webhooks.
+
+Usage:
+  oncecall serve   [--addr HOST:PORT] [--data-dir DIR]   run the HTTP service
+  oncecall migrate                                      apply database migrations
+  oncecall tenant create --name NAME [--dasha-org ORG] [--json]
+                                                        create a tenant and print its API key once
+
+Environment:
+  DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
+  ONCECALL_ADDR     listen address (default :8080)
+  ONCECALL_DATA_DIR embedded database folder (default .oncecall)
+  LOG_LEVEL         debug, info, warn or error (default info)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "oncecall:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return flag.ErrHelp
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "serve":
+		return serve(ctx, rest, stdout, stderr)
+	case "migrate":
+		return migrate(ctx, rest, stdout, stderr)
+	case "tenant":
+		return tenant(ctx, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// env returns the environment variable or def.
+func env(name, def string) string {
+	if v, ok := os.LookupEnv(name); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func logger(w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(strings.ToLower(env("LOG_LEVEL", "info")))
+	if err != nil || level == zerolog.NoLevel {
+		level = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("oncecall "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// needDatabaseURL returns DATABASE_URL or an error saying how to set it.
+func needDatabaseURL() (string, error) {
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		return "", errors.New("DATABASE_URL is not set: point it at your PostgreSQL, e.g. DATABASE_URL=postgres://user@host:5432/oncecall (serve alone can start an embedded database)")
+	}
+	return url, nil
+}

@@ -1,0 +1,142 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/oncecall/oncecall/db/dbsqlc"
+)
+
+// State is where an action is.
+type State string
+
+// States of an action.
+const (
+	Running   State = "running"
+	Completed State = "completed"
+	Unknown   State = "unknown"
+)
+
+// Outcome is what a caller hears about an action.
+type Outcome string
+
+// Outcomes.
+const (
+	Confirmed Outcome = "confirmed"
+	Rejected  Outcome = "rejected"
+	Pending   Outcome = "pending"
+)
+
+// Action is the retained record of one confirmed intent.
+type Action struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	Key           string
+	Operation     string
+	Fingerprint   string
+	State         State
+	NeedsOperator bool
+	// Outcome is empty while the action is running or unknown.
+	Outcome    Outcome
+	Reason     string
+	Status     int
+	ResourceID string
+	// Result is the replayable body; nil once pruned or when too large.
+	Result     []byte
+	LeaseUntil *time.Time
+	CreatedAt  time.Time
+}
+
+// Claim is the row an attempt tries to insert.
+type Claim struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	Key         string
+	Operation   string
+	Fingerprint string
+	Request     []byte
+	Lease       time.Duration
+}
+
+// Completion is the known outcome of an action.
+type Completion struct {
+	Outcome    Outcome
+	Reason     string
+	Status     int
+	ResourceID string
+	Result     []byte
+}
+
+// ClaimAction inserts the action unless its key is taken and reports whether
+// this call inserted it.
+func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
+	_, err := q.q.ClaimAction(ctx, dbsqlc.ClaimActionParams{
+		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
+		Fingerprint: c.Fingerprint, Request: c.Request,
+		Lease: pgtype.Interval{Microseconds: c.Lease.Microseconds(), Valid: true},
+	})
+	if err = notFound(err); err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ActionByKey returns the tenant's action for an idempotency key.
+func (q queries) ActionByKey(ctx context.Context, tenant uuid.UUID, key string) (Action, error) {
+	row, err := q.q.ActionByKey(ctx, dbsqlc.ActionByKeyParams{TenantID: tenant, IdempotencyKey: key})
+	if err != nil {
+		return Action{}, notFound(err)
+	}
+	return action(row), nil
+}
+
+// ActionByID returns one of the tenant's actions.
+func (q queries) ActionByID(ctx context.Context, tenant, id uuid.UUID) (Action, error) {
+	row, err := q.q.ActionByID(ctx, dbsqlc.ActionByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return Action{}, notFound(err)
+	}
+	return action(row), nil
+}
+
+// CompleteAction records an action's known outcome.
+func (q queries) CompleteAction(ctx context.Context, id uuid.UUID, c Completion) error {
+	status := int32(c.Status)
+	return q.q.CompleteAction(ctx, dbsqlc.CompleteActionParams{
+		ID: id, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
+		ResourceID: ptr(c.ResourceID), Result: c.Result,
+	})
+}
+
+func action(r dbsqlc.Action) Action {
+	a := Action{
+		ID: r.ID, TenantID: r.TenantID, Key: r.IdempotencyKey, Operation: r.Operation,
+		Fingerprint: r.Fingerprint, State: State(r.State), NeedsOperator: r.NeedsOperator,
+		Outcome: Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
+		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt,
+	}
+	if r.HTTPStatus != nil {
+		a.Status = int(*r.HTTPStatus)
+	}
+	return a
+}
+
+// ptr returns nil for the zero value, so empty strings are stored as NULL.
+func ptr[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

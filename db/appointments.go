@@ -1,0 +1,152 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db/dbsqlc"
+)
+
+// Slot is a bookable time.
+type Slot struct {
+	ID        uuid.UUID `json:"id"`
+	StartsAt  time.Time `json:"starts_at"`
+	EndsAt    time.Time `json:"ends_at"`
+	Resource  string    `json:"resource"`
+	Available bool      `json:"available"`
+}
+
+// Appointment is a booking of one slot by one customer.
+type Appointment struct {
+	ID         uuid.UUID `json:"id"`
+	CustomerID uuid.UUID `json:"customer_id"`
+	SlotID     uuid.UUID `json:"slot_id"`
+	Service    string    `json:"service"`
+	Status     string    `json:"status"`
+	StartsAt   time.Time `json:"starts_at"`
+	EndsAt     time.Time `json:"ends_at"`
+}
+
+// NewSlot is a slot to create.
+type NewSlot struct {
+	TenantID uuid.UUID
+	StartsAt time.Time
+	EndsAt   time.Time
+	Resource string
+}
+
+// SlotFilter selects slots to list.
+type SlotFilter struct {
+	From          time.Time
+	OnlyAvailable bool
+	Limit         int
+}
+
+// Booking is an appointment to create.
+type Booking struct {
+	TenantID   uuid.UUID
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+	SlotID     uuid.UUID
+	Service    string
+}
+
+// CreateSlot inserts a slot.
+func (q queries) CreateSlot(ctx context.Context, s NewSlot) (Slot, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Slot{}, err
+	}
+	row, err := q.q.CreateSlot(ctx, dbsqlc.CreateSlotParams{
+		ID: id, TenantID: s.TenantID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Resource: s.Resource,
+	})
+	if err != nil {
+		return Slot{}, err
+	}
+	return Slot{ID: row.ID, StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(), Resource: row.Resource, Available: true}, nil
+}
+
+// SlotExists reports whether the tenant has the slot.
+func (q queries) SlotExists(ctx context.Context, tenant, id uuid.UUID) (bool, error) {
+	_, err := q.q.SlotByID(ctx, dbsqlc.SlotByIDParams{TenantID: tenant, ID: id})
+	if err = notFound(err); err == ErrNotFound {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// ListSlots lists the tenant's slots in start order.
+func (q queries) ListSlots(ctx context.Context, tenant uuid.UUID, f SlotFilter) ([]Slot, error) {
+	rows, err := q.q.ListSlots(ctx, dbsqlc.ListSlotsParams{
+		TenantID: tenant, FromTime: f.From, OnlyAvailable: f.OnlyAvailable, MaxRows: int32(f.Limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Slot, len(rows))
+	for i, r := range rows {
+		out[i] = Slot{ID: r.ID, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(), Resource: r.Resource, Available: r.Available}
+	}
+	return out, nil
+}
+
+// BookSlot creates an appointment unless the slot is missing, past or taken;
+// ok is false in those cases.
+func (q queries) BookSlot(ctx context.Context, b Booking) (a Appointment, ok bool, err error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Appointment{}, false, err
+	}
+	row, err := q.q.BookSlot(ctx, dbsqlc.BookSlotParams{
+		ID: id, TenantID: b.TenantID, CustomerID: b.CustomerID, SlotID: b.SlotID,
+		Service: b.Service, ActionID: b.ActionID,
+	})
+	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
+}
+
+// AppointmentByID returns one of the tenant's appointments.
+func (q queries) AppointmentByID(ctx context.Context, tenant, id uuid.UUID) (Appointment, error) {
+	row, err := q.q.AppointmentByID(ctx, dbsqlc.AppointmentByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return Appointment{}, notFound(err)
+	}
+	return appointment(row), nil
+}
+
+// MoveAppointment moves an active appointment to a free future slot; ok is
+// false when the appointment is not active or the slot not free.
+func (q queries) MoveAppointment(ctx context.Context, tenant, id, slot uuid.UUID) (Appointment, bool, error) {
+	row, err := q.q.MoveAppointment(ctx, dbsqlc.MoveAppointmentParams{TenantID: tenant, ID: id, NewSlotID: slot})
+	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
+}
+
+// CancelAppointment cancels an active appointment; ok is false when it is
+// not active.
+func (q queries) CancelAppointment(ctx context.Context, tenant, id uuid.UUID) (Appointment, bool, error) {
+	row, err := q.q.CancelAppointment(ctx, dbsqlc.CancelAppointmentParams{TenantID: tenant, ID: id})
+	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
+}
+
+// CountActiveAppointments counts the tenant's active appointments.
+func (q queries) CountActiveAppointments(ctx context.Context, tenant uuid.UUID) (int64, error) {
+	return q.q.CountActiveAppointments(ctx, tenant)
+}
+
+func appointmentResult(row dbsqlc.AppointmentByIDRow, err error) (Appointment, bool, error) {
+	if err = notFound(err); err == ErrNotFound {
+		return Appointment{}, false, nil
+	}
+	if err != nil {
+		return Appointment{}, false, err
+	}
+	return appointment(row), true, nil
+}
+
+func appointment(r dbsqlc.AppointmentByIDRow) Appointment {
+	return Appointment{
+		ID: r.ID, CustomerID: r.CustomerID, SlotID: r.SlotID, Service: r.Service, Status: r.Status,
+		StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(),
+	}
+}

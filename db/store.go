@@ -1,0 +1,65 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncecall/oncecall/db/dbsqlc"
+)
+
+// ErrNotFound is returned for every lookup that finds no row in the tenant.
+var ErrNotFound = errors.New("not found")
+
+// Store is oncecall's access to PostgreSQL. Generated sqlc types stop here:
+// callers see only the domain structs of this package.
+type Store struct {
+	queries
+	pool *pgxpool.Pool
+}
+
+// Tx is a Store view bound to one Read Committed transaction.
+type Tx struct {
+	queries
+	tx pgx.Tx
+}
+
+// queries holds the methods that work both on the pool and inside a Tx.
+type queries struct{ q *dbsqlc.Queries }
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool) *Store {
+	return &Store{queries: queries{q: dbsqlc.New(pool)}, pool: pool}
+}
+
+// Pool returns the underlying pool (health checks, metrics).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// InTx runs fn in one Read Committed transaction: committed when fn returns
+// nil, rolled back otherwise. It does not retry; callers that can repeat the
+// whole unit decide that themselves (see Retryable).
+func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	if err := fn(&Tx{queries: queries{q: dbsqlc.New(tx)}, tx: tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// notFound maps pgx.ErrNoRows to ErrNotFound; the one place that does.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}

@@ -1,0 +1,80 @@
+package db
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db/dbsqlc"
+)
+
+// Tenant is an organisation using oncecall.
+type Tenant struct {
+	ID   uuid.UUID
+	Name string
+	// DashaOrgID, when set, is the only Dasha orgId accepted for the tenant.
+	DashaOrgID string
+}
+
+// APIKeyPrefix starts every API key, so keys are recognisable in secret scanners.
+const APIKeyPrefix = "oc_"
+
+// HashAPIKey is how API keys are stored and looked up.
+func HashAPIKey(key string) []byte {
+	sum := sha256.Sum256([]byte(key))
+	return sum[:]
+}
+
+// CreateTenant creates a tenant and its first API key; the key is returned
+// once and only its hash is stored.
+func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (Tenant, string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Tenant{}, "", err
+	}
+	var key string
+	err = s.InTx(ctx, func(tx *Tx) error {
+		if err := tx.q.CreateTenant(ctx, dbsqlc.CreateTenantParams{ID: id, Name: name, DashaOrgID: ptr(dashaOrg)}); err != nil {
+			return err
+		}
+		key, err = tx.AddAPIKey(ctx, id)
+		return err
+	})
+	if err != nil {
+		return Tenant{}, "", err
+	}
+	return Tenant{ID: id, Name: name, DashaOrgID: dashaOrg}, key, nil
+}
+
+// TenantByAPIKey returns the tenant owning an unrevoked API key.
+func (q queries) TenantByAPIKey(ctx context.Context, key string) (Tenant, error) {
+	row, err := q.q.TenantByKeyHash(ctx, HashAPIKey(key))
+	if err != nil {
+		return Tenant{}, notFound(err)
+	}
+	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
+}
+
+// TenantByName returns the oldest tenant with that name.
+func (q queries) TenantByName(ctx context.Context, name string) (Tenant, error) {
+	row, err := q.q.TenantByName(ctx, name)
+	if err != nil {
+		return Tenant{}, notFound(err)
+	}
+	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
+}
+
+// AddAPIKey creates another API key for a tenant and returns it; only its
+// hash is stored.
+func (q queries) AddAPIKey(ctx context.Context, tenant uuid.UUID) (string, error) {
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return "", err
+	}
+	key := APIKeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
+	err := q.q.CreateAPIKey(ctx, dbsqlc.CreateAPIKeyParams{KeyHash: HashAPIKey(key), TenantID: tenant, Prefix: key[:7]})
+	return key, err
+}

@@ -1,0 +1,229 @@
+// Package booking declares the appointment operations: book, reschedule and
+// cancel, on the local provider (oncecall's own tables, written in the same
+// transaction as the action's claim).
+package booking
+
+import (
+	"context"
+		"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Rejection reasons.
+const (
+	CustomerNotFound     = "CUSTOMER_NOT_FOUND"
+	SlotNotFound         = "SLOT_NOT_FOUND"
+	SlotUnavailable      = "SLOT_UNAVAILABLE"
+	AppointmentNotFound  = "APPOINTMENT_NOT_FOUND"
+	AppointmentNotActive = "APPOINTMENT_NOT_ACTIVE"
+)
+
+// Operations returns the appointment operations.
+func Operations() []op.Operation {
+	return []op.Operation{CreateSlot, Book, Reschedule, Cancel}
+}
+
+// BookInput is the input of appointment.book.
+type BookInput struct {
+	CustomerID string `json:"customer_id"`
+	SlotID     string `json:"slot_id"`
+	Service    string `json:"service"`
+}
+
+// Book reserves a slot for a customer. A slot holds one booking.
+var Book = op.Define(op.Spec[BookInput]{
+	Name:    "appointment.book",
+	Version: 1,
+	Tool:    "book_appointment",
+	Description: "Book an appointment slot for a customer, after the caller has confirmed the customer and the exact slot. " +
+		"Call it once per confirmed booking.",
+	Normalize: func(in *BookInput) error {
+		return op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
+			op.Text("service", &in.Service, 200, false))
+	},
+	Identity: func(in BookInput) []string { return []string{in.CustomerID, in.SlotID} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
+		customer, slot := op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID)
+		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+		a, ok, err := tx.BookSlot(ctx, db.Booking{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, SlotID: slot, Service: in.Service,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return slotRejection(ctx, tx, x, slot)
+		}
+		return confirm(http.StatusCreated, a)
+	},
+	Say: op.Phrases{
+		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
+		Rejected: map[string]string{
+			SlotUnavailable:  "That slot is no longer available. Do not say it is booked; offer the caller another time.",
+			SlotNotFound:     "That slot does not exist. Do not say it is booked; look up available slots and offer one.",
+			CustomerNotFound: "The customer record was not found. Do not say it is booked; confirm who the caller is.",
+			"":               "The appointment was not booked. Tell the caller it could not be booked.",
+		},
+	},
+})
+
+// RescheduleInput is the input of appointment.reschedule.
+type RescheduleInput struct {
+	AppointmentID string `json:"appointment_id"`
+	SlotID        string `json:"slot_id"`
+}
+
+// Reschedule moves a booking to a new slot: an action of its own, never a
+// retry of the booking.
+var Reschedule = op.Define(op.Spec[RescheduleInput]{
+	Name:    "appointment.reschedule",
+	Version: 1,
+	Tool:    "reschedule_appointment",
+	Description: "Move an existing appointment to a new slot, after the caller has confirmed the new time. " +
+		"This is a new action, separate from the original booking.",
+	Normalize: func(in *RescheduleInput) error {
+		return op.First(op.ID("appointment_id", &in.AppointmentID), op.ID("slot_id", &in.SlotID))
+	},
+	Identity: func(in RescheduleInput) []string { return []string{in.AppointmentID, in.SlotID} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput) (idem.Result, error) {
+		id, slot := op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID)
+		current, err := tx.AppointmentByID(ctx, x.TenantID, id)
+		if err == db.ErrNotFound {
+			return op.Reject(AppointmentNotFound, map[string]string{"appointment_id": in.AppointmentID})
+		}
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if current.Status != "active" {
+			return op.Reject(AppointmentNotActive, current)
+		}
+		if current.SlotID == slot {
+			return confirm(http.StatusOK, current)
+		}
+		a, ok, err := tx.MoveAppointment(ctx, x.TenantID, id, slot)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return slotRejection(ctx, tx, x, slot)
+		}
+		return confirm(http.StatusOK, a)
+	},
+	Say: op.Phrases{
+		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.",
+		Rejected: map[string]string{
+			SlotUnavailable:      "The new slot is not available; the appointment keeps its old time. Offer another time.",
+			AppointmentNotActive: "That appointment is cancelled and cannot be moved. Offer to book a new one.",
+			"":                   "The appointment was not moved; it keeps its old time.",
+		},
+	},
+})
+
+// CancelInput is the input of appointment.cancel.
+type CancelInput struct {
+	AppointmentID string `json:"appointment_id"`
+}
+
+// Cancel cancels a booking and frees its slot.
+var Cancel = op.Define(op.Spec[CancelInput]{
+	Name:        "appointment.cancel",
+	Version:     1,
+	Tool:        "cancel_appointment",
+	Description: "Cancel an existing appointment after the caller has confirmed they want it cancelled.",
+	Normalize:   func(in *CancelInput) error { return op.ID("appointment_id", &in.AppointmentID) },
+	Identity:    func(in CancelInput) []string { return []string{in.AppointmentID} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
+		id := op.MustUUID(in.AppointmentID)
+		a, ok, err := tx.CancelAppointment(ctx, x.TenantID, id)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if ok {
+			return confirm(http.StatusOK, a)
+		}
+		current, err := tx.AppointmentByID(ctx, x.TenantID, id)
+		if err == db.ErrNotFound {
+			return op.Reject(AppointmentNotFound, map[string]string{"appointment_id": in.AppointmentID})
+		}
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Reject(AppointmentNotActive, current)
+	},
+	Say: op.Phrases{
+		Confirmed: "The appointment is cancelled. You may tell the caller it has been cancelled.",
+		Rejected: map[string]string{
+			AppointmentNotActive: "That appointment was already cancelled.",
+			"":                   "The appointment was not cancelled. Tell the caller it could not be found.",
+		},
+	},
+})
+
+// slotRejection tells a missing or past slot from a taken one.
+func slotRejection(ctx context.Context, tx *db.Tx, x idem.Exec, slot uuid.UUID) (idem.Result, error) {
+	exists, err := tx.SlotExists(ctx, x.TenantID, slot)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if !exists {
+		return op.Reject(SlotNotFound, map[string]string{"slot_id": slot.String()})
+	}
+	return op.Reject(SlotUnavailable, map[string]string{"slot_id": slot.String()})
+}
+
+func confirm(status int, a db.Appointment) (idem.Result, error) {
+	return op.Confirm(status, a.ID.String(), a)
+}
+
+// SlotInput is the input of slot.create.
+type SlotInput struct {
+	StartsAt string `json:"starts_at"`
+	EndsAt   string `json:"ends_at"`
+	Resource string `json:"resource"`
+}
+
+// CreateSlot adds a bookable slot. It is not offered to voice agents.
+var CreateSlot = op.Define(op.Spec[SlotInput]{
+	Name:    "slot.create",
+	Version: 1,
+	Normalize: func(in *SlotInput) error {
+		if err := op.First(op.Time("starts_at", &in.StartsAt), op.Time("ends_at", &in.EndsAt),
+			op.Text("resource", &in.Resource, 200, false)); err != nil {
+			return err
+		}
+		if !mustTime(in.EndsAt).After(mustTime(in.StartsAt)) {
+			return fault.Field("ends_at", "must be after starts_at")
+		}
+		return nil
+	},
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in SlotInput) (idem.Result, error) {
+		s, err := tx.CreateSlot(ctx, db.NewSlot{
+			TenantID: x.TenantID, StartsAt: mustTime(in.StartsAt), EndsAt: mustTime(in.EndsAt), Resource: in.Resource,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, s.ID.String(), s)
+	},
+})
+
+func mustTime(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic("booking: unnormalised time " + s)
+	}
+	return t
+}

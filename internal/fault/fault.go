@@ -1,0 +1,78 @@
+// Package fault is oncecall's one error vocabulary: a stable code and a
+// message that is safe to show to a client. The api package maps codes to
+// HTTP statuses in one place; everything else only returns these errors.
+package fault
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a stable, documented error code (the problem+json `code` member).
+type Code string
+
+// Codes that describe a request rather than an action's outcome.
+const (
+	KeyMissing       Code = "IDEMPOTENCY_KEY_MISSING"
+	KeyInvalid       Code = "IDEMPOTENCY_KEY_INVALID"
+	KeyReused        Code = "IDEMPOTENCY_KEY_REUSED"
+	InProgress       Code = "IDEMPOTENCY_IN_PROGRESS"
+	InvalidJSON      Code = "INVALID_JSON"
+	InvalidInput     Code = "INVALID_INPUT"
+	Unauthorized     Code = "UNAUTHORIZED"
+	Forbidden        Code = "FORBIDDEN"
+	NotFound         Code = "NOT_FOUND"
+	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+	PayloadTooLarge  Code = "PAYLOAD_TOO_LARGE"
+	UnsupportedMedia Code = "UNSUPPORTED_MEDIA_TYPE"
+	RateLimited      Code = "RATE_LIMITED"
+	Unavailable      Code = "SERVICE_UNAVAILABLE"
+	Internal         Code = "INTERNAL"
+)
+
+// Error is an error a client may see. Message never contains customer data
+// or internal detail.
+type Error struct {
+	Code    Code
+	Message string
+	// Field names the offending input field for INVALID_INPUT.
+	Field string
+	// Err is the underlying cause; it is logged, never shown.
+	Err error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// New returns an Error with a formatted message.
+func New(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Field returns an INVALID_INPUT error about one input field.
+func Field(field, format string, args ...any) *Error {
+	return &Error{Code: InvalidInput, Field: field, Message: field + " " + fmt.Sprintf(format, args...)}
+}
+
+// Wrap returns an Error with code and message that keeps err as its cause.
+func Wrap(code Code, err error, message string) *Error {
+	return &Error{Code: code, Message: message, Err: err}
+}
+
+// As returns the *Error in err's chain, or an INTERNAL error wrapping err.
+func As(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return &Error{Code: Internal, Message: "internal error", Err: err}
+}
+
+// CodeOf returns the code of err, INTERNAL when err is not an *Error.
+func CodeOf(err error) Code { return As(err).Code }

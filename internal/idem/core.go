@@ -1,0 +1,258 @@
+// Package idem is the idempotency core: it turns one request into at most one
+// execution of an action. It claims the action atomically, runs the
+// operation's local writes in the same transaction as the claim and the
+// completion, and otherwise follows the retained action (replay, mismatch,
+// in progress, unknown). It knows nothing about any particular operation.
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+// Outcome is what the caller hears.
+type Outcome = db.Outcome
+
+// Outcomes.
+const (
+	Confirmed = db.Confirmed
+	Rejected  = db.Rejected
+	Pending   = db.Pending
+)
+
+// Result is what an operation's execution produced.
+type Result struct {
+	Outcome Outcome // Confirmed or Rejected
+	// Status is the HTTP status of the answer (201, 200; 422 for rejections).
+	Status int
+	// Reason is the rejection code (e.g. SLOT_UNAVAILABLE); empty when confirmed.
+	Reason string
+	// ResourceID identifies the created or changed resource; kept with the
+	// compact action after the body is pruned.
+	ResourceID string
+	// Body is the JSON of the resource, or the details of a rejection.
+	Body []byte
+}
+
+// Exec is what an operation's execution knows about its action.
+type Exec struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+// Request is one attempt at an action.
+type Request struct {
+	TenantID    uuid.UUID
+	Key         string
+	Operation   string
+	Fingerprint string
+	// Input is the normalised request, kept with the action.
+	Input []byte
+	// Wait bounds how long to wait for an attempt of the same action that is
+	// still running before answering ErrInProgress.
+	Wait time.Duration
+	// Run performs the operation's writes inside the claim's transaction.
+	Run func(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
+}
+
+// Reply is the action the request maps to.
+type Reply struct {
+	Action db.Action
+	// Replayed is true when the action was not executed by this request.
+	Replayed bool
+}
+
+// Config tunes the core.
+type Config struct {
+	// Lease is how long a claimed action may run before the reconciler may
+	// treat it as abandoned. Default 30s.
+	Lease time.Duration
+	// MaxBodyBytes: a result body larger than this is not stored; its replay
+	// is the compact envelope. Default 1 MiB.
+	MaxBodyBytes int
+	// Retries bounds how often a unit is re-run after a serialization
+	// failure, deadlock or lost race. Default 3.
+	Retries int
+	// PollInterval is the first delay between reads while waiting on a
+	// running action; it doubles up to 250ms. Default 20ms.
+	PollInterval time.Duration
+}
+
+// Core runs requests against the store.
+type Core struct {
+	store *db.Store
+	cfg   Config
+}
+
+// New returns a Core with defaults applied to cfg.
+func New(store *db.Store, cfg Config) *Core {
+	if cfg.Lease <= 0 {
+		cfg.Lease = 30 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.Retries <= 0 {
+		cfg.Retries = 3
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 20 * time.Millisecond
+	}
+	return &Core{store: store, cfg: cfg}
+}
+
+// errNotClaimed rolls back a transaction whose claim found an existing action.
+var errNotClaimed = errors.New("action already claimed")
+
+// InProgressError is returned when another attempt still runs the action.
+type InProgressError struct {
+	Action     db.Action
+	RetryAfter time.Duration
+}
+
+func (e *InProgressError) Error() string { return "action in progress" }
+
+// ReusedError is returned when the key belongs to an action with another
+// operation or fingerprint.
+type ReusedError struct{ Action db.Action }
+
+func (e *ReusedError) Error() string { return "idempotency key reused" }
+
+// Do maps req to its action, executing it only if this attempt claims it.
+func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
+	// A retry is most often for an action that is already completed: answer it
+	// with one lock-free read. Correctness never depends on this read; the
+	// claim below is the only decision.
+	if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
+		return c.follow(ctx, req, a)
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return Reply{}, storeError(err)
+	}
+
+	for attempt := 0; ; attempt++ {
+		reply, err := c.execute(ctx, req)
+		switch {
+		case err == nil:
+			return reply, nil
+		case errors.Is(err, errNotClaimed):
+			a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
+			if errors.Is(err, db.ErrNotFound) {
+				continue // the claimer rolled back: the key is free again
+			}
+			if err != nil {
+				return Reply{}, storeError(err)
+			}
+			return c.follow(ctx, req, a)
+		case db.Retryable(err) && attempt < c.cfg.Retries:
+			continue
+		default:
+			return Reply{}, storeError(err)
+		}
+	}
+}
+
+// execute claims the action and, if claimed, runs and completes it in the
+// same transaction.
+func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Reply{}, err
+	}
+	var reply Reply
+	err = c.store.InTx(ctx, func(tx *db.Tx) error {
+		claimed, err := tx.ClaimAction(ctx, db.Claim{
+			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
+			Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
+		})
+		if err != nil {
+			return fmt.Errorf("claim action: %w", err)
+		}
+		if !claimed {
+			return errNotClaimed
+		}
+		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
+		if err != nil {
+			return err
+		}
+		done := db.Completion{
+			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status,
+			ResourceID: res.ResourceID, Result: res.Body,
+		}
+		if len(done.Result) > c.cfg.MaxBodyBytes {
+			done.Result = nil
+		}
+		if err := tx.CompleteAction(ctx, id, done); err != nil {
+			return fmt.Errorf("complete action: %w", err)
+		}
+		reply = Reply{Action: db.Action{
+			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
+			Fingerprint: req.Fingerprint, State: db.Completed,
+			Outcome: done.Outcome, Reason: done.Reason, Status: done.Status,
+			ResourceID: done.ResourceID, Result: done.Result,
+		}}
+		return nil
+	})
+	return reply, err
+}
+
+// follow answers a request whose key already names an action.
+func (c *Core) follow(ctx context.Context, req Request, a db.Action) (Reply, error) {
+	if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
+		return Reply{}, &ReusedError{Action: a}
+	}
+	if a.State != db.Running {
+		return Reply{Action: a, Replayed: true}, nil
+	}
+	deadline := time.Now().Add(req.Wait)
+	delay := c.cfg.PollInterval
+	for time.Now().Add(delay).Before(deadline) {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Reply{}, ctx.Err()
+		case <-t.C:
+		}
+		next, err := c.store.ActionByID(ctx, req.TenantID, a.ID)
+		if err != nil {
+			return Reply{}, storeError(err)
+		}
+		if next.State != db.Running {
+			return Reply{Action: next, Replayed: true}, nil
+		}
+		a = next
+		delay = min(delay*2, 250*time.Millisecond)
+	}
+	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
+}
+
+func retryAfter(a db.Action) time.Duration {
+	if a.LeaseUntil == nil {
+		return time.Second
+	}
+	d := time.Until(*a.LeaseUntil)
+	return min(max(d, time.Second), 30*time.Second)
+}
+
+// storeError turns a storage failure into the client-facing vocabulary: an
+// unreachable database is 503 (nothing ran), anything else is internal.
+func storeError(err error) error {
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if db.Unavailable(err) {
+		return fault.Wrap(fault.Unavailable, err, "the action store is unavailable; nothing was done, retry later")
+	}
+	return err
+}

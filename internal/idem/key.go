@@ -1,0 +1,46 @@
+package idem
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+// MaxKeyLen is the longest Idempotency-Key accepted.
+const MaxKeyLen = 255
+
+// ValidateKey checks a caller-supplied idempotency key: 1 to 255 characters
+// of printable ASCII (0x20-0x7E).
+func ValidateKey(key string) error {
+	if key == "" {
+		return fault.New(fault.KeyInvalid, "Idempotency-Key must not be empty")
+	}
+	if len(key) > MaxKeyLen {
+		return fault.New(fault.KeyInvalid, "Idempotency-Key must be at most %d characters", MaxKeyLen)
+	}
+	for i := 0; i < len(key); i++ {
+		if key[i] < 0x20 || key[i] > 0x7e {
+			return fault.New(fault.KeyInvalid, "Idempotency-Key must be printable ASCII")
+		}
+	}
+	return nil
+}
+
+// KeyHash is a short, stable hash of a key for logs: enough to correlate
+// attempts, never the key itself.
+func KeyHash(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:6])
+}
+
+// DeriveKey builds an idempotency key from identity parts (tenant, operation,
+// call, identity fields). It is a hash, so no customer data ends up in keys.
+func DeriveKey(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return "derived:" + hex.EncodeToString(h.Sum(nil))
+}

@@ -1,0 +1,240 @@
+// Package op is the operation registry. An operation is declared once, as a
+// Spec: its input and how it is normalised, its identity fields for keys
+// derived from a voice call, its local writes, and how each outcome is
+// phrased for an agent. The REST and Dasha surfaces and the idempotency core
+// all work from that one declaration.
+package op
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/canon"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+)
+
+// Spec declares one operation. In is the input struct; every field of the
+// normalised input is effect-bearing: it goes into the fingerprint.
+type Spec[In any] struct {
+	// Name is the operation's stable name, e.g. "appointment.book".
+	Name string
+	// Version is the input schema version; it is part of the fingerprint.
+	Version int
+	// Tool is the Dasha tool name, e.g. "book_appointment"; empty for
+	// operations that are not offered to voice agents.
+	Tool string
+	// Description tells a voice agent's model when to call the tool.
+	Description string
+	// Normalize validates the decoded input and normalises it in place. It
+	// returns a *fault.Error naming the field for bad input.
+	Normalize func(in *In) error
+	// Identity returns the fields that identify the intent when a voice call
+	// gives no key (DESIGN.md section 4); nil means every input field.
+	Identity func(in In) []string
+	// PerCall makes the call id part of a derived identity.
+	PerCall bool
+	// Execute performs the operation's writes inside the claim's transaction.
+	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
+	// Say phrases each outcome for a voice agent.
+	Say Phrases
+}
+
+// Phrases is what a voice agent may say for each outcome.
+type Phrases struct {
+	Confirmed string
+	// Rejected maps a rejection reason to guidance; "" is the fallback.
+	Rejected map[string]string
+	Pending  string
+}
+
+// Operation is a Spec with its input type erased.
+type Operation interface {
+	Name() string
+	Tool() string
+	Description() string
+	PerCall() bool
+	Phrases() Phrases
+	// Prepare validates and normalises raw JSON arguments. path holds fields
+	// taken from the URL (e.g. appointment_id); they must not also be in raw.
+	Prepare(raw []byte, path map[string]string) (*Prepared, error)
+}
+
+// Prepared is a validated, normalised request for an operation.
+type Prepared struct {
+	Operation string
+	// Input is the canonical JSON of the normalised input.
+	Input       []byte
+	Fingerprint string
+	// Identity lists the identity field values, in declaration order.
+	Identity []string
+	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
+}
+
+type spec[In any] struct{ s Spec[In] }
+
+// Define turns a Spec into an Operation.
+func Define[In any](s Spec[In]) Operation { return spec[In]{s} }
+
+func (o spec[In]) Name() string        { return o.s.Name }
+func (o spec[In]) Tool() string        { return o.s.Tool }
+func (o spec[In]) Description() string { return o.s.Description }
+func (o spec[In]) PerCall() bool       { return o.s.PerCall }
+func (o spec[In]) Phrases() Phrases    { return o.s.Say }
+
+func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error) {
+	var in In
+	if len(path) > 0 {
+		var err error
+		if raw, err = withPath(raw, path); err != nil {
+			return nil, err
+		}
+	}
+	if err := Decode(raw, &in); err != nil {
+		return nil, err
+	}
+	if o.s.Normalize != nil {
+		if err := o.s.Normalize(&in); err != nil {
+			return nil, err
+		}
+	}
+	input, err := canon.Marshal(in)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s input: %w", o.s.Name, err)
+	}
+	p := &Prepared{
+		Operation:   o.s.Name,
+		Input:       input,
+		Fingerprint: canon.Fingerprint(o.s.Name, o.s.Version, input),
+		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+			return o.s.Execute(ctx, tx, x, in)
+		},
+	}
+	if o.s.Identity != nil {
+		p.Identity = o.s.Identity(in)
+	} else {
+		p.Identity = []string{string(input)}
+	}
+	return p, nil
+}
+
+// Decode parses untrusted JSON into a struct strictly: it must be valid
+// UTF-8 JSON without duplicate keys, an object, and carry no unknown fields;
+// type mismatches name the field.
+func Decode(raw []byte, v any) error {
+	c, err := canon.Canonical(raw)
+	if err != nil {
+		return fault.Wrap(fault.InvalidJSON, err, err.Error())
+	}
+	if len(c) == 0 || c[0] != '{' {
+		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return fault.Field(typeErr.Field, "must be %s", jsonKind(typeErr.Type.Kind().String()))
+		}
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return fault.Field(strings.Trim(name, `"`), "is not a known field")
+		}
+		return fault.Wrap(fault.InvalidInput, err, "the request body does not match the operation's input")
+	}
+	return nil
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "string":
+		return "a string"
+	case "int", "int32", "int64", "uint", "uint32", "uint64":
+		return "an integer"
+	case "bool":
+		return "true or false"
+	case "map", "struct":
+		return "an object"
+	case "slice":
+		return "an array"
+	}
+	return "of another type"
+}
+
+// Registry holds the operations by name and by tool.
+type Registry struct {
+	byName map[string]Operation
+	byTool map[string]Operation
+}
+
+// NewRegistry indexes ops; names and tools must be unique.
+func NewRegistry(ops ...Operation) *Registry {
+	r := &Registry{byName: map[string]Operation{}, byTool: map[string]Operation{}}
+	for _, o := range ops {
+		if _, dup := r.byName[o.Name()]; dup {
+			panic("op: duplicate operation " + o.Name())
+		}
+		r.byName[o.Name()] = o
+		if o.Tool() == "" {
+			continue
+		}
+		if _, dup := r.byTool[o.Tool()]; dup {
+			panic("op: duplicate tool " + o.Tool())
+		}
+		r.byTool[o.Tool()] = o
+	}
+	return r
+}
+
+// Get returns the operation named name.
+func (r *Registry) Get(name string) (Operation, bool) { o, ok := r.byName[name]; return o, ok }
+
+// ByTool returns the operation behind a Dasha tool.
+func (r *Registry) ByTool(tool string) (Operation, bool) { o, ok := r.byTool[tool]; return o, ok }
+
+// All returns the operations sorted by name.
+func (r *Registry) All() []Operation {
+	out := make([]Operation, 0, len(r.byName))
+	for _, o := range r.byName {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// MustGet returns the operation named name or panics (wiring errors).
+func (r *Registry) MustGet(name string) Operation {
+	o, ok := r.Get(name)
+	if !ok {
+		panic("op: unknown operation " + name)
+	}
+	return o
+}
+
+// withPath adds URL fields to a JSON object body.
+func withPath(raw []byte, path map[string]string) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		raw = []byte("{}")
+	}
+	c, err := canon.Canonical(raw)
+	if err != nil {
+		return nil, fault.Wrap(fault.InvalidJSON, err, err.Error())
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(c, &m); err != nil {
+		return nil, fault.New(fault.InvalidJSON, "the request body must be a JSON object")
+	}
+	for k, v := range path {
+		if _, dup := m[k]; dup {
+			return nil, fault.Field(k, "is taken from the URL and must not be in the body")
+		}
+		m[k], _ = json.Marshal(v)
+	}
+	return json.Marshal(m)
+}

@@ -1,0 +1,63 @@
+-- name: CreateSlot :one
+INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING *;
+
+-- name: SlotByID :one
+SELECT * FROM slots WHERE tenant_id = $1 AND id = $2;
+
+-- name: ListSlots :many
+-- Slots starting at or after from_time, optionally only those without an active booking.
+SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
+FROM slots s
+LEFT JOIN appointments a ON a.slot_id = s.id AND a.status = 'active'
+WHERE s.tenant_id = $1
+  AND s.starts_at >= sqlc.arg(from_time)
+  AND (NOT sqlc.arg(only_available)::boolean OR a.id IS NULL)
+ORDER BY s.starts_at, s.id
+LIMIT sqlc.arg(max_rows);
+
+-- name: BookSlot :one
+-- Books a future slot unless it already holds an active appointment; the
+-- partial unique index decides between concurrent bookings.
+WITH s AS (
+    SELECT id, starts_at, ends_at FROM slots
+    WHERE slots.tenant_id = sqlc.arg(tenant_id) AND slots.id = sqlc.arg(slot_id) AND slots.starts_at > now()
+), ins AS (
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(customer_id), s.id, sqlc.arg(service), sqlc.arg(action_id)
+    FROM s
+    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    RETURNING id, customer_id, slot_id, service, status
+)
+SELECT ins.id, ins.customer_id, ins.slot_id, ins.service, ins.status, s.starts_at, s.ends_at
+FROM ins JOIN s ON s.id = ins.slot_id;
+
+-- name: AppointmentByID :one
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+FROM appointments a JOIN slots s ON s.id = a.slot_id
+WHERE a.tenant_id = $1 AND a.id = $2;
+
+-- name: MoveAppointment :one
+-- Moves an active appointment to another free future slot of the same
+-- tenant. A concurrent booking of the new slot makes the unique index fail;
+-- the idempotency core then reruns the whole unit with a fresh snapshot.
+UPDATE appointments a
+SET slot_id = s.id, updated_at = now()
+FROM slots s
+WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(id) AND a.status = 'active'
+  AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(new_slot_id) AND s.starts_at > now()
+  AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = sqlc.arg(new_slot_id) AND o.status = 'active')
+RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at;
+
+-- name: CancelAppointment :one
+WITH c AS (
+    UPDATE appointments SET status = 'cancelled', updated_at = now()
+    WHERE appointments.tenant_id = $1 AND appointments.id = $2 AND appointments.status = 'active'
+    RETURNING id, customer_id, slot_id, service, status
+)
+SELECT c.id, c.customer_id, c.slot_id, c.service, c.status, s.starts_at, s.ends_at
+FROM c JOIN slots s ON s.id = c.slot_id;
+
+-- name: CountActiveAppointments :one
+SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active';

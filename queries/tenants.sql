@@ -1,0 +1,16 @@
+-- name: CreateTenant :exec
+INSERT INTO tenants (id, name, dasha_org_id) VALUES ($1, $2, $3);
+
+-- name: CreateAPIKey :exec
+INSERT INTO api_keys (key_hash, tenant_id, prefix) VALUES ($1, $2, $3);
+
+-- name: TenantByKeyHash :one
+SELECT t.id, t.name, t.dasha_org_id
+FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
+WHERE k.key_hash = $1 AND k.revoked_at IS NULL;
+
+-- name: TenantByName :one
+SELECT id, name, dasha_org_id FROM tenants WHERE name = $1 ORDER BY created_at LIMIT 1;
+
+-- name: TenantByID :one
+SELECT id, name, dasha_org_id FROM tenants WHERE id = $1;
