@@ -5,7 +5,7 @@ package booking
 
 import (
 	"context"
-		"net/http"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -32,9 +32,9 @@ func Operations() []op.Operation {
 
 // BookInput is the input of appointment.book.
 type BookInput struct {
-	CustomerID string `json:"customer_id"`
-	SlotID     string `json:"slot_id"`
-	Service    string `json:"service"`
+	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The customer's id."`
+	SlotID     string `json:"slot_id" required:"true" format:"uuid" desc:"The id of the slot the caller chose (from find_available_slots)."`
+	Service    string `json:"service" maxLength:"200" desc:"Optional: the service booked."`
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
@@ -82,8 +82,8 @@ var Book = op.Define(op.Spec[BookInput]{
 
 // RescheduleInput is the input of appointment.reschedule.
 type RescheduleInput struct {
-	AppointmentID string `json:"appointment_id"`
-	SlotID        string `json:"slot_id"`
+	AppointmentID string `json:"appointment_id" required:"true" format:"uuid" desc:"The id of the appointment to move."`
+	SlotID        string `json:"slot_id" required:"true" format:"uuid" desc:"The id of the new slot the caller chose."`
 }
 
 // Reschedule moves a booking to a new slot: an action of its own, never a
@@ -134,7 +134,7 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 
 // CancelInput is the input of appointment.cancel.
 type CancelInput struct {
-	AppointmentID string `json:"appointment_id"`
+	AppointmentID string `json:"appointment_id" required:"true" format:"uuid" desc:"The id of the appointment to cancel."`
 }
 
 // Cancel cancels a booking and frees its slot.
@@ -190,9 +190,9 @@ func confirm(status int, a db.Appointment) (idem.Result, error) {
 
 // SlotInput is the input of slot.create.
 type SlotInput struct {
-	StartsAt string `json:"starts_at"`
-	EndsAt   string `json:"ends_at"`
-	Resource string `json:"resource"`
+	StartsAt string `json:"starts_at" required:"true" format:"date-time" desc:"Start time, RFC 3339."`
+	EndsAt   string `json:"ends_at" required:"true" format:"date-time" desc:"End time, RFC 3339; after starts_at."`
+	Resource string `json:"resource" maxLength:"200" desc:"Optional: who or what the slot is with."`
 }
 
 // CreateSlot adds a bookable slot. It is not offered to voice agents.

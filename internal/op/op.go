@@ -61,6 +61,8 @@ type Operation interface {
 	Description() string
 	PerCall() bool
 	Phrases() Phrases
+	// Input returns the zero value of the input struct (for schemas).
+	Input() any
 	// Prepare validates and normalises raw JSON arguments. path holds fields
 	// taken from the URL (e.g. appointment_id); they must not also be in raw.
 	Prepare(raw []byte, path map[string]string) (*Prepared, error)
@@ -87,6 +89,7 @@ func (o spec[In]) Tool() string        { return o.s.Tool }
 func (o spec[In]) Description() string { return o.s.Description }
 func (o spec[In]) PerCall() bool       { return o.s.PerCall }
 func (o spec[In]) Phrases() Phrases    { return o.s.Say }
+func (o spec[In]) Input() any          { var in In; return in }
 
 func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error) {
 	var in In

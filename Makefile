@@ -1,0 +1,29 @@
+# oncecall: `make run` starts it, `make test` proves it.
+
+SQLC_VERSION := v1.31.1
+SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
+# The flags the Dockerfile builds with; CI builds the same way.
+BUILD_FLAGS := -trimpath -ldflags="-s -w"
+
+.PHONY: run test build generate check-generated vet
+
+run:
+	go run ./cmd/oncecall serve
+
+test:
+	go vet ./...
+	go test -count=1 ./...
+
+build:
+	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
+
+generate:
+	$(SQLC) generate
+
+# Fails when generated code is stale.
+check-generated: generate
+	git diff --exit-code -- db/dbsqlc
+	@test -z "$$(git status --porcelain -- db/dbsqlc)" || (echo "generated code is not committed" && exit 1)
+
+vet:
+	go vet ./...

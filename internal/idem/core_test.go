@@ -1,0 +1,208 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+type env struct {
+	store  *db.Store
+	core   *idem.Core
+	tenant db.Tenant
+}
+
+func setup(t *testing.T) env {
+	t.Helper()
+	store := db.New(pgtest.NewPool(t))
+	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{store: store, core: idem.New(store, idem.Config{}), tenant: tenant}
+}
+
+// noteRun is an operation that writes one row (a customer) per execution.
+func noteRun(calls *int, mu *sync.Mutex) func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
+	return func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+		mu.Lock()
+		*calls++
+		mu.Unlock()
+		c, err := tx.CreateCustomer(ctx, db.NewCustomer{TenantID: x.TenantID, Name: "n"})
+		return idem.Result{Outcome: idem.Confirmed, Status: 201, ResourceID: c.ID.String(), Body: []byte(`{}`)}, err
+	}
+}
+
+func (e env) count(t *testing.T, table string) int {
+	t.Helper()
+	var n int
+	if err := e.store.Pool().QueryRow(t.Context(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestFailedTransactionLeavesNoClaim(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	boom := errors.New("provider of a local write failed")
+	req := idem.Request{
+		TenantID: e.tenant.ID, Key: "k", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+			if _, err := tx.CreateCustomer(ctx, db.NewCustomer{TenantID: x.TenantID, Name: "half"}); err != nil {
+				return idem.Result{}, err
+			}
+			return idem.Result{}, boom // fails after the claim and a business write
+		},
+	}
+	if _, err := e.core.Do(t.Context(), req); !errors.Is(err, boom) {
+		t.Fatalf("Do: %v, want the operation's error", err)
+	}
+	if n := e.count(t, "actions"); n != 0 {
+		t.Fatalf("a rolled-back attempt left %d actions", n)
+	}
+	if n := e.count(t, "customers"); n != 0 {
+		t.Fatalf("a rolled-back attempt left %d business rows", n)
+	}
+	var calls int
+	var mu sync.Mutex
+	req.Run = noteRun(&calls, &mu)
+	reply, err := e.core.Do(t.Context(), req)
+	if err != nil || reply.Replayed || reply.Action.Outcome != idem.Confirmed {
+		t.Fatalf("retry with the same key: %+v %v", reply, err)
+	}
+	if calls != 1 || e.count(t, "customers") != 1 || e.count(t, "actions") != 1 {
+		t.Fatalf("retry executed %d times", calls)
+	}
+}
+
+func TestConcurrentDistinctKeysRunInParallel(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var calls int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			_, err := e.core.Do(t.Context(), idem.Request{
+				TenantID: e.tenant.ID, Key: "key-" + string(rune('a'+i)), Operation: "test.op",
+				Fingerprint: "f", Input: []byte(`{}`), Run: noteRun(&calls, &mu),
+			})
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if calls != 20 || e.count(t, "customers") != 20 {
+		t.Fatalf("20 distinct keys: %d executions, %d rows", calls, e.count(t, "customers"))
+	}
+}
+
+func TestRetryableConflictRerunsTheUnit(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	attempts := 0
+	reply, err := e.core.Do(t.Context(), idem.Request{
+		TenantID: e.tenant.ID, Key: "race", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+			attempts++
+			if attempts == 1 {
+				// A unique violation from a business write that lost a race.
+				if _, err := tx.CreateCustomer(ctx, db.NewCustomer{TenantID: x.TenantID, Phone: "+15550000001"}); err != nil {
+					return idem.Result{}, err
+				}
+				_, err := tx.CreateCustomer(ctx, db.NewCustomer{TenantID: x.TenantID, Phone: "+15550000001"})
+				return idem.Result{}, err
+			}
+			return idem.Result{Outcome: idem.Rejected, Status: 422, Reason: "LOST_RACE", Body: []byte(`{}`)}, nil
+		},
+	})
+	if err != nil || attempts != 2 || reply.Action.Reason != "LOST_RACE" {
+		t.Fatalf("attempts %d, reply %+v, err %v", attempts, reply, err)
+	}
+}
+
+func TestUnavailableDatabaseFailsClosed(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// A pool that points at a port where nothing listens.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cfg, err := pgxpool.ParseConfig("postgres://postgres@" + addr + "/x?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	core := idem.New(db.New(pool), idem.Config{})
+	ran := false
+	_, err = core.Do(t.Context(), idem.Request{
+		TenantID: e.tenant.ID, Key: "k", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil },
+	})
+	if fault.CodeOf(err) != fault.Unavailable || ran {
+		t.Fatalf("err %v (code %s), ran %v; want SERVICE_UNAVAILABLE and nothing run", err, fault.CodeOf(err), ran)
+	}
+}
+
+func TestWaitFollowsARunningAction(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	// A claim committed by a remote-step action that is still running.
+	release := make(chan struct{})
+	started := make(chan struct{})
+	go func() {
+		_, _ = e.core.Do(context.Background(), idem.Request{
+			TenantID: e.tenant.ID, Key: "slow", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+			Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+				close(started)
+				<-release
+				return idem.Result{Outcome: idem.Confirmed, Status: 201, Body: []byte(`{"ok":true}`)}, nil
+			},
+		})
+	}()
+	<-started
+	// While the first transaction holds the claim, a second attempt blocks on
+	// the claim and then replays the committed result.
+	done := make(chan idem.Reply, 1)
+	go func() {
+		r, err := e.core.Do(context.Background(), idem.Request{
+			TenantID: e.tenant.ID, Key: "slow", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+			Wait: 5 * time.Second,
+			Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
+				t.Error("second attempt executed")
+				return idem.Result{}, nil
+			},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	close(release)
+	r := <-done
+	if !r.Replayed || string(r.Action.Result) != `{"ok":true}` {
+		t.Fatalf("second attempt: %+v", r)
+	}
+}
