@@ -83,6 +83,11 @@ type Config struct {
 	// PollInterval is the first delay between reads while waiting on a
 	// running action; it doubles up to 250ms. Default 20ms.
 	PollInterval time.Duration
+	// ClaimWait bounds how long a claim may wait for a concurrent attempt of
+	// the same key whose transaction has not finished (PostgreSQL makes the
+	// second INSERT wait for the first). A request's own Wait extends it.
+	// Past it the attempt answers ErrInProgress. Default 10s.
+	ClaimWait time.Duration
 }
 
 // Core runs requests against the store.
@@ -105,11 +110,17 @@ func New(store *db.Store, cfg Config) *Core {
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = 20 * time.Millisecond
 	}
+	if cfg.ClaimWait <= 0 {
+		cfg.ClaimWait = 10 * time.Second
+	}
 	return &Core{store: store, cfg: cfg}
 }
 
 // errNotClaimed rolls back a transaction whose claim found an existing action.
 var errNotClaimed = errors.New("action already claimed")
+
+// errClaimWait: the claim waited too long for another attempt's transaction.
+var errClaimWait = errors.New("claim waited too long for a concurrent attempt")
 
 // InProgressError is returned when another attempt still runs the action.
 type InProgressError struct {
@@ -141,6 +152,8 @@ func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
 		switch {
 		case err == nil:
 			return reply, nil
+		case errors.Is(err, errClaimWait):
+			return Reply{}, &InProgressError{RetryAfter: time.Second}
 		case errors.Is(err, errNotClaimed):
 			a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
 			if errors.Is(err, db.ErrNotFound) {
@@ -167,10 +180,18 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	}
 	var reply Reply
 	err = c.store.InTx(ctx, func(tx *db.Tx) error {
-		claimed, err := tx.ClaimAction(ctx, db.Claim{
+		// The claim waits while another attempt's uncommitted claim holds the
+		// key; bound that wait so a caller is never held past its patience.
+		claimCtx, cancel := context.WithTimeout(ctx, max(c.cfg.ClaimWait, req.Wait))
+		claimed, err := tx.ClaimAction(claimCtx, db.Claim{
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 			Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
 		})
+		waited := claimCtx.Err() != nil && ctx.Err() == nil
+		cancel()
+		if err != nil && waited {
+			return errClaimWait
+		}
 		if err != nil {
 			return fmt.Errorf("claim action: %w", err)
 		}
