@@ -1,17 +1,20 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/reconcile"
 )
 
 // Config is what the router needs.
@@ -26,6 +29,13 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// MaxWait caps Prefer: wait=N. Default 10s.
 	MaxWait time.Duration
+	// Remote reports whether a capability is served by a remote provider;
+	// nil means every capability is local.
+	Remote func(capability string) bool
+	// OperatorToken guards /v1/ops; empty disables those routes.
+	OperatorToken string
+	// Resolve applies an operator's resolution (reconcile.Resolve).
+	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
 }
 
 // Server holds the handlers' dependencies.
@@ -58,6 +68,12 @@ func NewRouter(cfg Config) http.Handler {
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
 
+	r.Route("/v1/ops", func(r chi.Router) {
+		r.Use(s.limitBody, s.operatorOnly)
+		r.Get("/actions", s.opsListActions)
+		r.Get("/actions/{action_id}", s.opsShowAction)
+		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
+	})
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.keys.authenticate)
 		r.Get("/actions/{action_id}", s.getAction)

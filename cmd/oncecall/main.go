@@ -22,12 +22,17 @@ Usage:
   oncecall migrate                                      apply database migrations
   oncecall tenant create --name NAME [--dasha-org ORG] [--json]
                                                         create a tenant and print its API key once
+  oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
+  oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   LOG_LEVEL         debug, info, warn or error (default info)
+  ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
+  ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
+  ONCECALL_RECONCILE_INTERVAL       time between reconciler passes (default 2s)
 `
 
 func main() {
@@ -55,6 +60,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout, stderr)
 	case "tenant":
 		return tenant(ctx, rest, stdout, stderr)
+	case "reconcile":
+		return reconcileCmd(ctx, rest, stdout, stderr)
+	case "actions":
+		return actionsCmd(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

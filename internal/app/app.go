@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -23,6 +24,9 @@ import (
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/pgembed"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/reconcile"
 )
 
 // Config configures a running oncecall.
@@ -43,16 +47,30 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default 20.
 	MaxConns int32
+	// Providers maps capabilities to remote providers; a capability not in
+	// it is served by oncecall's own tables.
+	Providers provider.Set
+	// Steps bounds the recovery of remote steps.
+	Steps step.Config
+	// Reconcile tunes the reconciler; ReconcileDisabled keeps it from
+	// running inside this process.
+	Reconcile         reconcile.Config
+	ReconcileDisabled bool
+	// OperatorToken enables /v1/ops for bearers of this token.
+	OperatorToken string
 }
 
 // Main is a running oncecall.
 type Main struct {
-	cfg   Config
-	pg    *pgembed.Postgres
-	pool  *pgxpool.Pool
-	store *db.Store
-	ln    net.Listener
-	srv   *http.Server
+	cfg        Config
+	ops        *op.Registry
+	driver     *step.Driver
+	reconciler *reconcile.Reconciler
+	pg         *pgembed.Postgres
+	pool       *pgxpool.Pool
+	store      *db.Store
+	ln         net.Listener
+	srv        *http.Server
 }
 
 // Operations returns every operation oncecall offers.
@@ -92,9 +110,17 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m.ln = ln
+	m.ops = Operations()
+	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
+	m.reconciler = reconcile.New(m.store, m.driver, cfg.Reconcile, cfg.Log)
+	core := idem.New(m.store, cfg.Core)
+	core.SetDriver(m.driver)
 	handler := api.NewRouter(api.Config{
-		Store: m.store, Core: idem.New(m.store, cfg.Core), Ops: Operations(), Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes,
+		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
+		MaxBodyBytes: cfg.MaxBodyBytes, Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
+		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
+		},
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
@@ -171,6 +197,16 @@ func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 func (m *Main) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
+	reconciled := make(chan struct{})
+	rctx, stopReconciler := context.WithCancel(ctx)
+	go func() {
+		defer close(reconciled)
+		if !m.cfg.ReconcileDisabled {
+			m.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
+		}
+	}()
+	defer func() { <-reconciled }()
+	defer stopReconciler()
 	m.cfg.Log.Info().Str("addr", m.Addr()).Msg("serving")
 	select {
 	case err := <-errc:
@@ -184,6 +220,12 @@ func (m *Main) Serve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Reconciler is the running program's reconciler.
+func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
+
+// Registry is the running program's operations.
+func (m *Main) Registry() *op.Registry { return m.ops }
 
 // Close releases the pool and stops the embedded database.
 func (m *Main) Close() error {

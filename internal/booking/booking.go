@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -69,6 +70,15 @@ var Book = op.Define(op.Spec[BookInput]{
 		}
 		return confirm(http.StatusCreated, a)
 	},
+	Remote: &op.Remote[BookInput]{
+		Capability: provider.Calendar,
+		Payload:    func(in BookInput) any { return in },
+		Confirmed: func(in BookInput, rec provider.Record) (idem.Result, error) {
+			return op.Confirm(http.StatusCreated, rec.ID, remoteAppointment{
+				ID: rec.ID, ProviderRef: rec.ID, CustomerID: in.CustomerID, SlotID: in.SlotID, Service: in.Service, Status: "active",
+			})
+		},
+	},
 	Say: op.Phrases{
 		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
 		Rejected: map[string]string{
@@ -79,6 +89,16 @@ var Book = op.Define(op.Spec[BookInput]{
 		},
 	},
 })
+
+// remoteAppointment is a booking held by a remote calendar.
+type remoteAppointment struct {
+	ID          string `json:"id"`
+	ProviderRef string `json:"provider_ref"`
+	CustomerID  string `json:"customer_id"`
+	SlotID      string `json:"slot_id"`
+	Service     string `json:"service"`
+	Status      string `json:"status"`
+}
 
 // RescheduleInput is the input of appointment.reschedule.
 type RescheduleInput struct {

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
@@ -43,4 +45,12 @@ func DeriveKey(parts ...string) string {
 		h.Write([]byte{0})
 	}
 	return "derived:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ProviderKey is the idempotency key a step sends to its provider: derived
+// from the action id and the step name, so every retry and every recovery by
+// any worker uses the same key without inventing a new one.
+func ProviderKey(action uuid.UUID, step string) string {
+	sum := sha256.Sum256([]byte(action.String() + "/" + step))
+	return "oc-" + hex.EncodeToString(sum[:20])
 }
