@@ -73,6 +73,10 @@ func Time(field string, v *string) error {
 // MustUUID parses an id that Normalize already checked.
 func MustUUID(s string) uuid.UUID { return uuid.MustParse(s) }
 
+// MaxPhoneLen is the longest phone number accepted as written, separators
+// included.
+const MaxPhoneLen = 32
+
 // Phone checks that *v is a phone number and rewrites it in E.164 form
 // (+ and 8 to 15 digits), so that "+44 20 7946 0958", "0044 (20) 7946-0958"
 // and "+442079460958" are the same input. Spaces, dashes, dots and
@@ -82,6 +86,9 @@ func Phone(field string, v *string) error {
 	s := strings.TrimSpace(*v)
 	if s == "" {
 		return fault.Field(field, "is required")
+	}
+	if utf8.RuneCountInString(s) > MaxPhoneLen {
+		return fault.Field(field, "must be at most %d characters", MaxPhoneLen)
 	}
 	var b strings.Builder
 	for i, r := range s {
