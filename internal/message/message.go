@@ -7,8 +7,10 @@ package message
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -49,13 +51,13 @@ func Operations() []op.Operation { return []op.Operation{Send} }
 // SendInput is the input of message.send. Exactly one of customer_id and to
 // names the recipient.
 type SendInput struct {
-	CustomerID string            `json:"customer_id" format:"uuid" desc:"The customer to send to (their phone for sms, e-mail for email). Give this or to."`
-	To         string            `json:"to" maxLength:"254" desc:"The recipient when not a customer: a phone number in international form for sms, an e-mail address for email. Give this or customer_id."`
-	Channel    string            `json:"channel" required:"true" enum:"sms,email" desc:"sms or email."`
-	Template   string            `json:"template" required:"true" enum:"appointment_confirmation,appointment_reminder,generic,payment_receipt" desc:"The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject)."`
-	Variables  map[string]string `json:"variables" desc:"The template's variables, as strings."`
-	SubjectID  string            `json:"subject_id" maxLength:"200" desc:"Optional: what the message is about, e.g. the appointment id."`
-	SendRef    string            `json:"send_ref" maxLength:"100" desc:"Optional: a new value sends the same message again on purpose; leave it unchanged when retrying."`
+	CustomerID string    `json:"customer_id" format:"uuid" desc:"The customer to send to (their phone for sms, e-mail for email). Give this or to."`
+	To         string    `json:"to" maxLength:"254" desc:"The recipient when not a customer: a phone number in international form for sms, an e-mail address for email. Give this or customer_id."`
+	Channel    string    `json:"channel" required:"true" enum:"sms,email" desc:"sms or email."`
+	Template   string    `json:"template" required:"true" enum:"appointment_confirmation,appointment_reminder,generic,payment_receipt" desc:"The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject)."`
+	Variables  Variables `json:"variables" desc:"The template's variables, as strings."`
+	SubjectID  string    `json:"subject_id" maxLength:"200" desc:"Optional: what the message is about, e.g. the appointment id."`
+	SendRef    string    `json:"send_ref" maxLength:"100" desc:"Optional: a new value sends the same message again on purpose; leave it unchanged when retrying."`
 }
 
 // Send queues one message.
@@ -216,7 +218,34 @@ func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Re
 	return op.Confirm(http.StatusCreated, msg.ID.String(), msg)
 }
 
-func sortedKeys(m map[string]string) []string {
+// Variables are a template's variables. Decoding names the variable whose
+// value is not a string ("variables.when"), which a plain map cannot.
+type Variables map[string]string
+
+// UnmarshalJSON accepts an object of strings, or null.
+func (v *Variables) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return &json.UnmarshalTypeError{Value: "non-object", Type: reflect.TypeFor[map[string]string]()}
+	}
+	m := make(Variables, len(raw))
+	for _, k := range sortedKeys(raw) {
+		var s string
+		if err := json.Unmarshal(raw[k], &s); err != nil || string(raw[k]) == "null" {
+			return &json.UnmarshalTypeError{Value: "non-string", Type: reflect.TypeFor[string](), Field: k}
+		}
+		m[k] = s
+	}
+	*v = m
+	return nil
+}
+
+// JSONSchema describes the field for op.Schema.
+func (Variables) JSONSchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
