@@ -115,6 +115,16 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 			}
 		})
 	}
+	// Logs carry ids, never customer data.
+	logs := e.Logs.String()
+	for _, secret := range []string{"+442079460001", "+442079460002", "ana@example.com", "cleo@example.com", "Eve Moreau", "+33612345678", "See you soon", "Prefers morning", "visit 2030-01-02", "Cleaning"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain customer data %q", secret)
+		}
+	}
+	if !strings.Contains(logs, `"operation":"customer.points.add"`) {
+		t.Errorf("logs do not show the requests at all")
+	}
 }
 
 // TestEquivalentSpellingsAreOneRequest: phone, e-mail and currency written
