@@ -84,6 +84,17 @@ func NewRouter(cfg Config) http.Handler {
 		r.Get("/appointments/{appointment_id}", s.getAppointment)
 		r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
 		r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
+
+		r.Post("/payment-intents", s.write("payment_intent.create"))
+		r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
+		r.Post("/payments", s.write("payment.charge"))
+		r.Post("/messages", s.write("message.send"))
+		r.Get("/messages/{message_id}", s.getMessage)
+		r.Post("/customers", s.write("customer.create"))
+		r.Get("/customers/{customer_id}", s.getCustomer)
+		r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
+		r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
+		r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
 	})
 	return r
 }

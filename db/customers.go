@@ -58,6 +58,132 @@ func (q queries) CustomerByExternalRef(ctx context.Context, tenant uuid.UUID, re
 	return customer(row), nil
 }
 
+// CustomerByID returns one of the tenant's customers.
+func (q queries) CustomerByID(ctx context.Context, tenant, id uuid.UUID) (Customer, error) {
+	row, err := q.q.CustomerByID(ctx, dbsqlc.CustomerByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return Customer{}, notFound(err)
+	}
+	return customer(row), nil
+}
+
+// CustomerByPhone finds a customer by E.164 phone number.
+func (q queries) CustomerByPhone(ctx context.Context, tenant uuid.UUID, phone string) (Customer, error) {
+	row, err := q.q.CustomerByPhone(ctx, dbsqlc.CustomerByPhoneParams{TenantID: tenant, Phone: &phone})
+	if err != nil {
+		return Customer{}, notFound(err)
+	}
+	return customer(row), nil
+}
+
+// FieldChange is one optional field of a CustomerChange: Set false leaves
+// the field alone; Set with an empty Value clears it.
+type FieldChange struct {
+	Set   bool
+	Value string
+}
+
+// CustomerChange sets some fields of a customer.
+type CustomerChange struct {
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Name        *string // nil leaves the name alone; it cannot be cleared
+	Phone       FieldChange
+	Email       FieldChange
+	ExternalRef FieldChange
+}
+
+// UpdateCustomer applies a change; ErrNotFound when the tenant has no such
+// customer. A phone or external reference another customer holds violates
+// a unique index.
+func (q queries) UpdateCustomer(ctx context.Context, c CustomerChange) (Customer, error) {
+	row, err := q.q.UpdateCustomer(ctx, dbsqlc.UpdateCustomerParams{
+		TenantID: c.TenantID, ID: c.ID,
+		SetName: c.Name != nil, Name: deref(c.Name),
+		SetPhone: c.Phone.Set, Phone: ptr(c.Phone.Value),
+		SetEmail: c.Email.Set, Email: ptr(c.Email.Value),
+		SetExternalRef: c.ExternalRef.Set, ExternalRef: ptr(c.ExternalRef.Value),
+	})
+	if err != nil {
+		return Customer{}, notFound(err)
+	}
+	return customer(row), nil
+}
+
+// Note is a note appended to a customer record.
+type Note struct {
+	ID         uuid.UUID `json:"id"`
+	CustomerID uuid.UUID `json:"customer_id"`
+	Text       string    `json:"text"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// NewNote is a note to append.
+type NewNote struct {
+	TenantID   uuid.UUID
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+	Text       string
+}
+
+// AppendCustomerNote appends a note to a customer the caller checked exists.
+func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (Note, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Note{}, err
+	}
+	row, err := q.q.AppendCustomerNote(ctx, dbsqlc.AppendCustomerNoteParams{
+		ID: id, TenantID: n.TenantID, CustomerID: n.CustomerID, Text: n.Text, ActionID: n.ActionID,
+	})
+	if err != nil {
+		return Note{}, err
+	}
+	return Note{ID: row.ID, CustomerID: row.CustomerID, Text: row.Text, CreatedAt: row.CreatedAt.UTC()}, nil
+}
+
+// PointsEntry is one change of a customer's loyalty balance.
+type PointsEntry struct {
+	ID         uuid.UUID `json:"id"`
+	CustomerID uuid.UUID `json:"customer_id"`
+	Delta      int64     `json:"delta"`
+	Reason     string    `json:"reason"`
+	// Balance is the customer's balance after this change.
+	Balance   int64     `json:"balance"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// PointsChange is a change of a customer's loyalty balance.
+type PointsChange struct {
+	TenantID   uuid.UUID
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+	Delta      int64
+	Reason     string
+}
+
+// AddPoints changes a customer's balance and records it in the ledger; ok is
+// false, and nothing changes, when the customer is missing or the balance
+// would go below zero.
+func (q queries) AddPoints(ctx context.Context, c PointsChange) (e PointsEntry, ok bool, err error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return PointsEntry{}, false, err
+	}
+	row, err := q.q.AddPoints(ctx, dbsqlc.AddPointsParams{
+		ID: id, TenantID: c.TenantID, CustomerID: c.CustomerID, Delta: c.Delta, Reason: c.Reason, ActionID: c.ActionID,
+	})
+	if err = notFound(err); err == ErrNotFound {
+		return PointsEntry{}, false, nil
+	}
+	if err != nil {
+		return PointsEntry{}, false, err
+	}
+	return PointsEntry{
+		ID: row.ID, CustomerID: row.CustomerID, Delta: row.Delta, Reason: row.Reason,
+		Balance: row.BalanceAfter, CreatedAt: row.CreatedAt.UTC(),
+	}, true, nil
+}
+
 func customer(r dbsqlc.Customer) Customer {
 	return Customer{
 		ID: r.ID, Name: r.Name, Phone: deref(r.Phone), Email: deref(r.Email), ExternalRef: deref(r.ExternalRef),

@@ -11,6 +11,89 @@ import (
 	"github.com/google/uuid"
 )
 
+const addPoints = `-- name: AddPoints :one
+WITH c AS (
+    UPDATE customers
+    SET points = points + $3, updated_at = now()
+    WHERE customers.tenant_id = $2 AND customers.id = $6
+      AND points + $3 >= 0
+    RETURNING customers.id, customers.points
+)
+INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
+SELECT $1, $2, c.id, $3, $4, c.points, $5
+FROM c
+RETURNING id, tenant_id, customer_id, delta, reason, balance_after, action_id, created_at
+`
+
+type AddPointsParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	Delta      int64
+	Reason     string
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+}
+
+// Changes the balance in one statement that cannot take it below zero, and
+// records the change with the balance it produced. No row: the customer is
+// missing or the balance is too small.
+func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLedger, error) {
+	row := q.db.QueryRow(ctx, addPoints,
+		arg.ID,
+		arg.TenantID,
+		arg.Delta,
+		arg.Reason,
+		arg.ActionID,
+		arg.CustomerID,
+	)
+	var i PointsLedger
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.CustomerID,
+		&i.Delta,
+		&i.Reason,
+		&i.BalanceAfter,
+		&i.ActionID,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
+const appendCustomerNote = `-- name: AppendCustomerNote :one
+INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
+VALUES ($1, $2, $3, $4, $5)
+RETURNING id, tenant_id, customer_id, text, action_id, created_at
+`
+
+type AppendCustomerNoteParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+	Text       string
+	ActionID   uuid.UUID
+}
+
+func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNoteParams) (CustomerNote, error) {
+	row := q.db.QueryRow(ctx, appendCustomerNote,
+		arg.ID,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.Text,
+		arg.ActionID,
+	)
+	var i CustomerNote
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.CustomerID,
+		&i.Text,
+		&i.ActionID,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const createCustomer = `-- name: CreateCustomer :one
 INSERT INTO customers (id, tenant_id, name, phone, email, external_ref)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -102,6 +185,32 @@ func (q *Queries) CustomerByID(ctx context.Context, arg CustomerByIDParams) (Cus
 	return i, err
 }
 
+const customerByPhone = `-- name: CustomerByPhone :one
+SELECT id, tenant_id, name, phone, email, external_ref, points, created_at, updated_at FROM customers WHERE tenant_id = $1 AND phone = $2
+`
+
+type CustomerByPhoneParams struct {
+	TenantID uuid.UUID
+	Phone    *string
+}
+
+func (q *Queries) CustomerByPhone(ctx context.Context, arg CustomerByPhoneParams) (Customer, error) {
+	row := q.db.QueryRow(ctx, customerByPhone, arg.TenantID, arg.Phone)
+	var i Customer
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Phone,
+		&i.Email,
+		&i.ExternalRef,
+		&i.Points,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const customerExists = `-- name: CustomerExists :one
 SELECT EXISTS (SELECT 1 FROM customers WHERE tenant_id = $1 AND id = $2)
 `
@@ -116,4 +225,57 @@ func (q *Queries) CustomerExists(ctx context.Context, arg CustomerExistsParams) 
 	var exists bool
 	err := row.Scan(&exists)
 	return exists, err
+}
+
+const updateCustomer = `-- name: UpdateCustomer :one
+UPDATE customers
+SET name         = CASE WHEN $1::boolean THEN $2::text ELSE name END,
+    phone        = CASE WHEN $3::boolean THEN $4::text ELSE phone END,
+    email        = CASE WHEN $5::boolean THEN $6::text ELSE email END,
+    external_ref = CASE WHEN $7::boolean THEN $8::text ELSE external_ref END,
+    updated_at   = now()
+WHERE tenant_id = $9 AND id = $10
+RETURNING id, tenant_id, name, phone, email, external_ref, points, created_at, updated_at
+`
+
+type UpdateCustomerParams struct {
+	SetName        bool
+	Name           string
+	SetPhone       bool
+	Phone          *string
+	SetEmail       bool
+	Email          *string
+	SetExternalRef bool
+	ExternalRef    *string
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+}
+
+// Sets the fields whose set_ flag is true; a NULL value clears a field.
+func (q *Queries) UpdateCustomer(ctx context.Context, arg UpdateCustomerParams) (Customer, error) {
+	row := q.db.QueryRow(ctx, updateCustomer,
+		arg.SetName,
+		arg.Name,
+		arg.SetPhone,
+		arg.Phone,
+		arg.SetEmail,
+		arg.Email,
+		arg.SetExternalRef,
+		arg.ExternalRef,
+		arg.TenantID,
+		arg.ID,
+	)
+	var i Customer
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.Phone,
+		&i.Email,
+		&i.ExternalRef,
+		&i.Points,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
 }

@@ -92,6 +92,69 @@ type Customer struct {
 	UpdatedAt   time.Time
 }
 
+type CustomerNote struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+	Text       string
+	ActionID   uuid.UUID
+	CreatedAt  time.Time
+}
+
+type Message struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	CustomerID  *uuid.UUID
+	Recipient   string
+	Channel     string
+	Template    string
+	SubjectLine *string
+	Body        string
+	SubjectID   *string
+	SendRef     *string
+	Status      string
+	ActionID    uuid.UUID
+	CreatedAt   time.Time
+}
+
+type Payment struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	IntentID    uuid.UUID
+	Amount      int64
+	Currency    string
+	Status      string
+	DeclineCode *string
+	ActionID    uuid.UUID
+	CreatedAt   time.Time
+}
+
+type PaymentIntent struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	CustomerID     uuid.UUID
+	Amount         int64
+	Currency       string
+	Description    string
+	PaymentMethod  string
+	Status         string
+	CapturedAmount *int64
+	ActionID       uuid.UUID
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type PointsLedger struct {
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   uuid.UUID
+	Delta        int64
+	Reason       string
+	BalanceAfter int64
+	ActionID     uuid.UUID
+	CreatedAt    time.Time
+}
+
 type Slot struct {
 	ID        uuid.UUID
 	TenantID  uuid.UUID

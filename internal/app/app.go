@@ -21,8 +21,11 @@ import (
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/step"
@@ -75,7 +78,13 @@ type Main struct {
 
 // Operations returns every operation oncecall offers.
 func Operations() *op.Registry {
-	return op.NewRegistry(booking.Operations()...)
+	var ops []op.Operation
+	for _, family := range [][]op.Operation{
+		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(),
+	} {
+		ops = append(ops, family...)
+	}
+	return op.NewRegistry(ops...)
 }
 
 // Start opens the database (starting the embedded one when no URL is

@@ -20,9 +20,16 @@ import (
 //	minimum/maximum     integer bounds
 func Schema(o Operation) map[string]any { return schemaOf(reflect.TypeOf(o.Input())) }
 
+// schemaer is a field type that describes its own schema (op.Integer,
+// op.Patch).
+type schemaer interface{ JSONSchema() map[string]any }
+
 func schemaOf(t reflect.Type) map[string]any {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t.Implements(reflect.TypeFor[schemaer]()) {
+		return reflect.Zero(t).Interface().(schemaer).JSONSchema()
 	}
 	if t == reflect.TypeFor[json.Number]() {
 		return map[string]any{"type": "integer"}

@@ -1,0 +1,156 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/oncecall/oncecall/internal/apptest"
+)
+
+// TestOneIntentIsChargedOnce: charges of one intent under different keys,
+// sent at once, capture it once; every other charge is the stored rejection
+// INTENT_ALREADY_CAPTURED naming the payment that did.
+func TestOneIntentIsChargedOnce(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	intent := e.intent(4200, "")
+	const n = 10
+	answers := make([]apptest.Response, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			answers[i] = e.Post("/v1/payments", e.key, fmt.Sprintf("charge-%d", i), map[string]any{"payment_intent_id": intent})
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var paymentID string
+	confirmed, rejected := 0, []apptest.Response{}
+	for _, a := range answers {
+		switch {
+		case a.Status == http.StatusCreated:
+			confirmed++
+			paymentID = resultOf(t, a)["id"].(string)
+		case a.Status == http.StatusUnprocessableEntity && a.JSON(t)["code"] == "INTENT_ALREADY_CAPTURED":
+			rejected = append(rejected, a)
+		default:
+			t.Errorf("unexpected answer %d %s", a.Status, a.Body)
+		}
+	}
+	if confirmed != 1 || len(rejected) != n-1 {
+		t.Fatalf("confirmed %d, already captured %d; want 1 and %d", confirmed, len(rejected), n-1)
+	}
+	for _, r := range rejected {
+		if d := detailsOf(t, r); d["payment_id"] != paymentID || d["payment_intent_id"] != intent {
+			t.Errorf("rejection details %v, want the capturing payment %s", d, paymentID)
+		}
+	}
+	if got := e.Count("SELECT count(*) FROM payments WHERE intent_id = $1 AND status = 'succeeded'", intent); got != 1 {
+		t.Fatalf("succeeded payments = %d, want 1", got)
+	}
+	if got := e.Count("SELECT count(*) FROM payments WHERE intent_id = $1", intent); got != 1 {
+		t.Fatalf("payment rows = %d, want 1", got)
+	}
+	// The rejection is an action like any other: stored and replayed.
+	again := e.Post("/v1/payments", e.key, "charge-0", map[string]any{"payment_intent_id": intent})
+	first := answers[0]
+	if again.Status != first.Status || !again.Replayed() || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("replay of charge-0: %d %s\nfirst: %d %s", again.Status, again.Body, first.Status, first.Body)
+	}
+	got := e.Get("/v1/payment-intents/"+intent, e.key).JSON(t)
+	if got["status"] != "captured" || got["captured_amount"] != 4200.0 || len(got["payments"].([]any)) != 1 {
+		t.Fatalf("intent after charges: %v", got)
+	}
+}
+
+func TestDeclinedChargeIsRecordedAndLeavesTheIntentChargeable(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	intent := e.intent(900, "pm_card_declined")
+	first := e.Post("/v1/payments", e.key, "decline-1", map[string]any{"payment_intent_id": intent})
+	wantRejection(t, first, "PAYMENT_DECLINED")
+	d := detailsOf(t, first)
+	if d["decline_code"] != "card_declined" || d["payment_id"] == nil {
+		t.Fatalf("decline details: %v", d)
+	}
+	if r := e.Post("/v1/payments", e.key, "decline-1", map[string]any{"payment_intent_id": intent}); !r.Replayed() || !bytes.Equal(r.Body, first.Body) {
+		t.Fatalf("decline replay: %d %s", r.Status, r.Body)
+	}
+	// A new attempt under a new key is a new charge attempt (declined again).
+	wantRejection(t, e.Post("/v1/payments", e.key, "decline-2", map[string]any{"payment_intent_id": intent}), "PAYMENT_DECLINED")
+	if got := e.Count("SELECT count(*) FROM payments WHERE intent_id = $1 AND status = 'declined'", intent); got != 2 {
+		t.Fatalf("declined payment rows = %d, want 2", got)
+	}
+	if got := e.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND status = 'requires_capture'", intent); got != 1 {
+		t.Fatalf("a declined charge changed the intent")
+	}
+}
+
+func TestChargeAmountIsBoundedByTheIntent(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	intent := e.intent(1000, "")
+	over := e.Post("/v1/payments", e.key, "over", map[string]any{"payment_intent_id": intent, "amount": 1001})
+	wantRejection(t, over, "AMOUNT_EXCEEDS_INTENT")
+	if d := detailsOf(t, over); d["intent_amount"] != 1000.0 || d["currency"] != "EUR" {
+		t.Fatalf("details: %v", d)
+	}
+	part := e.Post("/v1/payments", e.key, "part", map[string]any{"payment_intent_id": intent, "amount": 600})
+	if part.Status != http.StatusCreated || resultOf(t, part)["amount"] != 600.0 || resultOf(t, part)["currency"] != "EUR" {
+		t.Fatalf("partial charge: %d %s", part.Status, part.Body)
+	}
+	if got := e.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND captured_amount = 600", intent); got != 1 {
+		t.Fatalf("captured amount not recorded")
+	}
+	// A partial capture still captures the intent: the rest is not chargeable.
+	wantRejection(t, e.Post("/v1/payments", e.key, "rest", map[string]any{"payment_intent_id": intent, "amount": 400}), "INTENT_ALREADY_CAPTURED")
+}
+
+func TestPaymentReferencesAreChecked(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	_, otherKey := e.Tenant("other")
+	intent := e.intent(1000, "")
+	// Another tenant's intent and customer are not found, and nothing is written.
+	wantRejection(t, e.Post("/v1/payments", otherKey, "x1", map[string]any{"payment_intent_id": intent}), "PAYMENT_INTENT_NOT_FOUND")
+	cust := e.customer("", "")
+	wantRejection(t, e.Post("/v1/payment-intents", otherKey, "x2", map[string]any{"customer_id": cust, "amount": 5, "currency": "EUR"}), "CUSTOMER_NOT_FOUND")
+	wantRejection(t, e.Post("/v1/payments", e.key, "x3", map[string]any{"payment_intent_id": uuid.NewString()}), "PAYMENT_INTENT_NOT_FOUND")
+	if r := e.Get("/v1/payment-intents/"+intent, otherKey); r.Status != http.StatusNotFound {
+		t.Fatalf("other tenant reads the intent: %d %s", r.Status, r.Body)
+	}
+	if got := e.Count("SELECT count(*) FROM payments"); got != 0 {
+		t.Fatalf("payments = %d", got)
+	}
+	if got := e.Count("SELECT count(*) FROM payment_intents WHERE customer_id = $1", cust); got != 0 {
+		t.Fatalf("an intent was created for another tenant's customer")
+	}
+}
+
+// TestOneSucceededPaymentIsADatabaseRule: the at-most-once charge does not
+// rest on Go code alone; PostgreSQL refuses a second succeeded payment.
+func TestOneSucceededPaymentIsADatabaseRule(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	intent := e.intent(1000, "")
+	if r := e.Post("/v1/payments", e.key, "c1", map[string]any{"payment_intent_id": intent}); r.Status != http.StatusCreated {
+		t.Fatalf("charge: %d %s", r.Status, r.Body)
+	}
+	_, err := e.Store.Pool().Exec(context.Background(), `INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, action_id)
+		VALUES ($1, $2, $3, 1000, 'EUR', 'succeeded', $4)`, uuid.New(), e.tenant, intent, uuid.New())
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "23505" || pgErr.ConstraintName != "payments_one_success_per_intent" {
+		t.Fatalf("second succeeded payment: %v", err)
+	}
+}

@@ -1,0 +1,61 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+// getRecord answers GET for one of the tenant's records named by the URL
+// parameter param. An id that is malformed, missing or another tenant's is
+// the same 404.
+func getRecord[T any](s *Server, param, what string, find func(ctx context.Context, tenant, id uuid.UUID) (T, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := uuid.Parse(chi.URLParam(r, param))
+		if err != nil {
+			writeError(w, r, fault.New(fault.NotFound, "no such %s", what))
+			return
+		}
+		v, err := find(r.Context(), tenantFrom(r.Context()).ID, id)
+		if errors.Is(err, db.ErrNotFound) {
+			writeError(w, r, fault.New(fault.NotFound, "no such %s", what))
+			return
+		}
+		if err != nil {
+			writeError(w, r, storeErr(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+// paymentIntentView is an intent with its charge attempts.
+type paymentIntentView struct {
+	db.PaymentIntent
+	Payments []db.Payment `json:"payments"`
+}
+
+func (s *Server) getPaymentIntent(w http.ResponseWriter, r *http.Request) {
+	getRecord(s, "payment_intent_id", "payment intent", func(ctx context.Context, tenant, id uuid.UUID) (paymentIntentView, error) {
+		pi, err := s.cfg.Store.PaymentIntentByID(ctx, tenant, id)
+		if err != nil {
+			return paymentIntentView{}, err
+		}
+		payments, err := s.cfg.Store.PaymentsByIntent(ctx, tenant, id)
+		return paymentIntentView{PaymentIntent: pi, Payments: payments}, err
+	})(w, r)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	getRecord(s, "message_id", "message", s.cfg.Store.MessageByID)(w, r)
+}
+
+func (s *Server) getCustomer(w http.ResponseWriter, r *http.Request) {
+	getRecord(s, "customer_id", "customer", s.cfg.Store.CustomerByID)(w, r)
+}

@@ -1,0 +1,166 @@
+package db
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db/dbsqlc"
+)
+
+// Payment intent statuses.
+const (
+	IntentRequiresCapture = "requires_capture"
+	IntentCaptured        = "captured"
+)
+
+// Payment statuses.
+const (
+	PaymentSucceeded = "succeeded"
+	PaymentDeclined  = "declined"
+)
+
+// PaymentIntent is an amount approved for a customer, charged at most once.
+type PaymentIntent struct {
+	ID             uuid.UUID `json:"id"`
+	CustomerID     uuid.UUID `json:"customer_id"`
+	Amount         int64     `json:"amount"`
+	Currency       string    `json:"currency"`
+	Description    string    `json:"description"`
+	PaymentMethod  string    `json:"payment_method"`
+	Status         string    `json:"status"`
+	CapturedAmount *int64    `json:"captured_amount"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// Payment is one charge attempt of an intent that the provider answered.
+type Payment struct {
+	ID              uuid.UUID `json:"id"`
+	PaymentIntentID uuid.UUID `json:"payment_intent_id"`
+	Amount          int64     `json:"amount"`
+	Currency        string    `json:"currency"`
+	Status          string    `json:"status"`
+	DeclineCode     string    `json:"decline_code,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// NewPaymentIntent is an intent to create.
+type NewPaymentIntent struct {
+	TenantID      uuid.UUID
+	ActionID      uuid.UUID
+	CustomerID    uuid.UUID
+	Amount        int64
+	Currency      string
+	Description   string
+	PaymentMethod string
+}
+
+// NewPayment is a provider's answer to record.
+type NewPayment struct {
+	TenantID    uuid.UUID
+	ActionID    uuid.UUID
+	IntentID    uuid.UUID
+	Amount      int64
+	Currency    string
+	Status      string
+	DeclineCode string
+}
+
+// CreatePaymentIntent inserts an intent awaiting capture.
+func (q queries) CreatePaymentIntent(ctx context.Context, in NewPaymentIntent) (PaymentIntent, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return PaymentIntent{}, err
+	}
+	row, err := q.q.CreatePaymentIntent(ctx, dbsqlc.CreatePaymentIntentParams{
+		ID: id, TenantID: in.TenantID, CustomerID: in.CustomerID, Amount: in.Amount, Currency: in.Currency,
+		Description: in.Description, PaymentMethod: in.PaymentMethod, ActionID: in.ActionID,
+	})
+	if err != nil {
+		return PaymentIntent{}, err
+	}
+	return paymentIntent(row), nil
+}
+
+// PaymentIntentByID returns one of the tenant's intents.
+func (q queries) PaymentIntentByID(ctx context.Context, tenant, id uuid.UUID) (PaymentIntent, error) {
+	row, err := q.q.PaymentIntentByID(ctx, dbsqlc.PaymentIntentByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return PaymentIntent{}, notFound(err)
+	}
+	return paymentIntent(row), nil
+}
+
+// LockPaymentIntent returns one of the tenant's intents and holds its row
+// lock until the transaction ends, so charges of one intent take turns.
+func (t *Tx) LockPaymentIntent(ctx context.Context, tenant, id uuid.UUID) (PaymentIntent, error) {
+	row, err := t.q.LockPaymentIntent(ctx, dbsqlc.LockPaymentIntentParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return PaymentIntent{}, notFound(err)
+	}
+	return paymentIntent(row), nil
+}
+
+// CapturePaymentIntent marks an intent captured for amount; ErrNotFound when
+// it is missing or already captured.
+func (q queries) CapturePaymentIntent(ctx context.Context, tenant, id uuid.UUID, amount int64) (PaymentIntent, error) {
+	row, err := q.q.CapturePaymentIntent(ctx, dbsqlc.CapturePaymentIntentParams{TenantID: tenant, ID: id, CapturedAmount: &amount})
+	if err != nil {
+		return PaymentIntent{}, notFound(err)
+	}
+	return paymentIntent(row), nil
+}
+
+// CreatePayment records a charge attempt. A second succeeded payment of one
+// intent violates payments_one_success_per_intent.
+func (q queries) CreatePayment(ctx context.Context, in NewPayment) (Payment, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return Payment{}, err
+	}
+	row, err := q.q.CreatePayment(ctx, dbsqlc.CreatePaymentParams{
+		ID: id, TenantID: in.TenantID, IntentID: in.IntentID, Amount: in.Amount, Currency: in.Currency,
+		Status: in.Status, DeclineCode: ptr(in.DeclineCode), ActionID: in.ActionID,
+	})
+	if err != nil {
+		return Payment{}, err
+	}
+	return payment(row), nil
+}
+
+// SucceededPayment returns the payment that captured an intent.
+func (q queries) SucceededPayment(ctx context.Context, tenant, intent uuid.UUID) (Payment, error) {
+	row, err := q.q.SucceededPayment(ctx, dbsqlc.SucceededPaymentParams{TenantID: tenant, IntentID: intent})
+	if err != nil {
+		return Payment{}, notFound(err)
+	}
+	return payment(row), nil
+}
+
+// PaymentsByIntent lists an intent's charge attempts, oldest first.
+func (q queries) PaymentsByIntent(ctx context.Context, tenant, intent uuid.UUID) ([]Payment, error) {
+	rows, err := q.q.PaymentsByIntent(ctx, dbsqlc.PaymentsByIntentParams{TenantID: tenant, IntentID: intent})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Payment, len(rows))
+	for i, r := range rows {
+		out[i] = payment(r)
+	}
+	return out, nil
+}
+
+func paymentIntent(r dbsqlc.PaymentIntent) PaymentIntent {
+	return PaymentIntent{
+		ID: r.ID, CustomerID: r.CustomerID, Amount: r.Amount, Currency: r.Currency, Description: r.Description,
+		PaymentMethod: r.PaymentMethod, Status: r.Status, CapturedAmount: r.CapturedAmount, CreatedAt: r.CreatedAt.UTC(),
+	}
+}
+
+func payment(r dbsqlc.Payment) Payment {
+	return Payment{
+		ID: r.ID, PaymentIntentID: r.IntentID, Amount: r.Amount, Currency: r.Currency, Status: r.Status,
+		DeclineCode: deref(r.DeclineCode), CreatedAt: r.CreatedAt.UTC(),
+	}
+}

@@ -1,0 +1,352 @@
+// Package customer declares the customer record operations: create, update,
+// append a note and add loyalty points, on the local provider (oncecall's
+// own tables, written in the same transaction as the action's claim).
+// Appends and increments are actions like creations: a replay never adds
+// twice.
+package customer
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Rejection reasons.
+const (
+	NotFound           = "CUSTOMER_NOT_FOUND"
+	Exists             = "CUSTOMER_EXISTS"
+	InsufficientPoints = "INSUFFICIENT_POINTS"
+)
+
+// Limits on text fields, in characters.
+const (
+	maxName   = 200
+	maxRef    = 200
+	maxNote   = 2000
+	maxReason = 200
+	// maxDelta bounds one change of a points balance.
+	maxDelta = 1_000_000_000
+)
+
+// Operations returns the customer operations.
+func Operations() []op.Operation {
+	return []op.Operation{Create, Update, AppendNote, AddPoints}
+}
+
+// pending is what an agent may say while an outcome is not known.
+const pending = "The change is not confirmed yet. Do not tell the caller it is done; say it is being processed and check the action's status."
+
+// CreateInput is the input of customer.create.
+type CreateInput struct {
+	Name        string `json:"name" required:"true" maxLength:"200" desc:"The customer's name as they gave it."`
+	Phone       string `json:"phone" maxLength:"32" desc:"Optional: phone number in international form, e.g. +442079460958."`
+	Email       string `json:"email" format:"email" maxLength:"254" desc:"Optional: e-mail address."`
+	ExternalRef string `json:"external_ref" maxLength:"200" desc:"Optional: the customer's id in your own system."`
+}
+
+// Create creates a customer record. A phone or external reference already
+// on file is a definitive rejection carrying the existing customer's id.
+var Create = op.Define(op.Spec[CreateInput]{
+	Name:    "customer.create",
+	Version: 1,
+	Tool:    "create_customer",
+	Description: "Create a customer record for a new caller, after confirming their name and phone number. " +
+		"If the caller is already on file the answer names the existing customer_id: use it.",
+	Normalize: func(in *CreateInput) error {
+		return op.First(op.Text("name", &in.Name, maxName, true), optional("phone", &in.Phone, op.Phone),
+			optional("email", &in.Email, op.Email), op.Text("external_ref", &in.ExternalRef, maxRef, false))
+	},
+	Identity: func(in CreateInput) []string {
+		switch {
+		case in.Phone != "":
+			return []string{"phone", in.Phone}
+		case in.ExternalRef != "":
+			return []string{"external_ref", in.ExternalRef}
+		}
+		return []string{"name", in.Name, "email", in.Email}
+	},
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CreateInput) (idem.Result, error) {
+		if id, field, err := holder(ctx, tx, x.TenantID, uuid.Nil, in.Phone, in.ExternalRef); err != nil || id != uuid.Nil {
+			return exists(id, field, err)
+		}
+		// A concurrent create of the same phone or reference makes the unique
+		// index fail; the core then reruns the unit and the check above sees it.
+		c, err := tx.CreateCustomer(ctx, db.NewCustomer{
+			TenantID: x.TenantID, Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, c.ID.String(), c)
+	},
+	Say: op.Phrases{
+		Confirmed: "The customer record is created. You may tell the caller their details are saved.",
+		Rejected: map[string]string{
+			Exists: "This caller is already on file; no new record was made. Use the customer_id in details.",
+			"":     "The customer record was not created. Tell the caller their details could not be saved.",
+		},
+		Pending: pending,
+	},
+})
+
+// UpdateInput is the input of customer.update. Only the fields present
+// change; null removes phone, email or external_ref.
+type UpdateInput struct {
+	CustomerID  string   `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer to change."`
+	Name        op.Patch `json:"name,omitzero" maxLength:"200" desc:"Optional: the new name. It cannot be removed."`
+	Phone       op.Patch `json:"phone,omitzero" maxLength:"32" desc:"Optional: the new phone number in international form, e.g. +442079460958; null removes it."`
+	Email       op.Patch `json:"email,omitzero" format:"email" maxLength:"254" desc:"Optional: the new e-mail address; null removes it."`
+	ExternalRef op.Patch `json:"external_ref,omitzero" maxLength:"200" desc:"Optional: the new id in your own system; null removes it."`
+}
+
+// Update sets the named fields of a customer. Every update is its own
+// action: the same values sent under a new key update again (later
+// workflows may hang on it), a retry under the same key does not.
+var Update = op.Define(op.Spec[UpdateInput]{
+	Name:    "customer.update",
+	Version: 1,
+	Tool:    "update_customer",
+	Description: "Change a customer's name, phone, e-mail or external reference, after the caller has confirmed the new value. " +
+		"Send only the fields that change.",
+	Normalize: func(in *UpdateInput) error {
+		if err := op.ID("customer_id", &in.CustomerID); err != nil {
+			return err
+		}
+		if !in.Name.Set && !in.Phone.Set && !in.Email.Set && !in.ExternalRef.Set {
+			return fault.New(fault.InvalidInput, "give at least one of name, phone, email or external_ref to change")
+		}
+		if in.Name.Set {
+			if in.Name.Null {
+				return fault.Field("name", "cannot be removed; send a new name instead")
+			}
+			if err := op.Text("name", &in.Name.Value, maxName, true); err != nil {
+				return err
+			}
+		}
+		return op.First(
+			patch("phone", &in.Phone, op.Phone),
+			patch("email", &in.Email, op.Email),
+			patch("external_ref", &in.ExternalRef, func(f string, v *string) error { return op.Text(f, v, maxRef, true) }),
+		)
+	},
+	PerCall: true,
+	Identity: func(in UpdateInput) []string {
+		return nonEmpty(in.CustomerID, in.Name.Identity("name"), in.Phone.Identity("phone"),
+			in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
+	},
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in UpdateInput) (idem.Result, error) {
+		id := op.MustUUID(in.CustomerID)
+		if _, err := tx.CustomerByID(ctx, x.TenantID, id); errors.Is(err, db.ErrNotFound) {
+			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
+		} else if err != nil {
+			return idem.Result{}, err
+		}
+		other, field, err := holder(ctx, tx, x.TenantID, id, value(in.Phone), value(in.ExternalRef))
+		if err != nil || other != uuid.Nil {
+			return exists(other, field, err)
+		}
+		c, err := tx.UpdateCustomer(ctx, db.CustomerChange{
+			TenantID: x.TenantID, ID: id, Name: name(in.Name),
+			Phone: change(in.Phone), Email: change(in.Email), ExternalRef: change(in.ExternalRef),
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusOK, c.ID.String(), c)
+	},
+	Say: op.Phrases{
+		Confirmed: "The customer's details are updated. You may tell the caller the change is saved.",
+		Rejected: map[string]string{
+			NotFound: "The customer record was not found; nothing was changed. Confirm who the caller is.",
+			Exists:   "Another customer already has that phone number or reference; nothing was changed. Ask the caller to check it.",
+			"":       "The customer's details were not changed. Tell the caller the change could not be saved.",
+		},
+		Pending: pending,
+	},
+})
+
+// NoteInput is the input of customer.note.append.
+type NoteInput struct {
+	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
+	Text       string `json:"text" required:"true" maxLength:"2000" desc:"The note to add to the customer's record."`
+}
+
+// AppendNote appends a note to a customer record.
+var AppendNote = op.Define(op.Spec[NoteInput]{
+	Name:        "customer.note.append",
+	Version:     1,
+	Tool:        "add_customer_note",
+	Description: "Add a note to a customer's record, once per thing worth recording from the call.",
+	Normalize: func(in *NoteInput) error {
+		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("text", &in.Text, maxNote, true))
+	},
+	PerCall:  true,
+	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.Text} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in NoteInput) (idem.Result, error) {
+		id := op.MustUUID(in.CustomerID)
+		ok, err := tx.CustomerExists(ctx, x.TenantID, id)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+		n, err := tx.AppendCustomerNote(ctx, db.NewNote{TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Text: in.Text})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, n.ID.String(), n)
+	},
+	Say: op.Phrases{
+		Confirmed: "The note is saved on the customer's record.",
+		Rejected: map[string]string{
+			NotFound: "The customer record was not found; the note was not saved. Confirm who the caller is.",
+			"":       "The note was not saved.",
+		},
+		Pending: "The note is not confirmed as saved yet. Do not say it is saved; check the action's status.",
+	},
+})
+
+// PointsInput is the input of customer.points.add.
+type PointsInput struct {
+	CustomerID string     `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
+	Delta      op.Integer `json:"delta" required:"true" minimum:"-1000000000" maximum:"1000000000" desc:"Points to add, or a negative number to redeem; not zero."`
+	Reason     string     `json:"reason" required:"true" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
+}
+
+// AddPoints changes a customer's loyalty balance, which never goes below
+// zero.
+var AddPoints = op.Define(op.Spec[PointsInput]{
+	Name:    "customer.points.add",
+	Version: 1,
+	Tool:    "add_loyalty_points",
+	Description: "Add loyalty points to a customer (or redeem them with a negative delta), once per earned or redeemed reward. " +
+		"The balance cannot go below zero.",
+	Normalize: func(in *PointsInput) error {
+		if err := op.First(op.ID("customer_id", &in.CustomerID), op.Int("delta", &in.Delta, -maxDelta, maxDelta),
+			op.Text("reason", &in.Reason, maxReason, true)); err != nil {
+			return err
+		}
+		if in.Delta.Int64() == 0 {
+			return fault.Field("delta", "must not be zero")
+		}
+		return nil
+	},
+	PerCall:  true,
+	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason, string(in.Delta)} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PointsInput) (idem.Result, error) {
+		id := op.MustUUID(in.CustomerID)
+		e, ok, err := tx.AddPoints(ctx, db.PointsChange{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Delta: in.Delta.Int64(), Reason: in.Reason,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if ok {
+			return op.Confirm(http.StatusCreated, e.ID.String(), e)
+		}
+		c, err := tx.CustomerByID(ctx, x.TenantID, id)
+		if errors.Is(err, db.ErrNotFound) {
+			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Reject(InsufficientPoints, map[string]any{"customer_id": in.CustomerID, "balance": c.Points, "delta": in.Delta.Int64()})
+	},
+	Say: op.Phrases{
+		Confirmed: "The points are recorded. You may tell the caller the new balance in details.",
+		Rejected: map[string]string{
+			InsufficientPoints: "The customer does not have enough points; nothing was redeemed. You may tell the caller their balance from details.",
+			NotFound:           "The customer record was not found; no points changed. Confirm who the caller is.",
+			"":                 "The points were not changed.",
+		},
+		Pending: "The points change is not confirmed yet. Do not tell the caller the balance changed; check the action's status.",
+	},
+})
+
+// holder returns another customer of the tenant (not self) that already has
+// phone or ref, and which of the two it holds.
+func holder(ctx context.Context, tx *db.Tx, tenant, self uuid.UUID, phone, ref string) (uuid.UUID, string, error) {
+	for _, k := range []struct {
+		field, value string
+		find         func(context.Context, uuid.UUID, string) (db.Customer, error)
+	}{{"phone", phone, tx.CustomerByPhone}, {"external_ref", ref, tx.CustomerByExternalRef}} {
+		if k.value == "" {
+			continue
+		}
+		c, err := k.find(ctx, tenant, k.value)
+		if errors.Is(err, db.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return uuid.Nil, "", err
+		}
+		if c.ID != self {
+			return c.ID, k.field, nil
+		}
+	}
+	return uuid.Nil, "", nil
+}
+
+func exists(id uuid.UUID, field string, err error) (idem.Result, error) {
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Reject(Exists, map[string]string{"customer_id": id.String(), "field": field})
+}
+
+// optional normalises a field that may be empty.
+func optional(field string, v *string, norm func(string, *string) error) error {
+	if strings.TrimSpace(*v) == "" {
+		*v = ""
+		return nil
+	}
+	return norm(field, v)
+}
+
+// patch normalises the value of a patch field that sets a value; an empty
+// value is refused so that "remove" is always spelled null.
+func patch(field string, p *op.Patch, norm func(string, *string) error) error {
+	if !p.Set || p.Null {
+		return nil
+	}
+	if strings.TrimSpace(p.Value) == "" {
+		return fault.Field(field, "must not be empty; send null to remove it")
+	}
+	return norm(field, &p.Value)
+}
+
+func value(p op.Patch) string {
+	if p.Null {
+		return ""
+	}
+	return p.Value
+}
+
+func name(p op.Patch) *string {
+	if !p.Set {
+		return nil
+	}
+	return &p.Value
+}
+
+func change(p op.Patch) db.FieldChange { return db.FieldChange{Set: p.Set, Value: value(p)} }
+
+func nonEmpty(parts ...string) []string {
+	out := parts[:0]
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

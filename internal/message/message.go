@@ -1,0 +1,255 @@
+// Package message declares message.send: one SMS or e-mail rendered from a
+// template, on the local provider, which queues it in the outbox table in
+// the same transaction as the action's claim. Identical text never makes
+// two intended sends one: only the idempotency key does (or, for a voice
+// call, the identity fields including send_ref).
+package message
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Rejection reasons.
+const (
+	CustomerNotFound   = "CUSTOMER_NOT_FOUND"
+	CustomerHasNoPhone = "CUSTOMER_HAS_NO_PHONE"
+	CustomerHasNoEmail = "CUSTOMER_HAS_NO_EMAIL"
+)
+
+// Channels.
+const (
+	SMS   = "sms"
+	Email = "email"
+)
+
+// Limits, in characters.
+const (
+	maxVariable  = 1000
+	maxVariables = 20
+	maxSMS       = 1600 // ten concatenated segments
+	maxSubjectID = 200
+	maxSendRef   = 100
+)
+
+// Operations returns the message operations.
+func Operations() []op.Operation { return []op.Operation{Send} }
+
+// SendInput is the input of message.send. Exactly one of customer_id and to
+// names the recipient.
+type SendInput struct {
+	CustomerID string    `json:"customer_id" format:"uuid" desc:"The customer to send to (their phone for sms, e-mail for email). Give this or to."`
+	To         string    `json:"to" maxLength:"254" desc:"The recipient when not a customer: a phone number in international form for sms, an e-mail address for email. Give this or customer_id."`
+	Channel    string    `json:"channel" required:"true" enum:"sms,email" desc:"sms or email."`
+	Template   string    `json:"template" required:"true" enum:"appointment_confirmation,appointment_reminder,generic,payment_receipt" desc:"The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject)."`
+	Variables  Variables `json:"variables" desc:"The template's variables, as strings."`
+	SubjectID  string    `json:"subject_id" maxLength:"200" desc:"Optional: what the message is about, e.g. the appointment id."`
+	SendRef    string    `json:"send_ref" maxLength:"100" desc:"Optional: a new value sends the same message again on purpose; leave it unchanged when retrying."`
+}
+
+// Send queues one message.
+var Send = op.Define(op.Spec[SendInput]{
+	Name:    "message.send",
+	Version: 1,
+	Tool:    "send_message",
+	Description: "Send one SMS or e-mail from a template, once per message the caller should get. " +
+		"To send the same message again on purpose, give a new send_ref.",
+	Normalize: normalize,
+	PerCall:   true,
+	Identity: func(in SendInput) []string {
+		recipient := "to:" + in.To
+		if in.CustomerID != "" {
+			recipient = "customer:" + in.CustomerID
+		}
+		return []string{recipient, in.Channel, in.Template, in.SubjectID, in.SendRef}
+	},
+	Execute: execute,
+	Say: op.Phrases{
+		Confirmed: "The message is queued for sending. You may tell the caller it is on its way; do not say it was delivered.",
+		Rejected: map[string]string{
+			CustomerNotFound:   "The customer record was not found; no message was sent. Confirm who the caller is.",
+			CustomerHasNoPhone: "There is no phone number on file for this customer; no text was sent. Offer e-mail or ask for a number.",
+			CustomerHasNoEmail: "There is no e-mail address on file for this customer; no e-mail was sent. Offer a text or ask for an address.",
+			"":                 "The message was not sent.",
+		},
+		Pending: "The message is not confirmed as sent yet. Do not tell the caller it was sent; check the action's status.",
+	},
+})
+
+func normalize(in *SendInput) error {
+	in.Channel = strings.ToLower(strings.TrimSpace(in.Channel))
+	switch in.Channel {
+	case SMS, Email:
+	case "":
+		return fault.Field("channel", "is required")
+	default:
+		return fault.Field("channel", "must be sms or email")
+	}
+	if err := recipient(in); err != nil {
+		return err
+	}
+	in.Template = strings.TrimSpace(in.Template)
+	t, ok := templates[in.Template]
+	switch {
+	case in.Template == "":
+		return fault.Field("template", "is required")
+	case !ok:
+		return fault.Field("template", "must be one of %s", strings.Join(templateNames(), ", "))
+	}
+	if err := variables(in, t); err != nil {
+		return err
+	}
+	if err := op.First(op.Text("subject_id", &in.SubjectID, maxSubjectID, false),
+		op.Text("send_ref", &in.SendRef, maxSendRef, false)); err != nil {
+		return err
+	}
+	// An id is one id however it is cased.
+	if id, err := uuid.Parse(in.SubjectID); err == nil && len(in.SubjectID) == 36 {
+		in.SubjectID = id.String()
+	}
+	_, body, err := t.render(in.Variables)
+	if err != nil {
+		return fault.Wrap(fault.InvalidInput, err, "variables do not fit the template")
+	}
+	if in.Channel == SMS && utf8.RuneCountInString(body) > maxSMS {
+		return fault.Field("variables", "make the text longer than %d characters", maxSMS)
+	}
+	return nil
+}
+
+// recipient checks that exactly one of customer_id and to is given and
+// normalises to for the channel.
+func recipient(in *SendInput) error {
+	in.To = strings.TrimSpace(in.To)
+	hasCustomer := strings.TrimSpace(in.CustomerID) != ""
+	switch {
+	case hasCustomer && in.To != "":
+		return fault.Field("to", "must not be given together with customer_id; give one of them")
+	case hasCustomer:
+		return op.ID("customer_id", &in.CustomerID)
+	case in.To == "":
+		return fault.Field("to", "is required when customer_id is not given")
+	case in.Channel == SMS:
+		return op.Phone("to", &in.To)
+	}
+	return op.Email("to", &in.To)
+}
+
+// variables checks the variables against the template: every required one
+// present and not blank, no unknown one. Values are trimmed and NFC.
+func variables(in *SendInput, t *messageTemplate) error {
+	if len(in.Variables) > maxVariables {
+		return fault.Field("variables", "must have at most %d entries", maxVariables)
+	}
+	for _, k := range sortedKeys(in.Variables) {
+		if !t.accepts(k) {
+			return fault.Field("variables."+k, "is not a variable of template %s", in.Template)
+		}
+		v := in.Variables[k]
+		if err := op.Text("variables."+k, &v, maxVariable, false); err != nil {
+			return err
+		}
+		if v == "" {
+			delete(in.Variables, k) // a blank variable is an absent one
+			continue
+		}
+		in.Variables[k] = v
+	}
+	for _, k := range t.required {
+		if _, ok := in.Variables[k]; !ok {
+			return fault.Field("variables."+k, "is required by template %s", in.Template)
+		}
+	}
+	if len(in.Variables) == 0 {
+		in.Variables = nil // absent and {} are the same input
+	}
+	return nil
+}
+
+func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Result, error) {
+	m := db.NewMessage{
+		TenantID: x.TenantID, ActionID: x.ActionID, Recipient: in.To, Channel: in.Channel, Template: in.Template,
+		SubjectID: in.SubjectID, SendRef: in.SendRef,
+	}
+	if in.CustomerID != "" {
+		id := op.MustUUID(in.CustomerID)
+		c, err := tx.CustomerByID(ctx, x.TenantID, id)
+		if errors.Is(err, db.ErrNotFound) {
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+		if err != nil {
+			return idem.Result{}, err
+		}
+		reason := CustomerHasNoPhone
+		m.Recipient = c.Phone
+		if in.Channel == Email {
+			reason, m.Recipient = CustomerHasNoEmail, c.Email
+		}
+		if m.Recipient == "" {
+			return op.Reject(reason, map[string]string{"customer_id": in.CustomerID})
+		}
+		m.CustomerID = &id
+	}
+	subject, body, err := templates[in.Template].render(in.Variables)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	m.Body = body
+	if in.Channel == Email {
+		m.SubjectLine = subject
+	}
+	msg, err := tx.CreateMessage(ctx, m)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Confirm(http.StatusCreated, msg.ID.String(), msg)
+}
+
+// Variables are a template's variables. Decoding names the variable whose
+// value is not a string ("variables.when"), which a plain map cannot.
+type Variables map[string]string
+
+// UnmarshalJSON accepts an object of strings, or null.
+func (v *Variables) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return &json.UnmarshalTypeError{Value: "non-object", Type: reflect.TypeFor[map[string]string]()}
+	}
+	m := make(Variables, len(raw))
+	for _, k := range sortedKeys(raw) {
+		var s string
+		if err := json.Unmarshal(raw[k], &s); err != nil || string(raw[k]) == "null" {
+			return &json.UnmarshalTypeError{Value: "non-string", Type: reflect.TypeFor[string](), Field: k}
+		}
+		m[k] = s
+	}
+	*v = m
+	return nil
+}
+
+// JSONSchema describes the field for op.Schema.
+func (Variables) JSONSchema() map[string]any {
+	return map[string]any{"type": "object", "additionalProperties": map[string]any{"type": "string"}}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

@@ -1,0 +1,178 @@
+// Package payment declares the payment operations: approving an amount for
+// a customer (a payment intent) and charging it, on the local provider
+// (oncecall's own tables, written in the same transaction as the action's
+// claim). An intent is charged at most once whatever idempotency keys the
+// charges use: the intent's row lock orders concurrent charges and a partial
+// unique index allows one succeeded payment per intent.
+package payment
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Rejection reasons.
+const (
+	CustomerNotFound    = "CUSTOMER_NOT_FOUND"
+	IntentNotFound      = "PAYMENT_INTENT_NOT_FOUND"
+	AlreadyCaptured     = "INTENT_ALREADY_CAPTURED"
+	Declined            = "PAYMENT_DECLINED"
+	AmountExceedsIntent = "AMOUNT_EXCEEDS_INTENT"
+)
+
+// Payment methods of the local provider.
+const (
+	MethodOK       = "pm_card_ok"
+	MethodDeclined = "pm_card_declined"
+)
+
+const maxDescription = 500
+
+// Operations returns the payment operations.
+func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge} }
+
+// IntentInput is the input of payment_intent.create.
+type IntentInput struct {
+	CustomerID    string     `json:"customer_id" required:"true" format:"uuid" desc:"The customer who approved the payment."`
+	Amount        op.Integer `json:"amount" required:"true" minimum:"1" maximum:"9007199254740991" desc:"The approved amount in minor units of the currency, e.g. 1050 for 10.50 EUR."`
+	Currency      string     `json:"currency" required:"true" maxLength:"3" desc:"ISO 4217 currency code, e.g. EUR."`
+	Description   string     `json:"description" maxLength:"500" desc:"Optional: what the payment is for."`
+	PaymentMethod string     `json:"payment_method" enum:"pm_card_ok,pm_card_declined" desc:"Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok."`
+}
+
+// CreateIntent approves an amount for a customer. It is not offered to voice
+// agents: an intent is approved by the business, then charged by the agent.
+var CreateIntent = op.Define(op.Spec[IntentInput]{
+	Name:    "payment_intent.create",
+	Version: 1,
+	Normalize: func(in *IntentInput) error {
+		if err := op.First(op.ID("customer_id", &in.CustomerID), op.Amount("amount", &in.Amount, true),
+			op.Currency("currency", &in.Currency), op.Text("description", &in.Description, maxDescription, false)); err != nil {
+			return err
+		}
+		switch in.PaymentMethod = strings.TrimSpace(in.PaymentMethod); in.PaymentMethod {
+		case "":
+			in.PaymentMethod = MethodOK
+		case MethodOK, MethodDeclined:
+		default:
+			return fault.Field("payment_method", "must be %s or %s", MethodOK, MethodDeclined)
+		}
+		return nil
+	},
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput) (idem.Result, error) {
+		customer := op.MustUUID(in.CustomerID)
+		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+		pi, err := tx.CreatePaymentIntent(ctx, db.NewPaymentIntent{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Amount: in.Amount.Int64(),
+			Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, pi.ID.String(), pi)
+	},
+	Say: op.Phrases{
+		Confirmed: "The payment is approved but not charged yet.",
+		Rejected: map[string]string{
+			CustomerNotFound: "The customer record was not found; no payment was approved.",
+			"":               "The payment was not approved.",
+		},
+		Pending: "The payment approval is not confirmed yet. Do not tell the caller anything was charged.",
+	},
+})
+
+// ChargeInput is the input of payment.charge.
+type ChargeInput struct {
+	PaymentIntentID string     `json:"payment_intent_id" required:"true" format:"uuid" desc:"The id of the payment intent the caller approved."`
+	Amount          op.Integer `json:"amount,omitzero" minimum:"1" maximum:"9007199254740991" desc:"Optional: the amount to charge in minor units, at most the intent's amount. Default: the intent's amount."`
+}
+
+// Charge charges an approved payment intent, at most once.
+var Charge = op.Define(op.Spec[ChargeInput]{
+	Name:    "payment.charge",
+	Version: 1,
+	Tool:    "charge_payment",
+	Description: "Charge a payment the caller has approved (a payment intent), once. " +
+		"If the answer is pending, the charge is not confirmed: never say it went through.",
+	Normalize: func(in *ChargeInput) error {
+		return op.First(op.ID("payment_intent_id", &in.PaymentIntentID), op.Amount("amount", &in.Amount, false))
+	},
+	Identity: func(in ChargeInput) []string { return []string{in.PaymentIntentID} },
+	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
+		intentID := op.MustUUID(in.PaymentIntentID)
+		pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
+		if errors.Is(err, db.ErrNotFound) {
+			return op.Reject(IntentNotFound, map[string]string{"payment_intent_id": in.PaymentIntentID})
+		}
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if pi.Status == db.IntentCaptured {
+			p, err := tx.SucceededPayment(ctx, x.TenantID, intentID)
+			if err != nil {
+				return idem.Result{}, err
+			}
+			return op.Reject(AlreadyCaptured, map[string]string{"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String()})
+		}
+		amount := pi.Amount
+		if in.Amount != "" {
+			amount = in.Amount.Int64()
+		}
+		if amount > pi.Amount {
+			return op.Reject(AmountExceedsIntent, map[string]any{
+				"payment_intent_id": in.PaymentIntentID, "intent_amount": pi.Amount, "currency": pi.Currency,
+			})
+		}
+		status, declineCode := localCharge(pi.PaymentMethod)
+		p, err := tx.CreatePayment(ctx, db.NewPayment{
+			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
+			Status: status, DeclineCode: declineCode,
+		})
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if status == db.PaymentDeclined {
+			// The declined attempt is recorded; the intent stays chargeable.
+			return op.Reject(Declined, map[string]string{
+				"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String(), "decline_code": declineCode,
+			})
+		}
+		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, intentID, amount); err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, p.ID.String(), p)
+	},
+	Say: op.Phrases{
+		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details.",
+		Rejected: map[string]string{
+			Declined:            "The card was declined; nothing was charged. Ask the caller for another way to pay.",
+			AlreadyCaptured:     "This payment was already charged earlier; do not charge again. You may tell the caller it is already paid.",
+			AmountExceedsIntent: "The amount is more than the caller approved; nothing was charged. Confirm the amount with the caller.",
+			IntentNotFound:      "The approved payment was not found; nothing was charged.",
+			"":                  "The payment did not go through; nothing was charged.",
+		},
+		Pending: "The payment is not confirmed yet. Do not tell the caller it went through or that it failed; " +
+			"say it is being processed and check the action's status.",
+	},
+})
+
+// localCharge is the local provider's answer for a payment method.
+func localCharge(method string) (status, declineCode string) {
+	if method == MethodDeclined {
+		return db.PaymentDeclined, "card_declined"
+	}
+	return db.PaymentSucceeded, ""
+}

@@ -1,0 +1,29 @@
+-- name: CreatePaymentIntent :one
+INSERT INTO payment_intents (id, tenant_id, customer_id, amount, currency, description, payment_method, action_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *;
+
+-- name: PaymentIntentByID :one
+SELECT * FROM payment_intents WHERE tenant_id = $1 AND id = $2;
+
+-- name: LockPaymentIntent :one
+-- Charges of one intent take turns: a second charge reads the intent only
+-- after the first has committed or rolled back.
+SELECT * FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE;
+
+-- name: CapturePaymentIntent :one
+UPDATE payment_intents
+SET status = 'captured', captured_amount = $3, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
+RETURNING *;
+
+-- name: CreatePayment :one
+INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, decline_code, action_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+RETURNING *;
+
+-- name: SucceededPayment :one
+SELECT * FROM payments WHERE tenant_id = $1 AND intent_id = $2 AND status = 'succeeded';
+
+-- name: PaymentsByIntent :many
+SELECT * FROM payments WHERE tenant_id = $1 AND intent_id = $2 ORDER BY created_at, id;
