@@ -4,6 +4,7 @@
 package booking
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
 )
@@ -36,6 +38,7 @@ type BookInput struct {
 	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The customer's id."`
 	SlotID     string `json:"slot_id" required:"true" format:"uuid" desc:"The id of the slot the caller chose (from find_available_slots)."`
 	Service    string `json:"service" maxLength:"200" desc:"Optional: the service booked."`
+	Notify     string `json:"notify" enum:"sms,email" desc:"Optional: also send the customer a confirmation by sms or email."`
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
@@ -46,6 +49,9 @@ var Book = op.Define(op.Spec[BookInput]{
 	Description: "Book an appointment slot for a customer, after the caller has confirmed the customer and the exact slot. " +
 		"Call it once per confirmed booking.",
 	Normalize: func(in *BookInput) error {
+		if in.Notify != "" && in.Notify != message.SMS && in.Notify != message.Email {
+			return fault.Field("notify", "must be sms or email")
+		}
 		return op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
 			op.Text("service", &in.Service, 200, false))
 	},
@@ -68,17 +74,18 @@ var Book = op.Define(op.Spec[BookInput]{
 		if !ok {
 			return slotRejection(ctx, tx, x, slot)
 		}
-		return confirm(http.StatusCreated, a)
+		if in.Notify == "" {
+			return confirm(http.StatusCreated, a)
+		}
+		// The confirmation is a follow-up: queued in the same transaction,
+		// it never changes the booking's outcome.
+		notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, a.StartsAt.Format(time.RFC1123), a.ID.String())
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: a, Confirmation: cmp.Or(notified, "queued")})
 	},
-	Remote: &op.Remote[BookInput]{
-		Capability: provider.Calendar,
-		Payload:    func(in BookInput) any { return in },
-		Confirmed: func(in BookInput, rec provider.Record) (idem.Result, error) {
-			return op.Confirm(http.StatusCreated, rec.ID, remoteAppointment{
-				ID: rec.ID, ProviderRef: rec.ID, CustomerID: in.CustomerID, SlotID: in.SlotID, Service: in.Service, Status: "active",
-			})
-		},
-	},
+	Remote: bookRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
 		Rejected: map[string]string{
@@ -90,14 +97,24 @@ var Book = op.Define(op.Spec[BookInput]{
 	},
 })
 
-// remoteAppointment is a booking held by a remote calendar.
-type remoteAppointment struct {
-	ID          string `json:"id"`
-	ProviderRef string `json:"provider_ref"`
-	CustomerID  string `json:"customer_id"`
-	SlotID      string `json:"slot_id"`
-	Service     string `json:"service"`
-	Status      string `json:"status"`
+// notifiedAppointment is a booking with the fate of its confirmation message.
+type notifiedAppointment struct {
+	db.Appointment
+	// Confirmation is "queued", or why the message could not be queued.
+	Confirmation string `json:"confirmation"`
+}
+
+// bookRemote books on a remote calendar and, when asked, sends the
+// confirmation through the messaging provider once the booking exists.
+func bookRemote() *op.Remote[BookInput] {
+	r := op.SendInput[BookInput](provider.Calendar, http.StatusCreated)
+	r.FollowUps = func(in BookInput) []op.FollowUp {
+		if in.Notify == "" {
+			return nil
+		}
+		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
+	}
+	return r
 }
 
 // RescheduleInput is the input of appointment.reschedule.

@@ -17,6 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -87,6 +88,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 		}
 		return op.Confirm(http.StatusCreated, c.ID.String(), c)
 	},
+	Remote: op.SendInput[CreateInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The customer record is created. You may tell the caller their details are saved.",
 		Rejected: map[string]string{
@@ -162,6 +164,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		}
 		return op.Confirm(http.StatusOK, c.ID.String(), c)
 	},
+	Remote: op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
 	Say: op.Phrases{
 		Confirmed: "The customer's details are updated. You may tell the caller the change is saved.",
 		Rejected: map[string]string{
@@ -205,6 +208,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		}
 		return op.Confirm(http.StatusCreated, n.ID.String(), n)
 	},
+	Remote: op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The note is saved on the customer's record.",
 		Rejected: map[string]string{
@@ -262,6 +266,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		}
 		return op.Reject(InsufficientPoints, map[string]any{"customer_id": in.CustomerID, "balance": c.Points, "delta": in.Delta.Int64()})
 	},
+	Remote: op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The points are recorded. You may tell the caller the new balance in details.",
 		Rejected: map[string]string{

@@ -16,6 +16,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -155,6 +156,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		}
 		return op.Confirm(http.StatusCreated, p.ID.String(), p)
 	},
+	Remote: op.SendInput[ChargeInput](provider.Payments, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details.",
 		Rejected: map[string]string{
