@@ -144,6 +144,7 @@ func (m *Main) Serve(ctx context.Context) error {
 	if err := m.srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("drain requests: %w", err)
 	}
+	m.cfg.Log.Info().Msg("stopped")
 	return nil
 }
 
