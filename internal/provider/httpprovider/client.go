@@ -103,6 +103,9 @@ func (c *Client) Write(ctx context.Context, capability, key, externalRef, operat
 		if err != nil {
 			return Record{}, err
 		}
+		if err := rec.answers(key, externalRef); err != nil {
+			return Record{}, &Ambiguous{Status: a.status, Err: err}
+		}
 		if rec.Status == StatusRejected {
 			return Record{}, &Rejected{Status: a.status, Code: rec.Code, Message: rec.Message, ID: rec.ID}
 		}
@@ -133,7 +136,13 @@ func (c *Client) LookupByKey(ctx context.Context, capability, key string) (Recor
 	switch {
 	case a.status == http.StatusOK:
 		rec, err := a.record()
-		return rec, err == nil, err
+		if err != nil {
+			return Record{}, false, err
+		}
+		if rec.Key != key {
+			return Record{}, false, &Ambiguous{Status: a.status, Err: fmt.Errorf("lookup by key answered a write under another key")}
+		}
+		return rec, true, nil
 	case a.status == http.StatusNotFound && a.code() == "NOT_FOUND":
 		return Record{}, false, nil
 	}
@@ -159,8 +168,8 @@ func (c *Client) LookupByRef(ctx context.Context, capability, ref string) ([]Rec
 		return nil, &Ambiguous{Status: a.status, Err: fmt.Errorf("unreadable lookup answer: %v", err)}
 	}
 	for _, r := range *l.Writes {
-		if r.ID == "" {
-			return nil, &Ambiguous{Status: a.status, Err: fmt.Errorf("lookup answer holds a write without id")}
+		if r.ID == "" || r.ExternalRef != ref {
+			return nil, &Ambiguous{Status: a.status, Err: fmt.Errorf("lookup answer holds a write without id or for another reference")}
 		}
 	}
 	return *l.Writes, nil
@@ -193,6 +202,16 @@ func (a answer) record() (Record, error) {
 	}
 	rec.Replayed = strings.EqualFold(a.header.Get("Idempotent-Replayed"), "true")
 	return rec, nil
+}
+
+// answers checks that a write's answer is about the write that was sent: a
+// record for another reference or key (a misrouted or caching proxy) is no
+// evidence of anything.
+func (r Record) answers(key, externalRef string) error {
+	if r.ExternalRef != externalRef || (key != "" && r.Key != "" && r.Key != key) {
+		return fmt.Errorf("the answer describes another write (external_ref or key differ)")
+	}
+	return nil
 }
 
 // failure classifies an answer that is neither success nor rejection.

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -380,5 +382,43 @@ func waitInFlight(t *testing.T, s *simtest.Sim) {
 			t.Fatal("no write got in flight")
 		}
 		time.Sleep(10 * time.Millisecond) // poll interval
+	}
+}
+
+// An answer that is not about the request sent is no evidence, whatever its
+// status: a proxy that serves a cached or misrouted record must not confirm.
+func TestAnswersAboutAnotherWriteAreAmbiguous(t *testing.T) {
+	t.Parallel()
+	other := `{"id":"cal_1","capability":"calendar","idempotency_key":"other","external_ref":"other","operation":"x","status":"committed","created_at":"2030-01-01T00:00:00Z"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.Method == http.MethodPost:
+			w.WriteHeader(http.StatusCreated)
+			io.WriteString(w, other)
+		case r.URL.Query().Has("external_ref"):
+			io.WriteString(w, `{"writes":[`+other+`]}`)
+		case r.URL.Path == "/calendar/writes/by-key/junk":
+			io.WriteString(w, `<html>not json</html>`)
+		case r.URL.Path == "/calendar/writes/by-key/gone":
+			w.WriteHeader(http.StatusNotFound)
+			io.WriteString(w, `<html>404</html>`)
+		default:
+			io.WriteString(w, other)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := &httpprovider.Client{BaseURL: srv.URL}
+	_, err := c.Write(ctx, "calendar", "k-1", "act-1:book", "appointment.book", nil)
+	wantClass(t, err, httpprovider.ClassAmbiguous)
+	_, found, err := c.LookupByKey(ctx, "calendar", "k-1")
+	wantClass(t, err, httpprovider.ClassAmbiguous)
+	_, err = c.LookupByRef(ctx, "calendar", "act-1:book")
+	wantClass(t, err, httpprovider.ClassAmbiguous)
+	_, found, err = c.LookupByKey(ctx, "calendar", "junk")
+	wantClass(t, err, httpprovider.ClassAmbiguous)
+	_, found, err = c.LookupByKey(ctx, "calendar", "gone")
+	if found || httpprovider.ClassOf(err) != httpprovider.ClassNotSent {
+		t.Fatalf("a 404 without code NOT_FOUND: found=%v err=%v, want an inconclusive error", found, err)
 	}
 }
