@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	log := zerolog.New(stderr).Level(level).With().Timestamp().Str("service", "providersim").Logger()
 
-	m, err := providersim.Start(providersim.Config{
+	m, err := providersim.Start(ctx, providersim.Config{
 		Addr: *addr, Ledger: *ledger, NoIdempotency: *noIdem, KeyRetention: *retention,
 		LookupLag: *lag, AuthToken: *token, Log: log,
 	})

@@ -79,7 +79,7 @@ type Main struct {
 
 // Start opens (or creates) the ledger, replays it and starts listening.
 // Serve runs the server.
-func Start(cfg Config) (*Main, error) {
+func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8090"
 	}
@@ -101,7 +101,7 @@ func Start(cfg Config) (*Main, error) {
 		}
 	}
 	m := &Main{cfg: cfg, st: newState(file, events), rules: &rules{}, quit: make(chan struct{})}
-	ln, err := net.Listen("tcp", cfg.Addr)
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		m.Close()
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)

@@ -549,7 +549,7 @@ func TestLedgerFileRecovery(t *testing.T) {
 	wantStatus(t, write(t, s, "calendar", "k-1", "a:1", map[string]any{"slot_id": "s-1"}, ""), http.StatusOK)
 
 	// A second simulator on the same ledger is refused.
-	if m, err := providersim.Start(providersim.Config{Addr: "127.0.0.1:0", Ledger: path}); err == nil {
+	if m, err := providersim.Start(context.Background(), providersim.Config{Addr: "127.0.0.1:0", Ledger: path}); err == nil {
 		m.Close()
 		t.Fatal("a second simulator opened a ledger in use")
 	}
@@ -580,7 +580,7 @@ func TestLedgerFileRecovery(t *testing.T) {
 	if err := os.WriteFile(path, append([]byte("garbage\n"), b...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := providersim.Start(providersim.Config{Addr: "127.0.0.1:0", Ledger: path}); err == nil {
+	if m, err := providersim.Start(context.Background(), providersim.Config{Addr: "127.0.0.1:0", Ledger: path}); err == nil {
 		m.Close()
 		t.Fatal("a damaged ledger was accepted")
 	} else if !strings.Contains(err.Error(), "line 1") {

@@ -62,7 +62,7 @@ func Start(t testing.TB, cfg providersim.Config) *Sim {
 
 func (s *Sim) start() {
 	s.t.Helper()
-	m, err := providersim.Start(s.cfg)
+	m, err := providersim.Start(context.Background(), s.cfg)
 	if err != nil {
 		s.t.Fatalf("start providersim: %v", err)
 	}
