@@ -5,10 +5,13 @@ SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run test build generate check-generated vet
+.PHONY: run sim test build generate check-generated vet
 
 run:
 	go run ./cmd/oncecall serve
+
+sim:
+	go run ./cmd/providersim
 
 test:
 	go vet ./...
@@ -16,6 +19,7 @@ test:
 
 build:
 	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
+	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/providersim ./cmd/providersim
 
 generate:
 	$(SQLC) generate
