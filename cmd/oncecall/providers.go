@@ -21,7 +21,7 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 		if url == "" {
 			continue
 		}
-		cfg := provider.HTTPConfig{BaseURL: url, AuthHeader: getenv(prefix + "AUTH"), Timeout: 5 * time.Second,
+		cfg := provider.HTTPConfig{BaseURL: url, Token: getenv(prefix + "TOKEN"), Timeout: 5 * time.Second,
 			Traits: provider.Traits{HonoursKeys: true, KeyRetention: 24 * time.Hour, AuthoritativeLookup: true}}
 		var err error
 		if cfg.Timeout, err = durationVar(getenv, prefix+"TIMEOUT", cfg.Timeout); err != nil {
