@@ -83,6 +83,9 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info.outcome = ans.Outcome
+	if info.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	writeJSON(w, http.StatusOK, ans)
 }
 
