@@ -47,7 +47,10 @@ var toolNamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 // with a dashatool.Answer the model can act on.
 func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 	info := infoFrom(r.Context())
-	body, err := readBody(r)
+	// Dasha documents no Content-Type for its webhooks: the body is parsed
+	// as JSON whatever it declares, since a 415 would silently turn every
+	// call into the tool's fallback.
+	body, err := readRaw(r)
 	if err != nil {
 		writeError(w, r, err)
 		return

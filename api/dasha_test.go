@@ -167,6 +167,11 @@ func TestDashaRetryOfTheDocumentedPayloadBooksOnce(t *testing.T) {
 		t.Errorf("the logs contain argument values")
 	}
 
+	// Dasha documents no Content-Type: another one is not refused.
+	if r := d.Post("/v1/dasha/tools/book_appointment", d.key, "", body, "Content-Type", "text/plain"); !bytes.Equal(r.Body, first.Body) {
+		t.Fatalf("text/plain delivery: %d %s", r.Status, r.Body)
+	}
+
 	// The same payload to the routing URL maps to the same action.
 	routed := d.Post("/v1/dasha/tools", d.key, "", body)
 	if !bytes.Equal(routed.Body, first.Body) || !routed.Replayed() {
@@ -330,6 +335,9 @@ func TestDashaBadPayloadsClaimNothing(t *testing.T) {
 			(c.field != "" && p["field"] != c.field) {
 			t.Errorf("%s: %d %s, want %d %s field %q", c.name, r.Status, r.Body, c.status, c.code, c.field)
 		}
+	}
+	if r := d.Post("/v1/dasha/tools/book_appointment", d.key, "", `{"type":"ToolWebHookPayload"`+strings.Repeat(" ", 70<<10)+`}`); r.Status != http.StatusRequestEntityTooLarge {
+		t.Errorf("oversized payload: %d %s", r.Status, r.Body)
 	}
 	if r := d.Post("/v1/dasha/tools/book_appointment", "", "", payload("book_appointment", "c", good)); r.Status != http.StatusUnauthorized {
 		t.Errorf("no API key: %d", r.Status)

@@ -112,7 +112,7 @@ func Invalid(field, message string) Answer {
 		field = "arguments"
 		say = fmt.Sprintf("Nothing was done: %s. Call the tool again with its arguments as one JSON object.", message)
 	default:
-		say = fmt.Sprintf("Nothing was done: %s. Ask the caller for the %s (or look it up), then call the tool again with it.", message, field)
+		say = fmt.Sprintf("Nothing was done: %s. Get the right %s (ask the caller for what you need, or look it up), then call the tool again with it.", message, field)
 	}
 	details, _ := json.Marshal(map[string]string{"field": field, "message": message})
 	return Answer{Outcome: string(db.Rejected), Reason: InvalidArguments, Say: say, Details: details}
