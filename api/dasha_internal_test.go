@@ -38,3 +38,29 @@ func TestDashaErrorRetriesWhatClaimedNothing(t *testing.T) {
 		t.Errorf("a cancelled request became %v", err)
 	}
 }
+
+func FuzzDecodePayload(f *testing.F) {
+	f.Add([]byte(`{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"a","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"x"},"callAdditionalData":{},"agentAdditionalData":{}}`), "book_appointment")
+	f.Add([]byte(`{"type":"ToolWebHookPayload","toolName":"x","arguments":[1,{"a":null}],"sip":{"diversion":[]}}`), "")
+	f.Add([]byte(`{"type":"ToolWebHookPayload","callId":5}`), "cancel_appointment")
+	f.Add([]byte("\xff"), "")
+	f.Fuzz(func(t *testing.T, body []byte, pathTool string) {
+		p, err := decodePayload(body, pathTool)
+		if err != nil {
+			if fault.CodeOf(err) == fault.Internal {
+				t.Fatalf("a bad payload is an internal error: %v", err)
+			}
+			return
+		}
+		if p.Type != toolPayloadType || !toolNamePattern.MatchString(p.ToolName) || (pathTool != "" && p.ToolName != pathTool) {
+			t.Fatalf("accepted %+v for path tool %q", p, pathTool)
+		}
+		args, bad := toolArguments(p.Arguments)
+		if (args == nil) == (bad == nil) {
+			t.Fatalf("toolArguments(%s): args %v, answer %v", p.Arguments, args, bad)
+		}
+		if bad != nil && (bad.Reason != "invalid_arguments" || bad.Outcome != "rejected") {
+			t.Fatalf("bad arguments answered %+v", bad)
+		}
+	})
+}
