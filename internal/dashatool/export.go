@@ -14,11 +14,12 @@ import (
 )
 
 // Tool definition settings. A retry of a slow first attempt waits up to the
-// server's Dasha wait (default 5 s) for its result and then answers pending,
-// so an answer is due well within 15 s even when the first delivery was
-// slow; 2 retries (with Dasha's backoff) cover a lost connection or a 503
-// without leaving the caller waiting for long. Every retry is safe: it maps
-// to the same action.
+// server's Dasha wait (default 5 s; the core's claim wait, default 10 s,
+// while the first attempt's claim is uncommitted) and then answers pending,
+// so an answer is due within 15 s even when the first delivery was slow;
+// 2 retries (with Dasha's backoff) cover a lost connection or a 503 without
+// leaving the caller waiting for long. Every retry is safe: it maps to the
+// same action.
 const (
 	TimeoutSeconds = 15
 	RetryCount     = 2
