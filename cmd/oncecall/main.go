@@ -18,15 +18,19 @@ import (
 const usage = `oncecall: exactly-once side effects for voice-agent tool webhooks.
 
 Usage:
-  oncecall serve   [--addr HOST:PORT] [--data-dir DIR]   run the HTTP service
+  oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
+                                                        run the HTTP service
   oncecall migrate                                      apply database migrations
   oncecall tenant create --name NAME [--dasha-org ORG] [--json]
                                                         create a tenant and print its API key once
+  oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
+                                                        print the Dasha tool definitions
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
+  ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
   LOG_LEVEL         debug, info, warn or error (default info)
 `
 
@@ -55,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout, stderr)
 	case "tenant":
 		return tenant(ctx, rest, stdout, stderr)
+	case "tools":
+		return tools(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -46,6 +46,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default 20.
 	MaxConns int32
+	// DashaWait bounds how long a Dasha tool call waits for a running
+	// attempt of the same action before answering pending. Default 5s.
+	DashaWait time.Duration
 }
 
 // Main is a running oncecall.
@@ -103,7 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m.ln = ln
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: idem.New(m.store, cfg.Core), Ops: Operations(), Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes,
+		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
