@@ -5,7 +5,7 @@ SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet
+.PHONY: run sim test build generate check-generated vet tools
 
 run:
 	go run ./cmd/oncecall serve
@@ -31,3 +31,8 @@ check-generated: generate
 
 vet:
 	go vet ./...
+
+# Regenerates tools/ (the Dasha tool definitions); a test fails when they are stale.
+tools:
+	rm -f tools/*.json
+	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools

@@ -95,6 +95,11 @@ func readBody(r *http.Request) ([]byte, error) {
 	if err := requireJSON(r); err != nil {
 		return nil, err
 	}
+	return readRaw(r)
+}
+
+// readRaw reads a request body within the size limit, whatever its type.
+func readRaw(r *http.Request) ([]byte, error) {
 	body, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

@@ -36,6 +36,10 @@ type Config struct {
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	// DashaWait bounds how long a Dasha tool call waits for an attempt of
+	// the same action that is still running before answering pending.
+	// Default 5s, well under the tools' 15s timeout.
+	DashaWait time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -54,6 +58,9 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
+	}
+	if cfg.DashaWait <= 0 {
+		cfg.DashaWait = 5 * time.Second
 	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 
@@ -95,6 +102,8 @@ func NewRouter(cfg Config) http.Handler {
 		r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
 		r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
 		r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
+		r.Post("/dasha/tools", s.dashaTool)
+		r.Post("/dasha/tools/{toolName}", s.dashaTool)
 	})
 	return r
 }

@@ -18,17 +18,21 @@ import (
 const usage = `oncecall: exactly-once side effects for voice-agent tool webhooks.
 
 Usage:
-  oncecall serve   [--addr HOST:PORT] [--data-dir DIR]   run the HTTP service
+  oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
+                                                        run the HTTP service
   oncecall migrate                                      apply database migrations
   oncecall tenant create --name NAME [--dasha-org ORG] [--json]
                                                         create a tenant and print its API key once
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
+  oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
+                                                        print the Dasha tool definitions
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
+  ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
   LOG_LEVEL         debug, info, warn or error (default info)
   ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
@@ -64,6 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reconcileCmd(ctx, rest, stdout, stderr)
 	case "actions":
 		return actionsCmd(ctx, rest, stdout, stderr)
+	case "tools":
+		return tools(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -61,6 +61,9 @@ type Config struct {
 	ReconcileDisabled bool
 	// OperatorToken enables /v1/ops for bearers of this token.
 	OperatorToken string
+	// DashaWait bounds how long a Dasha tool call waits for a running
+	// attempt of the same action before answering pending. Default 5s.
+	DashaWait time.Duration
 }
 
 // Main is a running oncecall.
@@ -126,7 +129,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core.SetDriver(m.driver)
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
+		MaxBodyBytes: cfg.MaxBodyBytes, Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, DashaWait: cfg.DashaWait,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 		},

@@ -67,6 +67,13 @@ curl -i -X POST %[1]s/v1/appointments \
   -H 'Idempotency-Key: demo-book-%[4]s' \
   -d '{"customer_id":"%[3]s","slot_id":"%[4]s"}'
 
+Or book it as a Dasha BlackBox tool call instead (run it twice, or with another callId: still one booking):
+
+curl -s -X POST %[1]s/v1/dasha/tools/book_appointment \
+  -H 'Authorization: Bearer %[2]s' \
+  -H 'Content-Type: application/json' \
+  -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[4]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
+
 `, base, key, c.ID, free[0].ID)
 	return nil
 }

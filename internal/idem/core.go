@@ -96,8 +96,9 @@ type Config struct {
 	PollInterval time.Duration
 	// ClaimWait bounds how long a claim may wait for a concurrent attempt of
 	// the same key whose transaction has not finished (PostgreSQL makes the
-	// second INSERT wait for the first). A request's own Wait extends it.
-	// Past it the attempt answers ErrInProgress. Default 10s.
+	// second INSERT wait for the first). A request with its own Wait waits
+	// that long instead. Past it the attempt answers ErrInProgress.
+	// Default 10s.
 	ClaimWait time.Duration
 }
 
@@ -197,7 +198,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	err = c.store.InTx(ctx, func(tx *db.Tx) error {
 		// The claim waits while another attempt's uncommitted claim holds the
 		// key; bound that wait so a caller is never held past its patience.
-		claimCtx, cancel := context.WithTimeout(ctx, max(c.cfg.ClaimWait, req.Wait))
+		claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 		claimed, err := tx.ClaimAction(claimCtx, db.Claim{
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 			Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
@@ -309,6 +310,14 @@ func (c *Core) follow(ctx context.Context, req Request, a db.Action) (Reply, err
 		delay = min(delay*2, 250*time.Millisecond)
 	}
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
+}
+
+// claimWait is how long a claim may wait on a concurrent uncommitted attempt.
+func (c *Core) claimWait(req Request) time.Duration {
+	if req.Wait > 0 {
+		return req.Wait
+	}
+	return c.cfg.ClaimWait
 }
 
 func retryAfter(a db.Action) time.Duration {

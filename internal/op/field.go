@@ -62,7 +62,8 @@ func Time(field string, v *string) error {
 	if strings.TrimSpace(*v) == "" {
 		return fault.Field(field, "is required")
 	}
-	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(*v))
+	// RFC 3339 allows a lower-case t and z; Go's parser wants upper case.
+	t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(strings.TrimSpace(*v)))
 	if err != nil {
 		return fault.Field(field, "must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
 	}

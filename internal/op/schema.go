@@ -18,7 +18,11 @@ import (
 //	maxLength:"200"     longest string
 //	pattern:"^...$"     a regular expression the string must match
 //	minimum/maximum     integer bounds
-func Schema(o Operation) map[string]any { return schemaOf(reflect.TypeOf(o.Input())) }
+func Schema(o Operation) map[string]any { return SchemaOf(o.Input()) }
+
+// SchemaOf is Schema for any input struct value, for inputs that are not
+// operations (read-only tools).
+func SchemaOf(in any) map[string]any { return schemaOf(reflect.TypeOf(in)) }
 
 // schemaer is a field type that describes its own schema (op.Integer,
 // op.Patch).

@@ -1,0 +1,328 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/canon"
+	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// dashaPayload is a Dasha BlackBox ToolWebHookPayload. Fields not listed
+// are tolerated: Dasha may add some.
+type dashaPayload struct {
+	Type                string          `json:"type"`
+	Status              string          `json:"status"`
+	CallID              string          `json:"callId"`
+	AgentID             string          `json:"agentId"`
+	OrgID               string          `json:"orgId"`
+	ToolName            string          `json:"toolName"`
+	Arguments           json.RawMessage `json:"arguments"`
+	CallAdditionalData  json.RawMessage `json:"callAdditionalData"`
+	AgentAdditionalData json.RawMessage `json:"agentAdditionalData"`
+	ServerJobID         json.RawMessage `json:"serverJobId"`
+	SIP                 json.RawMessage `json:"sip"`
+	Endpoint            json.RawMessage `json:"endpoint"`
+}
+
+const toolPayloadType = "ToolWebHookPayload"
+
+var toolNamePattern = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
+
+// dashaTool answers a Dasha tool call: POST /v1/dasha/tools/{toolName} and
+// POST /v1/dasha/tools (routed by the body's toolName). Protocol errors (bad
+// payload, wrong org, unknown tool) are problem+json like REST and claim
+// nothing; every business result, invalid arguments included, is HTTP 200
+// with a dashatool.Answer the model can act on.
+func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
+	info := infoFrom(r.Context())
+	// Dasha documents no Content-Type for its webhooks: the body is parsed
+	// as JSON whatever it declares, since a 415 would silently turn every
+	// call into the tool's fallback.
+	body, err := readRaw(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p, err := decodePayload(body, chi.URLParam(r, "toolName"))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	info.callID = p.CallID
+	tenant := tenantFrom(r.Context())
+	if tenant.DashaOrgID != "" && p.OrgID != tenant.DashaOrgID {
+		writeError(w, r, fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId"))
+		return
+	}
+	var ans dashatool.Answer
+	switch p.ToolName {
+	case dashatool.CheckActionStatus:
+		ans, err = s.checkActionStatus(r.Context(), tenant, p.Arguments)
+	case dashatool.FindAvailableSlots:
+		ans, err = s.findAvailableSlots(r.Context(), tenant, p.Arguments)
+	default:
+		o, ok := s.cfg.Ops.ByTool(p.ToolName)
+		if !ok {
+			writeError(w, r, fault.New(fault.NotFound, "no tool named %s", p.ToolName))
+			return
+		}
+		info.operation = o.Name()
+		ans, err = s.runTool(r, tenant, o, p)
+	}
+	if err != nil {
+		writeError(w, r, dashaError(err))
+		return
+	}
+	info.outcome = ans.Outcome
+	if info.replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, ans)
+}
+
+// decodePayload checks the envelope. The body is canonicalised first, so
+// invalid UTF-8 and duplicate keys are rejected before anything reads it.
+func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
+	var p dashaPayload
+	c, err := canon.Canonical(body)
+	if err != nil {
+		return p, fault.Wrap(fault.InvalidJSON, err, err.Error())
+	}
+	if len(c) == 0 || c[0] != '{' {
+		return p, fault.New(fault.InvalidJSON, "the request body must be a ToolWebHookPayload JSON object")
+	}
+	if err := json.Unmarshal(c, &p); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return p, fault.Field(typeErr.Field, "must be a string")
+		}
+		return p, fault.Wrap(fault.InvalidJSON, err, "the request body is not a ToolWebHookPayload")
+	}
+	if p.Type != toolPayloadType {
+		return p, fault.Field("type", "must be %s", toolPayloadType)
+	}
+	switch {
+	case pathTool != "" && p.ToolName == "":
+		p.ToolName = pathTool
+	case pathTool != "" && p.ToolName != pathTool:
+		return p, fault.Field("toolName", "does not match the tool in the URL")
+	case p.ToolName == "":
+		return p, fault.Field("toolName", "is required")
+	}
+	if !toolNamePattern.MatchString(p.ToolName) || len(p.ToolName) > 64 {
+		return p, fault.Field("toolName", "must be a tool name such as book_appointment")
+	}
+	if p.CallID != "" && (len(p.CallID) > 200 || idem.ValidateKey(p.CallID) != nil) {
+		return p, fault.Field("callId", "must be at most 200 printable ASCII characters")
+	}
+	return p, nil
+}
+
+// toolArguments returns the arguments as a JSON object; absent or null
+// arguments are an empty object.
+func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.Answer) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return map[string]json.RawMessage{}, nil
+	}
+	var m map[string]json.RawMessage
+	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+		a := dashatool.Invalid("arguments", "arguments must be a JSON object")
+		return nil, &a
+	}
+	return m, nil
+}
+
+// invalid turns an input error into the invalid_arguments answer; any other
+// error is returned.
+func invalid(err error) (dashatool.Answer, error) {
+	fe := fault.As(err)
+	if fe.Code != fault.InvalidInput && fe.Code != fault.InvalidJSON {
+		return dashatool.Answer{}, err
+	}
+	return dashatool.Invalid(fe.Field, fe.Message), nil
+}
+
+// runTool performs an operation for a tool call through the idempotency core.
+func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p dashaPayload) (dashatool.Answer, error) {
+	ctx, info := r.Context(), infoFrom(r.Context())
+	args, bad := toolArguments(p.Arguments)
+	if bad != nil {
+		return *bad, nil
+	}
+	var given string
+	if raw, ok := args["action_id"]; ok {
+		delete(args, "action_id")
+		if string(raw) != "null" && json.Unmarshal(raw, &given) != nil {
+			return dashatool.Invalid("action_id", "action_id must be a string"), nil
+		}
+	}
+	input, err := json.Marshal(args)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	prep, err := o.Prepare(input, nil)
+	if err != nil {
+		return invalid(err)
+	}
+	key, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
+	if err != nil {
+		if fault.As(err).Field == "action_id" {
+			return invalid(err)
+		}
+		return dashatool.Answer{}, err
+	}
+	info.keyHash = idem.KeyHash(key)
+	req, err := s.request(r, prep, key, s.cfg.DashaWait)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	reply, err := s.cfg.Core.Do(ctx, req)
+	var inProgress *idem.InProgressError
+	var reused *idem.ReusedError
+	switch {
+	case errors.As(err, &inProgress):
+		if inProgress.Action.ID != uuid.Nil {
+			info.actionID = inProgress.Action.ID.String()
+		}
+		return dashatool.InProgress(inProgress.Action.ID, o.Phrases()), nil
+	case errors.As(err, &reused):
+		return dashatool.Conflicting(reused.Action.ID), nil
+	case err != nil:
+		return dashatool.Answer{}, err
+	}
+	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
+	return dashatool.ForAction(reply.Action, o.Phrases()), nil
+}
+
+// toolKey picks the idempotency key of a tool call: the action named by the
+// arguments' action_id, the Idempotency-Key header, or a key derived from
+// the operation's identity fields, the tenant and (for per-call operations)
+// the callId. Derived keys are hashes: no customer data in keys or logs.
+func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (string, error) {
+	if given != "" {
+		id, err := uuid.Parse(given)
+		if err != nil || len(given) != 36 {
+			if err := idem.ValidateKey(given); err != nil {
+				return "", fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
+			}
+			return given, nil
+		}
+		a, err := s.cfg.Store.ActionByID(r.Context(), tenant.ID, id)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			return id.String(), nil
+		case err != nil:
+			return "", storeErr(err)
+		case a.Operation != prep.Operation:
+			// The model passed the id of another tool's action: that is not
+			// a retry of it, so the request gets its own identity.
+		case a.State == db.Completed && a.Outcome == db.Rejected && a.Fingerprint != prep.Fingerprint:
+			// A rejection did nothing; new details after it are a new
+			// request (another slot after slot_unavailable), not a conflict.
+		default:
+			return a.Key, nil // a retry or re-plan: the core compares fingerprints
+		}
+	} else if values, ok := r.Header["Idempotency-Key"]; ok {
+		if len(values) != 1 {
+			return "", fault.New(fault.KeyInvalid, "send exactly one Idempotency-Key header")
+		}
+		if err := idem.ValidateKey(values[0]); err != nil {
+			return "", err
+		}
+		return values[0], nil
+	}
+	parts := []string{"dasha", tenant.ID.String(), o.Name()}
+	if o.PerCall() {
+		if callID == "" {
+			return "", fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
+		}
+		parts = append(parts, callID)
+	}
+	return idem.DeriveKey(append(parts, prep.Identity...)...), nil
+}
+
+func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return *bad, nil
+	}
+	var in dashatool.StatusInput
+	if err := decodeArgs(args, &in); err != nil {
+		return invalid(err)
+	}
+	if err := in.Normalize(); err != nil {
+		return invalid(err)
+	}
+	a, err := s.cfg.Store.ActionByID(ctx, tenant.ID, uuid.MustParse(in.ActionID))
+	if errors.Is(err, db.ErrNotFound) {
+		return dashatool.Unknown(in.ActionID), nil
+	}
+	if err != nil {
+		return dashatool.Answer{}, storeErr(err)
+	}
+	infoFrom(ctx).actionID = a.ID.String()
+	var phrases op.Phrases
+	if o, ok := s.cfg.Ops.Get(a.Operation); ok {
+		phrases = o.Phrases()
+	}
+	return dashatool.ForAction(a, phrases), nil
+}
+
+func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return *bad, nil
+	}
+	var in dashatool.SlotsInput
+	if err := decodeArgs(args, &in); err != nil {
+		return invalid(err)
+	}
+	if err := in.Normalize(); err != nil {
+		return invalid(err)
+	}
+	from, n := in.Window(time.Now())
+	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})
+	if err != nil {
+		return dashatool.Answer{}, storeErr(err)
+	}
+	if slots == nil {
+		slots = []db.Slot{}
+	}
+	details, err := json.Marshal(map[string]any{"slots": slots})
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	return dashatool.Answer{Outcome: string(db.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+}
+
+// decodeArgs decodes tool arguments strictly, like an operation's input.
+func decodeArgs(args map[string]json.RawMessage, v any) error {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	return op.Decode(raw, v)
+}
+
+// dashaError keeps protocol errors and 503 as they are and turns any other
+// failure into 503: the attempt's transaction rolled back, nothing is
+// claimed, and Dasha's retry (5xx is retried, 4xx is not) is safe because it
+// maps to the same action.
+func dashaError(err error) error {
+	if errors.Is(err, context.Canceled) || fault.CodeOf(err) != fault.Internal {
+		return err
+	}
+	return fault.Wrap(fault.Unavailable, err, "the tool call could not be completed; nothing was stored for it, retry")
+}

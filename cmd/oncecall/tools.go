@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/dashatool"
+)
+
+const toolsUsage = "usage: oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]"
+
+// tools prints the Dasha tool definitions: a JSON array ready to paste, or
+// one file per tool with --out.
+func tools(_ context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "export" {
+		return errors.New(toolsUsage)
+	}
+	fs := newFlags("tools export", stderr)
+	baseURL := fs.String("base-url", "", "oncecall's public URL as Dasha reaches it, e.g. https://oncecall.example.com (required)")
+	placeholder := fs.String("api-key-placeholder", dashatool.DefaultAPIKeyPlaceholder, "text written after 'Bearer ' in each tool's Authorization header")
+	out := fs.String("out", "", "write DIR/<tool>.json per tool instead of printing one JSON array")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *baseURL == "" {
+		return errors.New("--base-url is required; " + toolsUsage)
+	}
+	defs, err := dashatool.Definitions(app.Operations(), *baseURL, *placeholder)
+	if err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := dashatool.WriteDir(*out, defs); err != nil {
+			return fmt.Errorf("write tool definitions: %w", err)
+		}
+		fmt.Fprintf(stdout, "wrote %d tool definitions to %s\n", len(defs), *out)
+		return nil
+	}
+	b, err := dashatool.Marshal(defs)
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b)
+	return err
+}

@@ -1,0 +1,148 @@
+// Package dashatool owns what a Dasha BlackBox voice agent sees of oncecall:
+// the answer to a tool call (outcome, action_id, reason, say, details), how
+// each outcome is phrased for the model, the read-only tools, and the tool
+// definitions that `oncecall tools export` prints. The HTTP handler lives in
+// api; the operations in the registry (internal/op).
+package dashatool
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Answer is the body of every business answer to a tool call (HTTP 200).
+// The model rephrases it for the caller: say is what it may and may not
+// tell them; only outcome "confirmed" means the request took effect.
+type Answer struct {
+	Outcome  string `json:"outcome"`
+	ActionID string `json:"action_id"`
+	// Reason is the lower-case rejection code (slot_unavailable,
+	// invalid_arguments, conflicting_request, ...); empty when confirmed.
+	Reason  string          `json:"reason,omitempty"`
+	Say     string          `json:"say"`
+	Details json.RawMessage `json:"details"`
+}
+
+// Reasons oncecall itself gives (operations add their own).
+const (
+	InvalidArguments   = "invalid_arguments"
+	ConflictingRequest = "conflicting_request"
+	UnknownAction      = "unknown_action"
+	NoAnswer           = "no_answer"
+)
+
+// Default phrasing, used where an operation declares none. The pending
+// wording is the one place that tells the model an unknown outcome is not a
+// confirmation; a test checks it never reads like one.
+const (
+	defaultConfirmed = "The request went through. You may tell the caller it is confirmed, using the facts in details."
+	defaultRejected  = "The request was not carried out. Tell the caller it could not be done and offer an alternative."
+	defaultPending   = "This request is NOT confirmed yet: its result is still unknown. Do not tell the caller that it happened. " +
+		"Say you are still checking, then call check_action_status with this action_id and follow its answer."
+	// pendingNoID is pending when no action id is known yet: another attempt
+	// of the same request holds it in an unfinished transaction.
+	pendingNoID = "This request is NOT confirmed yet: an earlier attempt of it is still in progress. Do not tell the caller that it happened. " +
+		"Say you are still checking, wait a moment, then call this tool again with exactly the same arguments."
+	fallbackSay = "oncecall did not answer, so this request is NOT confirmed and its result is unknown. Do not tell the caller that it happened. " +
+		"Call the tool again with exactly the same arguments (a repeat never does anything twice); if it fails again, " +
+		"tell the caller you cannot verify it right now and that someone will follow up."
+)
+
+// Say returns the guidance for an outcome of an operation with phrases p;
+// reason is the stored rejection code (any case).
+func Say(p op.Phrases, outcome db.Outcome, reason string) string {
+	switch outcome {
+	case db.Confirmed:
+		return cmp.Or(p.Confirmed, defaultConfirmed)
+	case db.Rejected:
+		if s, ok := p.Rejected[strings.ToUpper(reason)]; ok && s != "" {
+			return s
+		}
+		return cmp.Or(p.Rejected[""], defaultRejected)
+	}
+	return cmp.Or(p.Pending, defaultPending)
+}
+
+// ForAction answers with an action as it stands. It is a function of the
+// stored action only, so a replay answers byte for byte like the first.
+func ForAction(a db.Action, p op.Phrases) Answer {
+	ans := Answer{ActionID: a.ID.String(), Details: json.RawMessage("{}")}
+	if a.State != db.Completed {
+		ans.Outcome, ans.Say = string(db.Pending), Say(p, db.Pending, "")
+		return ans
+	}
+	ans.Outcome = string(a.Outcome)
+	ans.Say = Say(p, a.Outcome, a.Reason)
+	if a.Outcome == db.Rejected {
+		ans.Reason = strings.ToLower(a.Reason)
+	}
+	switch {
+	case a.Result != nil:
+		ans.Details = a.Result
+	case a.ResourceID != "":
+		ans.Details, _ = json.Marshal(map[string]string{"id": a.ResourceID})
+	}
+	return ans
+}
+
+// InProgress is pending for an action another attempt still runs; id is
+// uuid.Nil when that attempt has not committed its claim yet.
+func InProgress(id uuid.UUID, p op.Phrases) Answer {
+	if id == uuid.Nil {
+		return Answer{Outcome: string(db.Pending), Say: pendingNoID, Details: json.RawMessage("{}")}
+	}
+	return Answer{Outcome: string(db.Pending), ActionID: id.String(), Say: Say(p, db.Pending, ""), Details: json.RawMessage("{}")}
+}
+
+// Invalid rejects arguments that do not match the tool's schema. Nothing
+// was claimed: the corrected call is a first attempt.
+func Invalid(field, message string) Answer {
+	var say string
+	switch field {
+	case "action_id":
+		say = fmt.Sprintf("Nothing was done: %s. Call the tool again with the action_id exactly as an earlier answer gave it, or without action_id.", message)
+	case "arguments", "":
+		field = "arguments"
+		say = fmt.Sprintf("Nothing was done: %s. Call the tool again with its arguments as one JSON object.", message)
+	default:
+		say = fmt.Sprintf("Nothing was done: %s. Get the right %s (ask the caller for what you need, or look it up), then call the tool again with it.", message, field)
+	}
+	details, _ := json.Marshal(map[string]string{"field": field, "message": message})
+	return Answer{Outcome: string(db.Rejected), Reason: InvalidArguments, Say: say, Details: details}
+}
+
+// Conflicting rejects a request whose identity (its action_id, key, or the
+// identity fields of the operation) already names an action with other
+// details. Nothing was done; the existing action is untouched.
+func Conflicting(existing uuid.UUID) Answer {
+	details, _ := json.Marshal(map[string]string{"existing_action_id": existing.String()})
+	return Answer{
+		Outcome: string(db.Rejected), Reason: ConflictingRequest, Details: details,
+		Say: "Nothing was done: an earlier request with the same identity had different details. " +
+			"Confirm the details with the caller. To learn what the earlier request did, call check_action_status " +
+			"with details.existing_action_id.",
+	}
+}
+
+// Unknown rejects a check_action_status for an id the tenant does not have.
+func Unknown(id string) Answer {
+	details, _ := json.Marshal(map[string]string{"action_id": id})
+	return Answer{
+		Outcome: string(db.Rejected), Reason: UnknownAction, Details: details,
+		Say: "No request with that action_id exists. Do not tell the caller anything happened because of it; " +
+			"use the action_id exactly as an earlier answer gave it.",
+	}
+}
+
+// Fallback is the fallBackResult of every tool: what the model gets when
+// the webhook fails. It is pending and forbids claiming success.
+func Fallback() Answer {
+	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: fallbackSay, Details: json.RawMessage("{}")}
+}

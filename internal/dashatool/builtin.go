@@ -1,0 +1,84 @@
+package dashatool
+
+import (
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// The read-only tools. They claim nothing: asking twice is harmless.
+const (
+	CheckActionStatus  = "check_action_status"
+	FindAvailableSlots = "find_available_slots"
+)
+
+// StatusInput is the arguments of check_action_status.
+type StatusInput struct {
+	ActionID string `json:"action_id" required:"true" format:"uuid" desc:"The action_id from an earlier answer, exactly as given."`
+}
+
+// Normalize validates the input.
+func (in *StatusInput) Normalize() error { return op.ID("action_id", &in.ActionID) }
+
+// SlotsInput is the arguments of find_available_slots.
+type SlotsInput struct {
+	From  *string `json:"from" format:"date-time" desc:"Optional: list slots starting at or after this time, RFC 3339 such as 2030-01-02T09:00:00Z (default: now)."`
+	Limit *int    `json:"limit" minimum:"1" maximum:"20" desc:"Optional: how many slots to list, 1 to 20 (default 5)."`
+}
+
+// DefaultSlots is how many slots find_available_slots lists by default.
+const DefaultSlots = 5
+
+// Normalize validates the input; From is rewritten in UTC.
+func (in *SlotsInput) Normalize() error {
+	if in.From != nil {
+		if strings.TrimSpace(*in.From) == "" {
+			return fault.Field("from", "must be an RFC 3339 time such as 2030-01-02T15:04:05Z")
+		}
+		if err := op.Time("from", in.From); err != nil {
+			return err
+		}
+	}
+	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > 20) {
+		return fault.Field("limit", "must be an integer from 1 to 20")
+	}
+	return nil
+}
+
+// Window returns the first start time and the number of slots to list.
+func (in SlotsInput) Window(now time.Time) (time.Time, int) {
+	from, n := now, DefaultSlots
+	if in.From != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *in.From); err == nil && t.After(now) {
+			from = t
+		}
+	}
+	if in.Limit != nil {
+		n = *in.Limit
+	}
+	return from, n
+}
+
+// SlotsSay guides the model through a list of free slots.
+func SlotsSay(found int) string {
+	if found == 0 {
+		return "There are no free slots from that time. Do not offer any time; ask the caller whether a later date would suit them and look again."
+	}
+	return "These are the free slots (times in UTC; tell the caller in their local time). Offer them to the caller; " +
+		"to book one, call book_appointment with its id as slot_id. Never invent a slot id."
+}
+
+// builtins are the read-only tools with their descriptions and inputs.
+var builtins = []struct {
+	name, description string
+	input             any
+}{
+	{CheckActionStatus, "Look up the current outcome of an earlier request by the action_id its answer gave: call it when an answer " +
+		"was pending or you are unsure whether something happened. Only outcome confirmed means it happened; follow the say of the answer.",
+		StatusInput{}},
+	{FindAvailableSlots, "List free appointment slots with their ids and start and end times. Call it before book_appointment or " +
+		"reschedule_appointment and offer the caller one of the times it returns.",
+		SlotsInput{}},
+}

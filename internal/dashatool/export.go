@@ -1,0 +1,139 @@
+package dashatool
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Tool definition settings. A retry of a slow first attempt waits up to the
+// server's Dasha wait (default 5 s; the core's claim wait, default 10 s,
+// while the first attempt's claim is uncommitted) and then answers pending,
+// so an answer is due within 15 s even when the first delivery was slow;
+// 2 retries (with Dasha's backoff) cover a lost connection or a 503 without
+// leaving the caller waiting for long. Every retry is safe: it maps to the
+// same action.
+const (
+	TimeoutSeconds = 15
+	RetryCount     = 2
+)
+
+// DefaultAPIKeyPlaceholder stands for the tenant's API key in exported
+// definitions; replace it before pasting.
+const DefaultAPIKeyPlaceholder = "YOUR_ONCECALL_API_KEY"
+
+// retrySentence ends the description of every tool that has an effect.
+const retrySentence = " The answer's outcome is confirmed, rejected or pending; only confirmed means it happened, and its say tells you " +
+	"what you may tell the caller. If you call this tool again for the same request (a retry, or after re-planning), " +
+	"pass the action_id from the earlier answer."
+
+// Definition is a Dasha BlackBox tool definition, as pasted into an agent's
+// Tools or sent to the agents API.
+type Definition struct {
+	Name           string         `json:"name"`
+	Description    string         `json:"description"`
+	Schema         map[string]any `json:"schema"`
+	Webhook        Webhook        `json:"webhook"`
+	FallBackResult Answer         `json:"fallBackResult"`
+	TimeoutSeconds int            `json:"timeoutSeconds"`
+	RetryCount     int            `json:"retryCount"`
+}
+
+// Webhook is where Dasha posts the tool's calls.
+type Webhook struct {
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// Definitions returns the definition of every tool: each operation of the
+// registry that has a Tool name, and the read-only tools, sorted by name.
+// baseURL is oncecall's public URL; apiKey is written into the
+// Authorization header (a placeholder when empty).
+func Definitions(ops *op.Registry, baseURL, apiKey string) ([]Definition, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("base URL %q must be an http(s) URL such as https://oncecall.example.com", baseURL)
+	}
+	base := strings.TrimRight(baseURL, "/")
+	if apiKey == "" {
+		apiKey = DefaultAPIKeyPlaceholder
+	}
+	def := func(name, description string, schema map[string]any) Definition {
+		return Definition{
+			Name: name, Description: description, Schema: schema,
+			Webhook: Webhook{
+				URL:     base + "/v1/dasha/tools/" + name,
+				Headers: map[string]string{"Authorization": "Bearer " + apiKey},
+			},
+			FallBackResult: Fallback(), TimeoutSeconds: TimeoutSeconds, RetryCount: RetryCount,
+		}
+	}
+	var defs []Definition
+	for _, o := range ops.All() {
+		if o.Tool() == "" {
+			continue
+		}
+		defs = append(defs, def(o.Tool(), o.Description()+retrySentence, Schema(o)))
+	}
+	for _, b := range builtins {
+		defs = append(defs, def(b.name, b.description, op.SchemaOf(b.input)))
+	}
+	sort.Slice(defs, func(i, j int) bool { return defs[i].Name < defs[j].Name })
+	return defs, nil
+}
+
+// Schema is the JSON Schema of an operation tool's arguments: the
+// operation's input plus the optional action_id that names the action on a
+// retry or re-plan.
+func Schema(o op.Operation) map[string]any {
+	s := op.Schema(o)
+	props, _ := s["properties"].(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+		s["properties"] = props
+	}
+	props["action_id"] = map[string]any{
+		"type":        "string",
+		"maxLength":   255,
+		"pattern":     "^[ -~]*$",
+		"description": "Optional: the action_id from an earlier answer to this same request, when you retry or re-plan it. Omit it for a new request.",
+	}
+	return s
+}
+
+// Marshal renders one definition or a list of them as indented JSON ending
+// in a newline, without HTML escaping, exactly as export prints it.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteDir writes each definition to dir/<name>.json.
+func WriteDir(dir string, defs []Definition) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range defs {
+		b, err := Marshal(d)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, d.Name+".json"), b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
