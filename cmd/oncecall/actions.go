@@ -138,4 +138,3 @@ func orDash(s string) string {
 }
 
 func dbStore(pool *pgxpool.Pool) *db.Store { return db.New(pool) }
-

@@ -217,7 +217,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		if len(req.Steps) > 0 {
 			reply = Reply{Action: db.Action{
 				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-				Fingerprint: req.Fingerprint, State: db.Running,
+				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
 			}}
 			return claimSteps(ctx, tx, id, req.Steps)
 		}
