@@ -11,6 +11,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 )
 
@@ -26,6 +27,10 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// MaxWait caps Prefer: wait=N. Default 10s.
 	MaxWait time.Duration
+	// Metrics, when set, counts requests and is served at /metrics.
+	Metrics *metrics.Metrics
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
 }
 
 // Server holds the handlers' dependencies.
@@ -48,7 +53,7 @@ func NewRouter(cfg Config) http.Handler {
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, accessLog(cfg.Log), recoverer)
+	r.Use(middleware.RequestID, accessLog(cfg.Log), s.countRequests, recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})
@@ -57,6 +62,9 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.serveMetrics())
+	}
 
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.keys.authenticate)

@@ -21,6 +21,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/pgembed"
 )
@@ -43,16 +44,23 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default 20.
 	MaxConns int32
+
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
+	// MetricsCacheTTL is how long the action counts behind the actions
+	// gauges are reused between scrapes. Default 10s.
+	MetricsCacheTTL time.Duration
 }
 
 // Main is a running oncecall.
 type Main struct {
-	cfg   Config
-	pg    *pgembed.Postgres
-	pool  *pgxpool.Pool
-	store *db.Store
-	ln    net.Listener
-	srv   *http.Server
+	cfg     Config
+	pg      *pgembed.Postgres
+	pool    *pgxpool.Pool
+	store   *db.Store
+	metrics *metrics.Metrics
+	ln      net.Listener
+	srv     *http.Server
 }
 
 // Operations returns every operation oncecall offers.
@@ -92,9 +100,17 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m.ln = ln
+	m.metrics = metrics.New(metrics.Config{
+		Actions: m.store.CountActions, Pool: pool, CacheTTL: cfg.MetricsCacheTTL, Log: cfg.Log,
+	})
+	core := cfg.Core
+	if core.Observer == nil {
+		core.Observer = m.metrics
+	}
 	handler := api.NewRouter(api.Config{
-		Store: m.store, Core: idem.New(m.store, cfg.Core), Ops: Operations(), Log: cfg.Log,
+		Store: m.store, Core: idem.New(m.store, core), Ops: Operations(), Log: cfg.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes,
+		Metrics:      m.metrics, MetricsToken: cfg.MetricsToken,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
@@ -166,6 +182,9 @@ func (m *Main) Store() *db.Store { return m.store }
 
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
+
+// Metrics is the running program's metrics registry.
+func (m *Main) Metrics() *metrics.Metrics { return m.metrics }
 
 // Serve serves until ctx is done, then drains in-flight requests.
 func (m *Main) Serve(ctx context.Context) error {
