@@ -11,6 +11,7 @@ require (
 	github.com/prometheus/common v0.73.1
 	github.com/rs/zerolog v1.35.1
 	golang.org/x/text v0.44.0
+	golang.org/x/time v0.16.0
 )
 
 require (

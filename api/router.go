@@ -31,12 +31,17 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
+	// RateLimit is each tenant's sustained request rate per second; zero
+	// disables the limit. RateBurst is the bucket size (default: the rate).
+	RateLimit float64
+	RateBurst int
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg  Config
-	keys *keyCache
+	cfg     Config
+	keys    *keyCache
+	limiter *tenantLimiter // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -51,6 +56,9 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.MaxWait = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
+	if cfg.RateLimit > 0 {
+		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
+	}
 
 	r := chi.NewRouter()
 	r.Use(middleware.RequestID, accessLog(cfg.Log), s.countRequests, recoverer)
@@ -67,7 +75,7 @@ func NewRouter(cfg Config) http.Handler {
 	}
 
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate)
+		r.Use(s.limitBody, s.keys.authenticate, s.limitRate)
 		r.Get("/actions/{action_id}", s.getAction)
 
 		r.Post("/slots", s.write("slot.create"))

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,18 @@ type Config struct {
 	// MaxConns sizes the connection pool. Default 20.
 	MaxConns int32
 
+	// Server timeouts against slow clients: reading the request headers,
+	// reading the whole request, writing the answer (keep it above
+	// Prefer: wait's 10s cap and the core's claim wait), and keeping an idle
+	// keep-alive connection. Defaults 5s, 15s, 30s, 120s.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+
+	// RateLimit is each tenant's sustained request rate per second on /v1;
+	// zero disables it (`oncecall serve` defaults to 50). RateBurst is the
+	// number of requests a tenant may send at once (default: the rate).
+	RateLimit float64
+	RateBurst int
+
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
 	// MetricsCacheTTL is how long the action counts behind the actions
@@ -77,6 +90,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 15 * time.Second
 	}
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, 5*time.Second)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 15*time.Second)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 30*time.Second)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	m := &Main{cfg: cfg}
 	url := cfg.DatabaseURL
 	if url == "" {
@@ -111,13 +128,14 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		Store: m.store, Core: idem.New(m.store, core), Ops: Operations(), Log: cfg.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics:      m.metrics, MetricsToken: cfg.MetricsToken,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    32 << 10,
 	}
 	return m, nil
