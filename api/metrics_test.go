@@ -159,3 +159,35 @@ func TestMetricsMoveWithAScenario(t *testing.T) {
 		}
 	}
 }
+
+func TestServePrunesOnItsInterval(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t, func(c *app.Config) { c.PruneInterval = 20 * time.Millisecond })
+	tenant, _ := e.Tenant("acme")
+	_, err := e.Store.Pool().Exec(t.Context(), `
+		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
+		                     outcome, http_status, result, completed_at)
+		VALUES ($1, $2, 'old', 'appointment.book', 'fp', '{}', 'completed', 'confirmed', 201, '{}', now() - interval '31 days'),
+		       ($3, $2, 'recent', 'appointment.book', 'fp', '{}', 'completed', 'confirmed', 201, '{}', now() - interval '2 days')`,
+		uuid.Must(uuid.NewV7()), tenant.ID, uuid.Must(uuid.NewV7()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Count("SELECT count(*) FROM actions WHERE idempotency_key = 'old'")+
+		e.Count("SELECT count(*) FROM actions WHERE result IS NOT NULL") > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not prune within 10s")
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising on time
+	}
+	if got := e.Count("SELECT count(*) FROM actions WHERE idempotency_key = 'recent'"); got != 1 {
+		t.Fatalf("the recent action was deleted")
+	}
+	fams := scrape(t, e)
+	// The old body may go on its own first, if a run saw the rows only
+	// between deleting actions and clearing bodies.
+	if a, r := value(fams, "oncecall_prune_deleted_total", "kind", "action"), value(fams, "oncecall_prune_deleted_total", "kind", "response"); a != 1 || r < 1 || r > 2 {
+		t.Fatalf("prune_deleted_total: action %v response %v, want 1 and 1 or 2", a, r)
+	}
+}

@@ -22,12 +22,19 @@ Usage:
   oncecall migrate                                      apply database migrations
   oncecall tenant create --name NAME [--dasha-org ORG] [--json]
                                                         create a tenant and print its API key once
+  oncecall prune [--dry-run]                            prune expired response bodies and actions now
+  oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
+
+Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   LOG_LEVEL         debug, info, warn or error (default info)
+  RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
+  ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...
+                    see README "Configuration"
 `
 
 func main() {
@@ -55,6 +62,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout, stderr)
 	case "tenant":
 		return tenant(ctx, rest, stdout, stderr)
+	case "prune":
+		return pruneCmd(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -25,6 +25,7 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/pgembed"
+	"github.com/oncecall/oncecall/internal/prune"
 )
 
 // Config configures a running oncecall.
@@ -63,6 +64,13 @@ type Config struct {
 	// MetricsCacheTTL is how long the action counts behind the actions
 	// gauges are reused between scrapes. Default 10s.
 	MetricsCacheTTL time.Duration
+
+	// Prune is the retention applied while serving (Serve sets its Pruned
+	// and Log to the program's metrics and log).
+	Prune prune.Config
+	// PruneInterval is how often Serve prunes; zero disables pruning
+	// (`oncecall serve` defaults to 10m).
+	PruneInterval time.Duration
 }
 
 // Main is a running oncecall.
@@ -204,8 +212,21 @@ func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 // Metrics is the running program's metrics registry.
 func (m *Main) Metrics() *metrics.Metrics { return m.metrics }
 
-// Serve serves until ctx is done, then drains in-flight requests.
+// Serve serves until ctx is done, then drains in-flight requests. While it
+// serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
+	if m.cfg.PruneInterval > 0 {
+		pruneCtx, stopPrune := context.WithCancel(ctx)
+		pruned := make(chan struct{})
+		defer func() { stopPrune(); <-pruned }()
+		pc := m.cfg.Prune
+		pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
+		p := prune.New(m.store, pc)
+		go func() {
+			defer close(pruned)
+			p.Every(pruneCtx, m.cfg.PruneInterval, time.Now)
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
 	m.cfg.Log.Info().Str("addr", m.Addr()).Msg("serving")
