@@ -84,6 +84,9 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	p.Status = statusOf(fault.Code(p.Code))
+	if p.ActionID != "" {
+		infoFrom(r.Context()).actionID = p.ActionID // the access log names the action the key maps to
+	}
 	if p.Status >= 500 {
 		logFrom(r.Context()).Error().Err(err).Str("code", p.Code).Msg("request failed")
 		if p.Code == string(fault.Internal) {
