@@ -25,6 +25,10 @@ Usage:
                                                         create a tenant and print its API key once
   oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
                                                         print the Dasha tool definitions
+  oncecall prune [--dry-run]                            prune expired response bodies and actions now
+  oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
+
+Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
@@ -32,6 +36,9 @@ Environment:
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
   LOG_LEVEL         debug, info, warn or error (default info)
+  RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
+  ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...
+                    see README "Configuration"
 `
 
 func main() {
@@ -61,6 +68,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return tenant(ctx, rest, stdout, stderr)
 	case "tools":
 		return tools(ctx, rest, stdout, stderr)
+	case "prune":
+		return pruneCmd(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
