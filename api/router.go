@@ -13,6 +13,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -40,12 +41,21 @@ type Config struct {
 	// the same action that is still running before answering pending.
 	// Default 5s, well under the tools' 15s timeout.
 	DashaWait time.Duration
+	// Metrics, when set, counts requests and is served at /metrics.
+	Metrics *metrics.Metrics
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
+	// RateLimit is each tenant's sustained request rate per second; zero
+	// disables the limit. RateBurst is the bucket size (default: the rate).
+	RateLimit float64
+	RateBurst int
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg  Config
-	keys *keyCache
+	cfg     Config
+	keys    *keyCache
+	limiter *tenantLimiter // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -63,9 +73,12 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.DashaWait = 5 * time.Second
 	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
+	if cfg.RateLimit > 0 {
+		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
+	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, accessLog(cfg.Log), recoverer)
+	r.Use(safeRequestID, middleware.RequestID, accessLog(cfg.Log), s.countRequests, recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})
@@ -74,6 +87,9 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.serveMetrics())
+	}
 
 	r.Route("/v1/ops", func(r chi.Router) {
 		r.Use(s.limitBody, s.operatorOnly)
@@ -82,7 +98,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate)
+		r.Use(s.limitBody, s.keys.authenticate, s.limitRate)
 		r.Get("/actions/{action_id}", s.getAction)
 
 		r.Post("/slots", s.write("slot.create"))

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
@@ -237,8 +236,4 @@ func (q queries) ResolveAction(ctx context.Context, id uuid.UUID, c Completion) 
 		ID: id, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
 		ResourceID: ptr(c.ResourceID), Result: c.Result,
 	})
-}
-
-func interval(d time.Duration) pgtype.Interval {
-	return pgtype.Interval{Microseconds: d.Microseconds(), Valid: true}
 }

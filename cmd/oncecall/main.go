@@ -27,6 +27,10 @@ Usage:
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
   oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
                                                         print the Dasha tool definitions
+  oncecall prune [--dry-run]                            prune expired response bodies and actions now
+  oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
+
+Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
@@ -37,6 +41,9 @@ Environment:
   ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
   ONCECALL_RECONCILE_INTERVAL       time between reconciler passes (default 2s)
+  RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
+  ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...
+                    see README "Configuration"
 `
 
 func main() {
@@ -70,6 +77,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return actionsCmd(ctx, rest, stdout, stderr)
 	case "tools":
 		return tools(ctx, rest, stdout, stderr)
+	case "prune":
+		return pruneCmd(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -5,6 +5,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,10 +25,12 @@ import (
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/message"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -64,6 +67,31 @@ type Config struct {
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
 	DashaWait time.Duration
+
+	// Server timeouts against slow clients: reading the request headers,
+	// reading the whole request, writing the answer (keep it above
+	// Prefer: wait's 10s cap and the core's claim wait), and keeping an idle
+	// keep-alive connection. Defaults 5s, 15s, 30s, 120s.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+
+	// RateLimit is each tenant's sustained request rate per second on /v1;
+	// zero disables it (`oncecall serve` defaults to 50). RateBurst is the
+	// number of requests a tenant may send at once (default: the rate).
+	RateLimit float64
+	RateBurst int
+
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
+	// MetricsCacheTTL is how long the action counts behind the actions
+	// gauges are reused between scrapes. Default 10s.
+	MetricsCacheTTL time.Duration
+
+	// Prune is the retention applied while serving (Serve sets its Pruned
+	// and Log to the program's metrics and log).
+	Prune prune.Config
+	// PruneInterval is how often Serve prunes; zero disables pruning
+	// (`oncecall serve` defaults to 10m).
+	PruneInterval time.Duration
 }
 
 // Main is a running oncecall.
@@ -75,6 +103,7 @@ type Main struct {
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
 	store      *db.Store
+	metrics    *metrics.Metrics
 	ln         net.Listener
 	srv        *http.Server
 }
@@ -99,6 +128,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 15 * time.Second
 	}
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, 5*time.Second)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 15*time.Second)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 30*time.Second)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	m := &Main{cfg: cfg}
 	url := cfg.DatabaseURL
 	if url == "" {
@@ -122,24 +155,40 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m.ln = ln
+	m.metrics = metrics.New(metrics.Config{
+		Actions: m.store.CountActions, Pool: pool, CacheTTL: cfg.MetricsCacheTTL, Log: cfg.Log,
+	})
+	coreCfg := cfg.Core
+	if coreCfg.Observer == nil {
+		coreCfg.Observer = m.metrics
+	}
 	m.ops = Operations()
 	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
+	m.driver.Observe = func(capability, result string, took time.Duration) {
+		if took > 0 {
+			m.metrics.ProviderCall(capability, took)
+		}
+	}
 	m.reconciler = reconcile.New(m.store, m.driver, cfg.Reconcile, cfg.Log)
-	core := idem.New(m.store, cfg.Core)
+	m.reconciler.Observe = m.metrics.ReconcileResult
+	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, DashaWait: cfg.DashaWait,
+		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
+		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 		},
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    32 << 10,
 	}
 	return m, nil
@@ -205,8 +254,24 @@ func (m *Main) Store() *db.Store { return m.store }
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 
-// Serve serves until ctx is done, then drains in-flight requests.
+// Metrics is the running program's metrics registry.
+func (m *Main) Metrics() *metrics.Metrics { return m.metrics }
+
+// Serve serves until ctx is done, then drains in-flight requests. While it
+// serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
+	if m.cfg.PruneInterval > 0 {
+		pruneCtx, stopPrune := context.WithCancel(ctx)
+		pruned := make(chan struct{})
+		defer func() { stopPrune(); <-pruned }()
+		pc := m.cfg.Prune
+		pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
+		p := prune.New(m.store, pc)
+		go func() {
+			defer close(pruned)
+			p.Every(pruneCtx, m.cfg.PruneInterval, time.Now)
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
 	reconciled := make(chan struct{})

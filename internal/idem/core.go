@@ -100,6 +100,8 @@ type Config struct {
 	// that long instead. Past it the attempt answers ErrInProgress.
 	// Default 10s.
 	ClaimWait time.Duration
+	// Observer, when set, is told how each request ended (metrics).
+	Observer Observer
 }
 
 // Core runs requests against the store.
@@ -152,8 +154,8 @@ type ReusedError struct{ Action db.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
 
-// Do maps req to its action, executing it only if this attempt claims it.
-func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
+// do is Do without the observer.
+func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
 	// claim below is the only decision.
