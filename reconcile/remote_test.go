@@ -26,6 +26,8 @@ type remoteEnv struct {
 	tenant uuid.UUID
 }
 
+const operatorToken = "ops-secret-token"
+
 func keyed() provider.Traits {
 	return provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true}
 }
@@ -40,6 +42,7 @@ func setupRemote(t *testing.T, simCfg providersim.Config, traits provider.Traits
 	e := apptest.Start(t, func(c *app.Config) {
 		c.Providers = set
 		c.ReconcileDisabled = true
+		c.OperatorToken = operatorToken
 		c.Steps = step.Config{Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxChecks: 100}
 	})
 	tenant, key := e.Tenant("remote")
