@@ -42,7 +42,7 @@ func Operations() []op.Operation {
 }
 
 // pending is what an agent may say while an outcome is not known.
-const pending = "The change is not confirmed yet. Do not tell the caller it is done; say it is being processed and check the action's status."
+const pending = "The change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed."
 
 // CreateInput is the input of customer.create.
 type CreateInput struct {
@@ -211,7 +211,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 			NotFound: "The customer record was not found; the note was not saved. Confirm who the caller is.",
 			"":       "The note was not saved.",
 		},
-		Pending: "The note is not confirmed as saved yet. Do not say it is saved; check the action's status.",
+		Pending: "The note is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
 
@@ -269,7 +269,8 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			NotFound:           "The customer record was not found; no points changed. Confirm who the caller is.",
 			"":                 "The points were not changed.",
 		},
-		Pending: "The points change is not confirmed yet. Do not tell the caller the balance changed; check the action's status.",
+		Pending: "The points change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"do not quote a new balance.",
 	},
 })
 
