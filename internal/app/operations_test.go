@@ -34,7 +34,7 @@ func TestAgentPhrasing(t *testing.T) {
 		if say.Confirmed == "" || say.Rejected[""] == "" {
 			t.Errorf("%s: no confirmed or fallback rejected phrase", name)
 		}
-		if !strings.Contains(say.Pending, "not confirmed") {
+		if !strings.Contains(strings.ToLower(say.Pending), "not confirmed") {
 			t.Errorf("%s: pending phrase %q does not say the request is not confirmed", name, say.Pending)
 		}
 		for _, c := range codes {

@@ -43,12 +43,12 @@ func Operations() []op.Operation {
 }
 
 // pending is what an agent may say while an outcome is not known.
-const pending = "The change is not confirmed yet. Do not tell the caller it is done; say it is being processed and check the action's status."
+const pending = "The change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed."
 
 // CreateInput is the input of customer.create.
 type CreateInput struct {
-	Name        string `json:"name" required:"true" maxLength:"200" desc:"The customer's name as they gave it."`
-	Phone       string `json:"phone" maxLength:"32" desc:"Optional: phone number in international form, e.g. +442079460958."`
+	Name        string `json:"name" required:"true" minLength:"1" maxLength:"200" desc:"The customer's name as they gave it."`
+	Phone       string `json:"phone" maxLength:"32" pattern:"^(\\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}[ .()-]*$" desc:"Optional: phone number in international form, e.g. +442079460958."`
 	Email       string `json:"email" format:"email" maxLength:"254" desc:"Optional: e-mail address."`
 	ExternalRef string `json:"external_ref" maxLength:"200" desc:"Optional: the customer's id in your own system."`
 }
@@ -103,10 +103,10 @@ var Create = op.Define(op.Spec[CreateInput]{
 // change; null removes phone, email or external_ref.
 type UpdateInput struct {
 	CustomerID  string   `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer to change."`
-	Name        op.Patch `json:"name,omitzero" maxLength:"200" desc:"Optional: the new name. It cannot be removed."`
-	Phone       op.Patch `json:"phone,omitzero" maxLength:"32" desc:"Optional: the new phone number in international form, e.g. +442079460958; null removes it."`
+	Name        op.Patch `json:"name,omitzero" minLength:"1" maxLength:"200" desc:"Optional: the new name. It cannot be removed."`
+	Phone       op.Patch `json:"phone,omitzero" maxLength:"32" pattern:"^(\\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}[ .()-]*$" desc:"Optional: the new phone number in international form, e.g. +442079460958; null removes it."`
 	Email       op.Patch `json:"email,omitzero" format:"email" maxLength:"254" desc:"Optional: the new e-mail address; null removes it."`
-	ExternalRef op.Patch `json:"external_ref,omitzero" maxLength:"200" desc:"Optional: the new id in your own system; null removes it."`
+	ExternalRef op.Patch `json:"external_ref,omitzero" minLength:"1" maxLength:"200" desc:"Optional: the new id in your own system; null removes it."`
 }
 
 // Update sets the named fields of a customer. Every update is its own
@@ -179,7 +179,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 // NoteInput is the input of customer.note.append.
 type NoteInput struct {
 	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
-	Text       string `json:"text" required:"true" maxLength:"2000" desc:"The note to add to the customer's record."`
+	Text       string `json:"text" required:"true" minLength:"1" maxLength:"2000" desc:"The note to add to the customer's record."`
 }
 
 // AppendNote appends a note to a customer record.
@@ -215,7 +215,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 			NotFound: "The customer record was not found; the note was not saved. Confirm who the caller is.",
 			"":       "The note was not saved.",
 		},
-		Pending: "The note is not confirmed as saved yet. Do not say it is saved; check the action's status.",
+		Pending: "The note is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
 
@@ -223,7 +223,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 type PointsInput struct {
 	CustomerID string     `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
 	Delta      op.Integer `json:"delta" required:"true" minimum:"-1000000000" maximum:"1000000000" desc:"Points to add, or a negative number to redeem; not zero."`
-	Reason     string     `json:"reason" required:"true" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
+	Reason     string     `json:"reason" required:"true" minLength:"1" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
 }
 
 // AddPoints changes a customer's loyalty balance, which never goes below
@@ -274,7 +274,8 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			NotFound:           "The customer record was not found; no points changed. Confirm who the caller is.",
 			"":                 "The points were not changed.",
 		},
-		Pending: "The points change is not confirmed yet. Do not tell the caller the balance changed; check the action's status.",
+		Pending: "The points change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"do not quote a new balance.",
 	},
 })
 

@@ -88,7 +88,8 @@ var Send = op.Define(op.Spec[SendInput]{
 			CustomerHasNoEmail: "There is no e-mail address on file for this customer; no e-mail was sent. Offer a text or ask for an address.",
 			"":                 "The message was not sent.",
 		},
-		Pending: "The message is not confirmed as sent yet. Do not tell the caller it was sent; check the action's status.",
+		Pending: "The message is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"do not promise that it will arrive.",
 	},
 })
 

@@ -77,7 +77,11 @@ type Phrases struct {
 	Confirmed string
 	// Rejected maps a rejection reason to guidance; "" is the fallback.
 	Rejected map[string]string
-	Pending  string
+	// Pending says that the outcome is NOT confirmed and what the agent must
+	// not tell the caller meanwhile. It must not read like a confirmation,
+	// even negated ("do not say it is done"): a test checks the wording.
+	// The Dasha answer follows it with how to learn the outcome.
+	Pending string
 }
 
 // Operation is a Spec with its input type erased.
