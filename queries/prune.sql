@@ -4,9 +4,10 @@
 -- (running, unknown, or waiting for an operator) are never touched.
 
 -- name: PruneResponses :execrows
--- Clears the replayable body of completed actions older than the response
--- retention; the compact action (outcome, resource id, fingerprint) stays.
-UPDATE actions SET result = NULL
+-- Clears the replayable body and the normalised request (which may hold
+-- customer data) of completed actions older than the response retention;
+-- the compact action (outcome, resource id, fingerprint) stays.
+UPDATE actions SET result = NULL, request = '{}'::jsonb
 WHERE id IN (
     SELECT id FROM actions
     WHERE state = 'completed' AND result IS NOT NULL AND NOT needs_operator
@@ -16,8 +17,8 @@ WHERE id IN (
 );
 
 -- name: PruneActions :execrows
--- Deletes completed actions older than the action retention. Business rows
--- keep their action_id; nothing references actions by foreign key.
+-- Deletes completed actions older than the action retention, with their
+-- steps and timeline (ON DELETE CASCADE). Business rows keep their action_id.
 DELETE FROM actions
 WHERE id IN (
     SELECT id FROM actions

@@ -60,8 +60,8 @@ type PruneActionsParams struct {
 	Batch     int32
 }
 
-// Deletes completed actions older than the action retention. Business rows
-// keep their action_id; nothing references actions by foreign key.
+// Deletes completed actions older than the action retention, with their
+// steps and timeline (ON DELETE CASCADE). Business rows keep their action_id.
 func (q *Queries) PruneActions(ctx context.Context, arg PruneActionsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, pruneActions, arg.Now, arg.Retention, arg.Batch)
 	if err != nil {
@@ -72,7 +72,7 @@ func (q *Queries) PruneActions(ctx context.Context, arg PruneActionsParams) (int
 
 const pruneResponses = `-- name: PruneResponses :execrows
 
-UPDATE actions SET result = NULL
+UPDATE actions SET result = NULL, request = '{}'::jsonb
 WHERE id IN (
     SELECT id FROM actions
     WHERE state = 'completed' AND result IS NOT NULL AND NOT needs_operator
@@ -92,8 +92,9 @@ type PruneResponsesParams struct {
 // tests control time; each prunes one bounded batch in its own short
 // transaction and skips rows another session holds. Unresolved actions
 // (running, unknown, or waiting for an operator) are never touched.
-// Clears the replayable body of completed actions older than the response
-// retention; the compact action (outcome, resource id, fingerprint) stays.
+// Clears the replayable body and the normalised request (which may hold
+// customer data) of completed actions older than the response retention;
+// the compact action (outcome, resource id, fingerprint) stays.
 func (q *Queries) PruneResponses(ctx context.Context, arg PruneResponsesParams) (int64, error) {
 	result, err := q.db.Exec(ctx, pruneResponses, arg.Now, arg.Retention, arg.Batch)
 	if err != nil {

@@ -245,7 +245,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		return nil
 	},
 	PerCall:  true,
-	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason, string(in.Delta)} },
+	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PointsInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		e, ok, err := tx.AddPoints(ctx, db.PointsChange{

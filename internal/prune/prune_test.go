@@ -52,7 +52,7 @@ func (e env) action(t *testing.T, key, state string, needsOperator bool, at time
 	_, err := e.pool.Exec(t.Context(), `
 		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
 		                     needs_operator, outcome, http_status, resource_id, result, created_at, completed_at)
-		VALUES ($1, $2, $3, 'appointment.book', 'fp', '{}', $4, $5, $6, 201, 'r-1', '{"id":"r-1"}', $7, $8)`,
+		VALUES ($1, $2, $3, 'appointment.book', 'fp', '{"phone":"+15550100123"}', $4, $5, $6, 201, 'r-1', '{"id":"r-1"}', $7, $8)`,
 		id, e.tenant, key, state, needsOperator, outcome, at, completedAt)
 	if err != nil {
 		t.Fatalf("insert action: %v", err)
@@ -60,12 +60,17 @@ func (e env) action(t *testing.T, key, state string, needsOperator bool, at time
 	return id
 }
 
-// row reports whether the action exists and whether it still has its body.
+// row reports whether the action exists and whether it still has its body;
+// the normalised request (customer data) must go with the body.
 func (e env) row(t *testing.T, id uuid.UUID) (exists, hasBody bool) {
 	t.Helper()
-	err := e.pool.QueryRow(t.Context(), "SELECT true, result IS NOT NULL FROM actions WHERE id = $1", id).Scan(&exists, &hasBody)
+	var hasRequest bool
+	err := e.pool.QueryRow(t.Context(), "SELECT true, result IS NOT NULL, request <> '{}'::jsonb FROM actions WHERE id = $1", id).Scan(&exists, &hasBody, &hasRequest)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		t.Fatalf("read action: %v", err)
+	}
+	if hasBody != hasRequest {
+		t.Fatalf("action %s: body kept %v but request kept %v; they are pruned together", id, hasBody, hasRequest)
 	}
 	return exists, hasBody
 }
