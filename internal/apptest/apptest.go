@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
 // Env is one running oncecall with its own database.
@@ -29,14 +29,14 @@ type Env struct {
 	DBURL string
 	Store *db.Store
 	Main  *app.Main
-	Logs  *Buffer
+	Logs  *simtest.Buffer
 }
 
 // Start runs oncecall on a fresh database; cfg may adjust the configuration
 // (DatabaseURL, Addr and Log are set by Start unless cfg sets them).
 func Start(t testing.TB, cfg ...func(*app.Config)) *Env {
 	t.Helper()
-	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &Buffer{}}
+	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &simtest.Buffer{}}
 	c := app.Config{
 		Addr: "127.0.0.1:0", DatabaseURL: e.DBURL,
 		Log: zerolog.New(e.Logs).With().Timestamp().Logger(),
@@ -181,23 +181,4 @@ func (e *Env) Count(query string, args ...any) int {
 		e.t.Fatalf("count: %v", err)
 	}
 	return n
-}
-
-// Buffer is a goroutine-safe log sink.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything logged so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
