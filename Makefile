@@ -5,7 +5,7 @@ SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run test build generate check-generated vet
+.PHONY: run test build generate check-generated vet bench bench-short fuzz
 
 run:
 	go run ./cmd/oncecall serve
@@ -27,3 +27,10 @@ check-generated: generate
 
 vet:
 	go vet ./...
+
+# The load benchmark (a few minutes): see README, "Performance".
+bench:
+	go run ./cmd/bench
+
+bench-short:
+	go run ./cmd/bench --duration 3s --preload 100000
