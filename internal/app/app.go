@@ -43,6 +43,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default 20.
 	MaxConns int32
+	// ReadHeaderTimeout bounds how long a client may take to send its
+	// request headers; slower connections are closed. Default 5s.
+	ReadHeaderTimeout time.Duration
 }
 
 // Main is a running oncecall.
@@ -68,6 +71,9 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 15 * time.Second
+	}
+	if cfg.ReadHeaderTimeout <= 0 {
+		cfg.ReadHeaderTimeout = 5 * time.Second
 	}
 	m := &Main{cfg: cfg}
 	url := cfg.DatabaseURL
@@ -98,7 +104,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
