@@ -34,3 +34,11 @@ bench:
 
 bench-short:
 	go run ./cmd/bench --duration 3s --preload 100000
+
+# Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
+# The Dasha payload target joins this list with the Dasha endpoints.
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/canon
+	go test -run '^$$' -fuzz '^FuzzValidateKey$$' -fuzztime $(FUZZTIME) ./internal/idem
+	go test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./internal/app
