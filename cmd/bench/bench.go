@@ -246,9 +246,9 @@ func isLoopback(rawURL string) (port string, ok bool) {
 	}
 	host, port := u.Hostname(), u.Port()
 	if port == "" {
-		port = map[string]string{"https": "443"}[u.Scheme]
-		if port == "" {
-			port = "80"
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
 		}
 	}
 	if host == "localhost" {

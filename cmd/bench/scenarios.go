@@ -444,6 +444,10 @@ func (b *bench) runDasha(ctx context.Context, c int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	before, err := b.effects(ctx, []uuid.UUID{f.tenant})
+	if err != nil {
+		return result{}, err
+	}
 	url := b.base + "/v1/dasha/tools/book_appointment"
 	// An empty object is not a valid payload: it claims nothing, but tells
 	// whether the route exists.
@@ -453,10 +457,6 @@ func (b *bench) runDasha(ctx context.Context, c int) (result, error) {
 	}
 	if probe.status == http.StatusNotFound {
 		return result{skipped: true, note: "POST /v1/dasha/tools/{tool} answered 404: this oncecall has no Dasha endpoints yet"}, nil
-	}
-	before, err := b.effects(ctx, []uuid.UUID{f.tenant})
-	if err != nil {
-		return result{}, err
 	}
 	var t tally
 	st, err := b.load(ctx, "dasha", c, c, func(w *worker) bool {
