@@ -2,6 +2,7 @@ package idem
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 
 	"github.com/google/uuid"
@@ -40,9 +41,13 @@ func KeyHash(key string) string {
 // call, identity fields). It is a hash, so no customer data ends up in keys.
 func DeriveKey(parts ...string) string {
 	h := sha256.New()
+	var n [8]byte
 	for _, p := range parts {
+		// Length-prefixed, so no choice of parts (a call id holding a NUL,
+		// say) can make two different lists hash alike.
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
 		h.Write([]byte(p))
-		h.Write([]byte{0})
 	}
 	return "derived:" + hex.EncodeToString(h.Sum(nil))
 }

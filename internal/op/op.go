@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
@@ -192,11 +193,26 @@ func Decode(raw []byte, v any) error {
 			return fault.Field(typeErr.Field, "must be %s", jsonKind(typeErr.Type.Kind().String()))
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fault.Field(strings.Trim(name, `"`), "is not a known field")
+			return fault.Field(shorten(strings.Trim(name, `"`)), "is not a known field")
 		}
 		return fault.Wrap(fault.InvalidInput, err, "the request body does not match the operation's input")
 	}
 	return nil
+}
+
+// maxEchoedName bounds how much of an unknown field's name an error repeats:
+// enough to find it, never a vehicle for sending large input back.
+const maxEchoedName = 64
+
+func shorten(name string) string {
+	if len(name) <= maxEchoedName {
+		return name
+	}
+	cut := maxEchoedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 func jsonKind(goKind string) string {
