@@ -58,6 +58,14 @@ func example(o op.Operation) string {
 	for name, raw := range props {
 		p, _ := raw.(map[string]any)
 		switch {
+		case name == "to":
+			continue // message.send takes customer_id or to, not both
+		case name == "variables":
+			m[name] = map[string]string{"name": "Ana", "when": "Friday 9:00"}
+		case name == "currency":
+			m[name] = "EUR"
+		case p["pattern"] != nil: // the phone pattern
+			m[name] = "+442079460958"
 		case p["enum"] != nil:
 			m[name] = p["enum"].([]string)[0]
 		case p["format"] == "uuid":
