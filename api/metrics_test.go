@@ -82,7 +82,7 @@ func TestMetricsMoveWithAScenario(t *testing.T) {
 	}
 	before := scrape(t, e)
 	const book = "appointment.book"
-	if value(before, "oncecall_claims_total", "operation", book) != 0 || value(before, "oncecall_db_pool_max_conns") != 20 {
+	if value(before, "oncecall_claims_total", "operation", book) != 0 || value(before, "oncecall_db_pool_max_conns") != float64(app.DefaultMaxConns()) {
 		t.Fatalf("unexpected starting values")
 	}
 

@@ -97,7 +97,7 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 		switch {
 		case err != nil:
 			http.Error(w, "internal error", http.StatusInternalServerError)
-		case !ok:
+		case ok != db.BookedOK:
 			http.Error(w, "slot unavailable", http.StatusUnprocessableEntity)
 		default:
 			out, _ := json.Marshal(a)

@@ -125,7 +125,7 @@ func (b *bench) ceilingTx(ctx context.Context, tenant, customer, slot uuid.UUID)
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if ok != db.BookedOK {
 			return errors.New("free slot not booked")
 		}
 		return tx.CompleteAction(ctx, id, db.Completion{

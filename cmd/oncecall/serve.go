@@ -28,7 +28,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	write := fs.Duration("write-timeout", envs.duration("ONCECALL_WRITE_TIMEOUT", 30*time.Second), "time allowed from the end of the headers to the end of the answer (env ONCECALL_WRITE_TIMEOUT)")
 	idle := fs.Duration("idle-timeout", envs.duration("ONCECALL_IDLE_TIMEOUT", 120*time.Second), "how long an idle keep-alive connection stays open (env ONCECALL_IDLE_TIMEOUT)")
 	shutdown := fs.Duration("shutdown-timeout", envs.duration("ONCECALL_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a stop waits for in-flight requests (env ONCECALL_SHUTDOWN_TIMEOUT)")
-	maxConns := fs.Int("db-max-conns", envs.int("ONCECALL_DB_MAX_CONNS", 20), "PostgreSQL connection pool size (env ONCECALL_DB_MAX_CONNS)")
+	maxConns := fs.Int("db-max-conns", envs.int("ONCECALL_DB_MAX_CONNS", int(app.DefaultMaxConns())), "PostgreSQL connection pool size; default 3 per CPU, at least 4 (env ONCECALL_DB_MAX_CONNS)")
 	rateLimit := fs.Float64("rate-limit", envs.float("ONCECALL_RATE_LIMIT", 50), "requests per second each tenant may sustain on /v1; 0 disables (env ONCECALL_RATE_LIMIT)")
 	rateBurst := fs.Int("rate-burst", envs.int("ONCECALL_RATE_BURST", 100), "requests a tenant may send in one burst (token bucket size) (env ONCECALL_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("ONCECALL_METRICS_TOKEN"), "Bearer token required by /metrics; empty leaves it open (env ONCECALL_METRICS_TOKEN, preferred: flags are visible in ps)")

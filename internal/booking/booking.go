@@ -57,21 +57,16 @@ var Book = op.Define(op.Spec[BookInput]{
 	},
 	Identity: func(in BookInput) []string { return []string{in.CustomerID, in.SlotID} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
-		customer, slot := op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID)
-		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if !ok {
-			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
-		}
-		a, ok, err := tx.BookSlot(ctx, db.Booking{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, SlotID: slot, Service: in.Service,
+		slot := op.MustUUID(in.SlotID)
+		a, booked, err := tx.BookSlot(ctx, db.Booking{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: op.MustUUID(in.CustomerID), SlotID: slot, Service: in.Service,
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return idem.Result{}, err
-		}
-		if !ok {
+		case booked == db.BookedNoCustomer:
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		case booked == db.BookedSlotNotFree:
 			return slotRejection(ctx, tx, x, slot)
 		}
 		if in.Notify == "" {
