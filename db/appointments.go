@@ -97,9 +97,9 @@ type Booked int
 
 // What BookSlot did.
 const (
-	BookedOK           Booked = iota // the appointment was created
-	BookedNoCustomer                 // the customer does not exist in the tenant
-	BookedSlotNotFree                // the slot is missing, past or taken
+	BookedOK          Booked = iota // the appointment was created
+	BookedNoCustomer                // the customer does not exist in the tenant
+	BookedSlotNotFree               // the slot is missing, past or taken
 )
 
 // BookSlot creates an appointment unless the customer is missing or the slot
