@@ -74,15 +74,18 @@ type Completion struct {
 // ClaimAction inserts the action unless its key is taken and reports whether
 // this call inserted it.
 func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
-	_, err := q.q.ClaimAction(ctx, dbsqlc.ClaimActionParams{
-		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
-		Fingerprint: c.Fingerprint, Request: c.Request,
-		Lease: interval(c.Lease),
-	})
+	_, err := q.q.ClaimAction(ctx, claimParams(c))
 	if err = notFound(err); err == ErrNotFound {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+func claimParams(c Claim) dbsqlc.ClaimActionParams {
+	return dbsqlc.ClaimActionParams{
+		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
+		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease),
+	}
 }
 
 // ActionByKey returns the tenant's action for an idempotency key.
@@ -105,11 +108,15 @@ func (q queries) ActionByID(ctx context.Context, tenant, id uuid.UUID) (Action, 
 
 // CompleteAction records an action's known outcome.
 func (q queries) CompleteAction(ctx context.Context, id uuid.UUID, c Completion) error {
+	return q.q.CompleteAction(ctx, completeParams(id, c))
+}
+
+func completeParams(id uuid.UUID, c Completion) dbsqlc.CompleteActionParams {
 	status := int32(c.Status)
-	return q.q.CompleteAction(ctx, dbsqlc.CompleteActionParams{
+	return dbsqlc.CompleteActionParams{
 		ID: id, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
 		ResourceID: ptr(c.ResourceID), Result: c.Result,
-	})
+	}
 }
 
 func action(r dbsqlc.Action) Action {

@@ -197,35 +197,25 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	var reply Reply
-	err = c.store.InTx(ctx, func(tx *db.Tx) error {
-		// The claim waits while another attempt's uncommitted claim holds the
-		// key; bound that wait so a caller is never held past its patience.
-		claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
-		claimed, err := tx.ClaimAction(claimCtx, db.Claim{
-			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-			Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
-		})
-		waited := claimCtx.Err() != nil && ctx.Err() == nil
-		cancel()
-		if err != nil && waited {
-			return errClaimWait
-		}
-		if err != nil {
-			return fmt.Errorf("claim action: %w", err)
-		}
-		if !claimed {
-			return errNotClaimed
-		}
+	// The claim waits while another attempt's uncommitted claim holds the
+	// key; bound that wait so a caller is never held past its patience.
+	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
+	defer cancel()
+	claim := db.Claim{
+		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
+		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
+	}
+	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
 		if len(req.Steps) > 0 {
 			reply = Reply{Action: db.Action{
 				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
 			}}
-			return claimSteps(ctx, tx, id, req.Steps)
+			return nil, claimSteps(ctx, tx, id, req.Steps)
 		}
 		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		done := db.Completion{
 			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status,
@@ -234,17 +224,20 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		if len(done.Result) > c.cfg.MaxBodyBytes {
 			done.Result = nil
 		}
-		if err := tx.CompleteAction(ctx, id, done); err != nil {
-			return fmt.Errorf("complete action: %w", err)
-		}
 		reply = Reply{Action: db.Action{
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 			Fingerprint: req.Fingerprint, State: db.Completed,
 			Outcome: done.Outcome, Reason: done.Reason, Status: done.Status,
 			ResourceID: done.ResourceID, Result: done.Result,
 		}}
-		return nil
+		return &done, nil
 	})
+	switch {
+	case err != nil && claimCtx.Err() != nil && ctx.Err() == nil && !claimed:
+		return Reply{}, errClaimWait
+	case err == nil && !claimed:
+		return Reply{}, errNotClaimed
+	}
 	if err != nil || reply.Action.State != db.Running {
 		return reply, err
 	}
