@@ -93,6 +93,7 @@ func (d *Driver) Drive(ctx context.Context, a db.Action) (db.Action, error) {
 		stuck, err := d.advance(ctx, a, s)
 		if errors.Is(err, errMoved) {
 			// Another driver holds the step now; it settles the action.
+			d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved by another driver; leaving it")
 			return d.store.ActionByID(ctx, a.TenantID, a.ID)
 		}
 		if err != nil {
