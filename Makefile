@@ -5,7 +5,7 @@ SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools
+.PHONY: run sim test build generate check-generated vet tools chaos
 
 run:
 	go run ./cmd/oncecall serve
@@ -36,3 +36,9 @@ vet:
 tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
+
+# Three replicas, a faulty provider, kills and a database restart, then the
+# audit; exits non-zero on a duplicate, lost or falsely confirmed action.
+DURATION ?= 60s
+chaos:
+	go run ./cmd/chaos --duration $(DURATION)
