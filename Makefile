@@ -5,7 +5,7 @@ SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools bench bench-short fuzz
+.PHONY: run sim test build generate check-generated vet tools bench bench-short fuzz chaos
 
 run:
 	go run ./cmd/oncecall serve
@@ -52,3 +52,9 @@ fuzz:
 	go test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./internal/app
 	go test -run '^$$' -fuzz '^FuzzDecodePayload$$' -fuzztime $(FUZZTIME) ./api
 	go test -run '^$$' -fuzz '^FuzzPhonePattern$$' -fuzztime $(FUZZTIME) ./internal/op
+
+# Three replicas, a faulty provider, kills and a database restart, then the
+# audit; exits non-zero on a duplicate, lost or falsely confirmed action.
+DURATION ?= 60s
+chaos:
+	go run ./cmd/chaos --duration $(DURATION)

@@ -48,6 +48,9 @@ type Step struct {
 	LastError   string     `json:"last_error,omitempty"`
 	LastSentAt  *time.Time `json:"last_sent_at,omitempty"`
 	NextCheckAt time.Time  `json:"next_check_at"`
+	// UpdatedAt changes with every update of the step: BeginSend compares
+	// it with what its caller read.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StepUpdate is what an attempt or a check learned about a step.
@@ -110,10 +113,19 @@ func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]Step, error) {
 			Operation: r.Operation, ProviderKey: r.ProviderKey, ExternalRef: r.ExternalRef, Payload: r.Payload,
 			State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
 			Attempts: int(r.Attempts), Checks: int(r.Checks), LastError: deref(r.LastError),
-			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt,
+			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt, UpdatedAt: r.UpdatedAt,
 		}
 	}
 	return out, nil
+}
+
+// BeginSend records, just before a step is sent, that it may be sent from
+// now on (state unknown, last_sent_at now), provided the step is still as
+// read at seen (its UpdatedAt). It reports false when another driver has
+// moved the step since: the caller must not send it.
+func (q queries) BeginSend(ctx context.Context, action uuid.UUID, name string, seen time.Time) (bool, error) {
+	n, err := q.q.BeginSend(ctx, dbsqlc.BeginSendParams{ActionID: action, Name: name, Seen: seen})
+	return n == 1, err
 }
 
 // RecordStep stores what was learned about a step.

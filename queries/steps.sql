@@ -5,6 +5,17 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 -- name: StepsOfAction :many
 SELECT * FROM action_steps WHERE action_id = $1 ORDER BY seq;
 
+-- name: BeginSend :execrows
+-- Marks a step as possibly sent from now on, just before it is sent, if it
+-- is still as the sender read it (updated_at changes with every update).
+-- Of two drivers that read the same step only the first gets to send it, and
+-- a sender that dies before recording the answer leaves the step unknown,
+-- with last_sent_at no earlier than its send: recovery then goes by evidence.
+UPDATE action_steps
+SET state = 'unknown', last_sent_at = now(), updated_at = now()
+WHERE action_id = sqlc.arg(action_id) AND name = sqlc.arg(name) AND updated_at = sqlc.arg(seen)
+  AND state IN ('pending', 'unknown');
+
 -- name: RecordStep :exec
 -- Records what an attempt or a check learned about a step.
 UPDATE action_steps

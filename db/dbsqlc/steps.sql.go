@@ -81,6 +81,32 @@ func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
 	return err
 }
 
+const beginSend = `-- name: BeginSend :execrows
+UPDATE action_steps
+SET state = 'unknown', last_sent_at = now(), updated_at = now()
+WHERE action_id = $1 AND name = $2 AND updated_at = $3
+  AND state IN ('pending', 'unknown')
+`
+
+type BeginSendParams struct {
+	ActionID uuid.UUID
+	Name     string
+	Seen     time.Time
+}
+
+// Marks a step as possibly sent from now on, just before it is sent, if it
+// is still as the sender read it (updated_at changes with every update).
+// Of two drivers that read the same step only the first gets to send it, and
+// a sender that dies before recording the answer leaves the step unknown,
+// with last_sent_at no earlier than its send: recovery then goes by evidence.
+func (q *Queries) BeginSend(ctx context.Context, arg BeginSendParams) (int64, error) {
+	result, err := q.db.Exec(ctx, beginSend, arg.ActionID, arg.Name, arg.Seen)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const eventsOfAction = `-- name: EventsOfAction :many
 SELECT id, action_id, at, kind, step, detail FROM action_events WHERE action_id = $1 ORDER BY id
 `

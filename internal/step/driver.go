@@ -91,6 +91,11 @@ func (d *Driver) Drive(ctx context.Context, a db.Action) (db.Action, error) {
 			continue
 		}
 		stuck, err := d.advance(ctx, a, s)
+		if errors.Is(err, errMoved) {
+			// Another driver holds the step now; it settles the action.
+			d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved by another driver; leaving it")
+			return d.store.ActionByID(ctx, a.TenantID, a.ID)
+		}
 		if err != nil {
 			return a, err
 		}
@@ -210,8 +215,24 @@ func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *db.Step) (p
 	return recs[0], true, nil
 }
 
-// send dispatches the step with its persisted provider key.
+// errMoved: the step changed since this driver read it (another driver
+// sent or checked it), so this driver must not send it.
+var errMoved = errors.New("the step was moved by another driver")
+
+// send dispatches the step with its persisted provider key. It first
+// records that the step may be sent from now on, if nobody moved the step
+// since it was read: drivers whose leases overlapped (a worker or a
+// reconciler that outlived its lease, and the one that took over) never
+// both send, and one that dies mid-send leaves the step unknown with a
+// last_sent_at that covers its send, for recovery by evidence.
 func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, p provider.Provider) error {
+	ok, err := d.store.BeginSend(ctx, a.ID, s.Name, s.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("begin sending step %s: %w", s.Name, err)
+	}
+	if !ok {
+		return errMoved
+	}
 	start := time.Now()
 	rec, err := p.Write(ctx, provider.Write{
 		Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef,

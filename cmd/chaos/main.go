@@ -1,0 +1,73 @@
+// Command chaos runs oncecall under failure and audits its promise: three
+// replicas on one embedded PostgreSQL, the provider simulator with faults, a
+// fleet of Dasha and REST callers, a replica SIGKILLed every few seconds and
+// PostgreSQL restarted once. Its last line is the audit; it exits 1 unless
+// nothing was duplicated, lost or falsely confirmed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/chaos"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "chaos:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg chaos.Config
+	fs.DurationVar(&cfg.Duration, "duration", 60*time.Second, "how long callers, faults and kills run")
+	fs.IntVar(&cfg.Clients, "clients", 16, "concurrent callers")
+	fs.IntVar(&cfg.Replicas, "replicas", 3, "oncecall processes on the one database")
+	fs.DurationVar(&cfg.KillEvery, "kill-every", 4*time.Second, "mean time between SIGKILLs of a random replica")
+	fs.DurationVar(&cfg.PGOutage, "pg-outage", 2*time.Second, "how long PostgreSQL stays down when it is restarted (at 40% of the run)")
+	fs.DurationVar(&cfg.Settle, "settle", 60*time.Second, "bound on the wait for the reconcilers after the run")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the callers' and the chaos's choices (0: from the clock)")
+	fs.StringVar(&cfg.Binary, "oncecall", "", "a built oncecall binary (default: build cmd/oncecall)")
+	fs.StringVar(&cfg.Dir, "dir", "", "folder for the database, ledger and logs (default: a temporary one, kept only if the run fails)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.Duration <= 0 || cfg.KillEvery <= 0 || cfg.Clients <= 0 || cfg.Replicas <= 0 {
+		return errors.New("--duration, --kill-every, --clients and --replicas must be positive")
+	}
+	cfg.Out = stdout
+	rep, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stdout, "chaos: problem:", p)
+	}
+	fmt.Fprintln(stdout, rep.Details())
+	fmt.Fprintln(stdout, rep.String())
+	if !rep.OK() {
+		return errBroken
+	}
+	return nil
+}
+
+// errBroken: the audit found a broken promise; the last line says which.
+var errBroken = errors.New("the audit found duplicated, lost or falsely confirmed actions")

@@ -1,0 +1,157 @@
+package chaos
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/oncecall/oncecall/internal/providersim"
+)
+
+// Fixed ids of the audit's table tests.
+const (
+	actA   = "01a22b6f-0000-7000-8000-00000000000a"
+	actB   = "01a22b6f-0000-7000-8000-00000000000b"
+	slot1  = "01a22b6f-0000-7000-8000-000000000001"
+	intent = "01a22b6f-0000-7000-8000-000000000002"
+)
+
+func booking(id, state, outcome string) storedAction {
+	return storedAction{ID: id, Operation: "appointment.book", State: state, Outcome: outcome, Logical: kindBook + ":" + slot1}
+}
+
+func calendarWrite(ref, actionID string) providersim.LedgerEntry {
+	payload, _ := json.Marshal(map[string]string{"customer_id": intent, "slot_id": slot1})
+	return providersim.LedgerEntry{Write: providersim.Write{
+		ID: ref, Capability: "calendar", ExternalRef: actionID + "/calendar", Operation: "appointment.book",
+		Payload: payload, Status: providersim.StatusCommitted,
+	}, Requests: 1}
+}
+
+func confirmationWrite(ref, actionID string) providersim.LedgerEntry {
+	payload, _ := json.Marshal(map[string]string{"customer_id": intent, "subject_id": slot1, "template": "appointment_confirmation"})
+	return providersim.LedgerEntry{Write: providersim.Write{
+		ID: ref, Capability: "messaging", ExternalRef: actionID + "/messaging.confirmation", Operation: "message.send",
+		Payload: payload, Status: providersim.StatusCommitted,
+	}, Requests: 1}
+}
+
+func told(answers ...answer) []*logical {
+	return []*logical{{N: 1, Kind: kindBook, Style: styleREST, Identity: slot1, Answers: answers, Attempts: len(answers)}}
+}
+
+func TestJudge(t *testing.T) {
+	t.Parallel()
+	confirmedA := answer{Outcome: "confirmed", ActionID: actA}
+	pendingA := answer{Outcome: "pending", ActionID: actA}
+	cases := []struct {
+		name    string
+		stored  []storedAction
+		ledger  []providersim.LedgerEntry
+		actions []*logical
+		want    Report
+	}{{
+		name:    "kept: told pending then confirmed, one write",
+		stored:  []storedAction{booking(actA, "completed", "confirmed")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), confirmationWrite("msg_1", actA)},
+		actions: told(pendingA, confirmedA),
+		want:    Report{Confirmed: 1},
+	}, {
+		name:    "duplicate: two writes of one step of one action",
+		stored:  []storedAction{booking(actA, "completed", "confirmed")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), calendarWrite("cal_2", actA)},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, Duplicates: 1, Lost: 1},
+	}, {
+		name:    "duplicate follow-up: the confirmation message sent twice",
+		stored:  []storedAction{booking(actA, "completed", "confirmed")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), confirmationWrite("msg_1", actA), confirmationWrite("msg_2", actA)},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, Duplicates: 1},
+	}, {
+		name:    "duplicate: two actions for one logical action, both written",
+		stored:  []storedAction{booking(actA, "completed", "confirmed"), booking(actB, "unknown", "")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), calendarWrite("cal_2", actB)},
+		actions: told(pendingA),
+		want:    Report{Pending: 1, Duplicates: 1, StillUnknown: 1},
+	}, {
+		name:    "lost and falsely confirmed: told confirmed, nothing written",
+		stored:  []storedAction{booking(actA, "completed", "confirmed")},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, Lost: 1, FalseConfirmations: 1},
+	}, {
+		name:    "falsely confirmed: the action ends rejected",
+		stored:  []storedAction{booking(actA, "completed", "rejected")},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, Lost: 1, FalseConfirmations: 1},
+	}, {
+		name:    "falsely confirmed: the one write belongs to another action",
+		stored:  []storedAction{booking(actA, "completed", "confirmed"), booking(actB, "completed", "confirmed")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actB)},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, FalseConfirmations: 1},
+	}, {
+		name:    "contradiction: told rejected, yet written",
+		stored:  []storedAction{booking(actA, "completed", "rejected")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA)},
+		actions: told(answer{Outcome: "rejected", ActionID: actA, Reason: "SLOT_UNAVAILABLE"}),
+		want:    Report{Rejected: 1, Contradictions: 1},
+	}, {
+		name:    "unattributed: a write for an action that does not exist",
+		stored:  []storedAction{booking(actA, "completed", "confirmed")},
+		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), calendarWrite("cal_2", actB)},
+		actions: told(confirmedA),
+		want:    Report{Confirmed: 1, Unattributed: 1},
+	}, {
+		name:   "unattributed: a write no caller asked for",
+		stored: []storedAction{booking(actA, "completed", "confirmed")},
+		ledger: []providersim.LedgerEntry{calendarWrite("cal_1", actA)},
+		want:   Report{Unattributed: 1},
+	}, {
+		name:    "left for an operator and still unknown are counted, not failures",
+		stored:  []storedAction{booking(actA, "unknown", ""), {ID: actB, Operation: "payment.charge", State: "unknown", NeedsOperator: true}},
+		actions: told(pendingA),
+		want:    Report{Pending: 1, NeedsOperator: 1, StillUnknown: 1},
+	}, {
+		name:    "unanswered and protocol errors",
+		stored:  nil,
+		actions: []*logical{{Kind: kindSend, Identity: "ref-1", Failure: "POST /v1/messages answered 400"}},
+		want:    Report{Unanswered: 1, ProtocolErrors: 1},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			stored := map[string]storedAction{}
+			for _, a := range tc.stored {
+				stored[a.ID] = a
+			}
+			got := judge(stored, tc.ledger, tc.actions)
+			want := tc.want
+			want.Actions = len(tc.actions)
+			for _, l := range tc.actions {
+				want.Attempts += l.Attempts
+			}
+			want.Writes = len(tc.ledger)
+			problems := got.Problems
+			got.Problems = nil
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("judge:\n got %+v\nwant %+v\nproblems: %q", got, want, problems)
+			}
+			if got.OK() != (want.Duplicates+want.Lost+want.FalseConfirmations+want.Contradictions+want.Unattributed+want.ProtocolErrors == 0) {
+				t.Fatalf("OK() = %v for %+v", got.OK(), got)
+			}
+			if !got.OK() && len(problems) == 0 {
+				t.Fatal("a failing audit names no problem")
+			}
+		})
+	}
+}
+
+func TestReportLine(t *testing.T) {
+	t.Parallel()
+	r := Report{Actions: 2000, Attempts: 5400, Kills: 12, NeedsOperator: 3}
+	want := "chaos: actions=2000 attempts=5400 kills=12 duplicates=0 lost=0 false_confirmations=0 needs_operator=3 still_unknown=0"
+	if got := r.String(); got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
