@@ -257,9 +257,6 @@ func (m *Main) Store() *db.Store { return m.store }
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 
-// Metrics is the running program's metrics registry.
-func (m *Main) Metrics() *metrics.Metrics { return m.metrics }
-
 // Serve serves until ctx is done, then drains in-flight requests. While it
 // serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
@@ -303,9 +300,6 @@ func (m *Main) Serve(ctx context.Context) error {
 
 // Reconciler is the running program's reconciler.
 func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
-
-// Registry is the running program's operations.
-func (m *Main) Registry() *op.Registry { return m.ops }
 
 // Close releases the pool and stops the embedded database.
 func (m *Main) Close() error {

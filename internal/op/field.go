@@ -47,15 +47,6 @@ func ID(field string, v *string) error {
 	return nil
 }
 
-// OptionalID is ID for a field that may be empty.
-func OptionalID(field string, v *string) error {
-	if strings.TrimSpace(*v) == "" {
-		*v = ""
-		return nil
-	}
-	return ID(field, v)
-}
-
 // Time checks that *v is an RFC 3339 time and rewrites it in UTC, so that the
 // same instant written in another zone is the same input.
 func Time(field string, v *string) error {
