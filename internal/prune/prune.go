@@ -66,9 +66,6 @@ func New(store *db.Store, cfg Config) *Pruner {
 	return &Pruner{store: store, cfg: cfg}
 }
 
-// Config returns the configuration in effect, defaults applied.
-func (p *Pruner) Config() Config { return p.cfg }
-
 // Run prunes everything due at now, batch by batch, until nothing is left.
 // Actions are deleted before bodies are cleared, so no body is cleared from
 // an action about to go. Rows locked by someone else are skipped; the next
