@@ -295,7 +295,7 @@ func TestGeneratedClientCallsDashaTools(t *testing.T) {
 	payload := func(tool string, args map[string]any) apiclient.DashaToolPayload {
 		return apiclient.DashaToolPayload{
 			Type: apiclient.ToolWebHookPayload, Status: ptr("Running"), CallId: ptr("call_abc123"), OrgId: ptr("org_123"),
-			ToolName: &tool, Arguments: nullable.NewNullableWithValue[any](args),
+			ToolName: &tool, Arguments: nullable.NewNullableWithValue(args),
 		}
 	}
 	book := payload("book_appointment", map[string]any{"customer_id": ana, "slot_id": slot.Id})

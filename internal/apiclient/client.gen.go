@@ -827,34 +827,33 @@ type DashaReason string
 
 // DashaToolPayload Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
 // tool's arguments (their JSON Schema is in the tool's definition); arguments that do not match
-// are answered `200` with `reason: invalid_arguments`, not with an error, so any JSON value is
-// accepted here.
+// it are answered `200` with `reason: invalid_arguments`, not with an error.
 type DashaToolPayload struct {
 	// AgentAdditionalData Tolerated, not read.
-	AgentAdditionalData nullable.Nullable[interface{}] `json:"agentAdditionalData,omitempty"`
-	AgentId             *string                        `json:"agentId,omitempty"`
+	AgentAdditionalData nullable.Nullable[map[string]interface{}] `json:"agentAdditionalData,omitempty"`
+	AgentId             *string                                   `json:"agentId,omitempty"`
 
-	// Arguments The tool's arguments, a JSON object; `action_id` names an earlier action to retry or re-plan.
-	Arguments nullable.Nullable[interface{}] `json:"arguments,omitempty"`
+	// Arguments The tool's arguments; `action_id` names an earlier action to retry or re-plan. Arguments that are not an object are answered `200` with `reason: invalid_arguments`.
+	Arguments nullable.Nullable[map[string]interface{}] `json:"arguments,omitempty"`
 
 	// CallAdditionalData Tolerated, not read.
-	CallAdditionalData nullable.Nullable[interface{}] `json:"callAdditionalData,omitempty"`
+	CallAdditionalData nullable.Nullable[map[string]interface{}] `json:"callAdditionalData,omitempty"`
 
 	// CallId The call; part of the derived identity of per-call operations.
 	CallId *string `json:"callId,omitempty"`
 
 	// Endpoint Tolerated, not read.
-	Endpoint nullable.Nullable[interface{}] `json:"endpoint,omitempty"`
+	Endpoint nullable.Nullable[string] `json:"endpoint,omitempty"`
 
 	// OrgId Must be the tenant's Dasha organisation when the tenant is bound to one.
 	OrgId *string `json:"orgId,omitempty"`
 
 	// ServerJobId Tolerated, not read.
-	ServerJobId nullable.Nullable[interface{}] `json:"serverJobId,omitempty"`
+	ServerJobId nullable.Nullable[string] `json:"serverJobId,omitempty"`
 
 	// Sip Tolerated, not read.
-	Sip    nullable.Nullable[interface{}] `json:"sip,omitempty"`
-	Status *string                        `json:"status,omitempty"`
+	Sip    nullable.Nullable[map[string]interface{}] `json:"sip,omitempty"`
+	Status *string                                   `json:"status,omitempty"`
 
 	// ToolName The tool called; required on `POST /v1/dasha/tools`, and equal to the URL's on `POST /v1/dasha/tools/{toolName}`.
 	ToolName *string              `json:"toolName,omitempty"`
@@ -1369,8 +1368,7 @@ type WriteBadRequest = Problem
 
 // DashaToolCall Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
 // tool's arguments (their JSON Schema is in the tool's definition); arguments that do not match
-// are answered `200` with `reason: invalid_arguments`, not with an error, so any JSON value is
-// accepted here.
+// it are answered `200` with `reason: invalid_arguments`, not with an error.
 type DashaToolCall = DashaToolPayload
 
 // BookAppointmentParams defines parameters for BookAppointment.
