@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps
 
 run:
 	go run ./cmd/oncecall serve
@@ -34,6 +34,19 @@ check-generated: generate
 
 vet:
 	go vet ./...
+
+# The TypeScript client (clients/ts) and Redocly CLI need Node.js 20+ and npm;
+# their versions are pinned in clients/ts/package-lock.json.
+ts-deps:
+	@test -d clients/ts/node_modules || (cd clients/ts && npm ci --no-audit --no-fund)
+
+# Regenerates clients/ts/schema.d.ts from openapi.yaml; a test fails when it is stale.
+generate-ts: ts-deps
+	cd clients/ts && npm run --silent generate
+
+# Lints openapi.yaml with Redocly's recommended rules (.redocly.lint-ignore.yaml says what is ignored and why).
+lint-openapi: ts-deps
+	cd clients/ts && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npm run --silent lint
 
 # Regenerates tools/ (the Dasha tool definitions); a test fails when they are stale.
 tools:
