@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,6 +38,37 @@ var loadSpec = sync.OnceValues(func() (*openapi3.T, error) {
 	doc.Servers = nil
 	return doc, nil
 })
+
+// answered records, per operationId, the statuses the test process has
+// seen it answer (see Unanswered).
+var answered sync.Map // operationId -> *sync.Map of status -> struct{}
+
+// Unanswered lists the operations of openapi.yaml that no request of this
+// test process got a 2xx answer from: a package's TestMain calls it after
+// its tests ran, so that no documented operation goes untested.
+func Unanswered() ([]string, error) {
+	doc, err := loadSpec()
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	for path, item := range doc.Paths.Map() {
+		for method, o := range item.Operations() {
+			ok := false
+			if seen, found := answered.Load(o.OperationID); found {
+				seen.(*sync.Map).Range(func(status, _ any) bool {
+					ok = status.(int) < 300
+					return !ok
+				})
+			}
+			if !ok {
+				missing = append(missing, o.OperationID+" ("+method+" "+path+")")
+			}
+		}
+	}
+	sort.Strings(missing)
+	return missing, nil
+}
 
 // Spec returns openapi.yaml, parsed and validated.
 func Spec(t testing.TB) *openapi3.T {
@@ -124,6 +156,8 @@ func (c *Contract) check(req *http.Request, reqBody []byte, resp *http.Response,
 	if err != nil {
 		return c.checkUnrouted(err, resp, body)
 	}
+	seen, _ := answered.LoadOrStore(route.Operation.OperationID, &sync.Map{})
+	seen.(*sync.Map).Store(resp.StatusCode, struct{}{})
 	opts := &openapi3filter.Options{
 		AuthenticationFunc:    openapi3filter.NoopAuthenticationFunc,
 		IncludeResponseStatus: true,
