@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz
 
 run:
 	go run ./cmd/oncecall serve
@@ -52,3 +52,19 @@ lint-openapi: ts-deps
 tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
+
+# The load benchmark (a few minutes): see README, "Performance".
+bench:
+	go run ./cmd/bench
+
+bench-short:
+	go run ./cmd/bench --duration 3s --preload 100000
+
+# Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
+FUZZTIME ?= 30s
+fuzz:
+	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/canon
+	go test -run '^$$' -fuzz '^FuzzValidateKey$$' -fuzztime $(FUZZTIME) ./internal/idem
+	go test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./internal/app
+	go test -run '^$$' -fuzz '^FuzzDecodePayload$$' -fuzztime $(FUZZTIME) ./api
+	go test -run '^$$' -fuzz '^FuzzPhonePattern$$' -fuzztime $(FUZZTIME) ./internal/op

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
 )
 
 // write returns the REST handler of an operation. pathFields name URL
@@ -55,10 +57,12 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		reply, err := s.cfg.Core.Do(r.Context(), idem.Request{
-			TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
-			Fingerprint: p.Fingerprint, Input: p.Input, Wait: preferWait(r, s.cfg.MaxWait), Run: p.Run,
-		})
+		req, err := s.request(r, p, key, preferWait(r, s.cfg.MaxWait))
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		reply, err := s.cfg.Core.Do(r.Context(), req)
 		if err != nil {
 			writeError(w, r, err)
 			return
@@ -66,6 +70,24 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 		info.actionID, info.outcome, info.replayed = reply.Action.ID.String(), outcomeOf(reply.Action), reply.Replayed
 		writeAction(w, reply.Action, reply.Replayed)
 	}
+}
+
+// request builds the core's request for a prepared operation: local writes
+// in the claim's transaction, or remote steps when the operation's
+// capability is served by a remote provider.
+func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.Duration) (idem.Request, error) {
+	req := idem.Request{
+		TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
+		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Run: p.Run,
+	}
+	if p.Steps != nil && s.cfg.Remote != nil && s.cfg.Remote(p.Capability) {
+		steps, err := p.Steps(s.cfg.Remote)
+		if err != nil {
+			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)
+		}
+		req.Steps = steps
+	}
+	return req, nil
 }
 
 // readBody reads a JSON request body within the size limit.

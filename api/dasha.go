@@ -184,10 +184,11 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 		return dashatool.Answer{}, err
 	}
 	info.keyHash = idem.KeyHash(key)
-	reply, err := s.cfg.Core.Do(ctx, idem.Request{
-		TenantID: tenant.ID, Key: key, Operation: prep.Operation, Fingerprint: prep.Fingerprint,
-		Input: prep.Input, Wait: s.cfg.DashaWait, Run: prep.Run,
-	})
+	req, err := s.request(r, prep, key, s.cfg.DashaWait)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
 	switch {

@@ -12,24 +12,59 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/op"
 )
+
+// absent, as the value of an argument in an example, leaves it out.
+type absentArg struct{}
+
+var absent any = absentArg{}
 
 // toolExamples are arguments each tool accepts (valid) and, beyond the
 // variants generated from its schema, arguments it must refuse (invalid).
 // Every tool needs at least one valid example.
 func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 	id := func() string { return uuid.NewString() }
-	book := func(extra ...any) map[string]any {
-		m := map[string]any{"customer_id": d.customer.String(), "slot_id": d.slot.String()}
+	customer := d.customer.String()
+	with := func(base map[string]any, extra ...any) map[string]any {
+		m := make(map[string]any, len(base))
+		for k, v := range base {
+			m[k] = v
+		}
 		for i := 0; i+1 < len(extra); i += 2 {
+			if extra[i+1] == absent {
+				delete(m, extra[i].(string))
+				continue
+			}
 			m[extra[i].(string)] = extra[i+1]
 		}
 		return m
 	}
+	book := func(extra ...any) map[string]any {
+		return with(map[string]any{"customer_id": customer, "slot_id": d.slot.String()}, extra...)
+	}
+	charge := func(extra ...any) map[string]any { return with(map[string]any{"payment_intent_id": id()}, extra...) }
+	sms := func(extra ...any) map[string]any {
+		return with(map[string]any{
+			"customer_id": customer, "channel": "sms", "template": "generic", "variables": map[string]any{"body": "Your table is ready."},
+		}, extra...)
+	}
+	newCustomer := func(extra ...any) map[string]any {
+		return with(map[string]any{"name": "Ana Lima", "phone": "+442079460958"}, extra...)
+	}
+	update := func(extra ...any) map[string]any {
+		return with(map[string]any{"customer_id": customer, "name": "Ana Lima"}, extra...)
+	}
+	note := func(extra ...any) map[string]any {
+		return with(map[string]any{"customer_id": customer, "text": "Prefers morning appointments."}, extra...)
+	}
+	points := func(extra ...any) map[string]any {
+		return with(map[string]any{"customer_id": customer, "delta": 50, "reason": "Visit on 2 January"}, extra...)
+	}
 	valid = map[string][]any{
 		"book_appointment": {
 			book(),
-			book("customer_id", strings.ToUpper(d.customer.String()), "service", "Haircut", "action_id", "retry-1"),
+			book("customer_id", strings.ToUpper(customer), "service", "Haircut", "action_id", "retry-1"),
 			book("service", strings.Repeat("é", 200)),
 			book("action_id", id()),
 			book("action_id", ""),
@@ -41,6 +76,43 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 		"cancel_appointment": {
 			map[string]any{"appointment_id": id()},
 			map[string]any{"appointment_id": id(), "action_id": strings.Repeat("k", 255)},
+		},
+		"charge_payment": {
+			charge(),
+			charge("payment_intent_id", strings.ToUpper(id()), "amount", 1050),
+			charge("amount", 9007199254740991, "action_id", "charge-1"),
+			json.RawMessage(`{"payment_intent_id": "` + id() + `", "amount": 1.05e3}`),
+		},
+		"send_message": {
+			sms(),
+			sms("customer_id", absent, "to", "+44 20 7946 0958", "template", "appointment_reminder",
+				"variables", map[string]any{"name": "Ana", "when": "Monday at 9:00"}, "subject_id", id(), "send_ref", "second"),
+			sms("channel", "email", "variables", map[string]any{"body": "Hello", "subject": "Your visit"}, "action_id", "msg-1"),
+			sms("customer_id", absent, "to", "Ana@Example.com", "channel", "email", "template", "payment_receipt",
+				"variables", map[string]any{"name": "Ana", "amount": "10.50 EUR"}),
+			sms("send_ref", strings.Repeat("r", 100), "subject_id", strings.Repeat("s", 200)),
+		},
+		"create_customer": {
+			newCustomer(),
+			newCustomer("phone", absent, "email", "bo@example.com", "external_ref", "crm-42", "name", "Bo"),
+			newCustomer("phone", "0044 (20) 7946-0959", "name", "Émile"),
+			newCustomer("phone", "+1.415.555.0100", "name", strings.Repeat("é", 200)),
+		},
+		"update_customer": {
+			update(),
+			update("name", absent, "phone", nil, "email", nil, "external_ref", nil),
+			update("name", absent, "phone", "+1 415 555 0100", "email", "ana@example.com"),
+			update("name", absent, "external_ref", "crm-7"),
+		},
+		"add_customer_note": {
+			note(),
+			note("text", "Line one\nline two\tindented"),
+			note("text", strings.Repeat("é", 2000), "action_id", "note-1"),
+		},
+		"add_loyalty_points": {
+			points(),
+			points("delta", -1000000000, "reason", "Redeemed a free haircut"),
+			points("delta", 1000000000, "customer_id", strings.ToUpper(customer)),
 		},
 		"check_action_status": {
 			map[string]any{"action_id": id()},
@@ -61,7 +133,57 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			book("action_id", "ключ"),
 			book("action_id", "line\nbreak"),
 			book("customer_id", ""),
-			book("customer_id", d.customer.String()+"0"),
+			book("customer_id", customer+"0"),
+		},
+		"charge_payment": {
+			charge("amount", 0),
+			charge("amount", -5),
+			charge("amount", 9007199254740992),
+			charge("amount", 10.5),
+			charge("payment_intent_id", ""),
+			charge("payment_intent_id", "pi_123"),
+		},
+		"send_message": {
+			sms("channel", "fax"),
+			sms("template", "poem"),
+			sms("send_ref", strings.Repeat("r", 101)),
+			sms("subject_id", strings.Repeat("s", 201)),
+			sms("customer_id", absent, "to", "+44"+strings.Repeat("1", 252)),
+			sms("variables", map[string]any{"body": 5}),
+			sms("variables", map[string]any{"body": nil}),
+			sms("variables", []any{"Your table is ready."}),
+		},
+		"create_customer": {
+			newCustomer("name", strings.Repeat("a", 201)),
+			newCustomer("name", ""),
+			newCustomer("phone", "02079460958"),
+			newCustomer("phone", "+0442079460958"),
+			newCustomer("phone", "+44 20 7946 0958 ext 2"),
+			newCustomer("phone", "+44 20 7946 0958 0000 0000 0000 0"),
+			newCustomer("email", "not an address"),
+			newCustomer("email", "Ana <ana@example.com>"),
+			newCustomer("external_ref", strings.Repeat("x", 201)),
+		},
+		"update_customer": {
+			update("phone", ""),
+			update("phone", "12345"),
+			update("email", "ana at example.com"),
+			update("name", strings.Repeat("a", 201)),
+			update("name", ""),
+			update("external_ref", ""),
+			update("email", ""),
+			update("customer_id", "Ana"),
+		},
+		"add_customer_note": {
+			note("text", strings.Repeat("a", 2001)),
+			note("text", ""),
+		},
+		"add_loyalty_points": {
+			points("delta", 1000000001),
+			points("delta", -1000000001),
+			points("delta", 2.5),
+			points("reason", strings.Repeat("a", 201)),
+			points("reason", ""),
 		},
 		"check_action_status": {
 			map[string]any{"action_id": "retry-1"},
@@ -77,6 +199,58 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 		},
 	}
 	return valid, invalid
+}
+
+// schemaGap is arguments a tool's schema accepts and its handler refuses,
+// naming field: rules across arguments (exactly one recipient, a template's
+// variables, at least one change), a zero delta, blank or control-character
+// text and e-mail domains without a dot. The schema stays within the JSON
+// Schema keywords every model provider takes (no oneOf, if/then or not), so
+// these rules are in the descriptions and the handler answers them with an
+// invalid_arguments say naming the field; nothing is claimed.
+type schemaGap struct {
+	args  map[string]any
+	field string
+}
+
+func schemaGaps(d dashaEnv) map[string][]schemaGap {
+	customer := d.customer.String()
+	sms := func(args map[string]any) map[string]any {
+		m := map[string]any{"channel": "sms", "template": "generic", "variables": map[string]any{"body": "Hi"}}
+		for k, v := range args {
+			m[k] = v
+		}
+		return m
+	}
+	return map[string][]schemaGap{
+		"send_message": {
+			{sms(nil), "to"},
+			{sms(map[string]any{"customer_id": customer, "to": "+442079460958"}), "to"},
+			{sms(map[string]any{"to": "ana@example.com"}), "to"},
+			{sms(map[string]any{"to": "+442079460958", "channel": "email"}), "to"},
+			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{}}), "variables.body"},
+			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{"body": "Hi", "when": "Monday"}}), "variables.when"},
+			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{"body": "   "}}), "variables.body"},
+		},
+		"create_customer": {
+			{map[string]any{"name": "   "}, "name"},
+			{map[string]any{"name": "Ana\u0007"}, "name"},
+			{map[string]any{"name": "Ana", "email": "ana@localhost"}, "email"},
+		},
+		"update_customer": {
+			{map[string]any{"customer_id": customer}, "arguments"},
+			{map[string]any{"customer_id": customer, "name": nil}, "name"},
+			{map[string]any{"customer_id": customer, "name": " "}, "name"},
+		},
+		"add_customer_note": {
+			{map[string]any{"customer_id": customer, "text": "  "}, "text"},
+			{map[string]any{"customer_id": customer, "text": "bell\u0007"}, "text"},
+		},
+		"add_loyalty_points": {
+			{map[string]any{"customer_id": customer, "delta": 0, "reason": "Visit"}, "delta"},
+			{map[string]any{"customer_id": customer, "delta": 5, "reason": " "}, "reason"},
+		},
+	}
 }
 
 // variants derives invalid arguments from a valid example and the schema:
@@ -104,7 +278,11 @@ func variants(schema map[string]any, example map[string]any) []any {
 	}
 	for name, p := range props {
 		p := p.(map[string]any)
-		wrong := map[string]any{"string": 42, "integer": "7", "boolean": "yes", "object": "x", "array": "x"}[p["type"].(string)]
+		typ, _ := p["type"].(string)
+		if types, ok := p["type"].([]string); ok {
+			typ = types[0] // ["string", "null"]
+		}
+		wrong := map[string]any{"string": 42, "integer": "7", "boolean": "yes", "object": "x", "array": "x"}[typ]
 		m := clone()
 		m[name] = wrong
 		out = append(out, m)
@@ -119,6 +297,10 @@ func variants(schema map[string]any, example map[string]any) []any {
 		case "date-time":
 			m = clone()
 			m[name] = "next tuesday"
+			out = append(out, m)
+		case "email":
+			m = clone()
+			m[name] = "ana.example.com"
 			out = append(out, m)
 		}
 	}
@@ -177,6 +359,43 @@ func TestToolSchemasAcceptWhatTheHandlerAccepts(t *testing.T) {
 			a := decodeAnswer(t, d.call(def.Name, "call_schema", json.RawMessage(raw)))
 			if handlerValid := a.Reason != "invalid_arguments"; handlerValid != ex.valid {
 				t.Errorf("%s %s: handler says valid=%v, want %v: %s", def.Name, raw, handlerValid, ex.valid, a.Say)
+			}
+		}
+		props, _ := def.Schema["properties"].(map[string]any)
+		if phone, ok := props["phone"].(map[string]any); ok && phone["pattern"] != op.PhonePattern {
+			t.Errorf("%s: phone pattern %v is not op.PhonePattern", def.Name, phone["pattern"])
+		}
+	}
+	for name, gaps := range schemaGaps(d) {
+		var def *dashatool.Definition
+		for i := range defs {
+			if defs[i].Name == name {
+				def = &defs[i]
+			}
+		}
+		if def == nil {
+			t.Errorf("schemaGaps names no tool %s", name)
+			continue
+		}
+		schema := compileSchema(t, *def)
+		for _, g := range gaps {
+			raw, err := json.Marshal(g.args)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := schema.Validate(inst); err != nil {
+				t.Errorf("%s %s: the schema now refuses it; move it to the invalid examples (%v)", name, raw, err)
+			}
+			a := decodeAnswer(t, d.call(name, "call_schema", json.RawMessage(raw)))
+			var details map[string]string
+			_ = json.Unmarshal(a.Details, &details)
+			if a.Outcome != "rejected" || a.Reason != "invalid_arguments" || a.ActionID != "" || details["field"] != g.field ||
+				!strings.Contains(a.Say, g.field) {
+				t.Errorf("%s %s: want invalid_arguments naming %s, got %+v", name, raw, g.field, a)
 			}
 		}
 	}

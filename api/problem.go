@@ -89,16 +89,24 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		}
 	}
 	p.Status = statusOf(fault.Code(p.Code))
+	if p.ActionID != "" {
+		infoFrom(r.Context()).actionID = p.ActionID // the access log names the action the key maps to
+	}
 	if p.Status >= 500 {
 		logFrom(r.Context()).Error().Err(err).Str("code", p.Code).Msg("request failed")
 		if p.Code == string(fault.Internal) {
 			p.Detail = "internal error; nothing was stored for this request"
 		}
 	}
-	if retry > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((retry+time.Second-1)/time.Second)))
+	if retry > 0 && w.Header().Get("Retry-After") == "" { // a caller may know better (rate limit)
+		w.Header().Set("Retry-After", retryAfterSeconds(retry))
 	}
 	writeProblem(w, p)
+}
+
+// retryAfterSeconds renders a delay as Retry-After: whole seconds, rounded up.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
 func writeProblem(w http.ResponseWriter, p Problem) {

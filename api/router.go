@@ -1,17 +1,21 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/reconcile"
 )
 
 // Config is what the router needs.
@@ -26,16 +30,32 @@ type Config struct {
 	KeyCacheTTL time.Duration
 	// MaxWait caps Prefer: wait=N. Default 10s.
 	MaxWait time.Duration
+	// Remote reports whether a capability is served by a remote provider;
+	// nil means every capability is local.
+	Remote func(capability string) bool
+	// OperatorToken guards /v1/ops; empty disables those routes.
+	OperatorToken string
+	// Resolve applies an operator's resolution (reconcile.Resolve).
+	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
 	// the same action that is still running before answering pending.
 	// Default 5s, well under the tools' 15s timeout.
 	DashaWait time.Duration
+	// Metrics, when set, counts requests and is served at /metrics.
+	Metrics *metrics.Metrics
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
+	// RateLimit is each tenant's sustained request rate per second; zero
+	// disables the limit. RateBurst is the bucket size (default: the rate).
+	RateLimit float64
+	RateBurst int
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	cfg  Config
-	keys *keyCache
+	cfg     Config
+	keys    *keyCache
+	limiter *tenantLimiter // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -53,9 +73,12 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.DashaWait = 5 * time.Second
 	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
+	if cfg.RateLimit > 0 {
+		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
+	}
 
 	r := chi.NewRouter()
-	r.Use(middleware.RequestID, accessLog(cfg.Log), recoverer)
+	r.Use(safeRequestID, middleware.RequestID, accessLog(cfg.Log), s.countRequests, recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})
@@ -64,9 +87,18 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	r.Get("/livez", s.livez)
 	r.Get("/readyz", s.readyz)
+	if cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", s.serveMetrics())
+	}
 
+	r.Route("/v1/ops", func(r chi.Router) {
+		r.Use(s.limitBody, s.operatorOnly)
+		r.Get("/actions", s.opsListActions)
+		r.Get("/actions/{action_id}", s.opsShowAction)
+		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
+	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate)
+		r.Use(s.limitBody, s.keys.authenticate, s.limitRate)
 		r.Get("/actions/{action_id}", s.getAction)
 
 		r.Post("/slots", s.write("slot.create"))

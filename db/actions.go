@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
@@ -48,6 +47,8 @@ type Action struct {
 	Result     []byte
 	LeaseUntil *time.Time
 	CreatedAt  time.Time
+	// Request is the normalised input the action was claimed with.
+	Request []byte
 }
 
 // Claim is the row an attempt tries to insert.
@@ -76,7 +77,7 @@ func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
 	_, err := q.q.ClaimAction(ctx, dbsqlc.ClaimActionParams{
 		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
 		Fingerprint: c.Fingerprint, Request: c.Request,
-		Lease: pgtype.Interval{Microseconds: c.Lease.Microseconds(), Valid: true},
+		Lease: interval(c.Lease),
 	})
 	if err = notFound(err); err == ErrNotFound {
 		return false, nil
@@ -116,7 +117,7 @@ func action(r dbsqlc.Action) Action {
 		ID: r.ID, TenantID: r.TenantID, Key: r.IdempotencyKey, Operation: r.Operation,
 		Fingerprint: r.Fingerprint, State: State(r.State), NeedsOperator: r.NeedsOperator,
 		Outcome: Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
-		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt,
+		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, Request: r.Request,
 	}
 	if r.HTTPStatus != nil {
 		a.Status = int(*r.HTTPStatus)

@@ -92,18 +92,39 @@ func (q queries) ListSlots(ctx context.Context, tenant uuid.UUID, f SlotFilter) 
 	return out, nil
 }
 
-// BookSlot creates an appointment unless the slot is missing, past or taken;
-// ok is false in those cases.
-func (q queries) BookSlot(ctx context.Context, b Booking) (a Appointment, ok bool, err error) {
+// Booked says what BookSlot did.
+type Booked int
+
+// What BookSlot did.
+const (
+	BookedOK          Booked = iota // the appointment was created
+	BookedNoCustomer                // the customer does not exist in the tenant
+	BookedSlotNotFree               // the slot is missing, past or taken
+)
+
+// BookSlot creates an appointment unless the customer is missing or the slot
+// is missing, past or taken, in one statement.
+func (q queries) BookSlot(ctx context.Context, b Booking) (Appointment, Booked, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Appointment{}, false, err
+		return Appointment{}, 0, err
 	}
 	row, err := q.q.BookSlot(ctx, dbsqlc.BookSlotParams{
 		ID: id, TenantID: b.TenantID, CustomerID: b.CustomerID, SlotID: b.SlotID,
 		Service: b.Service, ActionID: b.ActionID,
 	})
-	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
+	switch {
+	case err != nil:
+		return Appointment{}, 0, err
+	case !row.CustomerFound:
+		return Appointment{}, BookedNoCustomer, nil
+	case row.ID == nil:
+		return Appointment{}, BookedSlotNotFree, nil
+	}
+	return Appointment{
+		ID: *row.ID, CustomerID: *row.CustomerID, SlotID: *row.SlotID, Service: *row.Service, Status: *row.Status,
+		StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(),
+	}, BookedOK, nil
 }
 
 // AppointmentByID returns one of the tenant's appointments.

@@ -18,20 +18,28 @@ ORDER BY s.starts_at, s.id
 LIMIT sqlc.arg(max_rows);
 
 -- name: BookSlot :one
--- Books a future slot unless it already holds an active appointment; the
--- partial unique index decides between concurrent bookings.
-WITH s AS (
-    SELECT id, starts_at, ends_at FROM slots
+-- Books a future slot for an existing customer of the tenant unless the slot
+-- already holds an active appointment; the partial unique index decides
+-- between concurrent bookings. One statement, so one round trip: the row
+-- says whether the customer exists and, if booked, the appointment.
+WITH c AS (
+    SELECT customers.id FROM customers
+    WHERE customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+), s AS (
+    SELECT slots.id, slots.starts_at, slots.ends_at FROM slots
     WHERE slots.tenant_id = sqlc.arg(tenant_id) AND slots.id = sqlc.arg(slot_id) AND slots.starts_at > now()
 ), ins AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(customer_id), s.id, sqlc.arg(service), sqlc.arg(action_id)
-    FROM s
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(action_id)
+    FROM s, c
     ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
-    RETURNING id, customer_id, slot_id, service, status
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 )
-SELECT ins.id, ins.customer_id, ins.slot_id, ins.service, ins.status, s.starts_at, s.ends_at
-FROM ins JOIN s ON s.id = ins.slot_id;
+SELECT EXISTS (SELECT 1 FROM c) AS customer_found,
+       ins.id, ins.customer_id, ins.slot_id, ins.service, ins.status, s.starts_at, s.ends_at
+FROM (SELECT 1) AS one
+LEFT JOIN ins ON true
+LEFT JOIN s ON s.id = ins.slot_id;
 
 -- name: AppointmentByID :one
 SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at

@@ -23,8 +23,14 @@ Usage:
   oncecall migrate                                      apply database migrations
   oncecall tenant create --name NAME [--dasha-org ORG] [--json]
                                                         create a tenant and print its API key once
+  oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
+  oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
   oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
                                                         print the Dasha tool definitions
+  oncecall prune [--dry-run]                            prune expired response bodies and actions now
+  oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
+
+Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
@@ -32,6 +38,12 @@ Environment:
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
   LOG_LEVEL         debug, info, warn or error (default info)
+  ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
+  ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
+  ONCECALL_RECONCILE_INTERVAL       time between reconciler passes (default 2s)
+  RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
+  ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...
+                    see README "Configuration"
 `
 
 func main() {
@@ -59,8 +71,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout, stderr)
 	case "tenant":
 		return tenant(ctx, rest, stdout, stderr)
+	case "reconcile":
+		return reconcileCmd(ctx, rest, stdout, stderr)
+	case "actions":
+		return actionsCmd(ctx, rest, stdout, stderr)
 	case "tools":
 		return tools(ctx, rest, stdout, stderr)
+	case "prune":
+		return pruneCmd(ctx, rest, stdout, stderr)
+	case "healthcheck":
+		return healthcheck(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -2,29 +2,90 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/canon"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/prune"
 )
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
+	var envs envDefaults
 	addr := fs.String("addr", env("ONCECALL_ADDR", ":8080"), "listen address (env ONCECALL_ADDR)")
 	dataDir := fs.String("data-dir", env("ONCECALL_DATA_DIR", ".oncecall"), "embedded database folder, used when DATABASE_URL is unset (env ONCECALL_DATA_DIR)")
-	dashaWait := fs.String("dasha-wait", env("ONCECALL_DASHA_WAIT", "5s"), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
+	noReconcile := fs.Bool("no-reconcile", envs.bool("ONCECALL_NO_RECONCILE", false), "do not run the reconciler in this process (env ONCECALL_NO_RECONCILE)")
+	lease := fs.Duration("lease", envs.duration("ONCECALL_LEASE", 30*time.Second), "how long a claimed remote action may run before the reconciler treats it as abandoned (env ONCECALL_LEASE)")
+	requireURL := fs.Bool("require-database-url", envs.bool("ONCECALL_REQUIRE_DATABASE_URL", false), "refuse to start without DATABASE_URL instead of starting an embedded database (env ONCECALL_REQUIRE_DATABASE_URL)")
+	maxBody := fs.Int("max-body-bytes", envs.int("ONCECALL_MAX_BODY_BYTES", 64<<10), "largest accepted request body in bytes; larger ones get 413 (env ONCECALL_MAX_BODY_BYTES)")
+	readHeader := fs.Duration("read-header-timeout", envs.duration("ONCECALL_READ_HEADER_TIMEOUT", 5*time.Second), "time allowed to read a request's headers (env ONCECALL_READ_HEADER_TIMEOUT)")
+	read := fs.Duration("read-timeout", envs.duration("ONCECALL_READ_TIMEOUT", 15*time.Second), "time allowed to read a whole request (env ONCECALL_READ_TIMEOUT)")
+	write := fs.Duration("write-timeout", envs.duration("ONCECALL_WRITE_TIMEOUT", 30*time.Second), "time allowed from the end of the headers to the end of the answer (env ONCECALL_WRITE_TIMEOUT)")
+	idle := fs.Duration("idle-timeout", envs.duration("ONCECALL_IDLE_TIMEOUT", 120*time.Second), "how long an idle keep-alive connection stays open (env ONCECALL_IDLE_TIMEOUT)")
+	shutdown := fs.Duration("shutdown-timeout", envs.duration("ONCECALL_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a stop waits for in-flight requests (env ONCECALL_SHUTDOWN_TIMEOUT)")
+	maxConns := fs.Int("db-max-conns", envs.int("ONCECALL_DB_MAX_CONNS", int(app.DefaultMaxConns())), "PostgreSQL connection pool size; default 3 per CPU, at least 4 (env ONCECALL_DB_MAX_CONNS)")
+	rateLimit := fs.Float64("rate-limit", envs.float("ONCECALL_RATE_LIMIT", 50), "requests per second each tenant may sustain on /v1; 0 disables (env ONCECALL_RATE_LIMIT)")
+	rateBurst := fs.Int("rate-burst", envs.int("ONCECALL_RATE_BURST", 100), "requests a tenant may send in one burst (token bucket size) (env ONCECALL_RATE_BURST)")
+	metricsToken := fs.String("metrics-token", os.Getenv("ONCECALL_METRICS_TOKEN"), "Bearer token required by /metrics; empty leaves it open (env ONCECALL_METRICS_TOKEN, preferred: flags are visible in ps)")
+	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
+	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
+	keep := retentionFlags(fs, &envs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	wait, err := time.ParseDuration(*dashaWait)
-	if err != nil || wait <= 0 || wait > time.Minute {
-		return fmt.Errorf("--dasha-wait %q must be a duration from 1ms to 1m, such as 5s", *dashaWait)
+	if envs.err != nil {
+		return envs.err
+	}
+	if err := keep.check(); err != nil {
+		return err
+	}
+	if *maxBody < 1 || *maxBody > canon.MaxInputLen {
+		return fmt.Errorf("--max-body-bytes must be between 1 and %d", canon.MaxInputLen)
+	}
+	if min(*readHeader, *read, *write, *idle, *shutdown) <= 0 {
+		return errors.New("server timeouts must be positive")
+	}
+	if *dashaWait <= 0 || *dashaWait > time.Minute {
+		return fmt.Errorf("--dasha-wait %v must be a duration from 1ms to 1m, such as 5s", *dashaWait)
+	}
+	if *maxConns < 1 || *maxConns > 10000 {
+		return errors.New("--db-max-conns must be between 1 and 10000")
+	}
+	if *rateLimit < 0 || *rateBurst < 0 {
+		return errors.New("--rate-limit and --rate-burst must not be negative")
+	}
+	url := os.Getenv("DATABASE_URL")
+	if url == "" && *requireURL {
+		return errors.New("DATABASE_URL is not set and --require-database-url (ONCECALL_REQUIRE_DATABASE_URL) forbids the embedded database: point DATABASE_URL at your PostgreSQL, e.g. postgres://user:pass@host:5432/oncecall")
+	}
+
+	providers, err := providersFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	rc, err := reconcileConfig()
+	if err != nil {
+		return err
+	}
+	if *lease <= 0 {
+		return errors.New("--lease must be positive")
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
-		Addr: *addr, DatabaseURL: os.Getenv("DATABASE_URL"), DataDir: *dataDir, Log: log, DashaWait: wait,
+		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait,
+		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns),
+		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
+		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
+		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
+		PruneInterval: *pruneEvery,
+		Core:          idem.Config{Lease: *lease},
+		Providers:     providers, Steps: stepConfig(), Reconcile: rc, ReconcileDisabled: *noReconcile,
+		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"),
 	})
 	if err != nil {
 		return err

@@ -49,52 +49,62 @@ func (q *Queries) AppointmentByID(ctx context.Context, arg AppointmentByIDParams
 }
 
 const bookSlot = `-- name: BookSlot :one
-WITH s AS (
-    SELECT id, starts_at, ends_at FROM slots
-    WHERE slots.tenant_id = $1 AND slots.id = $2 AND slots.starts_at > now()
+WITH c AS (
+    SELECT customers.id FROM customers
+    WHERE customers.tenant_id = $1 AND customers.id = $2
+), s AS (
+    SELECT slots.id, slots.starts_at, slots.ends_at FROM slots
+    WHERE slots.tenant_id = $1 AND slots.id = $3 AND slots.starts_at > now()
 ), ins AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-    SELECT $3, $1, $4, s.id, $5, $6
-    FROM s
+    SELECT $4, $1, c.id, s.id, $5, $6
+    FROM s, c
     ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
-    RETURNING id, customer_id, slot_id, service, status
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 )
-SELECT ins.id, ins.customer_id, ins.slot_id, ins.service, ins.status, s.starts_at, s.ends_at
-FROM ins JOIN s ON s.id = ins.slot_id
+SELECT EXISTS (SELECT 1 FROM c) AS customer_found,
+       ins.id, ins.customer_id, ins.slot_id, ins.service, ins.status, s.starts_at, s.ends_at
+FROM (SELECT 1) AS one
+LEFT JOIN ins ON true
+LEFT JOIN s ON s.id = ins.slot_id
 `
 
 type BookSlotParams struct {
 	TenantID   uuid.UUID
+	CustomerID uuid.UUID
 	SlotID     uuid.UUID
 	ID         uuid.UUID
-	CustomerID uuid.UUID
 	Service    string
 	ActionID   uuid.UUID
 }
 
 type BookSlotRow struct {
-	ID         uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-	Service    string
-	Status     string
-	StartsAt   time.Time
-	EndsAt     time.Time
+	CustomerFound bool
+	ID            *uuid.UUID
+	CustomerID    *uuid.UUID
+	SlotID        *uuid.UUID
+	Service       *string
+	Status        *string
+	StartsAt      *time.Time
+	EndsAt        *time.Time
 }
 
-// Books a future slot unless it already holds an active appointment; the
-// partial unique index decides between concurrent bookings.
+// Books a future slot for an existing customer of the tenant unless the slot
+// already holds an active appointment; the partial unique index decides
+// between concurrent bookings. One statement, so one round trip: the row
+// says whether the customer exists and, if booked, the appointment.
 func (q *Queries) BookSlot(ctx context.Context, arg BookSlotParams) (BookSlotRow, error) {
 	row := q.db.QueryRow(ctx, bookSlot,
 		arg.TenantID,
+		arg.CustomerID,
 		arg.SlotID,
 		arg.ID,
-		arg.CustomerID,
 		arg.Service,
 		arg.ActionID,
 	)
 	var i BookSlotRow
 	err := row.Scan(
+		&i.CustomerFound,
 		&i.ID,
 		&i.CustomerID,
 		&i.SlotID,

@@ -30,6 +30,36 @@ type Action struct {
 	CompletedAt    *time.Time
 }
 
+type ActionEvent struct {
+	ID       int64
+	ActionID uuid.UUID
+	At       time.Time
+	Kind     string
+	Step     *string
+	Detail   []byte
+}
+
+type ActionStep struct {
+	ActionID    uuid.UUID
+	Name        string
+	Seq         int32
+	Capability  string
+	Required    bool
+	Operation   string
+	ProviderKey string
+	ExternalRef string
+	Payload     []byte
+	State       string
+	ProviderRef *string
+	RejectCode  *string
+	Attempts    int32
+	Checks      int32
+	LastError   *string
+	LastSentAt  *time.Time
+	NextCheckAt time.Time
+	UpdatedAt   time.Time
+}
+
 type ApiKey struct {
 	KeyHash   []byte
 	TenantID  uuid.UUID

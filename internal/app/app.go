@@ -5,14 +5,17 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
@@ -23,9 +26,14 @@ import (
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/message"
+	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/prune"
+	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/reconcile"
 )
 
 // Config configures a running oncecall.
@@ -44,21 +52,61 @@ type Config struct {
 	MaxBodyBytes int64
 	// ShutdownTimeout bounds the drain of in-flight requests. Default 15s.
 	ShutdownTimeout time.Duration
-	// MaxConns sizes the connection pool. Default 20.
+	// MaxConns sizes the connection pool. Default DefaultMaxConns().
 	MaxConns int32
+	// Providers maps capabilities to remote providers; a capability not in
+	// it is served by oncecall's own tables.
+	Providers provider.Set
+	// Steps bounds the recovery of remote steps.
+	Steps step.Config
+	// Reconcile tunes the reconciler; ReconcileDisabled keeps it from
+	// running inside this process.
+	Reconcile         reconcile.Config
+	ReconcileDisabled bool
+	// OperatorToken enables /v1/ops for bearers of this token.
+	OperatorToken string
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
 	DashaWait time.Duration
+
+	// Server timeouts against slow clients: reading the request headers,
+	// reading the whole request, writing the answer (keep it above
+	// Prefer: wait's 10s cap and the core's claim wait), and keeping an idle
+	// keep-alive connection. Defaults 5s, 15s, 30s, 120s.
+	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+
+	// RateLimit is each tenant's sustained request rate per second on /v1;
+	// zero disables it (`oncecall serve` defaults to 50). RateBurst is the
+	// number of requests a tenant may send at once (default: the rate).
+	RateLimit float64
+	RateBurst int
+
+	// MetricsToken, when set, is the Bearer token /metrics requires.
+	MetricsToken string
+	// MetricsCacheTTL is how long the action counts behind the actions
+	// gauges are reused between scrapes. Default 10s.
+	MetricsCacheTTL time.Duration
+
+	// Prune is the retention applied while serving (Serve sets its Pruned
+	// and Log to the program's metrics and log).
+	Prune prune.Config
+	// PruneInterval is how often Serve prunes; zero disables pruning
+	// (`oncecall serve` defaults to 10m).
+	PruneInterval time.Duration
 }
 
 // Main is a running oncecall.
 type Main struct {
-	cfg   Config
-	pg    *pgembed.Postgres
-	pool  *pgxpool.Pool
-	store *db.Store
-	ln    net.Listener
-	srv   *http.Server
+	cfg        Config
+	ops        *op.Registry
+	driver     *step.Driver
+	reconciler *reconcile.Reconciler
+	pg         *pgembed.Postgres
+	pool       *pgxpool.Pool
+	store      *db.Store
+	metrics    *metrics.Metrics
+	ln         net.Listener
+	srv        *http.Server
 }
 
 // Operations returns every operation oncecall offers.
@@ -81,6 +129,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = 15 * time.Second
 	}
+	cfg.ReadHeaderTimeout = cmp.Or(cfg.ReadHeaderTimeout, 5*time.Second)
+	cfg.ReadTimeout = cmp.Or(cfg.ReadTimeout, 15*time.Second)
+	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 30*time.Second)
+	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	m := &Main{cfg: cfg}
 	url := cfg.DatabaseURL
 	if url == "" {
@@ -104,16 +156,40 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		return nil, fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	m.ln = ln
+	m.metrics = metrics.New(metrics.Config{
+		Actions: m.store.CountActions, Pool: pool, CacheTTL: cfg.MetricsCacheTTL, Log: cfg.Log,
+	})
+	coreCfg := cfg.Core
+	if coreCfg.Observer == nil {
+		coreCfg.Observer = m.metrics
+	}
+	m.ops = Operations()
+	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
+	m.driver.Observe = func(capability, result string, took time.Duration) {
+		if took > 0 {
+			m.metrics.ProviderCall(capability, took)
+		}
+	}
+	m.reconciler = reconcile.New(m.store, m.driver, cfg.Reconcile, cfg.Log)
+	m.reconciler.Observe = m.metrics.ReconcileResult
+	core := idem.New(m.store, coreCfg)
+	core.SetDriver(m.driver)
 	handler := api.NewRouter(api.Config{
-		Store: m.store, Core: idem.New(m.store, cfg.Core), Ops: Operations(), Log: cfg.Log,
+		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
+		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
+		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
+		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
+		},
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       15 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    32 << 10,
 	}
 	return m, nil
@@ -148,17 +224,19 @@ func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, err
 	if err != nil {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
-	if maxConns > 0 {
-		pcfg.MaxConns = maxConns
-	} else {
-		pcfg.MaxConns = 20
-	}
+	pcfg.MaxConns = cmp.Or(maxConns, DefaultMaxConns())
+	db.Configure(pcfg)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
 	}
 	return pool, nil
 }
+
+// DefaultMaxConns sizes the pool to the machine: a few connections per core
+// keep PostgreSQL busy, and more only queue inside it (measured with
+// cmd/bench: 20 connections on 2 cores served fewer requests than 6).
+func DefaultMaxConns() int32 { return int32(max(4, 3*runtime.GOMAXPROCS(0))) }
 
 // Migrate applies the embedded migrations to the database at url.
 func Migrate(ctx context.Context, url string) error {
@@ -179,10 +257,36 @@ func (m *Main) Store() *db.Store { return m.store }
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 
-// Serve serves until ctx is done, then drains in-flight requests.
+// Metrics is the running program's metrics registry.
+func (m *Main) Metrics() *metrics.Metrics { return m.metrics }
+
+// Serve serves until ctx is done, then drains in-flight requests. While it
+// serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
+	if m.cfg.PruneInterval > 0 {
+		pruneCtx, stopPrune := context.WithCancel(ctx)
+		pruned := make(chan struct{})
+		defer func() { stopPrune(); <-pruned }()
+		pc := m.cfg.Prune
+		pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
+		p := prune.New(m.store, pc)
+		go func() {
+			defer close(pruned)
+			p.Every(pruneCtx, m.cfg.PruneInterval, time.Now)
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
+	reconciled := make(chan struct{})
+	rctx, stopReconciler := context.WithCancel(ctx)
+	go func() {
+		defer close(reconciled)
+		if !m.cfg.ReconcileDisabled {
+			m.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
+		}
+	}()
+	defer func() { <-reconciled }()
+	defer stopReconciler()
 	m.cfg.Log.Info().Str("addr", m.Addr()).Msg("serving")
 	select {
 	case err := <-errc:
@@ -196,6 +300,12 @@ func (m *Main) Serve(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Reconciler is the running program's reconciler.
+func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
+
+// Registry is the running program's operations.
+func (m *Main) Registry() *op.Registry { return m.ops }
 
 // Close releases the pool and stops the embedded database.
 func (m *Main) Close() error {

@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
 // Env is one running oncecall with its own database.
@@ -30,7 +30,7 @@ type Env struct {
 	DBURL string
 	Store *db.Store
 	Main  *app.Main
-	Logs  *Buffer
+	Logs  *simtest.Buffer
 	// Client sends requests through Contract: use it (or Request) for
 	// every call, so that every answer is checked against openapi.yaml.
 	Client   *http.Client
@@ -41,7 +41,7 @@ type Env struct {
 // (DatabaseURL, Addr and Log are set by Start unless cfg sets them).
 func Start(t testing.TB, cfg ...func(*app.Config)) *Env {
 	t.Helper()
-	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &Buffer{}}
+	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &simtest.Buffer{}}
 	e.Contract = NewContract(t, nil)
 	e.Client = &http.Client{Transport: e.Contract}
 	c := app.Config{
@@ -188,23 +188,4 @@ func (e *Env) Count(query string, args ...any) int {
 		e.t.Fatalf("count: %v", err)
 	}
 	return n
-}
-
-// Buffer is a goroutine-safe log sink.
-type Buffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *Buffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-// String returns everything logged so far.
-func (b *Buffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

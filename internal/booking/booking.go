@@ -4,6 +4,7 @@
 package booking
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -35,6 +38,7 @@ type BookInput struct {
 	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The customer's id."`
 	SlotID     string `json:"slot_id" required:"true" format:"uuid" desc:"The id of the slot the caller chose (from find_available_slots)."`
 	Service    string `json:"service" maxLength:"200" desc:"Optional: the service booked."`
+	Notify     string `json:"notify" enum:"sms,email" desc:"Optional: also send the customer a confirmation by sms or email."`
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
@@ -45,30 +49,38 @@ var Book = op.Define(op.Spec[BookInput]{
 	Description: "Book an appointment slot for a customer, after the caller has confirmed the customer and the exact slot. " +
 		"Call it once per confirmed booking.",
 	Normalize: func(in *BookInput) error {
+		if in.Notify != "" && in.Notify != message.SMS && in.Notify != message.Email {
+			return fault.Field("notify", "must be sms or email")
+		}
 		return op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
 			op.Text("service", &in.Service, 200, false))
 	},
 	Identity: func(in BookInput) []string { return []string{in.CustomerID, in.SlotID} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
-		customer, slot := op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID)
-		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if !ok {
-			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
-		}
-		a, ok, err := tx.BookSlot(ctx, db.Booking{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, SlotID: slot, Service: in.Service,
+		slot := op.MustUUID(in.SlotID)
+		a, booked, err := tx.BookSlot(ctx, db.Booking{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: op.MustUUID(in.CustomerID), SlotID: slot, Service: in.Service,
 		})
-		if err != nil {
+		switch {
+		case err != nil:
 			return idem.Result{}, err
-		}
-		if !ok {
+		case booked == db.BookedNoCustomer:
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		case booked == db.BookedSlotNotFree:
 			return slotRejection(ctx, tx, x, slot)
 		}
-		return confirm(http.StatusCreated, a)
+		if in.Notify == "" {
+			return confirm(http.StatusCreated, a)
+		}
+		// The confirmation is a follow-up: queued in the same transaction,
+		// it never changes the booking's outcome.
+		notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, a.StartsAt.Format(time.RFC1123), a.ID.String())
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: a, Confirmation: cmp.Or(notified, "queued")})
 	},
+	Remote: bookRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
 		Rejected: map[string]string{
@@ -79,6 +91,26 @@ var Book = op.Define(op.Spec[BookInput]{
 		},
 	},
 })
+
+// notifiedAppointment is a booking with the fate of its confirmation message.
+type notifiedAppointment struct {
+	db.Appointment
+	// Confirmation is "queued", or why the message could not be queued.
+	Confirmation string `json:"confirmation"`
+}
+
+// bookRemote books on a remote calendar and, when asked, sends the
+// confirmation through the messaging provider once the booking exists.
+func bookRemote() *op.Remote[BookInput] {
+	r := op.SendInput[BookInput](provider.Calendar, http.StatusCreated)
+	r.FollowUps = func(in BookInput) []op.FollowUp {
+		if in.Notify == "" {
+			return nil
+		}
+		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
+	}
+	return r
+}
 
 // RescheduleInput is the input of appointment.reschedule.
 type RescheduleInput struct {

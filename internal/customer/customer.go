@@ -17,6 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -42,12 +43,12 @@ func Operations() []op.Operation {
 }
 
 // pending is what an agent may say while an outcome is not known.
-const pending = "The change is not confirmed yet. Do not tell the caller it is done; say it is being processed and check the action's status."
+const pending = "The change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed."
 
 // CreateInput is the input of customer.create.
 type CreateInput struct {
-	Name        string `json:"name" required:"true" maxLength:"200" desc:"The customer's name as they gave it."`
-	Phone       string `json:"phone" maxLength:"32" desc:"Optional: phone number in international form, e.g. +442079460958."`
+	Name        string `json:"name" required:"true" minLength:"1" maxLength:"200" desc:"The customer's name as they gave it."`
+	Phone       string `json:"phone" maxLength:"32" pattern:"^(\\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}[ .()-]*$" desc:"Optional: phone number in international form, e.g. +442079460958."`
 	Email       string `json:"email" format:"email" maxLength:"254" desc:"Optional: e-mail address."`
 	ExternalRef string `json:"external_ref" maxLength:"200" desc:"Optional: the customer's id in your own system."`
 }
@@ -87,6 +88,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 		}
 		return op.Confirm(http.StatusCreated, c.ID.String(), c)
 	},
+	Remote: op.SendInput[CreateInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The customer record is created. You may tell the caller their details are saved.",
 		Rejected: map[string]string{
@@ -101,10 +103,10 @@ var Create = op.Define(op.Spec[CreateInput]{
 // change; null removes phone, email or external_ref.
 type UpdateInput struct {
 	CustomerID  string   `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer to change."`
-	Name        op.Patch `json:"name,omitzero" maxLength:"200" desc:"Optional: the new name. It cannot be removed."`
-	Phone       op.Patch `json:"phone,omitzero" maxLength:"32" desc:"Optional: the new phone number in international form, e.g. +442079460958; null removes it."`
+	Name        op.Patch `json:"name,omitzero" minLength:"1" maxLength:"200" desc:"Optional: the new name. It cannot be removed."`
+	Phone       op.Patch `json:"phone,omitzero" maxLength:"32" pattern:"^(\\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}[ .()-]*$" desc:"Optional: the new phone number in international form, e.g. +442079460958; null removes it."`
 	Email       op.Patch `json:"email,omitzero" format:"email" maxLength:"254" desc:"Optional: the new e-mail address; null removes it."`
-	ExternalRef op.Patch `json:"external_ref,omitzero" maxLength:"200" desc:"Optional: the new id in your own system; null removes it."`
+	ExternalRef op.Patch `json:"external_ref,omitzero" minLength:"1" maxLength:"200" desc:"Optional: the new id in your own system; null removes it."`
 }
 
 // Update sets the named fields of a customer. Every update is its own
@@ -162,6 +164,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		}
 		return op.Confirm(http.StatusOK, c.ID.String(), c)
 	},
+	Remote: op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
 	Say: op.Phrases{
 		Confirmed: "The customer's details are updated. You may tell the caller the change is saved.",
 		Rejected: map[string]string{
@@ -176,7 +179,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 // NoteInput is the input of customer.note.append.
 type NoteInput struct {
 	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
-	Text       string `json:"text" required:"true" maxLength:"2000" desc:"The note to add to the customer's record."`
+	Text       string `json:"text" required:"true" minLength:"1" maxLength:"2000" desc:"The note to add to the customer's record."`
 }
 
 // AppendNote appends a note to a customer record.
@@ -205,13 +208,14 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		}
 		return op.Confirm(http.StatusCreated, n.ID.String(), n)
 	},
+	Remote: op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The note is saved on the customer's record.",
 		Rejected: map[string]string{
 			NotFound: "The customer record was not found; the note was not saved. Confirm who the caller is.",
 			"":       "The note was not saved.",
 		},
-		Pending: "The note is not confirmed as saved yet. Do not say it is saved; check the action's status.",
+		Pending: "The note is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
 
@@ -219,7 +223,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 type PointsInput struct {
 	CustomerID string     `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
 	Delta      op.Integer `json:"delta" required:"true" minimum:"-1000000000" maximum:"1000000000" desc:"Points to add, or a negative number to redeem; not zero."`
-	Reason     string     `json:"reason" required:"true" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
+	Reason     string     `json:"reason" required:"true" minLength:"1" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
 }
 
 // AddPoints changes a customer's loyalty balance, which never goes below
@@ -241,7 +245,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		return nil
 	},
 	PerCall:  true,
-	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason, string(in.Delta)} },
+	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PointsInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		e, ok, err := tx.AddPoints(ctx, db.PointsChange{
@@ -262,6 +266,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		}
 		return op.Reject(InsufficientPoints, map[string]any{"customer_id": in.CustomerID, "balance": c.Points, "delta": in.Delta.Int64()})
 	},
+	Remote: op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The points are recorded. You may tell the caller the new balance in details.",
 		Rejected: map[string]string{
@@ -269,7 +274,8 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			NotFound:           "The customer record was not found; no points changed. Confirm who the caller is.",
 			"":                 "The points were not changed.",
 		},
-		Pending: "The points change is not confirmed yet. Do not tell the caller the balance changed; check the action's status.",
+		Pending: "The points change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"do not quote a new balance.",
 	},
 })
 

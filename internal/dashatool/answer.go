@@ -44,8 +44,10 @@ const (
 const (
 	defaultConfirmed = "The request went through. You may tell the caller it is confirmed, using the facts in details."
 	defaultRejected  = "The request was not carried out. Tell the caller it could not be done and offer an alternative."
-	defaultPending   = "This request is NOT confirmed yet: its result is still unknown. Do not tell the caller that it happened. " +
-		"Say you are still checking, then call check_action_status with this action_id and follow its answer."
+	defaultPending   = "This request is NOT confirmed yet: its result is still unknown. Do not tell the caller that it happened."
+	// pendingNext follows every pending say that has an action id: the one
+	// way to learn the outcome. Operations phrase only what not to say.
+	pendingNext = "Say you are still checking, then call check_action_status with this action_id and follow its answer."
 	// pendingNoID is pending when no action id is known yet: another attempt
 	// of the same request holds it in an unfinished transaction.
 	pendingNoID = "This request is NOT confirmed yet: an earlier attempt of it is still in progress. Do not tell the caller that it happened. " +
@@ -56,7 +58,8 @@ const (
 )
 
 // Say returns the guidance for an outcome of an operation with phrases p;
-// reason is the stored rejection code (any case).
+// reason is the stored rejection code (any case). A pending say is the
+// operation's pending phrase followed by how to learn the outcome.
 func Say(p op.Phrases, outcome db.Outcome, reason string) string {
 	switch outcome {
 	case db.Confirmed:
@@ -67,7 +70,7 @@ func Say(p op.Phrases, outcome db.Outcome, reason string) string {
 		}
 		return cmp.Or(p.Rejected[""], defaultRejected)
 	}
-	return cmp.Or(p.Pending, defaultPending)
+	return cmp.Or(p.Pending, defaultPending) + " " + pendingNext
 }
 
 // ForAction answers with an action as it stands. It is a function of the

@@ -89,7 +89,10 @@ func TestDefinitionsFollowDashaRules(t *testing.T) {
 			t.Errorf("%s: description does not ask for the action_id on a retry or re-plan", d.Name)
 		}
 	}
-	for _, name := range []string{"book_appointment", "reschedule_appointment", "cancel_appointment", "check_action_status", "find_available_slots"} {
+	for _, name := range []string{
+		"book_appointment", "reschedule_appointment", "cancel_appointment", "charge_payment", "send_message", "create_customer",
+		"update_customer", "add_customer_note", "add_loyalty_points", "check_action_status", "find_available_slots",
+	} {
 		if !seen[name] {
 			t.Errorf("no tool %s", name)
 		}

@@ -60,6 +60,17 @@ type Request struct {
 	Wait time.Duration
 	// Run performs the operation's writes inside the claim's transaction.
 	Run func(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
+	// Steps, when set, makes the action remote: the steps and their
+	// provider keys are committed with the claim, before any dispatch, and
+	// the Driver performs them; Run is not called.
+	Steps []db.NewStep
+}
+
+// Driver performs the remote steps of a claimed action and returns the
+// action as it then stands (completed, or unknown when a provider's answer
+// was lost).
+type Driver interface {
+	Drive(ctx context.Context, a db.Action) (db.Action, error)
 }
 
 // Reply is the action the request maps to.
@@ -89,13 +100,19 @@ type Config struct {
 	// that long instead. Past it the attempt answers ErrInProgress.
 	// Default 10s.
 	ClaimWait time.Duration
+	// Observer, when set, is told how each request ended (metrics).
+	Observer Observer
 }
 
 // Core runs requests against the store.
 type Core struct {
-	store *db.Store
-	cfg   Config
+	store  *db.Store
+	cfg    Config
+	driver Driver
 }
+
+// SetDriver installs the driver of remote steps.
+func (c *Core) SetDriver(d Driver) { c.driver = d }
 
 // New returns a Core with defaults applied to cfg.
 func New(store *db.Store, cfg Config) *Core {
@@ -137,8 +154,8 @@ type ReusedError struct{ Action db.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
 
-// Do maps req to its action, executing it only if this attempt claims it.
-func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
+// do is Do without the observer.
+func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
 	// claim below is the only decision.
@@ -199,6 +216,13 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		if !claimed {
 			return errNotClaimed
 		}
+		if len(req.Steps) > 0 {
+			reply = Reply{Action: db.Action{
+				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
+				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
+			}}
+			return claimSteps(ctx, tx, id, req.Steps)
+		}
 		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
 		if err != nil {
 			return err
@@ -221,7 +245,42 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		}}
 		return nil
 	})
-	return reply, err
+	if err != nil || reply.Action.State != db.Running {
+		return reply, err
+	}
+	return c.drive(ctx, reply.Action), nil
+}
+
+// drive hands a freshly claimed remote action to the driver. From here on
+// the request can no longer fail: whatever goes wrong leaves the action for
+// the reconciler and the caller hears pending.
+func (c *Core) drive(ctx context.Context, a db.Action) Reply {
+	if c.driver == nil {
+		a.State = db.Unknown
+		return Reply{Action: a}
+	}
+	// A caller hanging up must not cut a provider call in half.
+	driven, err := c.driver.Drive(context.WithoutCancel(ctx), a)
+	if err != nil {
+		a.State = db.Unknown
+		return Reply{Action: a}
+	}
+	return Reply{Action: driven}
+}
+
+// claimSteps records the remote steps with their provider keys in the
+// claim's transaction, so every dispatch, retry and recovery uses them.
+func claimSteps(ctx context.Context, tx *db.Tx, id uuid.UUID, steps []db.NewStep) error {
+	keyed := make([]db.NewStep, len(steps))
+	for i, s := range steps {
+		s.ProviderKey = ProviderKey(id, s.Name)
+		s.ExternalRef = id.String() + "/" + s.Name
+		keyed[i] = s
+	}
+	if err := tx.InsertSteps(ctx, id, keyed); err != nil {
+		return fmt.Errorf("record steps: %w", err)
+	}
+	return tx.AddEvent(ctx, id, "claimed", "", map[string]int{"steps": len(steps)})
 }
 
 // follow answers a request whose key already names an action.

@@ -2,7 +2,10 @@ package idem
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+
+	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -38,9 +41,21 @@ func KeyHash(key string) string {
 // call, identity fields). It is a hash, so no customer data ends up in keys.
 func DeriveKey(parts ...string) string {
 	h := sha256.New()
+	var n [8]byte
 	for _, p := range parts {
+		// Length-prefixed, so no choice of parts (a call id holding a NUL,
+		// say) can make two different lists hash alike.
+		binary.BigEndian.PutUint64(n[:], uint64(len(p)))
+		h.Write(n[:])
 		h.Write([]byte(p))
-		h.Write([]byte{0})
 	}
 	return "derived:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// ProviderKey is the idempotency key a step sends to its provider: derived
+// from the action id and the step name, so every retry and every recovery by
+// any worker uses the same key without inventing a new one.
+func ProviderKey(action uuid.UUID, step string) string {
+	sum := sha256.Sum256([]byte(action.String() + "/" + step))
+	return "oc-" + hex.EncodeToString(sum[:20])
 }

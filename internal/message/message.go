@@ -6,6 +6,7 @@
 package message
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -77,6 +79,7 @@ var Send = op.Define(op.Spec[SendInput]{
 		return []string{recipient, in.Channel, in.Template, in.SubjectID, in.SendRef}
 	},
 	Execute: execute,
+	Remote:  op.SendInput[SendInput](provider.Messaging, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The message is queued for sending. You may tell the caller it is on its way; do not say it was delivered.",
 		Rejected: map[string]string{
@@ -85,7 +88,8 @@ var Send = op.Define(op.Spec[SendInput]{
 			CustomerHasNoEmail: "There is no e-mail address on file for this customer; no e-mail was sent. Offer a text or ask for an address.",
 			"":                 "The message was not sent.",
 		},
-		Pending: "The message is not confirmed as sent yet. Do not tell the caller it was sent; check the action's status.",
+		Pending: "The message is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"do not promise that it will arrive.",
 	},
 })
 
@@ -252,4 +256,32 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Confirm queues an appointment confirmation for a customer as a follow-up
+// of the action x, in its transaction. Like any follow-up it never changes
+// the action's outcome: a customer without a phone or e-mail is reported in
+// the returned reason instead.
+func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, when, subjectID string) (reason string, err error) {
+	c, err := tx.CustomerByID(ctx, x.TenantID, op.MustUUID(customerID))
+	if err != nil {
+		return "", err
+	}
+	res, err := execute(ctx, tx, x, SendInput{
+		CustomerID: customerID, Channel: channel, Template: "appointment_confirmation",
+		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
+	})
+	if err != nil {
+		return "", err
+	}
+	return res.Reason, nil
+}
+
+// ConfirmationFollowUp is the remote form of Confirm: a message.send step on
+// the messaging capability after the booking step succeeded.
+func ConfirmationFollowUp(customerID, channel, subjectID string) op.FollowUp {
+	return op.FollowUp{
+		Name: "messaging.confirmation", Capability: provider.Messaging, Operation: Send.Name(),
+		Payload: SendInput{CustomerID: customerID, Channel: channel, Template: "appointment_confirmation", SubjectID: subjectID},
+	}
 }

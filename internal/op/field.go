@@ -78,6 +78,12 @@ func MustUUID(s string) uuid.UUID { return uuid.MustParse(s) }
 // included.
 const MaxPhoneLen = 32
 
+// PhonePattern is the JSON Schema pattern of a phone field: exactly the
+// values Phone accepts, written without surrounding whitespace. Struct tags
+// cannot name a constant, so phone fields repeat it literally; a test
+// checks every tool's phone property against it.
+const PhonePattern = `^(\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}[ .()-]*$`
+
 // Phone checks that *v is a phone number and rewrites it in E.164 form
 // (+ and 8 to 15 digits), so that "+44 20 7946 0958", "0044 (20) 7946-0958"
 // and "+442079460958" are the same input. Spaces, dashes, dots and

@@ -2,8 +2,10 @@ package op_test
 
 import (
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -52,6 +54,31 @@ func TestPhone(t *testing.T) {
 			t.Errorf("Phone(%q) = %q, %v; want %q", c.in, v, err, c.want)
 		}
 	}
+}
+
+// FuzzPhonePattern checks that the schema pattern of phone fields accepts
+// exactly what Phone accepts (for values without surrounding whitespace,
+// which Phone forgives and the pattern does not).
+func FuzzPhonePattern(f *testing.F) {
+	for _, s := range []string{
+		"+442079460958", "+44 20 7946 0958", "0044 (20) 7946-0958", "(00)44 20 7946 0958", "+1.415.555.0100",
+		"+12345678", "+123456789012345", "02079460958", "+0442079460958", "+1234567", "+1234567890123456",
+		"0 0 1 2 3 4 5 6 7 8", "000442079460958", "+44 20 7946 0958 ext 2", "44+2079460958", "++442079460958", "+",
+		"+(44) 20-7946-0958", "+44\t2079460958", "+44 20 7946 0958 0000 0000 0000 00",
+	} {
+		f.Add(s)
+	}
+	re := regexp.MustCompile(op.PhonePattern)
+	f.Fuzz(func(t *testing.T, s string) {
+		if s != strings.TrimSpace(s) {
+			return
+		}
+		v := s
+		err := op.Phone("phone", &v)
+		if matched := re.MatchString(s) && utf8.RuneCountInString(s) <= op.MaxPhoneLen; matched != (err == nil) {
+			t.Fatalf("%q: pattern (with maxLength) says %v, Phone says %v", s, matched, err)
+		}
+	})
 }
 
 func TestEmail(t *testing.T) {

@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Spec declares one operation. In is the input struct; every field of the
@@ -44,6 +46,31 @@ type Spec[In any] struct {
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
 	// Say phrases each outcome for a voice agent.
 	Say Phrases
+	// Remote declares how the operation runs when its capability is served
+	// by a remote provider; nil means it is always local.
+	Remote *Remote[In]
+}
+
+// Remote declares an operation's remote writes.
+type Remote[In any] struct {
+	// Capability is the provider capability of the required write.
+	Capability string
+	// Payload is what the provider receives (ids and business fields).
+	Payload func(in In) any
+	// Confirmed turns the provider's record of the write into the result.
+	Confirmed func(in In, rec provider.Record) (idem.Result, error)
+	// FollowUps are further writes once the required one succeeded (e.g. a
+	// confirmation message). They are resumed until done but never change
+	// the action's outcome.
+	FollowUps func(in In) []FollowUp
+}
+
+// FollowUp is a further remote write of an action.
+type FollowUp struct {
+	Name       string
+	Capability string
+	Operation  string
+	Payload    any
 }
 
 // Phrases is what a voice agent may say for each outcome.
@@ -51,7 +78,11 @@ type Phrases struct {
 	Confirmed string
 	// Rejected maps a rejection reason to guidance; "" is the fallback.
 	Rejected map[string]string
-	Pending  string
+	// Pending says that the outcome is NOT confirmed and what the agent must
+	// not tell the caller meanwhile. It must not read like a confirmation,
+	// even negated ("do not say it is done"): a test checks the wording.
+	// The Dasha answer follows it with how to learn the outcome.
+	Pending string
 }
 
 // Operation is a Spec with its input type erased.
@@ -77,6 +108,16 @@ type Prepared struct {
 	// Identity lists the identity field values, in declaration order.
 	Identity []string
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
+	// Capability is the provider capability of the operation's required
+	// write; empty for operations that are always local.
+	Capability string
+	// Steps lists the remote writes when the capability is remote: the
+	// required one first (named by the capability), then the follow-ups whose
+	// capability is remote too.
+	Steps func(remote func(capability string) bool) ([]db.NewStep, error)
+	// Confirmed turns the provider's record of the required write into the
+	// action's result.
+	Confirmed func(rec provider.Record) (idem.Result, error)
 }
 
 type spec[In any] struct{ s Spec[In] }
@@ -119,6 +160,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 			return o.s.Execute(ctx, tx, x, in)
 		},
 	}
+	if r := o.s.Remote; r != nil {
+		p.Capability = r.Capability
+		p.Steps = func(remote func(string) bool) ([]db.NewStep, error) { return remoteSteps(o.s.Name, r, in, remote) }
+		p.Confirmed = func(rec provider.Record) (idem.Result, error) { return r.Confirmed(in, rec) }
+	}
 	if o.s.Identity != nil {
 		p.Identity = o.s.Identity(in)
 	} else {
@@ -147,11 +193,26 @@ func Decode(raw []byte, v any) error {
 			return fault.Field(typeErr.Field, "must be %s", jsonKind(typeErr.Type.Kind().String()))
 		}
 		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fault.Field(strings.Trim(name, `"`), "is not a known field")
+			return fault.Field(shorten(strings.Trim(name, `"`)), "is not a known field")
 		}
 		return fault.Wrap(fault.InvalidInput, err, "the request body does not match the operation's input")
 	}
 	return nil
+}
+
+// maxEchoedName bounds how much of an unknown field's name an error repeats:
+// enough to find it, never a vehicle for sending large input back.
+const maxEchoedName = 64
+
+func shorten(name string) string {
+	if len(name) <= maxEchoedName {
+		return name
+	}
+	cut := maxEchoedName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
 }
 
 func jsonKind(goKind string) string {
@@ -240,4 +301,28 @@ func withPath(raw []byte, path map[string]string) ([]byte, error) {
 		m[k], _ = json.Marshal(v)
 	}
 	return json.Marshal(m)
+}
+
+// remoteSteps lists the remote writes of one request. Provider keys and
+// external references are filled in by the core once the action id exists.
+func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(string) bool) ([]db.NewStep, error) {
+	payload, err := json.Marshal(r.Payload(in))
+	if err != nil {
+		return nil, err
+	}
+	steps := []db.NewStep{{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload}}
+	if r.FollowUps == nil {
+		return steps, nil
+	}
+	for _, f := range r.FollowUps(in) {
+		if !remote(f.Capability) {
+			continue
+		}
+		payload, err := json.Marshal(f.Payload)
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, db.NewStep{Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload})
+	}
+	return steps, nil
 }

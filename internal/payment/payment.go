@@ -16,6 +16,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Rejection reasons.
@@ -90,7 +91,7 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 			CustomerNotFound: "The customer record was not found; no payment was approved.",
 			"":               "The payment was not approved.",
 		},
-		Pending: "The payment approval is not confirmed yet. Do not tell the caller anything was charged.",
+		Pending: "The payment approval is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
 
@@ -155,6 +156,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		}
 		return op.Confirm(http.StatusCreated, p.ID.String(), p)
 	},
+	Remote: op.SendInput[ChargeInput](provider.Payments, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details.",
 		Rejected: map[string]string{
@@ -164,8 +166,8 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 			IntentNotFound:      "The approved payment was not found; nothing was charged.",
 			"":                  "The payment did not go through; nothing was charged.",
 		},
-		Pending: "The payment is not confirmed yet. Do not tell the caller it went through or that it failed; " +
-			"say it is being processed and check the action's status.",
+		Pending: "The payment is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
+			"say nothing about whether they will be billed, and do not ask for another way to pay.",
 	},
 })
 

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,6 +59,11 @@ type environment struct {
 // setup fails, the tests still run (those not needing a database pass) and
 // each NewDB call fails with the reason.
 func Main(m *testing.M) int {
+	// A fuzz worker only runs fuzz functions, which take no database;
+	// starting a server in each worker would eat the fuzzing time.
+	if slices.Contains(os.Args[1:], "-test.fuzzworker") {
+		return m.Run()
+	}
 	e, teardown := setup()
 	env = e
 	if e.err != nil {

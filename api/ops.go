@@ -1,0 +1,156 @@
+package api
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/reconcile"
+)
+
+// operatorOnly admits requests bearing the operator token. Without a
+// configured token the operator API does not exist.
+func (s *Server) operatorOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.OperatorToken == "" {
+			writeError(w, r, fault.New(fault.NotFound, "the operator API is disabled: set ONCECALL_OPERATOR_TOKEN"))
+			return
+		}
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall-ops"`)
+			writeError(w, r, fault.New(fault.Unauthorized, "the operator token is required"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// OpsAction is an action as operators see it.
+type OpsAction struct {
+	Envelope
+	TenantID      string     `json:"tenant_id"`
+	NeedsOperator bool       `json:"needs_operator"`
+	CreatedAt     string     `json:"created_at"`
+	Steps         []db.Step  `json:"steps,omitempty"`
+	Events        []db.Event `json:"events,omitempty"`
+}
+
+func opsAction(a db.Action) OpsAction {
+	return OpsAction{
+		Envelope: envelope(a), TenantID: a.TenantID.String(), NeedsOperator: a.NeedsOperator,
+		CreatedAt: a.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
+	}
+}
+
+func (s *Server) opsListActions(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := db.ActionFilter{State: q.Get("state"), Limit: 100}
+	switch f.State {
+	case "", string(db.Running), string(db.Completed), string(db.Unknown):
+	default:
+		writeError(w, r, fault.Field("state", "must be running, completed or unknown"))
+		return
+	}
+	if v := q.Get("needs_operator"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, r, fault.Field("needs_operator", "must be true or false"))
+			return
+		}
+		f.NeedsOperator = b
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, r, fault.Field("limit", "must be an integer from 1 to 1000"))
+			return
+		}
+		f.Limit = n
+	}
+	actions, err := s.cfg.Store.ListActions(r.Context(), f)
+	if err != nil {
+		writeError(w, r, storeErr(err))
+		return
+	}
+	out := make([]OpsAction, len(actions))
+	for i, a := range actions {
+		out[i] = opsAction(a)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"actions": out})
+}
+
+func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := actionParam(w, r)
+	if !ok {
+		return
+	}
+	d, err := reconcile.Show(r.Context(), s.cfg.Store, id)
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, r, fault.New(fault.NotFound, "no such action"))
+		return
+	}
+	if err != nil {
+		writeError(w, r, storeErr(err))
+		return
+	}
+	a := opsAction(d.Action)
+	a.Steps, a.Events = d.Steps, d.Events
+	writeJSON(w, http.StatusOK, a)
+}
+
+// ResolveRequest is an operator's resolution with its evidence.
+type ResolveRequest struct {
+	Outcome     string `json:"outcome"`
+	ProviderRef string `json:"provider_ref"`
+	Reason      string `json:"reason"`
+	Note        string `json:"note"`
+	By          string `json:"by"`
+}
+
+func (s *Server) opsResolveAction(w http.ResponseWriter, r *http.Request) {
+	id, ok := actionParam(w, r)
+	if !ok {
+		return
+	}
+	body, err := readBody(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var in ResolveRequest
+	if err := op.Decode(body, &in); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
+		Outcome: db.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
+	})
+	if errors.Is(err, db.ErrNotFound) {
+		writeError(w, r, fault.New(fault.NotFound, "no such action"))
+		return
+	}
+	if err != nil {
+		writeError(w, r, storeErr(err))
+		return
+	}
+	infoFrom(r.Context()).actionID = a.ID.String()
+	writeJSON(w, http.StatusOK, opsAction(a))
+}
+
+func actionParam(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
+	id, err := uuid.Parse(chi.URLParam(r, "action_id"))
+	if err != nil {
+		writeError(w, r, fault.New(fault.NotFound, "no such action"))
+		return uuid.UUID{}, false
+	}
+	return id, true
+}

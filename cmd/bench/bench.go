@@ -1,0 +1,259 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
+)
+
+// poolSize is the bench's own pool (fixtures, ceiling, select, checks). It
+// matches the server's default pool, so the SQL-only scenarios get no more
+// database connections than the server has.
+const poolSize = 20
+
+// bench is one benchmark session: the database, the servers under test and
+// the results so far.
+type bench struct {
+	cfg            config
+	stdout, stderr io.Writer
+	warmup         time.Duration
+
+	pool    *pgxpool.Pool
+	store   *db.Store
+	base    string // oncecall's base URL
+	bareURL string
+	client  *http.Client
+	// bareKeys authenticates the baseline handler like the server's key
+	// cache does on a hit.
+	bareKeys *keyMap
+	// serverRSS returns the server's peak RSS in MiB; ok is false when it
+	// cannot be known (a remote --url).
+	serverRSS func() (mib float64, ok bool)
+	rssNote   string
+
+	closers []func() error
+
+	maxRPS     float64  // fastest booking rate seen, to size slot supplies
+	grown      *fixture // the tenant holding the preloaded actions
+	firsts     []sentBooking
+	results    []result
+	violations []string
+}
+
+// result is one scenario at one concurrency.
+type result struct {
+	name        string
+	concurrency int
+	stats
+	skipped bool
+	note    string
+}
+
+func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench, err error) {
+	b := &bench{
+		cfg: cfg, stdout: stdout, stderr: stderr, bareKeys: newKeyMap(),
+		warmup: min(cfg.duration/5, time.Second),
+	}
+	defer func() {
+		if err != nil {
+			b.close()
+		}
+	}()
+
+	dbURL := cfg.databaseURL
+	if dbURL == "" {
+		dir, err := os.MkdirTemp("", "oncecall-bench-")
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, func() error { return os.RemoveAll(dir) })
+		// When run as root the database runs as the postgres account, which
+		// must be able to enter the folder.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			return nil, err
+		}
+		b.logf("starting an embedded PostgreSQL in %s (durable settings: fsync and synchronous_commit on)", dir)
+		pg, err := app.StartEmbedded(ctx, filepath.Join(dir, "data"), zerolog.Nop())
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, pg.Stop)
+		dbURL = pg.URL("oncecall")
+	}
+	b.pool, err = app.OpenDB(ctx, dbURL, poolSize)
+	if err != nil {
+		return nil, err
+	}
+	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
+	b.store = db.New(b.pool)
+
+	if cfg.url == "" {
+		if err := b.startServer(ctx, dbURL); err != nil {
+			return nil, err
+		}
+	} else {
+		b.base = cfg.url
+		b.serverRSS, b.rssNote = remoteRSS(cfg.url)
+	}
+	if err := b.startBare(); err != nil {
+		return nil, err
+	}
+	b.client = &http.Client{Transport: &http.Transport{
+		MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second,
+		DisableCompression: true,
+	}, Timeout: time.Minute}
+	return b, nil
+}
+
+// startServer runs oncecall in this process with its default configuration
+// on a database that is durable, as in production. Its logs are formatted as
+// in production and discarded.
+//
+// app.Config has no rate limit yet; when it gains one, this is where the
+// benchmark must raise it.
+func (b *bench) startServer(ctx context.Context, dbURL string) error {
+	m, err := app.Start(ctx, app.Config{
+		Addr: "127.0.0.1:0", DatabaseURL: dbURL,
+		Log: zerolog.New(io.Discard).With().Timestamp().Logger(),
+	})
+	if err != nil {
+		return fmt.Errorf("start oncecall: %w", err)
+	}
+	srvCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan error, 1)
+	go func() { done <- m.Serve(srvCtx) }()
+	b.closers = append(b.closers, func() error {
+		cancel()
+		err := <-done
+		return errors.Join(err, m.Close())
+	})
+	b.base = "http://" + m.Addr()
+	b.serverRSS = func() (float64, bool) { return peakRSS("self") }
+	b.rssNote = "oncecall runs inside the bench process, so this includes the load generator"
+	return nil
+}
+
+// startBare runs the baseline handler on a port of its own.
+func (b *bench) startBare() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           newBare(b.store, b.bareKeys, zerolog.New(io.Discard).With().Timestamp().Logger()),
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 32 << 10,
+	}
+	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at close
+	b.closers = append(b.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(ctx)
+	})
+	b.bareURL = "http://" + ln.Addr().String()
+	return nil
+}
+
+// close stops what start started, in reverse order.
+func (b *bench) close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		if err := b.closers[i](); err != nil {
+			b.logf("cleanup: %v", err)
+		}
+	}
+	b.closers = nil
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "bench: "+format+"\n", args...)
+}
+
+// runAll runs the chosen scenarios, each at every concurrency.
+func (b *bench) runAll(ctx context.Context) error {
+	for _, name := range b.cfg.scenarios {
+		for _, c := range b.cfg.concurrency {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			r, err := b.scenario(ctx, name, c)
+			if err != nil {
+				return fmt.Errorf("%s at %d clients: %w", name, c, err)
+			}
+			r.name, r.concurrency = name, c
+			b.results = append(b.results, r)
+			b.logf("%s", r.line())
+		}
+	}
+	return nil
+}
+
+func (b *bench) scenario(ctx context.Context, name string, c int) (result, error) {
+	switch name {
+	case "ceiling":
+		return b.runCeiling(ctx, c, true)
+	case "ceiling_tx":
+		return b.runCeiling(ctx, c, false)
+	case "select":
+		return b.runSelect(ctx, c)
+	case "bare":
+		return b.runBare(ctx, c)
+	case "first":
+		return b.runFirst(ctx, c)
+	case "replay":
+		return b.runReplay(ctx, c)
+	case "storm":
+		return b.runStorm(ctx, c)
+	case "dasha":
+		return b.runDasha(ctx, c)
+	case "grown":
+		return b.runGrown(ctx, c)
+	}
+	return result{}, fmt.Errorf("unknown scenario %q", name)
+}
+
+// profilePath is where a run's CPU profile goes, or "" without --cpuprofile.
+func (b *bench) profilePath(name string, c int) string {
+	if b.cfg.cpuprofile == "" {
+		return ""
+	}
+	return filepath.Join(b.cfg.cpuprofile, fmt.Sprintf("%s-c%d.pprof", name, c))
+}
+
+// load runs one measured run of scenario name at concurrency c with the
+// given number of workers (a storm worker is a group of clients).
+func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w *worker) bool) (stats, error) {
+	return load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), op)
+}
+
+// isLoopback reports whether a --url names this machine.
+func isLoopback(rawURL string) (port string, ok bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "", false
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	if host == "localhost" {
+		return port, true
+	}
+	ip := net.ParseIP(host)
+	return port, ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	us := func(n uint32) time.Duration { return time.Duration(n) * time.Microsecond }
+	for _, tc := range []struct {
+		in   []uint32
+		q    float64
+		want time.Duration
+	}{
+		{nil, 0.5, 0},
+		{[]uint32{7}, 0.99, us(7)},
+		{[]uint32{1, 2, 3, 4}, 0.5, us(2)},
+		{[]uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0.99, us(10)},
+		{[]uint32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0.5, us(5)},
+	} {
+		if got := percentile(tc.in, tc.q); got != tc.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", tc.in, tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseFlags([]string{"--concurrency", "32, 8,8", "--scenarios", "replay,first"}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.concurrency) != 2 || cfg.concurrency[0] != 8 || cfg.concurrency[1] != 32 {
+		t.Errorf("concurrency = %v, want [8 32]", cfg.concurrency)
+	}
+	if strings.Join(cfg.scenarios, ",") != "first,replay" {
+		t.Errorf("scenarios = %v, want them in run order", cfg.scenarios)
+	}
+	if cfg.duration != 10*time.Second || cfg.preload != 1_000_000 {
+		t.Errorf("defaults: duration %v preload %d", cfg.duration, cfg.preload)
+	}
+	for _, args := range [][]string{
+		{"--scenarios", "first,nope"},
+		{"--concurrency", "0"},
+		{"--url", "http://127.0.0.1:8080"}, // without --database-url
+		{"--duration", "0s"},
+	} {
+		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
+			t.Errorf("parseFlags(%q) accepted", args)
+		}
+	}
+}
+
+// TestBenchRuns runs every scenario briefly against the real server and
+// checks the report and the JSON file.
+func TestBenchRuns(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{
+		"--duration", "300ms", "--concurrency", "2,8", "--preload", "2000",
+		"--database-url", pgtest.NewDB(t), "--json", out,
+	}, &stdout, &stderr)
+	t.Log(stderr.String())
+	t.Log(stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep jsonReport
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, data)
+	}
+	if got, want := len(rep.Scenarios), len(scenarioOrder)*2; got != want {
+		t.Fatalf("%d scenario results, want %d", got, want)
+	}
+	for _, s := range rep.Scenarios {
+		if s.Skipped {
+			if s.Name != "dasha" {
+				t.Errorf("%s skipped: %s", s.Name, s.Note)
+			}
+			continue
+		}
+		if s.RPS <= 0 || s.Errors != 0 || s.P50 > s.P99 {
+			t.Errorf("%s at %d: rps %v, errors %d, p50 %v, p99 %v", s.Name, s.Concurrency, s.RPS, s.Errors, s.P50, s.P99)
+		}
+	}
+	for _, r := range []string{"first/ceiling", "first/ceiling_tx", "first/bare", "replay/select", "grown/first"} {
+		if rep.Ratios[r] <= 0 {
+			t.Errorf("ratio %s missing: %v", r, rep.Ratios)
+		}
+	}
+	if rep.ServerMaxRSSMiB == nil || *rep.ServerMaxRSSMiB <= 0 {
+		t.Errorf("server_max_rss_mib missing")
+	}
+	if !strings.Contains(stdout.String(), "first/ceiling") || strings.Contains(stderr.String(), "DUPLICATE") {
+		t.Errorf("report:\n%s\n%s", stdout.String(), stderr.String())
+	}
+}
+
+// TestEffectCheckFindsDuplicates proves the check fails a run whose
+// database holds more effects than its clients were told about, and one
+// whose clients were told about effects that do not exist.
+func TestEffectCheckFindsDuplicates(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cfg, err := parseFlags([]string{"--duration", "1s", "--database-url", pgtest.NewDB(t)}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	b, err := start(ctx, cfg, &bytes.Buffer{}, &log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	f, err := b.newTenant(ctx, "check")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.addSlots(ctx, f, 3); err != nil {
+		t.Fatal(err)
+	}
+	tenants := []uuid.UUID{f.tenant}
+	before, err := b.effects(ctx, tenants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, customer, _ := f.take()
+	a := b.post(b.base+"/v1/appointments", f.apiKey, "k1", bookBody(customer, slot), false)
+	if a.status != http.StatusCreated {
+		t.Fatalf("book: %d %s", a.status, a.snippet)
+	}
+	var honest tally
+	honest.firsts.Add(1)
+	if _, err := b.finish(ctx, "honest", 1, stats{}, tenants, before, &honest, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.violations) != 0 {
+		t.Fatalf("a correct run was flagged: %v", b.violations)
+	}
+
+	// A second appointment for the same action, made behind the API's back.
+	other, _, _ := f.take()
+	if _, err := b.pool.Exec(ctx, `INSERT INTO appointments (id, tenant_id, customer_id, slot_id, action_id)
+		SELECT gen_random_uuid(), tenant_id, customer_id, $1, action_id FROM appointments WHERE tenant_id = $2`, other, f.tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.finish(ctx, "doubled", 1, stats{}, tenants, before, &honest, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.violations) != 1 || !strings.Contains(b.violations[0], "more than one appointment") {
+		t.Fatalf("violations = %v, want the doubled action", b.violations)
+	}
+
+	// Clients told of three first executions; the database has two rows.
+	var lying tally
+	lying.firsts.Add(3)
+	if _, err := b.finish(ctx, "lost", 1, stats{}, tenants, before, &lying, false); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.violations) != 2 || !strings.Contains(b.violations[1], "only 2 new appointments") {
+		t.Fatalf("violations = %v, want the lost effect", b.violations)
+	}
+}

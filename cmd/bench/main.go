@@ -1,0 +1,139 @@
+// Command bench measures oncecall under load and checks that load never
+// produces a duplicate effect. It starts what it needs (an embedded
+// PostgreSQL unless --database-url is given, an in-process oncecall unless
+// --url is given, and a baseline HTTP handler without idempotency), runs
+// each scenario for --duration at each --concurrency, prints one table and
+// the ratios that matter, and optionally writes them as JSON.
+//
+// Scenarios, in the order they run:
+//
+//	ceiling     claim + booking + completion as one pgx Batch: one round trip, no HTTP
+//	ceiling_tx  the same statements one at a time in one transaction, no HTTP
+//	select      the read of an action by key that a replay needs, no HTTP
+//	bare        an HTTP handler on the same stack doing only the booking write
+//	first       REST bookings with fresh Idempotency-Keys
+//	replay      the requests of first again
+//	storm       every key sent by 8 clients at once
+//	dasha       Dasha tool webhooks with fresh call ids
+//	grown       first again after --preload actions are in the table
+//
+// After each run it counts the effects in the database (appointments against
+// first executions, actions per key, appointments per action and per slot)
+// and exits non-zero if any run produced a duplicate or a lost effect.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var scenarioOrder = []string{"ceiling", "ceiling_tx", "select", "bare", "first", "replay", "storm", "dasha", "grown"}
+
+// config is the command line.
+type config struct {
+	duration    time.Duration
+	concurrency []int
+	preload     int
+	databaseURL string
+	url         string
+	jsonPath    string
+	scenarios   []string
+	cpuprofile  string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := start(ctx, cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	if err := b.runAll(ctx); err != nil {
+		return err
+	}
+	if err := b.report(); err != nil {
+		return err
+	}
+	if len(b.violations) > 0 {
+		return fmt.Errorf("FAIL: %d run(s) produced duplicate or lost effects:\n  %s",
+			len(b.violations), strings.Join(b.violations, "\n  "))
+	}
+	return nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg config
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each scenario runs at each concurrency (after a short warm-up)")
+	conc := fs.String("concurrency", "8,32", "comma-separated numbers of concurrent clients")
+	fs.IntVar(&cfg.preload, "preload", 1_000_000, "actions inserted before the grown scenario")
+	fs.StringVar(&cfg.databaseURL, "database-url", "", "PostgreSQL to use (default: a private embedded one in a temporary folder, removed after)")
+	fs.StringVar(&cfg.url, "url", "", "base URL of a running oncecall (default: one in this process); needs --database-url naming its database")
+	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
+	scen := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated subset of: "+strings.Join(scenarioOrder, ", "))
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if cfg.duration <= 0 {
+		return config{}, errors.New("--duration must be positive")
+	}
+	if cfg.preload < 0 {
+		return config{}, errors.New("--preload must not be negative")
+	}
+	if cfg.url != "" && cfg.databaseURL == "" {
+		return config{}, errors.New("--url needs --database-url naming that server's database (to create tenants and slots and to count effects)")
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return config{}, fmt.Errorf("--concurrency: %q is not a positive number", s)
+		}
+		cfg.concurrency = append(cfg.concurrency, n)
+	}
+	slices.Sort(cfg.concurrency)
+	cfg.concurrency = slices.Compact(cfg.concurrency)
+	want := map[string]bool{}
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(scenarioOrder, s) {
+			return config{}, fmt.Errorf("--scenarios: unknown scenario %q (known: %s)", s, strings.Join(scenarioOrder, ", "))
+		}
+		want[s] = true
+	}
+	for _, s := range scenarioOrder {
+		if want[s] {
+			cfg.scenarios = append(cfg.scenarios, s)
+		}
+	}
+	return cfg, nil
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+)
+
+// envDefaults reads flag defaults from environment variables and remembers
+// the first malformed one, so a typo in the environment is an error rather
+// than a silently ignored setting.
+type envDefaults struct{ err error }
+
+func (e *envDefaults) fail(name, value, want string) {
+	if e.err == nil {
+		e.err = fmt.Errorf("environment variable %s=%q: want %s", name, value, want)
+	}
+}
+
+func (e *envDefaults) duration(name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		e.fail(name, v, "a duration such as 30s, 10m or 24h")
+		return def
+	}
+	return d
+}
+
+func (e *envDefaults) int(name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		e.fail(name, v, "a non-negative integer")
+		return def
+	}
+	return n
+}
+
+func (e *envDefaults) float(name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		e.fail(name, v, "a non-negative number")
+		return def
+	}
+	return f
+}
+
+func (e *envDefaults) bool(name string, def bool) bool {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		e.fail(name, v, "1, true, 0 or false")
+		return def
+	}
+	return b
+}
+
+// retention holds the retention flags shared by serve and prune.
+type retention struct {
+	response, action time.Duration
+	batch            int
+}
+
+func (r *retention) check() error {
+	if r.response <= 0 || r.action <= 0 {
+		return errors.New("--response-retention and --action-retention must be positive")
+	}
+	if r.batch < 1 || r.batch > 100000 {
+		return errors.New("--prune-batch must be between 1 and 100000")
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/reconcile"
+)
+
+// providersFromEnv builds the remote providers from ONCECALL_PROVIDER_<CAP>_*
+// variables; a capability without a URL stays local.
+func providersFromEnv(getenv func(string) string) (provider.Set, error) {
+	set := provider.Set{}
+	for _, capability := range provider.Capabilities {
+		prefix := "ONCECALL_PROVIDER_" + strings.ToUpper(capability) + "_"
+		url := getenv(prefix + "URL")
+		if url == "" {
+			continue
+		}
+		cfg := provider.HTTPConfig{BaseURL: url, Token: getenv(prefix + "TOKEN"), Timeout: 5 * time.Second,
+			Traits: provider.Traits{HonoursKeys: true, KeyRetention: 24 * time.Hour, AuthoritativeLookup: true}}
+		var err error
+		if cfg.Timeout, err = durationVar(getenv, prefix+"TIMEOUT", cfg.Timeout); err != nil {
+			return nil, err
+		}
+		if cfg.Traits.KeyRetention, err = durationVar(getenv, prefix+"KEY_RETENTION", cfg.Traits.KeyRetention); err != nil {
+			return nil, err
+		}
+		if cfg.Traits.VisibilityDelay, err = durationVar(getenv, prefix+"VISIBILITY_DELAY", 0); err != nil {
+			return nil, err
+		}
+		if cfg.Traits.HonoursKeys, err = boolVar(getenv, prefix+"HONOURS_KEYS", true); err != nil {
+			return nil, err
+		}
+		if cfg.Traits.AuthoritativeLookup, err = boolVar(getenv, prefix+"AUTHORITATIVE_LOOKUP", true); err != nil {
+			return nil, err
+		}
+		set[capability] = provider.NewHTTP(cfg)
+	}
+	return set, nil
+}
+
+func stepConfig() step.Config {
+	return step.Config{}
+}
+
+func reconcileConfig() (reconcile.Config, error) {
+	var c reconcile.Config
+	var err error
+	if c.Interval, err = durationVar(envLookup, "ONCECALL_RECONCILE_INTERVAL", 2*time.Second); err != nil {
+		return c, err
+	}
+	if c.Lease, err = durationVar(envLookup, "ONCECALL_RECONCILE_LEASE", time.Minute); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+func envLookup(name string) string { return env(name, "") }
+
+func durationVar(getenv func(string) string, name string, def time.Duration) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%s=%q is not a duration such as 5s or 24h", name, v)
+	}
+	return d, nil
+}
+
+func boolVar(getenv func(string) string, name string, def bool) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("%s=%q must be true or false", name, v)
+	}
+	return b, nil
+}

@@ -1,0 +1,80 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/provider/httpprovider"
+)
+
+// HTTPConfig configures a provider reached over the documented JSON
+// protocol (docs/provider-protocol.md).
+type HTTPConfig struct {
+	BaseURL string
+	// Token is sent as "Authorization: Bearer <Token>" when set.
+	Token string
+	// Timeout bounds each call. Default 5s.
+	Timeout time.Duration
+	// Traits are what this provider promises; they are configuration, not
+	// discovered, because recovery must not trust a provider's word at run
+	// time about how it deduplicates.
+	Traits Traits
+}
+
+// httpProvider adapts the protocol client to Provider.
+type httpProvider struct {
+	c      *httpprovider.Client
+	traits Traits
+}
+
+// NewHTTP returns a Provider speaking the JSON protocol.
+func NewHTTP(cfg HTTPConfig) Provider {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	return &httpProvider{
+		c:      &httpprovider.Client{BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout},
+		traits: cfg.Traits,
+	}
+}
+
+func (p *httpProvider) Traits() Traits { return p.traits }
+
+func (p *httpProvider) Write(ctx context.Context, w Write) (Record, error) {
+	key := w.Key
+	if !p.traits.HonoursKeys {
+		key = "" // a provider without keys is found by external reference
+	}
+	rec, err := p.c.Write(ctx, w.Capability, key, w.ExternalRef, w.Operation, w.Payload)
+	if err == nil {
+		return record(rec), nil
+	}
+	switch httpprovider.ClassOf(err) {
+	case httpprovider.ClassRejected:
+		rej, _ := errors.AsType[*httpprovider.Rejected](err)
+		return Record{}, &Rejected{Code: rej.Code, Message: rej.Message}
+	case httpprovider.ClassNotSent:
+		return Record{}, fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	return Record{}, fmt.Errorf("%w: %w", ErrAmbiguous, err)
+}
+
+func (p *httpProvider) LookupByKey(ctx context.Context, capability, key string) (Record, bool, error) {
+	rec, found, err := p.c.LookupByKey(ctx, capability, key)
+	return record(rec), found, err
+}
+
+func (p *httpProvider) LookupByRef(ctx context.Context, capability, ref string) ([]Record, error) {
+	recs, err := p.c.LookupByRef(ctx, capability, ref)
+	out := make([]Record, len(recs))
+	for i, r := range recs {
+		out[i] = record(r)
+	}
+	return out, err
+}
+
+func record(r httpprovider.Record) Record {
+	return Record{ID: r.ID, ExternalRef: r.ExternalRef, Status: r.Status, Code: r.Code}
+}

@@ -1,0 +1,114 @@
+// Package provider describes the systems that own a step's write: the
+// capabilities oncecall writes to (calendar, payments, messaging, crm), what
+// each provider promises (idempotency keys, their retention, lookup lag), and
+// how a failed call is classified. Only this classification decides whether a
+// write may be sent again.
+package provider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Capabilities a provider can serve.
+const (
+	Calendar  = "calendar"
+	Payments  = "payments"
+	Messaging = "messaging"
+	CRM       = "crm"
+)
+
+// Capabilities lists every capability.
+var Capabilities = []string{Calendar, Payments, Messaging, CRM}
+
+// Write is one downstream write.
+type Write struct {
+	Capability string
+	// Key is the step's provider key: derived from the action id and the
+	// step name, committed before the first dispatch, reused forever after.
+	Key string
+	// ExternalRef is a unique business reference a provider can be searched
+	// by when it does not honour keys.
+	ExternalRef string
+	Operation   string
+	Payload     json.RawMessage
+}
+
+// Record is what a provider holds for a write.
+type Record struct {
+	ID          string `json:"id"`
+	ExternalRef string `json:"external_ref,omitempty"`
+	Status      string `json:"status,omitempty"`
+	// Code is the rejection code when Status is "rejected".
+	Code string `json:"code,omitempty"`
+}
+
+// Traits is what a provider promises; recovery relies on nothing else.
+type Traits struct {
+	// HonoursKeys: a write re-sent with the same key within KeyRetention is
+	// performed at most once.
+	HonoursKeys bool
+	// KeyRetention is how long the provider remembers keys.
+	KeyRetention time.Duration
+	// VisibilityDelay is how long after a write lookups may still miss it.
+	VisibilityDelay time.Duration
+	// AuthoritativeLookup: past VisibilityDelay, "not found" means the write
+	// does not exist.
+	AuthoritativeLookup bool
+}
+
+// Provider performs and looks up writes for one capability.
+type Provider interface {
+	Traits() Traits
+	// Write performs w. Its error is a *Rejected, or wraps ErrNotSent or
+	// ErrAmbiguous.
+	Write(ctx context.Context, w Write) (Record, error)
+	// LookupByKey finds the write made with a provider key.
+	LookupByKey(ctx context.Context, capability, key string) (Record, bool, error)
+	// LookupByRef finds writes by external reference.
+	LookupByRef(ctx context.Context, capability, ref string) ([]Record, error)
+}
+
+// Rejected is a definitive business rejection: the write was not performed
+// and will not be by retrying it.
+type Rejected struct {
+	Code    string
+	Message string
+}
+
+func (r *Rejected) Error() string { return fmt.Sprintf("rejected by provider: %s", r.Code) }
+
+var (
+	// ErrNotSent: the request never left (connection refused before any byte
+	// was written): sending it again is safe.
+	ErrNotSent = errors.New("provider call not sent")
+	// ErrAmbiguous: the request may have been performed (timeout, 5xx, reset
+	// after sending): the outcome is unknown until evidence says otherwise.
+	ErrAmbiguous = errors.New("provider outcome unknown")
+)
+
+// Classify names the class of a Write error: "rejected", "not_sent" or
+// "ambiguous" (anything unrecognised is ambiguous: never assume a failure).
+func Classify(err error) string {
+	var rej *Rejected
+	switch {
+	case errors.As(err, &rej):
+		return "rejected"
+	case errors.Is(err, ErrNotSent):
+		return "not_sent"
+	}
+	return "ambiguous"
+}
+
+// Set maps capabilities to remote providers; a capability absent from the
+// set is served by the local provider (oncecall's own tables).
+type Set map[string]Provider
+
+// Remote returns the remote provider of a capability, if one is configured.
+func (s Set) Remote(capability string) (Provider, bool) {
+	p, ok := s[capability]
+	return p, ok && p != nil
+}

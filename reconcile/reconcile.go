@@ -1,0 +1,117 @@
+// Package reconcile finishes what requests could not: actions whose
+// provider answer was lost (unknown steps), actions whose worker died
+// (running past their lease), and follow-up steps still to send. Work is
+// claimed with FOR UPDATE SKIP LOCKED and a lease, so any number of replicas
+// can run it; a lease expiry is never taken as evidence of anything.
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/step"
+)
+
+// Config tunes the reconciler.
+type Config struct {
+	// Interval between passes. Default 2s.
+	Interval time.Duration
+	// Lease is how long a pass holds an action. Default 60s.
+	Lease time.Duration
+	// Batch is how many actions one pass leases at most. Default 50.
+	Batch int
+}
+
+// Reconciler runs passes over unfinished actions.
+type Reconciler struct {
+	store  *db.Store
+	driver *step.Driver
+	cfg    Config
+	log    zerolog.Logger
+	// Observe, when set, counts results ("completed", "error").
+	Observe func(result string)
+}
+
+// New returns a Reconciler with defaults applied to cfg.
+func New(store *db.Store, driver *step.Driver, cfg Config, log zerolog.Logger) *Reconciler {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 2 * time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = time.Minute
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 50
+	}
+	return &Reconciler{store: store, driver: driver, cfg: cfg, log: log}
+}
+
+// Stats counts what a pass did.
+type Stats struct {
+	Abandoned int // running actions past their lease, now treated as possibly executed
+	Due       int // actions with a step due for a send or a check
+	Completed int // actions that reached a known outcome in this pass
+}
+
+// RunOnce makes one pass.
+func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
+	var st Stats
+	abandoned, err := r.store.LeaseAbandoned(ctx, r.cfg.Lease, r.cfg.Batch)
+	if err != nil {
+		return st, err
+	}
+	due, err := r.store.LeaseDue(ctx, r.cfg.Lease, r.cfg.Batch)
+	if err != nil {
+		return st, err
+	}
+	st.Abandoned, st.Due = len(abandoned), len(due)
+	for _, l := range append(abandoned, due...) {
+		a, err := r.store.ActionByID(ctx, l.TenantID, l.ID)
+		if err != nil {
+			return st, err
+		}
+		after, err := r.driver.Drive(ctx, a)
+		if err != nil {
+			r.count("error")
+			r.log.Error().Err(err).Str("action_id", a.ID.String()).Msg("reconcile action")
+			continue
+		}
+		if a.State != db.Completed && after.State == db.Completed {
+			st.Completed++
+			r.count("completed")
+		}
+	}
+	return st, nil
+}
+
+// Run makes a pass every Interval until ctx is done.
+func (r *Reconciler) Run(ctx context.Context) error {
+	t := time.NewTicker(r.cfg.Interval)
+	defer t.Stop()
+	for {
+		st, err := r.RunOnce(ctx)
+		switch {
+		case errors.Is(err, context.Canceled) && ctx.Err() != nil:
+			return nil
+		case err != nil:
+			r.log.Warn().Err(err).Msg("reconcile pass failed")
+		case st.Abandoned+st.Due > 0:
+			r.log.Info().Int("abandoned", st.Abandoned).Int("due", st.Due).Int("completed", st.Completed).Msg("reconcile pass")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (r *Reconciler) count(result string) {
+	if r.Observe != nil {
+		r.Observe(result)
+	}
+}
