@@ -869,6 +869,11 @@ export interface components {
             slot_id: string;
             /** @description Optional: the service booked. */
             service?: string;
+            /**
+             * @description Optional: also send the customer a confirmation by sms or email.
+             * @enum {string}
+             */
+            notify?: "sms" | "email";
         };
         /** @description The appointment comes from the URL. */
         RescheduleAppointmentInput: {

@@ -37,6 +37,24 @@ func (e AppointmentStatus) Valid() bool {
 	}
 }
 
+// Defines values for BookAppointmentInputNotify.
+const (
+	BookAppointmentInputNotifyEmail BookAppointmentInputNotify = "email"
+	BookAppointmentInputNotifySms   BookAppointmentInputNotify = "sms"
+)
+
+// Valid indicates whether the value is a known member of the BookAppointmentInputNotify enum.
+func (e BookAppointmentInputNotify) Valid() bool {
+	switch e {
+	case BookAppointmentInputNotifyEmail:
+		return true
+	case BookAppointmentInputNotifySms:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CompletedState.
 const (
 	CompletedStateCompleted CompletedState = "completed"
@@ -683,12 +701,18 @@ type BookAppointmentInput struct {
 	// CustomerId The customer's id.
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
+	// Notify Optional: also send the customer a confirmation by sms or email.
+	Notify *BookAppointmentInputNotify `json:"notify,omitempty"`
+
 	// Service Optional: the service booked.
 	Service *string `json:"service,omitempty"`
 
 	// SlotId The id of the slot the caller chose (from find_available_slots).
 	SlotId openapi_types.UUID `json:"slot_id"`
 }
+
+// BookAppointmentInputNotify Optional: also send the customer a confirmation by sms or email.
+type BookAppointmentInputNotify string
 
 // CancelAppointmentInput An empty object; the appointment comes from the URL.
 type CancelAppointmentInput = map[string]interface{}
