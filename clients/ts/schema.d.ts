@@ -456,8 +456,29 @@ export interface components {
          *     `RESPONSE_RETENTION`, or a body over 1 MiB): the id of the resource it created or changed.
          */
         ResourceRef: {
-            /** Format: uuid */
+            /**
+             * @description The resource's id: a UUID for a record in oncecall's own tables, the provider's reference
+             *     for a write performed by a remote provider.
+             */
             id: string;
+        };
+        /**
+         * @description The result of a write performed by a remote provider (the operation's capability is configured
+         *     with `ONCECALL_PROVIDER_<CAPABILITY>_URL`): the provider's reference of the write and the
+         *     normalised request it carried out. An operator's confirmation has the same shape.
+         */
+        RemoteResult: {
+            /** @description The provider's reference of the write (the same as `provider_ref`). */
+            id: string;
+            /** @description The provider's reference of the write. */
+            provider_ref: string;
+            /**
+             * @description The normalised input of the operation, fields from the URL included (for example
+             *     `customer_id` of `PATCH /v1/customers/{customer_id}`); optional fields not sent are empty.
+             */
+            request: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description The action envelope of any operation. `result` is the operation's result when confirmed, the
@@ -471,7 +492,9 @@ export interface components {
             outcome: components["schemas"]["Outcome"];
             state: components["schemas"]["State"];
             /** @description The operation's result, the rejection's details, {"id": ...} after retention, or null. */
-            result: Record<string, never> | null;
+            result: {
+                [key: string]: unknown;
+            } | null;
             /** @description The rejection code when the outcome is `rejected`, else null. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -488,7 +511,23 @@ export interface components {
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `appointment.book`, `appointment.reschedule` or `appointment.cancel`. */
+        /**
+         * @description The envelope of a confirmed `appointment.book`. Its `result` is the appointment; with `notify`,
+         *     the appointment and the fate of its confirmation message; with a remote calendar, the
+         *     provider's reference.
+         */
+        BookingAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["Appointment"] | components["schemas"]["NotifiedAppointment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `appointment.reschedule` or `appointment.cancel`. */
         AppointmentAction: {
             /** Format: uuid */
             action_id: string;
@@ -512,62 +551,62 @@ export interface components {
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `payment.charge`. */
+        /** @description The envelope of a confirmed `payment.charge`. With a remote payments provider, `result` is a `RemoteResult`. */
         PaymentAction: {
             /** Format: uuid */
             action_id: string;
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Payment"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Payment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `message.send`. */
+        /** @description The envelope of a confirmed `message.send`. With a remote messaging provider, `result` is a `RemoteResult`. */
         MessageAction: {
             /** Format: uuid */
             action_id: string;
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Message"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Message"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `customer.create` or `customer.update`. */
+        /** @description The envelope of a confirmed `customer.create` or `customer.update`. With a remote crm provider, `result` is a `RemoteResult`. */
         CustomerAction: {
             /** Format: uuid */
             action_id: string;
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Customer"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Customer"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `customer.note.append`. */
+        /** @description The envelope of a confirmed `customer.note.append`. With a remote crm provider, `result` is a `RemoteResult`. */
         NoteAction: {
             /** Format: uuid */
             action_id: string;
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Note"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Note"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
         };
-        /** @description The envelope of a confirmed `customer.points.add`. */
+        /** @description The envelope of a confirmed `customer.points.add`. With a remote crm provider, `result` is a `RemoteResult`. */
         PointsEntryAction: {
             /** Format: uuid */
             action_id: string;
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["PointsEntry"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["PointsEntry"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -597,12 +636,38 @@ export interface components {
             slot_id: string;
             /** @description The service booked; may be empty. */
             service: string;
-            /** @enum {string} */
-            status: "active" | "cancelled";
+            status: components["schemas"]["AppointmentStatus"];
             /** Format: date-time */
             starts_at: string;
             /** Format: date-time */
             ends_at: string;
+        };
+        /**
+         * @description `active`, or `cancelled` (its slot is free again).
+         * @enum {string}
+         */
+        AppointmentStatus: "active" | "cancelled";
+        /** @description A booking that asked for a confirmation message (`notify`), with what became of the message. */
+        NotifiedAppointment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            slot_id: string;
+            /** @description The service booked; may be empty. */
+            service: string;
+            status: components["schemas"]["AppointmentStatus"];
+            /** Format: date-time */
+            starts_at: string;
+            /** Format: date-time */
+            ends_at: string;
+            /**
+             * @description `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
+             *     `CUSTOMER_HAS_NO_EMAIL`). The booking stands either way.
+             * @example queued
+             */
+            confirmation: string;
         };
         /** @description An amount approved for a customer, charged at most once. */
         PaymentIntent: {
@@ -754,7 +819,11 @@ export interface components {
             status: number;
             /** @description What went wrong, in words safe to show. */
             detail?: string;
-            code: components["schemas"]["ProblemCode"];
+            /**
+             * @description oncecall's codes are the values of `ProblemCode`. A rejection decided by a remote provider or
+             *     by an operator carries their code instead (`RejectionCode`).
+             */
+            code: components["schemas"]["ProblemCode"] | components["schemas"]["RejectionCode"];
             /** @description The offending input field of an `INVALID_INPUT` (`variables.when` for a nested one). */
             field?: string;
             /**
@@ -770,7 +839,9 @@ export interface components {
             state?: components["schemas"]["State"];
             status_url?: components["schemas"]["StatusURL"];
             /** @description A rejection's details (ids, never customer data). */
-            details?: Record<string, never>;
+            details?: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description A stable error code. Request problems: `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID`,
@@ -781,6 +852,13 @@ export interface components {
          * @enum {string}
          */
         ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS";
+        /**
+         * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
+         *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
+         *     the code an operator resolved the action with (`OPERATOR_REJECTED` unless they named one).
+         * @example OPERATOR_REJECTED
+         */
+        RejectionCode: string;
         /**
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
@@ -831,11 +909,17 @@ export interface components {
             outcome: components["schemas"]["Outcome"];
             /** @description The action's id; empty when no action was created (invalid arguments, or an attempt still uncommitted). */
             action_id: string;
-            reason?: components["schemas"]["DashaReason"];
+            /**
+             * @description One of `DashaReason`, or the lower-cased code of a rejection decided by a remote provider or
+             *     an operator (see `RejectionCode`).
+             */
+            reason?: components["schemas"]["DashaReason"] | string;
             /** @description Guidance for the model. */
             say: string;
             /** @description The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids. */
-            details: Record<string, never>;
+            details: {
+                [key: string]: unknown;
+            };
         };
         /**
          * @description Why a tool call was rejected, lower-case; absent when not rejected.
@@ -1574,7 +1658,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["AppointmentAction"];
+                    "application/json": components["schemas"]["BookingAction"];
                 };
             };
             202: components["responses"]["Pending"];

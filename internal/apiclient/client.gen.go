@@ -662,13 +662,12 @@ type Appointment struct {
 	Service  string             `json:"service"`
 	SlotId   openapi_types.UUID `json:"slot_id"`
 	StartsAt time.Time          `json:"starts_at"`
-	Status   AppointmentStatus  `json:"status"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
 }
 
-// AppointmentStatus defines model for Appointment.Status.
-type AppointmentStatus string
-
-// AppointmentAction The envelope of a confirmed `appointment.book`, `appointment.reschedule` or `appointment.cancel`.
+// AppointmentAction The envelope of a confirmed `appointment.reschedule` or `appointment.cancel`.
 type AppointmentAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -696,6 +695,9 @@ type AppointmentAction_Result struct {
 	union json.RawMessage
 }
 
+// AppointmentStatus `active`, or `cancelled` (its slot is free again).
+type AppointmentStatus string
+
 // BookAppointmentInput defines model for BookAppointmentInput.
 type BookAppointmentInput struct {
 	// CustomerId The customer's id.
@@ -713,6 +715,36 @@ type BookAppointmentInput struct {
 
 // BookAppointmentInputNotify Optional: also send the customer a confirmation by sms or email.
 type BookAppointmentInputNotify string
+
+// BookingAction The envelope of a confirmed `appointment.book`. Its `result` is the appointment; with `notify`,
+// the appointment and the fate of its confirmation message; with a remote calendar, the
+// provider's reference.
+type BookingAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result BookingAction_Result      `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// BookingAction_Result defines model for BookingAction.Result.
+type BookingAction_Result struct {
+	union json.RawMessage
+}
 
 // CancelAppointmentInput An empty object; the appointment comes from the URL.
 type CancelAppointmentInput = map[string]interface{}
@@ -799,7 +831,7 @@ type Customer struct {
 	Points int64 `json:"points"`
 }
 
-// CustomerAction The envelope of a confirmed `customer.create` or `customer.update`.
+// CustomerAction The envelope of a confirmed `customer.create` or `customer.update`. With a remote crm provider, `result` is a `RemoteResult`.
 type CustomerAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -839,7 +871,8 @@ type DashaAnswer struct {
 	// Outcome What the caller may be told. Only `confirmed` means the effect happened.
 	Outcome Outcome `json:"outcome"`
 
-	// Reason Why a tool call was rejected, lower-case; absent when not rejected.
+	// Reason One of `DashaReason`, or the lower-cased code of a rejection decided by a remote provider or
+	// an operator (see `RejectionCode`).
 	Reason *DashaReason `json:"reason,omitempty"`
 
 	// Say Guidance for the model.
@@ -927,7 +960,7 @@ type MessageStatus string
 // MessageTemplate defines model for Message.Template.
 type MessageTemplate string
 
-// MessageAction The envelope of a confirmed `message.send`.
+// MessageAction The envelope of a confirmed `message.send`. With a remote messaging provider, `result` is a `RemoteResult`.
 type MessageAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -963,7 +996,7 @@ type Note struct {
 	Text       string             `json:"text"`
 }
 
-// NoteAction The envelope of a confirmed `customer.note.append`.
+// NoteAction The envelope of a confirmed `customer.note.append`. With a remote crm provider, `result` is a `RemoteResult`.
 type NoteAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -991,6 +1024,27 @@ type NoteAction_Result struct {
 	union json.RawMessage
 }
 
+// NotifiedAppointment A booking that asked for a confirmation message (`notify`), with what became of the message.
+type NotifiedAppointment struct {
+	// Confirmation `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
+	// `CUSTOMER_HAS_NO_EMAIL`). The booking stands either way.
+	//
+	//
+	// Example: queued
+	Confirmation string             `json:"confirmation"`
+	CustomerId   openapi_types.UUID `json:"customer_id"`
+	EndsAt       time.Time          `json:"ends_at"`
+	Id           openapi_types.UUID `json:"id"`
+
+	// Service The service booked; may be empty.
+	Service  string             `json:"service"`
+	SlotId   openapi_types.UUID `json:"slot_id"`
+	StartsAt time.Time          `json:"starts_at"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
+}
+
 // OperationName The operation an action performs.
 type OperationName string
 
@@ -1013,7 +1067,7 @@ type Payment struct {
 // PaymentStatus defines model for Payment.Status.
 type PaymentStatus string
 
-// PaymentAction The envelope of a confirmed `payment.charge`.
+// PaymentAction The envelope of a confirmed `payment.charge`. With a remote payments provider, `result` is a `RemoteResult`.
 type PaymentAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -1129,7 +1183,7 @@ type PointsEntry struct {
 	Reason     string             `json:"reason"`
 }
 
-// PointsEntryAction The envelope of a confirmed `customer.points.add`.
+// PointsEntryAction The envelope of a confirmed `customer.points.add`. With a remote crm provider, `result` is a `RemoteResult`.
 type PointsEntryAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -1162,11 +1216,8 @@ type Problem struct {
 	// ActionId The action the problem is about.
 	ActionId *openapi_types.UUID `json:"action_id,omitempty"`
 
-	// Code A stable error code. Request problems: `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID`,
-	// `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_IN_PROGRESS`, `INVALID_JSON`, `INVALID_INPUT`,
-	// `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`,
-	// `UNSUPPORTED_MEDIA_TYPE`, `RATE_LIMITED`, `SERVICE_UNAVAILABLE`, `INTERNAL`. The others are the
-	// reasons of business rejections (`422` with `outcome: rejected`).
+	// Code oncecall's codes are the values of `ProblemCode`. A rejection decided by a remote provider or
+	// by an operator carries their code instead (`RejectionCode`).
 	Code ProblemCode `json:"code"`
 
 	// Detail What went wrong, in words safe to show.
@@ -1209,6 +1260,28 @@ type ProblemOutcome string
 // reasons of business rejections (`422` with `outcome: rejected`).
 type ProblemCode string
 
+// RejectionCode The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
+// the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
+// the code an operator resolved the action with (`OPERATOR_REJECTED` unless they named one).
+//
+// Example: OPERATOR_REJECTED
+type RejectionCode = string
+
+// RemoteResult The result of a write performed by a remote provider (the operation's capability is configured
+// with `ONCECALL_PROVIDER_<CAPABILITY>_URL`): the provider's reference of the write and the
+// normalised request it carried out. An operator's confirmation has the same shape.
+type RemoteResult struct {
+	// Id The provider's reference of the write (the same as `provider_ref`).
+	Id string `json:"id"`
+
+	// ProviderRef The provider's reference of the write.
+	ProviderRef string `json:"provider_ref"`
+
+	// Request The normalised input of the operation, fields from the URL included (for example
+	// `customer_id` of `PATCH /v1/customers/{customer_id}`); optional fields not sent are empty.
+	Request map[string]interface{} `json:"request"`
+}
+
 // RescheduleAppointmentInput The appointment comes from the URL.
 type RescheduleAppointmentInput struct {
 	// SlotId The id of the new slot the caller chose.
@@ -1218,7 +1291,9 @@ type RescheduleAppointmentInput struct {
 // ResourceRef The compact result of a confirmed action once its full body is gone (after
 // `RESPONSE_RETENTION`, or a body over 1 MiB): the id of the resource it created or changed.
 type ResourceRef struct {
-	Id openapi_types.UUID `json:"id"`
+	// Id The resource's id: a UUID for a record in oncecall's own tables, the provider's reference
+	// for a write performed by a remote provider.
+	Id string `json:"id"`
 }
 
 // SendMessageInput defines model for SendMessageInput.
@@ -1648,6 +1723,120 @@ func (t *AppointmentAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsAppointment returns the union data inside the BookingAction_Result as a Appointment
+func (t BookingAction_Result) AsAppointment() (Appointment, error) {
+	var body Appointment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAppointment overwrites any union data inside the BookingAction_Result as the provided Appointment
+func (t *BookingAction_Result) FromAppointment(v Appointment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAppointment performs a merge with any union data inside the BookingAction_Result, using the provided Appointment
+func (t *BookingAction_Result) MergeAppointment(v Appointment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNotifiedAppointment returns the union data inside the BookingAction_Result as a NotifiedAppointment
+func (t BookingAction_Result) AsNotifiedAppointment() (NotifiedAppointment, error) {
+	var body NotifiedAppointment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNotifiedAppointment overwrites any union data inside the BookingAction_Result as the provided NotifiedAppointment
+func (t *BookingAction_Result) FromNotifiedAppointment(v NotifiedAppointment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNotifiedAppointment performs a merge with any union data inside the BookingAction_Result, using the provided NotifiedAppointment
+func (t *BookingAction_Result) MergeNotifiedAppointment(v NotifiedAppointment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRemoteResult returns the union data inside the BookingAction_Result as a RemoteResult
+func (t BookingAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the BookingAction_Result as the provided RemoteResult
+func (t *BookingAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the BookingAction_Result, using the provided RemoteResult
+func (t *BookingAction_Result) MergeRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the BookingAction_Result as a ResourceRef
+func (t BookingAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the BookingAction_Result as the provided ResourceRef
+func (t *BookingAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the BookingAction_Result, using the provided ResourceRef
+func (t *BookingAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t BookingAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *BookingAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsCustomer returns the union data inside the CustomerAction_Result as a Customer
 func (t CustomerAction_Result) AsCustomer() (Customer, error) {
 	var body Customer
@@ -1664,6 +1853,32 @@ func (t *CustomerAction_Result) FromCustomer(v Customer) error {
 
 // MergeCustomer performs a merge with any union data inside the CustomerAction_Result, using the provided Customer
 func (t *CustomerAction_Result) MergeCustomer(v Customer) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRemoteResult returns the union data inside the CustomerAction_Result as a RemoteResult
+func (t CustomerAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the CustomerAction_Result as the provided RemoteResult
+func (t *CustomerAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the CustomerAction_Result, using the provided RemoteResult
+func (t *CustomerAction_Result) MergeRemoteResult(v RemoteResult) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -1736,6 +1951,32 @@ func (t *MessageAction_Result) MergeMessage(v Message) error {
 	return err
 }
 
+// AsRemoteResult returns the union data inside the MessageAction_Result as a RemoteResult
+func (t MessageAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the MessageAction_Result as the provided RemoteResult
+func (t *MessageAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the MessageAction_Result, using the provided RemoteResult
+func (t *MessageAction_Result) MergeRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResourceRef returns the union data inside the MessageAction_Result as a ResourceRef
 func (t MessageAction_Result) AsResourceRef() (ResourceRef, error) {
 	var body ResourceRef
@@ -1798,6 +2039,32 @@ func (t *NoteAction_Result) MergeNote(v Note) error {
 	return err
 }
 
+// AsRemoteResult returns the union data inside the NoteAction_Result as a RemoteResult
+func (t NoteAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the NoteAction_Result as the provided RemoteResult
+func (t *NoteAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the NoteAction_Result, using the provided RemoteResult
+func (t *NoteAction_Result) MergeRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResourceRef returns the union data inside the NoteAction_Result as a ResourceRef
 func (t NoteAction_Result) AsResourceRef() (ResourceRef, error) {
 	var body ResourceRef
@@ -1850,6 +2117,32 @@ func (t *PaymentAction_Result) FromPayment(v Payment) error {
 
 // MergePayment performs a merge with any union data inside the PaymentAction_Result, using the provided Payment
 func (t *PaymentAction_Result) MergePayment(v Payment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRemoteResult returns the union data inside the PaymentAction_Result as a RemoteResult
+func (t PaymentAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the PaymentAction_Result as the provided RemoteResult
+func (t *PaymentAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the PaymentAction_Result, using the provided RemoteResult
+func (t *PaymentAction_Result) MergeRemoteResult(v RemoteResult) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -1974,6 +2267,32 @@ func (t *PointsEntryAction_Result) FromPointsEntry(v PointsEntry) error {
 
 // MergePointsEntry performs a merge with any union data inside the PointsEntryAction_Result, using the provided PointsEntry
 func (t *PointsEntryAction_Result) MergePointsEntry(v PointsEntry) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRemoteResult returns the union data inside the PointsEntryAction_Result as a RemoteResult
+func (t PointsEntryAction_Result) AsRemoteResult() (RemoteResult, error) {
+	var body RemoteResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRemoteResult overwrites any union data inside the PointsEntryAction_Result as the provided RemoteResult
+func (t *PointsEntryAction_Result) FromRemoteResult(v RemoteResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRemoteResult performs a merge with any union data inside the PointsEntryAction_Result, using the provided RemoteResult
+func (t *PointsEntryAction_Result) MergeRemoteResult(v RemoteResult) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -5010,7 +5329,7 @@ type BookAppointmentResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
-	JSON201 *AppointmentAction
+	JSON201 *BookingAction
 	// JSON202 the response for an HTTP 202 `application/json` response
 	JSON202 *Pending
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -5048,7 +5367,7 @@ type BookAppointmentResponse struct {
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
-func (r BookAppointmentResponse) GetJSON201() *AppointmentAction {
+func (r BookAppointmentResponse) GetJSON201() *BookingAction {
 	return r.JSON201
 }
 
@@ -8249,7 +8568,7 @@ func ParseBookAppointmentResponse(rsp *http.Response) (*BookAppointmentResponse,
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
-		var dest AppointmentAction
+		var dest BookingAction
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
