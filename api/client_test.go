@@ -187,7 +187,7 @@ func TestGeneratedClientChargesOnce(t *testing.T) {
 	}
 	first, again := charge(), charge()
 	p, err := first.JSON201.Result.AsPayment()
-	if err != nil || p.Amount != 1050 || p.Status != apiclient.Succeeded || p.PaymentIntentId != intent.Id {
+	if err != nil || p.Amount != 1050 || p.Status != apiclient.PaymentStatusSucceeded || p.PaymentIntentId != intent.Id {
 		t.Fatalf("charge: %+v %v", p, err)
 	}
 	if h := again.Headers201.IdempotentReplayed; h == nil || *h != "true" || !bytes.Equal(again.Body, first.Body) {
@@ -356,6 +356,11 @@ func TestGeneratedClientErrors(t *testing.T) {
 	s, err := e.c.ListSlotsWithResponse(ctx, &apiclient.ListSlotsParams{Limit: ptr(501)})
 	if p := must(t, http.StatusBadRequest, s, err).ApplicationproblemJSON400; p.Code != apiclient.INVALIDINPUT || *p.Field != "limit" {
 		t.Fatalf("limit 501: %+v", p)
+	}
+	// Without ONCECALL_OPERATOR_TOKEN the operator API does not exist.
+	o, err := newClient(t, e.Env, "anything").ListOpsActionsWithResponse(ctx, nil)
+	if p := must(t, http.StatusNotFound, o, err).ApplicationproblemJSON404; p.Code != apiclient.NOTFOUND {
+		t.Fatalf("operator API without its token configured: %+v", p)
 	}
 	if n := e.Count("SELECT count(*) FROM actions"); n != 0 {
 		t.Fatalf("actions = %d, want 0", n)

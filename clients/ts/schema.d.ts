@@ -44,6 +44,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Prometheus metrics
+         * @description Counters, histograms and gauges for Prometheus: requests by route and status, claims, replays,
+         *     key mismatches, in-progress conflicts, outcomes by operation, unknown and needs-operator actions,
+         *     reconciliation results, provider latency, pruning, rate limiting, the database pool and the Go
+         *     runtime. All names start with `oncecall_` (the runtime's with `go_`). When
+         *     `ONCECALL_METRICS_TOKEN` is set the scrape needs it as a Bearer token; otherwise it is open.
+         *     The answer is the text format unless `Accept` asks for Prometheus' protobuf format.
+         */
+        get: operations["getMetrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/actions/{action_id}": {
         parameters: {
             query?: never;
@@ -413,6 +438,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/ops/actions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List actions
+         * @description Actions of every tenant, newest first, for operators: typically `needs_operator=true` (the
+         *     reconciler gave up finding evidence) or `state=unknown`.
+         */
+        get: operations["listOpsActions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ops/actions/{action_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Inspect an action
+         * @description An action of any tenant with its remote steps (provider keys and references, attempts, checks)
+         *     and its timeline of events, oldest first.
+         */
+        get: operations["getOpsAction"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/ops/actions/{action_id}/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resolve an action
+         * @description Records an operator's decision on an action that is not completed: its unresolved required step
+         *     takes the outcome, the action completes, and the decision joins the timeline with who made it and
+         *     the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+         *     status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+         *     an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+         */
+        post: operations["resolveOpsAction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -610,6 +701,111 @@ export interface components {
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
+        };
+        /**
+         * @description An action as operators see it: the envelope (see `Action`), its tenant, whether it waits for an
+         *     operator and when it was claimed; `GET /v1/ops/actions/{action_id}` adds its remote steps and
+         *     its timeline.
+         */
+        OpsAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["Outcome"];
+            state: components["schemas"]["State"];
+            /** @description As in `Action`. */
+            result: {
+                [key: string]: unknown;
+            } | null;
+            /** @description The rejection code when the outcome is `rejected`, else null. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+            /** Format: uuid */
+            tenant_id: string;
+            /** @description The reconciler could not find evidence within its bounds; only an operator settles it. */
+            needs_operator: boolean;
+            /**
+             * Format: date-time
+             * @description When the action was claimed.
+             */
+            created_at: string;
+            /** @description Its remote writes, the required one first; absent when it has none. */
+            steps?: components["schemas"]["Step"][];
+            /** @description Its timeline, oldest first; absent when empty. */
+            events?: components["schemas"]["Event"][];
+        };
+        OpsActionList: {
+            actions: components["schemas"]["OpsAction"][];
+        };
+        /** @description One remote write of an action and what is known about it. */
+        Step: {
+            /** @description The step's name, e.g. `calendar` or `messaging.confirmation`. */
+            name: string;
+            /** @description Its order in the action. */
+            seq: number;
+            capability: components["schemas"]["Capability"];
+            /** @description The action's outcome is this step's; a follow-up (not required) never changes it. */
+            required: boolean;
+            operation: components["schemas"]["OperationName"];
+            /** @description The idempotency key sent to the provider, the same on every retry. */
+            provider_key: string;
+            /** @description The business reference the provider can be searched by. */
+            external_ref: string;
+            /**
+             * @description `pending` (certainly not performed: safe to send), `unknown` (may have been performed: only
+             *     evidence decides), `succeeded` or `rejected`.
+             * @enum {string}
+             */
+            state: "pending" | "unknown" | "succeeded" | "rejected";
+            /** @description The provider's reference of the write, once known. */
+            provider_ref?: string;
+            /** @description The provider's rejection code, when rejected. */
+            reject_code?: string;
+            /** @description How many times the write was sent. */
+            attempts: number;
+            /** @description How many inconclusive checks the reconciler made. */
+            checks: number;
+            /** @description The last failure, without customer data. */
+            last_error?: string;
+            /** Format: date-time */
+            last_sent_at?: string;
+            /** Format: date-time */
+            next_check_at: string;
+        };
+        /**
+         * @description A kind of write a provider serves.
+         * @enum {string}
+         */
+        Capability: "calendar" | "payments" | "messaging" | "crm";
+        /** @description One entry of an action's timeline. */
+        Event: {
+            /** Format: date-time */
+            at: string;
+            /**
+             * @description What happened: `claimed`, `sent:<class>` (a write was attempted; its class is `succeeded`,
+             *     `rejected`, `not_sent` or `ambiguous`), `evidence` (a lookup found the write),
+             *     `inconclusive`, `needs_operator`, `lease_expired`, `completed`, `resolved_by_operator`.
+             */
+            kind: string;
+            /** @description The step it concerns, if any. */
+            step?: string;
+            /** @description Ids, states, provider references and the operator's evidence; never customer data. */
+            detail: {
+                [key: string]: unknown;
+            };
+        };
+        /** @description An operator's decision with its evidence. */
+        ResolveRequest: {
+            /** @enum {string} */
+            outcome: "confirmed" | "rejected";
+            /** @description The provider's reference of the write; required to confirm (it is the evidence). */
+            provider_ref?: string;
+            /** @description The rejection code, when rejecting. Default: `OPERATOR_REJECTED`. */
+            reason?: string;
+            /** @description The evidence, in the operator's words (no customer data). */
+            note: string;
+            /** @description Who resolved it. */
+            by: string;
         };
         /** @description A bookable time. A slot holds one booking. */
         Slot: {
@@ -1153,6 +1349,37 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The operator token is missing or wrong (`UNAUTHORIZED`); a tenant's API key is not it. */
+        OperatorUnauthorized: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Unauthorized",
+                 *       "status": 401,
+                 *       "detail": "the operator token is required",
+                 *       "code": "UNAUTHORIZED"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description No such action (`NOT_FOUND`; a malformed id is the same answer), or the operator API is off
+         *     because `ONCECALL_OPERATOR_TOKEN` is not set.
+         */
+        OperatorNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
         /** @description The tenant is bound to another Dasha `orgId` (`FORBIDDEN`). */
         Forbidden: {
             headers: {
@@ -1468,6 +1695,60 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Health"];
+                };
+            };
+        };
+    };
+    getMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example # HELP oncecall_replays_total Requests answered from an existing action without executing it.
+                     *     # TYPE oncecall_replays_total counter
+                     *     oncecall_replays_total{operation="appointment.book"} 3
+                     */
+                    "text/plain": string;
+                    "application/vnd.google.protobuf": string;
+                };
+            };
+            /** @description `ONCECALL_METRICS_TOKEN` is set and the request does not carry it (`UNAUTHORIZED`). */
+            401: {
+                headers: {
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "the metrics token is required: Authorization: Bearer <token>",
+                     *       "code": "UNAUTHORIZED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Too many scrapes at once (more than 4), or gathering took longer than 10 seconds. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
                 };
             };
         };
@@ -2541,6 +2822,152 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listOpsActions: {
+        parameters: {
+            query?: {
+                /** @description Only actions in this state. */
+                state?: components["schemas"]["State"];
+                /** @description true lists only actions waiting for an operator; false or absent lists all. */
+                needs_operator?: boolean;
+                /** @description How many actions to list. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The actions. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "actions": [
+                     *         {
+                     *           "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e13",
+                     *           "operation": "appointment.book",
+                     *           "outcome": "pending",
+                     *           "state": "unknown",
+                     *           "result": null,
+                     *           "reason": null,
+                     *           "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e13",
+                     *           "tenant_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e17",
+                     *           "needs_operator": true,
+                     *           "created_at": "2030-01-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpsActionList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["OperatorUnauthorized"];
+            404: components["responses"]["OperatorNotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getOpsAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The action's id (`action_id` of a write's answer). */
+                action_id: components["parameters"]["ActionID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The action, its steps and its timeline. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OpsAction"];
+                };
+            };
+            401: components["responses"]["OperatorUnauthorized"];
+            404: components["responses"]["OperatorNotFound"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resolveOpsAction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The action's id (`action_id` of a write's answer). */
+                action_id: components["parameters"]["ActionID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ResolveRequest"];
+            };
+        };
+        responses: {
+            /** @description The action as resolved. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e13",
+                     *       "operation": "appointment.book",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "id": "cal_01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e16",
+                     *         "provider_ref": "cal_01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e16",
+                     *         "request": {
+                     *           "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "slot_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e02",
+                     *           "service": "",
+                     *           "notify": ""
+                     *         }
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e13",
+                     *       "tenant_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e17",
+                     *       "needs_operator": false,
+                     *       "created_at": "2030-01-01T08:00:00Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpsAction"];
+                };
+            };
+            /**
+             * @description The decision is invalid or lacks evidence (`INVALID_INPUT`, `field` names it: confirming needs
+             *     `provider_ref`; `note` and `by` are always needed), the body is not a JSON object
+             *     (`INVALID_JSON`), or the action is already completed (`INVALID_INPUT` without `field`).
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["OperatorUnauthorized"];
+            404: components["responses"]["OperatorNotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -55,6 +55,30 @@ func (e BookAppointmentInputNotify) Valid() bool {
 	}
 }
 
+// Defines values for Capability.
+const (
+	Calendar  Capability = "calendar"
+	Crm       Capability = "crm"
+	Messaging Capability = "messaging"
+	Payments  Capability = "payments"
+)
+
+// Valid indicates whether the value is a known member of the Capability enum.
+func (e Capability) Valid() bool {
+	switch e {
+	case Calendar:
+		return true
+	case Crm:
+		return true
+	case Messaging:
+		return true
+	case Payments:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CompletedState.
 const (
 	CompletedStateCompleted CompletedState = "completed"
@@ -303,16 +327,16 @@ func (e Outcome) Valid() bool {
 
 // Defines values for PaymentStatus.
 const (
-	Declined  PaymentStatus = "declined"
-	Succeeded PaymentStatus = "succeeded"
+	PaymentStatusDeclined  PaymentStatus = "declined"
+	PaymentStatusSucceeded PaymentStatus = "succeeded"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
 func (e PaymentStatus) Valid() bool {
 	switch e {
-	case Declined:
+	case PaymentStatusDeclined:
 		return true
-	case Succeeded:
+	case PaymentStatusSucceeded:
 		return true
 	default:
 		return false
@@ -502,6 +526,24 @@ func (e ProblemCode) Valid() bool {
 	}
 }
 
+// Defines values for ResolveRequestOutcome.
+const (
+	ResolveRequestOutcomeConfirmed ResolveRequestOutcome = "confirmed"
+	ResolveRequestOutcomeRejected  ResolveRequestOutcome = "rejected"
+)
+
+// Valid indicates whether the value is a known member of the ResolveRequestOutcome enum.
+func (e ResolveRequestOutcome) Valid() bool {
+	switch e {
+	case ResolveRequestOutcomeConfirmed:
+		return true
+	case ResolveRequestOutcomeRejected:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SendMessageInputChannel.
 const (
 	SendMessageInputChannelEmail SendMessageInputChannel = "email"
@@ -559,6 +601,30 @@ func (e State) Valid() bool {
 	case StateRunning:
 		return true
 	case StateUnknown:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepState.
+const (
+	StepStatePending   StepState = "pending"
+	StepStateRejected  StepState = "rejected"
+	StepStateSucceeded StepState = "succeeded"
+	StepStateUnknown   StepState = "unknown"
+)
+
+// Valid indicates whether the value is a known member of the StepState enum.
+func (e StepState) Valid() bool {
+	switch e {
+	case StepStatePending:
+		return true
+	case StepStateRejected:
+		return true
+	case StepStateSucceeded:
+		return true
+	case StepStateUnknown:
 		return true
 	default:
 		return false
@@ -749,6 +815,9 @@ type BookingAction_Result struct {
 // CancelAppointmentInput An empty object; the appointment comes from the URL.
 type CancelAppointmentInput = map[string]interface{}
 
+// Capability A kind of write a provider serves.
+type Capability string
+
 // ChargePaymentInput defines model for ChargePaymentInput.
 type ChargePaymentInput struct {
 	// Amount Optional: the amount to charge in minor units, at most the intent's amount. Default: the intent's amount.
@@ -920,6 +989,22 @@ type DashaToolPayload struct {
 // DashaToolPayloadType defines model for DashaToolPayload.Type.
 type DashaToolPayloadType string
 
+// Event One entry of an action's timeline.
+type Event struct {
+	At time.Time `json:"at"`
+
+	// Detail Ids, states, provider references and the operator's evidence; never customer data.
+	Detail map[string]interface{} `json:"detail"`
+
+	// Kind What happened: `claimed`, `sent:<class>` (a write was attempted; its class is `succeeded`,
+	// `rejected`, `not_sent` or `ambiguous`), `evidence` (a lookup found the write),
+	// `inconclusive`, `needs_operator`, `lease_expired`, `completed`, `resolved_by_operator`.
+	Kind string `json:"kind"`
+
+	// Step The step it concerns, if any.
+	Step *string `json:"step,omitempty"`
+}
+
 // Health defines model for Health.
 type Health struct {
 	// Status `ok`, or why the server is not ready.
@@ -1047,6 +1132,51 @@ type NotifiedAppointment struct {
 
 // OperationName The operation an action performs.
 type OperationName string
+
+// OpsAction An action as operators see it: the envelope (see `Action`), its tenant, whether it waits for an
+// operator and when it was claimed; `GET /v1/ops/actions/{action_id}` adds its remote steps and
+// its timeline.
+type OpsAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// CreatedAt When the action was claimed.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Events Its timeline, oldest first; absent when empty.
+	Events *[]Event `json:"events,omitempty"`
+
+	// NeedsOperator The reconciler could not find evidence within its bounds; only an operator settles it.
+	NeedsOperator bool `json:"needs_operator"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome What the caller may be told. Only `confirmed` means the effect happened.
+	Outcome Outcome `json:"outcome"`
+
+	// Reason The rejection code when the outcome is `rejected`, else null.
+	Reason nullable.Nullable[string] `json:"reason"`
+
+	// Result As in `Action`.
+	Result nullable.Nullable[map[string]interface{}] `json:"result"`
+
+	// State `running`, `completed` (outcome known) or `unknown` (outcome not known yet).
+	State State `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+
+	// Steps Its remote writes, the required one first; absent when it has none.
+	Steps    *[]Step            `json:"steps,omitempty"`
+	TenantId openapi_types.UUID `json:"tenant_id"`
+}
+
+// OpsActionList defines model for OpsActionList.
+type OpsActionList struct {
+	Actions []OpsAction `json:"actions"`
+}
 
 // Outcome What the caller may be told. Only `confirmed` means the effect happened.
 type Outcome string
@@ -1288,6 +1418,25 @@ type RescheduleAppointmentInput struct {
 	SlotId openapi_types.UUID `json:"slot_id"`
 }
 
+// ResolveRequest An operator's decision with its evidence.
+type ResolveRequest struct {
+	// By Who resolved it.
+	By string `json:"by"`
+
+	// Note The evidence, in the operator's words (no customer data).
+	Note    string                `json:"note"`
+	Outcome ResolveRequestOutcome `json:"outcome"`
+
+	// ProviderRef The provider's reference of the write; required to confirm (it is the evidence).
+	ProviderRef *string `json:"provider_ref,omitempty"`
+
+	// Reason The rejection code, when rejecting. Default: `OPERATOR_REJECTED`.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// ResolveRequestOutcome defines model for ResolveRequest.Outcome.
+type ResolveRequestOutcome string
+
 // ResourceRef The compact result of a confirmed action once its full body is gone (after
 // `RESPONSE_RETENTION`, or a body over 1 MiB): the id of the resource it created or changed.
 type ResourceRef struct {
@@ -1379,6 +1528,55 @@ type State string
 // Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
 type StatusURL = string
 
+// Step One remote write of an action and what is known about it.
+type Step struct {
+	// Attempts How many times the write was sent.
+	Attempts int `json:"attempts"`
+
+	// Capability A kind of write a provider serves.
+	Capability Capability `json:"capability"`
+
+	// Checks How many inconclusive checks the reconciler made.
+	Checks int `json:"checks"`
+
+	// ExternalRef The business reference the provider can be searched by.
+	ExternalRef string `json:"external_ref"`
+
+	// LastError The last failure, without customer data.
+	LastError  *string    `json:"last_error,omitempty"`
+	LastSentAt *time.Time `json:"last_sent_at,omitempty"`
+
+	// Name The step's name, e.g. `calendar` or `messaging.confirmation`.
+	Name        string    `json:"name"`
+	NextCheckAt time.Time `json:"next_check_at"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// ProviderKey The idempotency key sent to the provider, the same on every retry.
+	ProviderKey string `json:"provider_key"`
+
+	// ProviderRef The provider's reference of the write, once known.
+	ProviderRef *string `json:"provider_ref,omitempty"`
+
+	// RejectCode The provider's rejection code, when rejected.
+	RejectCode *string `json:"reject_code,omitempty"`
+
+	// Required The action's outcome is this step's; a follow-up (not required) never changes it.
+	Required bool `json:"required"`
+
+	// Seq Its order in the action.
+	Seq int `json:"seq"`
+
+	// State `pending` (certainly not performed: safe to send), `unknown` (may have been performed: only
+	// evidence decides), `succeeded` or `rejected`.
+	State StepState `json:"state"`
+}
+
+// StepState `pending` (certainly not performed: safe to send), `unknown` (may have been performed: only
+// evidence decides), `succeeded` or `rejected`.
+type StepState string
+
 // ToolName A Dasha tool of oncecall (the definitions in `tools/`).
 type ToolName string
 
@@ -1438,6 +1636,12 @@ type Internal = Problem
 
 // NotFound An RFC 9457 problem document with oncecall's extension members.
 type NotFound = Problem
+
+// OperatorNotFound An RFC 9457 problem document with oncecall's extension members.
+type OperatorNotFound = Problem
+
+// OperatorUnauthorized An RFC 9457 problem document with oncecall's extension members.
+type OperatorUnauthorized = Problem
 
 // PayloadTooLarge An RFC 9457 problem document with oncecall's extension members.
 type PayloadTooLarge = Problem
@@ -1574,6 +1778,18 @@ type SendMessageParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ListOpsActionsParams defines parameters for ListOpsActions.
+type ListOpsActionsParams struct {
+	// State Only actions in this state.
+	State *State `form:"state,omitempty" json:"state,omitempty"`
+
+	// NeedsOperator true lists only actions waiting for an operator; false or absent lists all.
+	NeedsOperator *bool `form:"needs_operator,omitempty" json:"needs_operator,omitempty"`
+
+	// Limit How many actions to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // CreatePaymentIntentParams defines parameters for CreatePaymentIntent.
 type CreatePaymentIntentParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -1651,6 +1867,9 @@ type CallDashaToolByNameJSONRequestBody = DashaToolPayload
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = SendMessageInput
+
+// ResolveOpsActionJSONRequestBody defines body for ResolveOpsAction for application/json ContentType.
+type ResolveOpsActionJSONRequestBody = ResolveRequest
 
 // CreatePaymentIntentJSONRequestBody defines body for CreatePaymentIntent for application/json ContentType.
 type CreatePaymentIntentJSONRequestBody = CreatePaymentIntentInput
@@ -2482,6 +2701,18 @@ type ClientInterface interface {
 	// Corresponds with GET /livez (the `GetLiveness` operationId).
 	GetLiveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMetrics Prometheus metrics
+	//
+	// Counters, histograms and gauges for Prometheus: requests by route and status, claims, replays,
+	// key mismatches, in-progress conflicts, outcomes by operation, unknown and needs-operator actions,
+	// reconciliation results, provider latency, pruning, rate limiting, the database pool and the Go
+	// runtime. All names start with `oncecall_` (the runtime's with `go_`). When
+	// `ONCECALL_METRICS_TOKEN` is set the scrape needs it as a Bearer token; otherwise it is open.
+	// The answer is the text format unless `Accept` asks for Prometheus' protobuf format.
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReadiness Readiness probe
 	//
 	// Ready when the database answers and every migration is applied.
@@ -2747,6 +2978,48 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 	GetMessage(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListOpsActions List actions
+	//
+	// Actions of every tenant, newest first, for operators: typically `needs_operator=true` (the
+	// reconciler gave up finding evidence) or `state=unknown`.
+	//
+	// Corresponds with GET /v1/ops/actions (the `ListOpsActions` operationId).
+	ListOpsActions(ctx context.Context, params *ListOpsActionsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOpsAction Inspect an action
+	//
+	// An action of any tenant with its remote steps (provider keys and references, attempts, checks)
+	// and its timeline of events, oldest first.
+	//
+	// Corresponds with GET /v1/ops/actions/{action_id} (the `GetOpsAction` operationId).
+	GetOpsAction(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveOpsActionWithBody Resolve an action
+	//
+	// Records an operator's decision on an action that is not completed: its unresolved required step
+	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+	ResolveOpsActionWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResolveOpsAction Resolve an action
+	//
+	// Records an operator's decision on an action that is not completed: its unresolved required step
+	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+	ResolveOpsAction(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreatePaymentIntentWithBody Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
@@ -2829,6 +3102,28 @@ type ClientInterface interface {
 // Corresponds with GET /livez (the `GetLiveness` operationId).
 func (c *Client) GetLiveness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetLivenessRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMetrics Prometheus metrics
+//
+// Counters, histograms and gauges for Prometheus: requests by route and status, claims, replays,
+// key mismatches, in-progress conflicts, outcomes by operation, unknown and needs-operator actions,
+// reconciliation results, provider latency, pruning, rate limiting, the database pool and the Go
+// runtime. All names start with `oncecall_` (the runtime's with `go_`). When
+// `ONCECALL_METRICS_TOKEN` is set the scrape needs it as a Bearer token; otherwise it is open.
+// The answer is the text format unless `Accept` asks for Prometheus' protobuf format.
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3364,6 +3659,88 @@ func (c *Client) GetMessage(ctx context.Context, messageId MessageID, reqEditors
 	return c.Client.Do(req)
 }
 
+// ListOpsActions List actions
+//
+// Actions of every tenant, newest first, for operators: typically `needs_operator=true` (the
+// reconciler gave up finding evidence) or `state=unknown`.
+//
+// Corresponds with GET /v1/ops/actions (the `ListOpsActions` operationId).
+func (c *Client) ListOpsActions(ctx context.Context, params *ListOpsActionsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListOpsActionsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOpsAction Inspect an action
+//
+// An action of any tenant with its remote steps (provider keys and references, attempts, checks)
+// and its timeline of events, oldest first.
+//
+// Corresponds with GET /v1/ops/actions/{action_id} (the `GetOpsAction` operationId).
+func (c *Client) GetOpsAction(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOpsActionRequest(c.Server, actionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveOpsActionWithBody Resolve an action
+//
+// Records an operator's decision on an action that is not completed: its unresolved required step
+// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+func (c *Client) ResolveOpsActionWithBody(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveOpsActionRequestWithBody(c.Server, actionId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResolveOpsAction Resolve an action
+//
+// Records an operator's decision on an action that is not completed: its unresolved required step
+// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+func (c *Client) ResolveOpsAction(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResolveOpsActionRequest(c.Server, actionId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreatePaymentIntentWithBody Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
@@ -3528,6 +3905,33 @@ func NewGetLivenessRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/livez")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
+func NewGetMetricsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4383,6 +4787,165 @@ func NewGetMessageRequest(server string, messageId MessageID) (*http.Request, er
 	return req, nil
 }
 
+// NewListOpsActionsRequest constructs an http.Request for the ListOpsActions method
+func NewListOpsActionsRequest(server string, params *ListOpsActionsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/ops/actions")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.NeedsOperator != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "needs_operator", *params.NeedsOperator, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOpsActionRequest constructs an http.Request for the GetOpsAction method
+func NewGetOpsActionRequest(server string, actionId ActionID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action_id", actionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/ops/actions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResolveOpsActionRequest calls the generic ResolveOpsAction builder with application/json body
+func NewResolveOpsActionRequest(server string, actionId ActionID, body ResolveOpsActionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResolveOpsActionRequestWithBody(server, actionId, "application/json", bodyReader)
+}
+
+// NewResolveOpsActionRequestWithBody constructs an http.Request for the ResolveOpsAction method, with any body, and a specified content type
+func NewResolveOpsActionRequestWithBody(server string, actionId ActionID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "action_id", actionId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/ops/actions/%s/resolve", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCreatePaymentIntentRequest calls the generic CreatePaymentIntent builder with application/json body
 func NewCreatePaymentIntentRequest(server string, params *CreatePaymentIntentParams, body CreatePaymentIntentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4740,6 +5303,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /livez (the `GetLiveness` operationId).
 	GetLivenessWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLivenessResponse, error)
 
+	// GetMetricsWithResponse Prometheus metrics
+	//
+	// Counters, histograms and gauges for Prometheus: requests by route and status, claims, replays,
+	// key mismatches, in-progress conflicts, outcomes by operation, unknown and needs-operator actions,
+	// reconciliation results, provider latency, pruning, rate limiting, the database pool and the Go
+	// runtime. All names start with `oncecall_` (the runtime's with `go_`). When
+	// `ONCECALL_METRICS_TOKEN` is set the scrape needs it as a Bearer token; otherwise it is open.
+	// The answer is the text format unless `Accept` asks for Prometheus' protobuf format.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
 	// GetReadinessWithResponse Readiness probe
 	//
 	// Ready when the database answers and every migration is applied.
@@ -5015,6 +5592,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 	GetMessageWithResponse(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*GetMessageResponse, error)
 
+	// ListOpsActionsWithResponse List actions
+	//
+	// Actions of every tenant, newest first, for operators: typically `needs_operator=true` (the
+	// reconciler gave up finding evidence) or `state=unknown`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/ops/actions (the `ListOpsActions` operationId).
+	ListOpsActionsWithResponse(ctx context.Context, params *ListOpsActionsParams, reqEditors ...RequestEditorFn) (*ListOpsActionsResponse, error)
+
+	// GetOpsActionWithResponse Inspect an action
+	//
+	// An action of any tenant with its remote steps (provider keys and references, attempts, checks)
+	// and its timeline of events, oldest first.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/ops/actions/{action_id} (the `GetOpsAction` operationId).
+	GetOpsActionWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetOpsActionResponse, error)
+
+	// ResolveOpsActionWithBodyWithResponse Resolve an action
+	//
+	// Records an operator's decision on an action that is not completed: its unresolved required step
+	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+	ResolveOpsActionWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOpsActionResponse, error)
+
+	// ResolveOpsActionWithResponse Resolve an action
+	//
+	// Records an operator's decision on an action that is not completed: its unresolved required step
+	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+	ResolveOpsActionWithResponse(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOpsActionResponse, error)
+
 	// CreatePaymentIntentWithBodyWithResponse Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
@@ -5129,6 +5752,54 @@ func (r GetLivenessResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetLivenessResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetMetricsResponse401Headers the declared response headers of an HTTP 401 response for GetMetrics
+type GetMetricsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+type GetMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetMetricsResponse401Headers
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMetricsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7132,6 +7803,283 @@ func (r GetMessageResponse) ContentType() string {
 	return ""
 }
 
+// ListOpsActionsResponse401Headers the declared response headers of an HTTP 401 response for ListOpsActions
+type ListOpsActionsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListOpsActionsResponse503Headers the declared response headers of an HTTP 503 response for ListOpsActions
+type ListOpsActionsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListOpsActionsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpsActionList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *OperatorUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListOpsActionsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListOpsActionsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListOpsActionsResponse) GetJSON200() *OpsActionList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON401() *OperatorUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON404() *OperatorNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListOpsActionsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListOpsActionsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListOpsActionsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListOpsActionsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetOpsActionResponse401Headers the declared response headers of an HTTP 401 response for GetOpsAction
+type GetOpsActionResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetOpsActionResponse503Headers the declared response headers of an HTTP 503 response for GetOpsAction
+type GetOpsActionResponse503Headers struct {
+	RetryAfter int
+}
+
+type GetOpsActionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpsAction
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *OperatorUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOpsActionResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOpsActionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOpsActionResponse) GetJSON200() *OpsAction {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOpsActionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOpsActionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOpsActionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOpsActionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResolveOpsActionResponse401Headers the declared response headers of an HTTP 401 response for ResolveOpsAction
+type ResolveOpsActionResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ResolveOpsActionResponse503Headers the declared response headers of an HTTP 503 response for ResolveOpsAction
+type ResolveOpsActionResponse503Headers struct {
+	RetryAfter int
+}
+
+type ResolveOpsActionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpsAction
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *OperatorUnauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ResolveOpsActionResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResolveOpsActionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResolveOpsActionResponse) GetJSON200() *OpsAction {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResolveOpsActionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResolveOpsActionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResolveOpsActionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResolveOpsActionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreatePaymentIntentResponse201Headers the declared response headers of an HTTP 201 response for CreatePaymentIntent
 type CreatePaymentIntentResponse201Headers struct {
 	IdempotentReplayed *string
@@ -7830,6 +8778,26 @@ func (c *ClientWithResponses) GetLivenessWithResponse(ctx context.Context, reqEd
 	return ParseGetLivenessResponse(rsp)
 }
 
+// GetMetricsWithResponse Prometheus metrics
+//
+// Counters, histograms and gauges for Prometheus: requests by route and status, claims, replays,
+// key mismatches, in-progress conflicts, outcomes by operation, unknown and needs-operator actions,
+// reconciliation results, provider latency, pruning, rate limiting, the database pool and the Go
+// runtime. All names start with `oncecall_` (the runtime's with `go_`). When
+// `ONCECALL_METRICS_TOKEN` is set the scrape needs it as a Bearer token; otherwise it is open.
+// The answer is the text format unless `Accept` asks for Prometheus' protobuf format.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
+	rsp, err := c.GetMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMetricsResponse(rsp)
+}
+
 // GetReadinessWithResponse Readiness probe
 //
 // Ready when the database answers and every migration is applied.
@@ -8261,6 +9229,76 @@ func (c *ClientWithResponses) GetMessageWithResponse(ctx context.Context, messag
 	return ParseGetMessageResponse(rsp)
 }
 
+// ListOpsActionsWithResponse List actions
+//
+// Actions of every tenant, newest first, for operators: typically `needs_operator=true` (the
+// reconciler gave up finding evidence) or `state=unknown`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/ops/actions (the `ListOpsActions` operationId).
+func (c *ClientWithResponses) ListOpsActionsWithResponse(ctx context.Context, params *ListOpsActionsParams, reqEditors ...RequestEditorFn) (*ListOpsActionsResponse, error) {
+	rsp, err := c.ListOpsActions(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListOpsActionsResponse(rsp)
+}
+
+// GetOpsActionWithResponse Inspect an action
+//
+// An action of any tenant with its remote steps (provider keys and references, attempts, checks)
+// and its timeline of events, oldest first.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/ops/actions/{action_id} (the `GetOpsAction` operationId).
+func (c *ClientWithResponses) GetOpsActionWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetOpsActionResponse, error) {
+	rsp, err := c.GetOpsAction(ctx, actionId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOpsActionResponse(rsp)
+}
+
+// ResolveOpsActionWithBodyWithResponse Resolve an action
+//
+// Records an operator's decision on an action that is not completed: its unresolved required step
+// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+func (c *ClientWithResponses) ResolveOpsActionWithBodyWithResponse(ctx context.Context, actionId ActionID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResolveOpsActionResponse, error) {
+	rsp, err := c.ResolveOpsActionWithBody(ctx, actionId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveOpsActionResponse(rsp)
+}
+
+// ResolveOpsActionWithResponse Resolve an action
+//
+// Records an operator's decision on an action that is not completed: its unresolved required step
+// takes the outcome, the action completes, and the decision joins the timeline with who made it and
+// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
+// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
+// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
+func (c *ClientWithResponses) ResolveOpsActionWithResponse(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOpsActionResponse, error) {
+	rsp, err := c.ResolveOpsAction(ctx, actionId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResolveOpsActionResponse(rsp)
+}
+
 // CreatePaymentIntentWithBodyWithResponse Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
@@ -8408,6 +9446,45 @@ func ParseGetLivenessResponse(rsp *http.Response) (*GetLivenessResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
+func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetMetricsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	}
 
 	return response, nil
@@ -10592,6 +11669,265 @@ func ParseGetMessageResponse(rsp *http.Response) (*GetMessageResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListOpsActionsResponse parses an HTTP response from a ListOpsActionsWithResponse call
+func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListOpsActionsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpsActionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OperatorUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OperatorNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListOpsActionsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListOpsActionsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOpsActionResponse parses an HTTP response from a GetOpsActionWithResponse call
+func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOpsActionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpsAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OperatorUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OperatorNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOpsActionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOpsActionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResolveOpsActionResponse parses an HTTP response from a ResolveOpsActionWithResponse call
+func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResolveOpsActionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpsAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest OperatorUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest OperatorNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ResolveOpsActionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ResolveOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
