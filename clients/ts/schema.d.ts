@@ -572,9 +572,10 @@ export interface components {
             };
         };
         /**
-         * @description The action envelope of any operation. `result` is the operation's result when confirmed, the
-         *     rejection's details when rejected, null while pending, and `{"id": ...}` once the full body is
-         *     past `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
+         * @description The action envelope of any operation. `result` is the operation's result when confirmed (a
+         *     `RemoteResult` when a remote provider performed the write), the rejection's details when
+         *     rejected, null while pending, and `{"id": ...}` once the full body is past
+         *     `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
          */
         Action: {
             /** Format: uuid */
@@ -1484,8 +1485,9 @@ export interface components {
         /**
          * @description Either `IDEMPOTENCY_KEY_REUSED`: the key belongs to a different request (another operation or
          *     other effect-bearing fields) and the original action, named by `action_id`, is untouched; or a
-         *     definitive business rejection with `outcome: rejected`, whose `code` is the reason and whose
-         *     `details` carry ids. A rejection is stored and replayed like a confirmation.
+         *     definitive business rejection with `outcome: rejected`, whose `code` is the reason (oncecall's,
+         *     a remote provider's or an operator's) and whose `details` carry ids. A rejection is stored and
+         *     replayed like a confirmation.
          */
         Unprocessable: {
             headers: {

@@ -676,9 +676,10 @@ func (e ToolName) Valid() bool {
 	}
 }
 
-// Action The action envelope of any operation. `result` is the operation's result when confirmed, the
-// rejection's details when rejected, null while pending, and `{"id": ...}` once the full body is
-// past `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
+// Action The action envelope of any operation. `result` is the operation's result when confirmed (a
+// `RemoteResult` when a remote provider performed the write), the rejection's details when
+// rejected, null while pending, and `{"id": ...}` once the full body is past
+// `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
 type Action struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -1646,9 +1647,10 @@ type OperatorUnauthorized = Problem
 // PayloadTooLarge An RFC 9457 problem document with oncecall's extension members.
 type PayloadTooLarge = Problem
 
-// Pending The action envelope of any operation. `result` is the operation's result when confirmed, the
-// rejection's details when rejected, null while pending, and `{"id": ...}` once the full body is
-// past `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
+// Pending The action envelope of any operation. `result` is the operation's result when confirmed (a
+// `RemoteResult` when a remote provider performed the write), the rejection's details when
+// rejected, null while pending, and `{"id": ...}` once the full body is past
+// `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
 type Pending = Action
 
 // RateLimited An RFC 9457 problem document with oncecall's extension members.
