@@ -2,10 +2,12 @@
 
 SQLC_VERSION := v1.31.1
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
+OAPI_CODEGEN_VERSION := v2.8.2
+OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools bench bench-short fuzz chaos
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos
 
 run:
 	go run ./cmd/oncecall serve
@@ -23,14 +25,28 @@ build:
 
 generate:
 	$(SQLC) generate
+	$(OAPI_CODEGEN) -config oapi-codegen.yaml openapi.yaml
 
 # Fails when generated code is stale.
 check-generated: generate
-	git diff --exit-code -- db/dbsqlc
-	@test -z "$$(git status --porcelain -- db/dbsqlc)" || (echo "generated code is not committed" && exit 1)
+	git diff --exit-code -- db/dbsqlc internal/apiclient
+	@test -z "$$(git status --porcelain -- db/dbsqlc internal/apiclient)" || (echo "generated code is not committed" && exit 1)
 
 vet:
 	go vet ./...
+
+# The TypeScript client (clients/ts) and Redocly CLI need Node.js 20+ and npm;
+# their versions are pinned in clients/ts/package-lock.json.
+ts-deps:
+	@test -d clients/ts/node_modules || (cd clients/ts && npm ci --no-audit --no-fund)
+
+# Regenerates clients/ts/schema.d.ts from openapi.yaml; a test fails when it is stale.
+generate-ts: ts-deps
+	cd clients/ts && npm run --silent generate
+
+# Lints openapi.yaml with Redocly's recommended rules (.redocly.lint-ignore.yaml says what is ignored and why).
+lint-openapi: ts-deps
+	cd clients/ts && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true npm run --silent lint
 
 # Regenerates tools/ (the Dasha tool definitions); a test fails when they are stale.
 tools:

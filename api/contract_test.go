@@ -132,6 +132,9 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 func TestEquivalentSpellingsAreOneRequest(t *testing.T) {
 	t.Parallel()
 	e := setupRecords(t)
+	// The second spellings (" USD", "EMAIL") are outside openapi.yaml's
+	// enums and lengths on purpose: the server normalises them.
+	e.Contract.AllowUndocumentedInput()
 	ana := e.customer("", "")
 	pairs := []struct {
 		path string

@@ -314,6 +314,9 @@ func variants(schema map[string]any, example map[string]any) []any {
 func TestToolSchemasAcceptWhatTheHandlerAccepts(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
+	// The invalid variants include arguments that are not an object, which
+	// openapi.yaml does not describe: the server answers them 200 anyway.
+	d.Contract.AllowUndocumentedInput()
 	defs, err := dashatool.Definitions(app.Operations(), "https://oncecall.example.com", "")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 )
@@ -71,7 +73,10 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &inProgress):
 		p.Code, p.Detail = string(fault.InProgress), "an earlier request with this Idempotency-Key is still running; retry after the delay in Retry-After, or send Prefer: wait=N"
-		p.ActionID, p.State, p.StatusURL = inProgress.Action.ID.String(), string(inProgress.Action.State), statusURL(inProgress.Action.ID.String())
+		// Before the first attempt commits its claim there is no action to name.
+		if id := inProgress.Action.ID; id != uuid.Nil {
+			p.ActionID, p.State, p.StatusURL = id.String(), string(inProgress.Action.State), statusURL(id.String())
+		}
 		retry = inProgress.RetryAfter
 	case errors.As(err, &reused):
 		p.Code, p.Detail = string(fault.KeyReused), "this Idempotency-Key was already used for a different request (another operation or other effect-bearing fields); the original action is unchanged"

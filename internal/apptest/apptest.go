@@ -1,6 +1,7 @@
 // Package apptest starts the real oncecall program for end-to-end tests: its
 // own database cloned from the migrated template, the HTTP server on a free
-// port, captured logs, and small helpers to call it.
+// port, captured logs, and small helpers to call it. Every answer received
+// through an Env is checked against openapi.yaml (see Contract).
 package apptest
 
 import (
@@ -30,6 +31,10 @@ type Env struct {
 	Store *db.Store
 	Main  *app.Main
 	Logs  *simtest.Buffer
+	// Client sends requests through Contract: use it (or Request) for
+	// every call, so that every answer is checked against openapi.yaml.
+	Client   *http.Client
+	Contract *Contract
 }
 
 // Start runs oncecall on a fresh database; cfg may adjust the configuration
@@ -37,6 +42,8 @@ type Env struct {
 func Start(t testing.TB, cfg ...func(*app.Config)) *Env {
 	t.Helper()
 	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &simtest.Buffer{}}
+	e.Contract = NewContract(t, nil)
+	e.Client = &http.Client{Transport: e.Contract}
 	c := app.Config{
 		Addr: "127.0.0.1:0", DatabaseURL: e.DBURL,
 		Log: zerolog.New(e.Logs).With().Timestamp().Logger(),
@@ -145,7 +152,7 @@ func (e *Env) Request(method, path, apiKey string, body any, headers ...string) 
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.Client.Do(req)
 	if err != nil {
 		e.t.Fatalf("%s %s: %v", method, path, err)
 	}
