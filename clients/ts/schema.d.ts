@@ -772,6 +772,11 @@ export interface components {
             last_sent_at?: string;
             /** Format: date-time */
             next_check_at: string;
+            /**
+             * Format: date-time
+             * @description When the step last changed; a driver sends a step only if it is unchanged since it read it.
+             */
+            updated_at: string;
         };
         /**
          * @description A kind of write a provider serves.

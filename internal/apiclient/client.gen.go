@@ -1572,6 +1572,9 @@ type Step struct {
 	// State `pending` (certainly not performed: safe to send), `unknown` (may have been performed: only
 	// evidence decides), `succeeded` or `rejected`.
 	State StepState `json:"state"`
+
+	// UpdatedAt When the step last changed; a driver sends a step only if it is unchanged since it read it.
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // StepState `pending` (certainly not performed: safe to send), `unknown` (may have been performed: only
