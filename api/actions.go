@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +13,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -130,20 +130,11 @@ func preferWait(r *http.Request, max time.Duration) time.Duration {
 }
 
 func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
-	id, err := uuid.Parse(chi.URLParam(r, "action_id"))
-	if err != nil {
-		writeError(w, r, fault.New(fault.NotFound, "no such action"))
-		return
-	}
-	a, err := s.cfg.Store.ActionByID(r.Context(), tenantFrom(r.Context()).ID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, r, fault.New(fault.NotFound, "no such action"))
-		return
-	}
-	if err != nil {
-		writeError(w, r, storeErr(err))
-		return
-	}
-	infoFrom(r.Context()).actionID = a.ID.String()
-	writeJSON(w, http.StatusOK, envelope(a))
+	getRecord(s, "action_id", "action", func(ctx context.Context, tenant, id uuid.UUID) (Envelope, error) {
+		a, err := s.cfg.Store.ActionByID(ctx, tenant, id)
+		if err == nil {
+			infoFrom(ctx).actionID = a.ID.String()
+		}
+		return envelope(a), err
+	})(w, r)
 }

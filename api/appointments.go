@@ -1,13 +1,9 @@
 package api
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -49,19 +45,5 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAppointment(w http.ResponseWriter, r *http.Request) {
-	id, err := uuid.Parse(chi.URLParam(r, "appointment_id"))
-	if err != nil {
-		writeError(w, r, fault.New(fault.NotFound, "no such appointment"))
-		return
-	}
-	a, err := s.cfg.Store.AppointmentByID(r.Context(), tenantFrom(r.Context()).ID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, r, fault.New(fault.NotFound, "no such appointment"))
-		return
-	}
-	if err != nil {
-		writeError(w, r, storeErr(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, a)
+	getRecord(s, "appointment_id", "appointment", s.cfg.Store.AppointmentByID)(w, r)
 }

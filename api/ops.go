@@ -2,7 +2,6 @@ package api
 
 import (
 	"crypto/subtle"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -94,12 +93,8 @@ func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := reconcile.Show(r.Context(), s.cfg.Store, id)
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, r, fault.New(fault.NotFound, "no such action"))
-		return
-	}
 	if err != nil {
-		writeError(w, r, storeErr(err))
+		writeError(w, r, readErr(err, "action"))
 		return
 	}
 	a := opsAction(d.Action)
@@ -134,12 +129,8 @@ func (s *Server) opsResolveAction(w http.ResponseWriter, r *http.Request) {
 	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
 		Outcome: db.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
 	})
-	if errors.Is(err, db.ErrNotFound) {
-		writeError(w, r, fault.New(fault.NotFound, "no such action"))
-		return
-	}
 	if err != nil {
-		writeError(w, r, storeErr(err))
+		writeError(w, r, readErr(err, "action"))
 		return
 	}
 	infoFrom(r.Context()).actionID = a.ID.String()

@@ -23,16 +23,20 @@ func getRecord[T any](s *Server, param, what string, find func(ctx context.Conte
 			return
 		}
 		v, err := find(r.Context(), tenantFrom(r.Context()).ID, id)
-		if errors.Is(err, db.ErrNotFound) {
-			writeError(w, r, fault.New(fault.NotFound, "no such %s", what))
-			return
-		}
 		if err != nil {
-			writeError(w, r, storeErr(err))
+			writeError(w, r, readErr(err, what))
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
 	}
+}
+
+// readErr maps a failed lookup: no row is 404, an unreachable database 503.
+func readErr(err error, what string) error {
+	if errors.Is(err, db.ErrNotFound) {
+		return fault.New(fault.NotFound, "no such %s", what)
+	}
+	return storeErr(err)
 }
 
 // paymentIntentView is an intent with its charge attempts.
