@@ -271,3 +271,23 @@ func TestTwoReconcilersNeverShareAnAction(t *testing.T) {
 		t.Fatalf("ledger holds %d writes, want %d", len(l), n)
 	}
 }
+
+func TestRemoteChargesOfOneIntentWriteOnce(t *testing.T) {
+	t.Parallel()
+	r := setupRemote(t, providersim.Config{}, keyed(), provider.Payments)
+	intent := uuid.NewString()
+	body := map[string]any{"payment_intent_id": intent, "amount": 700}
+	first := r.Post("/v1/payments", r.key, "charge-1", body)
+	second := r.Post("/v1/payments", r.key, "charge-2", body) // the same intent under another key
+	if first.Status != http.StatusCreated || second.Status != http.StatusCreated {
+		t.Fatalf("charges: %d %s / %d %s", first.Status, first.Body, second.Status, second.Body)
+	}
+	ledger := r.sim.Ledger(provider.Payments)
+	if len(ledger) != 1 {
+		t.Fatalf("the provider holds %d charges of one intent, want 1", len(ledger))
+	}
+	ref := func(resp apptest.Response) any { return resp.JSON(t)["result"].(map[string]any)["provider_ref"] }
+	if ref(first) != ledger[0].ID || ref(second) != ledger[0].ID {
+		t.Fatalf("provider refs %v and %v, ledger %s", ref(first), ref(second), ledger[0].ID)
+	}
+}

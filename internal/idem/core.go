@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -211,7 +212,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
 			}}
-			return nil, claimSteps(ctx, tx, id, req.Steps)
+			return nil, claimSteps(ctx, tx, req.TenantID, id, req.Steps)
 		}
 		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
 		if err != nil {
@@ -263,11 +264,20 @@ func (c *Core) drive(ctx context.Context, a db.Action) Reply {
 
 // claimSteps records the remote steps with their provider keys in the
 // claim's transaction, so every dispatch, retry and recovery uses them.
-func claimSteps(ctx context.Context, tx *db.Tx, id uuid.UUID, steps []db.NewStep) error {
+//
+// A step that names a business object in ExternalRef (written once whatever
+// the action, see op.Remote.Once) is keyed by the tenant and that object
+// instead, so every action on it shares one provider key.
+func claimSteps(ctx context.Context, tx *db.Tx, tenant, id uuid.UUID, steps []db.NewStep) error {
 	keyed := make([]db.NewStep, len(steps))
 	for i, s := range steps {
-		s.ProviderKey = ProviderKey(id, s.Name)
-		s.ExternalRef = id.String() + "/" + s.Name
+		if s.ExternalRef != "" {
+			s.ExternalRef = tenant.String() + "/" + s.ExternalRef + "/" + s.Name
+			s.ProviderKey = "oc-" + strings.TrimPrefix(DeriveKey(s.ExternalRef), "derived:")[:40]
+		} else {
+			s.ProviderKey = ProviderKey(id, s.Name)
+			s.ExternalRef = id.String() + "/" + s.Name
+		}
 		keyed[i] = s
 	}
 	if err := tx.InsertSteps(ctx, id, keyed); err != nil {

@@ -63,6 +63,12 @@ type Remote[In any] struct {
 	// confirmation message). They are resumed until done but never change
 	// the action's outcome.
 	FollowUps func(in In) []FollowUp
+	// Once, when set, names the business object the required write may
+	// happen to only once whatever the action (a payment intent is charged
+	// once). Its provider key and external reference are then derived from
+	// the tenant and this reference instead of the action, so a second
+	// action on the same object meets the first one's write at the provider.
+	Once func(in In) string
 }
 
 // FollowUp is a further remote write of an action.
@@ -311,6 +317,9 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 		return nil, err
 	}
 	steps := []db.NewStep{{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload}}
+	if r.Once != nil {
+		steps[0].ExternalRef = r.Once(in)
+	}
 	if r.FollowUps == nil {
 		return steps, nil
 	}

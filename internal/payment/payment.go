@@ -156,7 +156,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		}
 		return op.Confirm(http.StatusCreated, p.ID.String(), p)
 	},
-	Remote: op.SendInput[ChargeInput](provider.Payments, http.StatusCreated),
+	Remote: chargeRemote(),
 	Say: op.Phrases{
 		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details.",
 		Rejected: map[string]string{
@@ -177,4 +177,14 @@ func localCharge(method string) (status, declineCode string) {
 		return db.PaymentDeclined, "card_declined"
 	}
 	return db.PaymentSucceeded, ""
+}
+
+// chargeRemote charges through a remote payments provider. The write is
+// keyed by the payment intent, not by the action: two actions charging one
+// intent (two idempotency keys) meet the same provider key, so the intent is
+// charged at most once there too.
+func chargeRemote() *op.Remote[ChargeInput] {
+	r := op.SendInput[ChargeInput](provider.Payments, http.StatusCreated)
+	r.Once = func(in ChargeInput) string { return "payment_intent:" + in.PaymentIntentID }
+	return r
 }
