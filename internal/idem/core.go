@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -271,13 +270,11 @@ func (c *Core) drive(ctx context.Context, a db.Action) Reply {
 func claimSteps(ctx context.Context, tx *db.Tx, tenant, id uuid.UUID, steps []db.NewStep) error {
 	keyed := make([]db.NewStep, len(steps))
 	for i, s := range steps {
+		scope := id.String()
 		if s.ExternalRef != "" {
-			s.ExternalRef = tenant.String() + "/" + s.ExternalRef + "/" + s.Name
-			s.ProviderKey = "oc-" + strings.TrimPrefix(DeriveKey(s.ExternalRef), "derived:")[:40]
-		} else {
-			s.ProviderKey = ProviderKey(id, s.Name)
-			s.ExternalRef = id.String() + "/" + s.Name
+			scope = tenant.String() + "/" + s.ExternalRef
 		}
+		s.ProviderKey, s.ExternalRef = ProviderKey(scope, s.Name), scope+"/"+s.Name
 		keyed[i] = s
 	}
 	if err := tx.InsertSteps(ctx, id, keyed); err != nil {

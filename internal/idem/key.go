@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 
-	"github.com/google/uuid"
-
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
@@ -53,9 +51,10 @@ func DeriveKey(parts ...string) string {
 }
 
 // ProviderKey is the idempotency key a step sends to its provider: derived
-// from the action id and the step name, so every retry and every recovery by
-// any worker uses the same key without inventing a new one.
-func ProviderKey(action uuid.UUID, step string) string {
-	sum := sha256.Sum256([]byte(action.String() + "/" + step))
+// from the step's scope (the action id, or the tenant and business object a
+// write may happen to once) and the step name, so every retry and every
+// recovery by any worker uses the same key without inventing a new one.
+func ProviderKey(scope, step string) string {
+	sum := sha256.Sum256([]byte(scope + "/" + step))
 	return "oc-" + hex.EncodeToString(sum[:20])
 }

@@ -69,7 +69,7 @@ func setupKeyless(t *testing.T) keylessEnv {
 			return err
 		}
 		for i := range steps {
-			steps[i].ProviderKey = idem.ProviderKey(id, steps[i].Name)
+			steps[i].ProviderKey = idem.ProviderKey(id.String(), steps[i].Name)
 			steps[i].ExternalRef = id.String() + "/" + steps[i].Name
 		}
 		return tx.InsertSteps(t.Context(), id, steps)
