@@ -25,17 +25,11 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.operation = operation
-		values, present := r.Header["Idempotency-Key"]
-		if !present {
-			writeError(w, r, fault.New(fault.KeyMissing, "the Idempotency-Key header is required on every write"))
-			return
+		key, present, err := headerKey(r)
+		if err == nil && !present {
+			err = fault.New(fault.KeyMissing, "the Idempotency-Key header is required on every write")
 		}
-		if len(values) != 1 {
-			writeError(w, r, fault.New(fault.KeyInvalid, "send exactly one Idempotency-Key header"))
-			return
-		}
-		key := values[0]
-		if err := idem.ValidateKey(key); err != nil {
+		if err != nil {
 			writeError(w, r, err)
 			return
 		}
@@ -88,6 +82,22 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 		req.Steps = steps
 	}
 	return req, nil
+}
+
+// headerKey reads the Idempotency-Key header: exactly one, valid key when
+// present.
+func headerKey(r *http.Request) (key string, present bool, err error) {
+	values, present := r.Header["Idempotency-Key"]
+	if !present {
+		return "", false, nil
+	}
+	if len(values) != 1 {
+		return "", true, fault.New(fault.KeyInvalid, "send exactly one Idempotency-Key header")
+	}
+	if err := idem.ValidateKey(values[0]); err != nil {
+		return "", true, err
+	}
+	return values[0], true, nil
 }
 
 // readBody reads a JSON request body within the size limit.

@@ -234,14 +234,8 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 		default:
 			return a.Key, nil // a retry or re-plan: the core compares fingerprints
 		}
-	} else if values, ok := r.Header["Idempotency-Key"]; ok {
-		if len(values) != 1 {
-			return "", fault.New(fault.KeyInvalid, "send exactly one Idempotency-Key header")
-		}
-		if err := idem.ValidateKey(values[0]); err != nil {
-			return "", err
-		}
-		return values[0], nil
+	} else if key, present, err := headerKey(r); present {
+		return key, err
 	}
 	parts := []string{"dasha", tenant.ID.String(), o.Name()}
 	if o.PerCall() {
