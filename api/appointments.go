@@ -38,7 +38,7 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 	}
 	slots, err := s.cfg.Store.ListSlots(r.Context(), tenantFrom(r.Context()).ID, f)
 	if err != nil {
-		writeError(w, r, storeErr(err))
+		writeError(w, r, db.Fault(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"slots": slots})

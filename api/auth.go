@@ -82,18 +82,10 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		if err != nil {
-			writeError(w, r, storeErr(err))
+			writeError(w, r, db.Fault(err))
 			return
 		}
 		infoFrom(r.Context()).tenant = t.ID.String()
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey, t)))
 	})
-}
-
-// storeErr maps a failed read to 503 when the database is unreachable.
-func storeErr(err error) error {
-	if db.Unavailable(err) {
-		return fault.Wrap(fault.Unavailable, err, "the database is unavailable; retry later")
-	}
-	return err
 }

@@ -224,7 +224,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 		case errors.Is(err, db.ErrNotFound):
 			return id.String(), nil
 		case err != nil:
-			return "", storeErr(err)
+			return "", db.Fault(err)
 		case a.Operation != prep.Operation:
 			// The model passed the id of another tool's action: that is not
 			// a retry of it, so the request gets its own identity.
@@ -264,7 +264,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 		return dashatool.Unknown(in.ActionID), nil
 	}
 	if err != nil {
-		return dashatool.Answer{}, storeErr(err)
+		return dashatool.Answer{}, db.Fault(err)
 	}
 	infoFrom(ctx).actionID = a.ID.String()
 	var phrases op.Phrases
@@ -289,7 +289,7 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw j
 	from, n := in.Window(time.Now())
 	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})
 	if err != nil {
-		return dashatool.Answer{}, storeErr(err)
+		return dashatool.Answer{}, db.Fault(err)
 	}
 	if slots == nil {
 		slots = []db.Slot{}

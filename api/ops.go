@@ -77,7 +77,7 @@ func (s *Server) opsListActions(w http.ResponseWriter, r *http.Request) {
 	}
 	actions, err := s.cfg.Store.ListActions(r.Context(), f)
 	if err != nil {
-		writeError(w, r, storeErr(err))
+		writeError(w, r, db.Fault(err))
 		return
 	}
 	out := make([]OpsAction, len(actions))

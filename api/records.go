@@ -36,7 +36,7 @@ func readErr(err error, what string) error {
 	if errors.Is(err, db.ErrNotFound) {
 		return fault.New(fault.NotFound, "no such %s", what)
 	}
-	return storeErr(err)
+	return db.Fault(err)
 }
 
 // paymentIntentView is an intent with its charge attempts.

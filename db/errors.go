@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/oncecall/oncecall/internal/fault"
 )
 
 // Retryable reports whether err means the whole transaction should be run
@@ -50,4 +52,16 @@ func Unavailable(err error) bool {
 		}
 	}
 	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+}
+
+// Fault maps a storage failure to the client-facing vocabulary: an
+// unreachable database is SERVICE_UNAVAILABLE (nothing was done; the caller
+// may retry); errors that already carry a code, cancellations and anything
+// else are returned as they are (internal errors stay internal).
+func Fault(err error) error {
+	var fe *fault.Error
+	if errors.As(err, &fe) || errors.Is(err, context.Canceled) || !Unavailable(err) {
+		return err
+	}
+	return fault.Wrap(fault.Unavailable, err, "the database is unavailable; nothing was done, retry later")
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/fault"
 )
 
 // Outcome is what the caller hears.
@@ -162,7 +161,7 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
 		return c.follow(ctx, req, a)
 	} else if !errors.Is(err, db.ErrNotFound) {
-		return Reply{}, storeError(err)
+		return Reply{}, db.Fault(err)
 	}
 
 	for attempt := 0; ; attempt++ {
@@ -178,13 +177,13 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 				continue // the claimer rolled back: the key is free again
 			}
 			if err != nil {
-				return Reply{}, storeError(err)
+				return Reply{}, db.Fault(err)
 			}
 			return c.follow(ctx, req, a)
 		case db.Retryable(err) && attempt < c.cfg.Retries:
 			continue
 		default:
-			return Reply{}, storeError(err)
+			return Reply{}, db.Fault(err)
 		}
 	}
 }
@@ -303,7 +302,7 @@ func (c *Core) follow(ctx context.Context, req Request, a db.Action) (Reply, err
 		}
 		next, err := c.store.ActionByID(ctx, req.TenantID, a.ID)
 		if err != nil {
-			return Reply{}, storeError(err)
+			return Reply{}, db.Fault(err)
 		}
 		if next.State != db.Running {
 			return Reply{Action: next, Replayed: true}, nil
@@ -328,20 +327,4 @@ func retryAfter(a db.Action) time.Duration {
 	}
 	d := time.Until(*a.LeaseUntil)
 	return min(max(d, time.Second), 30*time.Second)
-}
-
-// storeError turns a storage failure into the client-facing vocabulary: an
-// unreachable database is 503 (nothing ran), anything else is internal.
-func storeError(err error) error {
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) {
-		return err
-	}
-	if db.Unavailable(err) {
-		return fault.Wrap(fault.Unavailable, err, "the action store is unavailable; nothing was done, retry later")
-	}
-	return err
 }
