@@ -3,7 +3,6 @@ package reconcile
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -71,7 +70,7 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 	}
 	var res idem.Result
 	if r.Outcome == db.Confirmed {
-		res, err = confirmedResult(ops, a, r.ProviderRef)
+		res, err = ops.Confirmed(a, provider.Record{ID: r.ProviderRef, Status: "committed"})
 	} else {
 		res, err = op.Reject(cmp.Or(r.Reason, "OPERATOR_REJECTED"), map[string]string{"resolved_by": "operator"})
 	}
@@ -108,19 +107,4 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 		return db.Action{}, fmt.Errorf("resolve action: %w", err)
 	}
 	return store.ActionAnyTenant(ctx, id)
-}
-
-func confirmedResult(ops *op.Registry, a db.Action, ref string) (idem.Result, error) {
-	o, ok := ops.Get(a.Operation)
-	if !ok {
-		return idem.Result{}, errors.New("unknown operation " + a.Operation)
-	}
-	p, err := o.Prepare(a.Request, nil)
-	if err != nil {
-		return idem.Result{}, err
-	}
-	if p.Confirmed == nil {
-		return op.Confirm(200, ref, map[string]string{"provider_ref": ref, "resolved_by": "operator"})
-	}
-	return p.Confirmed(provider.Record{ID: ref, Status: "committed"})
 }

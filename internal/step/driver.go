@@ -118,7 +118,7 @@ func (d *Driver) settle(ctx context.Context, a db.Action, required *db.Step, nee
 	case required == nil:
 		return d.store.Release(ctx, a.ID)
 	case required.State == db.StepSucceeded && a.State != db.Completed:
-		res, err = d.confirmed(a, required)
+		res, err = d.ops.Confirmed(a, provider.Record{ID: required.ProviderRef, ExternalRef: required.ExternalRef, Status: "committed"})
 	case required.State == db.StepRejected && a.State != db.Completed:
 		res, err = op.Reject(required.RejectCode, map[string]string{"provider_code": required.RejectCode})
 	case a.State == db.Completed:
@@ -143,22 +143,6 @@ func (d *Driver) settle(ctx context.Context, a db.Action, required *db.Step, nee
 		}
 		return tx.AddEvent(ctx, a.ID, "completed", required.Name, map[string]string{"outcome": string(res.Outcome), "reason": res.Reason})
 	})
-}
-
-// confirmed builds the action's result from the provider's record.
-func (d *Driver) confirmed(a db.Action, s *db.Step) (idem.Result, error) {
-	o, ok := d.ops.Get(a.Operation)
-	if !ok {
-		return idem.Result{}, fmt.Errorf("unknown operation %q", a.Operation)
-	}
-	p, err := o.Prepare(a.Request, nil)
-	if err != nil {
-		return idem.Result{}, fmt.Errorf("re-prepare %s: %w", a.Operation, err)
-	}
-	if p.Confirmed == nil {
-		return idem.Result{}, fmt.Errorf("operation %s has no remote result", a.Operation)
-	}
-	return p.Confirmed(provider.Record{ID: s.ProviderRef, ExternalRef: s.ExternalRef, Status: "committed"})
 }
 
 // advance sends a step or checks it, records what was learned and reports
