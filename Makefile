@@ -53,7 +53,7 @@ tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
 
-# The load benchmark (a few minutes): see README, "Performance".
+# The load benchmark (a few minutes): see docs/performance.md.
 bench:
 	go run ./cmd/bench
 
