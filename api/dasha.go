@@ -176,7 +176,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if err != nil {
 		return invalid(err)
 	}
-	key, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
+	key, derived, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
 	if err != nil {
 		if fault.As(err).Field == "action_id" {
 			return invalid(err)
@@ -187,6 +187,9 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	req, err := s.request(r, prep, key, s.cfg.DashaWait)
 	if err != nil {
 		return dashatool.Answer{}, err
+	}
+	if derived {
+		req.Stale = s.stale(prep)
 	}
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
@@ -203,28 +206,61 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 		return dashatool.Answer{}, err
 	}
 	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
-	return dashatool.ForAction(reply.Action, o.Phrases()), nil
+	ans := dashatool.ForAction(reply.Action, o.Phrases())
+	if reply.Replayed && !derived {
+		// A repeat that names its action hears what became of it.
+		return s.changed(ctx, ans, reply.Action, o.Phrases())
+	}
+	return ans, nil
+}
+
+// stale is the Stale check of a request whose key was derived from
+// identity fields: the stored answer no longer holds when it was a
+// rejection (it did nothing; the same request is decided afresh) or a
+// confirmation whose object has changed since. The identity fields, the
+// only ones Standing looks at, are the same in p and in the stored action.
+func (s *Server) stale(p *op.Prepared) func(context.Context, db.Action) (bool, error) {
+	return func(ctx context.Context, a db.Action) (bool, error) {
+		if a.Outcome == db.Rejected {
+			return true, nil
+		}
+		if p.Standing == nil {
+			return false, nil
+		}
+		now, err := p.Standing(ctx, s.cfg.Store, a)
+		return now != "", err
+	}
+}
+
+// changed adds to ans what became of a confirmed action's object since.
+func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action, p op.Phrases) (dashatool.Answer, error) {
+	current, err := s.cfg.Ops.Standing(ctx, s.cfg.Store, a)
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	return dashatool.Changed(ans, p, current), nil
 }
 
 // toolKey picks the idempotency key of a tool call: the action named by the
 // arguments' action_id, the Idempotency-Key header, or a key derived from
 // the operation's identity fields, the tenant and (for per-call operations)
-// the callId. Derived keys are hashes: no customer data in keys or logs.
-func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (string, error) {
+// the callId (derived reports which). Derived keys are hashes: no customer
+// data in keys or logs.
+func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (key string, derived bool, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
 			if err := idem.ValidateKey(given); err != nil {
-				return "", fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
+				return "", false, fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
 			}
-			return given, nil
+			return given, false, nil
 		}
 		a, err := s.cfg.Store.ActionByID(r.Context(), tenant.ID, id)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			return id.String(), nil
+			return id.String(), false, nil
 		case err != nil:
-			return "", db.Fault(err)
+			return "", false, db.Fault(err)
 		case a.Operation != prep.Operation:
 			// The model passed the id of another tool's action: that is not
 			// a retry of it, so the request gets its own identity.
@@ -232,19 +268,19 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 			// A rejection did nothing; new details after it are a new
 			// request (another slot after slot_unavailable), not a conflict.
 		default:
-			return a.Key, nil // a retry or re-plan: the core compares fingerprints
+			return a.Key, false, nil // a retry or re-plan: the core compares fingerprints
 		}
 	} else if key, present, err := headerKey(r); present {
-		return key, err
+		return key, false, err
 	}
 	parts := []string{"dasha", tenant.ID.String(), o.Name()}
 	if o.PerCall() {
 		if callID == "" {
-			return "", fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
+			return "", false, fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
 		}
 		parts = append(parts, callID)
 	}
-	return idem.DeriveKey(append(parts, prep.Identity...)...), nil
+	return idem.DeriveKey(append(parts, prep.Identity...)...), true, nil
 }
 
 func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
@@ -271,7 +307,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	if o, ok := s.cfg.Ops.Get(a.Operation); ok {
 		phrases = o.Phrases()
 	}
-	return dashatool.ForAction(a, phrases), nil
+	return s.changed(ctx, dashatool.ForAction(a, phrases), a, phrases)
 }
 
 func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {

@@ -44,7 +44,7 @@ func statusOf(code fault.Code) int {
 		return http.StatusNotFound
 	case fault.MethodNotAllowed:
 		return http.StatusMethodNotAllowed
-	case fault.InProgress:
+	case fault.InProgress, fault.InFlight:
 		return http.StatusConflict
 	case fault.PayloadTooLarge:
 		return http.StatusRequestEntityTooLarge
@@ -84,8 +84,11 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		fe := fault.As(err)
 		p.Code, p.Detail, p.Field = string(fe.Code), fe.Message, fe.Field
-		if fe.Code == fault.Unavailable || fe.Code == fault.RateLimited {
+		switch fe.Code {
+		case fault.Unavailable, fault.RateLimited:
 			retry = time.Second
+		case fault.InFlight:
+			retry = 5 * time.Second
 		}
 	}
 	p.Status = statusOf(fault.Code(p.Code))

@@ -60,6 +60,9 @@ type Claim struct {
 	Fingerprint string
 	Request     []byte
 	Lease       time.Duration
+	// LeaseOwner is the claiming attempt's token: only its holder may
+	// drive the action while the lease lasts.
+	LeaseOwner uuid.UUID
 }
 
 // Completion is the known outcome of an action.
@@ -84,7 +87,7 @@ func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
 func claimParams(c Claim) dbsqlc.ClaimActionParams {
 	return dbsqlc.ClaimActionParams{
 		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
-		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease),
+		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease), LeaseOwner: &c.LeaseOwner,
 	}
 }
 
@@ -104,6 +107,14 @@ func (q queries) ActionByID(ctx context.Context, tenant, id uuid.UUID) (Action, 
 		return Action{}, notFound(err)
 	}
 	return action(row), nil
+}
+
+// RetireKey frees a completed action's key for a new action (the key was
+// derived from identity fields and its answer no longer holds); false when
+// the key no longer names that action.
+func (q queries) RetireKey(ctx context.Context, tenant, id uuid.UUID, key string) (bool, error) {
+	n, err := q.q.RetireKey(ctx, dbsqlc.RetireKeyParams{TenantID: tenant, ID: id, IdempotencyKey: key})
+	return n == 1, err
 }
 
 // CompleteAction records an action's known outcome.

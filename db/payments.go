@@ -32,6 +32,9 @@ type PaymentIntent struct {
 	Status         string    `json:"status"`
 	CapturedAmount *int64    `json:"captured_amount"`
 	CreatedAt      time.Time `json:"created_at"`
+	// ChargingAction is the action whose remote charge of the intent is in
+	// flight; uuid.Nil when none is.
+	ChargingAction uuid.UUID `json:"-"`
 }
 
 // Payment is one charge attempt of an intent that the provider answered.
@@ -42,7 +45,9 @@ type Payment struct {
 	Currency        string    `json:"currency"`
 	Status          string    `json:"status"`
 	DeclineCode     string    `json:"decline_code,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
+	// ProviderRef is the remote payments provider's reference of the charge.
+	ProviderRef string    `json:"provider_ref,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // NewPaymentIntent is an intent to create.
@@ -65,6 +70,7 @@ type NewPayment struct {
 	Currency    string
 	Status      string
 	DeclineCode string
+	ProviderRef string
 }
 
 // CreatePaymentIntent inserts an intent awaiting capture.
@@ -112,6 +118,19 @@ func (q queries) CapturePaymentIntent(ctx context.Context, tenant, id uuid.UUID,
 	return paymentIntent(row), nil
 }
 
+// HoldPaymentIntent holds an uncaptured intent that no other charge holds
+// for action, whose remote charge is about to be sent; false otherwise.
+func (q queries) HoldPaymentIntent(ctx context.Context, tenant, id, action uuid.UUID) (bool, error) {
+	n, err := q.q.HoldPaymentIntent(ctx, dbsqlc.HoldPaymentIntentParams{TenantID: tenant, ID: id, ActionID: &action})
+	return n == 1, err
+}
+
+// ReleasePaymentIntent ends action's hold on an intent it did not capture.
+func (q queries) ReleasePaymentIntent(ctx context.Context, tenant, id, action uuid.UUID) error {
+	_, err := q.q.ReleasePaymentIntent(ctx, dbsqlc.ReleasePaymentIntentParams{TenantID: tenant, ID: id, ActionID: &action})
+	return err
+}
+
 // CreatePayment records a charge attempt. A second succeeded payment of one
 // intent violates payments_one_success_per_intent.
 func (q queries) CreatePayment(ctx context.Context, in NewPayment) (Payment, error) {
@@ -121,7 +140,7 @@ func (q queries) CreatePayment(ctx context.Context, in NewPayment) (Payment, err
 	}
 	row, err := q.q.CreatePayment(ctx, dbsqlc.CreatePaymentParams{
 		ID: id, TenantID: in.TenantID, IntentID: in.IntentID, Amount: in.Amount, Currency: in.Currency,
-		Status: in.Status, DeclineCode: ptr(in.DeclineCode), ActionID: in.ActionID,
+		Status: in.Status, DeclineCode: ptr(in.DeclineCode), ActionID: in.ActionID, ProviderRef: ptr(in.ProviderRef),
 	})
 	if err != nil {
 		return Payment{}, err
@@ -155,12 +174,13 @@ func paymentIntent(r dbsqlc.PaymentIntent) PaymentIntent {
 	return PaymentIntent{
 		ID: r.ID, CustomerID: r.CustomerID, Amount: r.Amount, Currency: r.Currency, Description: r.Description,
 		PaymentMethod: r.PaymentMethod, Status: r.Status, CapturedAmount: r.CapturedAmount, CreatedAt: r.CreatedAt.UTC(),
+		ChargingAction: deref(r.ChargingActionID),
 	}
 }
 
 func payment(r dbsqlc.Payment) Payment {
 	return Payment{
 		ID: r.ID, PaymentIntentID: r.IntentID, Amount: r.Amount, Currency: r.Currency, Status: r.Status,
-		DeclineCode: deref(r.DeclineCode), CreatedAt: r.CreatedAt.UTC(),
+		DeclineCode: deref(r.DeclineCode), ProviderRef: deref(r.ProviderRef), CreatedAt: r.CreatedAt.UTC(),
 	}
 }

@@ -48,10 +48,19 @@ type Step struct {
 	LastError   string     `json:"last_error,omitempty"`
 	LastSentAt  *time.Time `json:"last_sent_at,omitempty"`
 	NextCheckAt time.Time  `json:"next_check_at"`
-	// UpdatedAt changes with every update of the step: BeginSend compares
-	// it with what its caller read.
-	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	// Version counts the step's changes: BeginSend and RecordStep act only
+	// on the version their caller read.
+	Version int `json:"-"`
+	// ActionCreatedAt is when the action was claimed and DBNow the
+	// database's clock when the step was read: a driver's time decisions
+	// use these, never its own clock.
+	ActionCreatedAt time.Time `json:"-"`
+	DBNow           time.Time `json:"-"`
 }
+
+// Due reports whether the step is due for an attempt or a check.
+func (s Step) Due() bool { return !s.NextCheckAt.After(s.DBNow) }
 
 // StepUpdate is what an attempt or a check learned about a step.
 type StepUpdate struct {
@@ -59,10 +68,30 @@ type StepUpdate struct {
 	ProviderRef string
 	RejectCode  string
 	// Sent is true when a write request was (possibly) sent by this attempt.
-	Sent        bool
-	Checks      int
-	LastError   string
-	NextCheckAt time.Time
+	Sent      bool
+	Checks    int
+	LastError string
+	// Backoff is how long from now (the database's clock) the step waits
+	// before its next attempt or check.
+	Backoff time.Duration
+}
+
+// Send is a driver's request to send a step, with the evidence it relies
+// on (see BeginSend).
+type Send struct {
+	Action  uuid.UUID
+	Name    string
+	Owner   uuid.UUID
+	Version int
+	// Window is how long the write may be in flight: the action's lease is
+	// extended to cover it.
+	Window time.Duration
+	// Retention, when set, is the provider's key retention: the send must
+	// reach the provider within it, counted from the action's claim.
+	Retention time.Duration
+	// Settle, when set, is how long after the last send a lookup's "not
+	// found" is conclusive: the send must come after it.
+	Settle time.Duration
 }
 
 // Event is one entry of an action's timeline.
@@ -113,32 +142,40 @@ func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]Step, error) {
 			Operation: r.Operation, ProviderKey: r.ProviderKey, ExternalRef: r.ExternalRef, Payload: r.Payload,
 			State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
 			Attempts: int(r.Attempts), Checks: int(r.Checks), LastError: deref(r.LastError),
-			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt, UpdatedAt: r.UpdatedAt,
+			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version),
+			ActionCreatedAt: r.ActionCreatedAt, DBNow: r.DbNow,
 		}
 	}
 	return out, nil
 }
 
 // BeginSend records, just before a step is sent, that it may be sent from
-// now on (state unknown, last_sent_at now), provided the step is still as
-// read at seen (its UpdatedAt). It reports false when another driver has
-// moved the step since: the caller must not send it.
-func (q queries) BeginSend(ctx context.Context, action uuid.UUID, name string, seen time.Time) (bool, error) {
-	n, err := q.q.BeginSend(ctx, dbsqlc.BeginSendParams{ActionID: action, Name: name, Seen: seen})
+// now on (state unknown, last_sent_at now), provided the sender still holds
+// the action's lease, the step is at the version it read, and the evidence
+// of s still holds by the database's clock. It reports false otherwise: the
+// caller must not send.
+func (q queries) BeginSend(ctx context.Context, s Send) (bool, error) {
+	n, err := q.q.BeginSend(ctx, dbsqlc.BeginSendParams{
+		ActionID: s.Action, Name: s.Name, Owner: &s.Owner, Version: int32(s.Version),
+		SendWindow: interval(s.Window), Retention: optionalInterval(s.Retention), Settle: optionalInterval(s.Settle),
+	})
 	return n == 1, err
 }
 
-// RecordStep stores what was learned about a step.
-func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, u StepUpdate) error {
+// RecordStep stores what was learned about a step at version. It reports
+// false, storing nothing, when owner no longer holds the action's lease or
+// the step has changed since.
+func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, owner uuid.UUID, version int, u StepUpdate) (bool, error) {
 	sent := int32(0)
 	if u.Sent {
 		sent = 1
 	}
-	return q.q.RecordStep(ctx, dbsqlc.RecordStepParams{
+	n, err := q.q.RecordStep(ctx, dbsqlc.RecordStepParams{
 		State: u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
-		Checks: int32(u.Checks), LastError: ptr(u.LastError), NextCheckAt: u.NextCheckAt,
-		ActionID: action, Name: name,
+		Checks: int32(u.Checks), LastError: ptr(u.LastError), Backoff: interval(u.Backoff),
+		ActionID: action, Name: name, Owner: &owner, Version: int32(version),
 	})
+	return n == 1, err
 }
 
 // AddEvent appends to an action's timeline. detail must not hold customer data.
@@ -166,36 +203,46 @@ func (q queries) Events(ctx context.Context, action uuid.UUID) ([]Event, error) 
 	return out, nil
 }
 
-// MarkUnknown moves a running action to unknown and releases its lease.
-func (q queries) MarkUnknown(ctx context.Context, action uuid.UUID) error {
-	return q.q.MarkActionUnknown(ctx, action)
+// ReleaseAction ends owner's lease on an action: a running action becomes
+// unknown (its required step is unresolved), and the action is flagged for
+// an operator when needsOperator. False when owner no longer held the lease.
+func (q queries) ReleaseAction(ctx context.Context, action, owner uuid.UUID, needsOperator bool) (bool, error) {
+	n, err := q.q.ReleaseAction(ctx, dbsqlc.ReleaseActionParams{ID: action, Owner: &owner, NeedsOperator: needsOperator})
+	return n == 1, err
 }
 
-// SetNeedsOperator flags an action for an operator and releases its lease.
-func (q queries) SetNeedsOperator(ctx context.Context, action uuid.UUID) error {
-	return q.q.SetNeedsOperator(ctx, action)
+// RenewLease extends owner's lease on an action by lease from now; false
+// when another driver has taken the action over.
+func (q queries) RenewLease(ctx context.Context, action, owner uuid.UUID, lease time.Duration) (bool, error) {
+	n, err := q.q.RenewLease(ctx, dbsqlc.RenewLeaseParams{ID: action, Owner: &owner, Lease: interval(lease)})
+	return n == 1, err
 }
 
-// Release drops a reconciler's lease on an action that is no longer running.
-func (q queries) Release(ctx context.Context, action uuid.UUID) error {
-	return q.q.ReleaseAction(ctx, action)
+// TakeLease gives owner the lease of an action that nobody holds and that is
+// unfinished or waiting for an operator; false otherwise.
+func (q queries) TakeLease(ctx context.Context, action, owner uuid.UUID, lease time.Duration) (bool, error) {
+	n, err := q.q.TakeLease(ctx, dbsqlc.TakeLeaseParams{ID: action, Owner: &owner, Lease: interval(lease)})
+	return n == 1, err
 }
 
-// LeaseAbandoned leases running actions whose lease expired and marks their
-// pending steps unknown: their worker may have sent them before it died.
-func (s *Store) LeaseAbandoned(ctx context.Context, lease time.Duration, limit int) ([]Leased, error) {
+// ClearNeedsOperator takes a completed action out of the operator's queue
+// and ends owner's lease on it.
+func (q queries) ClearNeedsOperator(ctx context.Context, action, owner uuid.UUID) (bool, error) {
+	n, err := q.q.ClearNeedsOperator(ctx, dbsqlc.ClearNeedsOperatorParams{ID: action, Owner: &owner})
+	return n == 1, err
+}
+
+// LeaseAbandoned leases, for owner, running actions whose lease expired:
+// their worker may have sent a step before it died.
+func (s *Store) LeaseAbandoned(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int) ([]Leased, error) {
 	var out []Leased
 	err := s.InTx(ctx, func(tx *Tx) error {
-		rows, err := tx.q.LeaseAbandoned(ctx, dbsqlc.LeaseAbandonedParams{Lease: interval(lease), MaxRows: int32(limit)})
+		rows, err := tx.q.LeaseAbandoned(ctx, dbsqlc.LeaseAbandonedParams{Owner: &owner, Lease: interval(lease), MaxRows: int32(limit)})
 		if err != nil {
 			return err
 		}
-		now := time.Now()
 		for _, r := range rows {
-			if err := tx.q.AbandonSteps(ctx, dbsqlc.AbandonStepsParams{SentBy: &now, ActionID: r.ID}); err != nil {
-				return err
-			}
-			if err := tx.AddEvent(ctx, r.ID, "lease_expired", "", map[string]string{"note": "worker lease expired; pending steps treated as possibly sent"}); err != nil {
+			if err := tx.AddEvent(ctx, r.ID, "lease_expired", "", map[string]string{"note": "worker lease expired; unknown steps go by evidence"}); err != nil {
 				return err
 			}
 			out = append(out, Leased{ID: r.ID, TenantID: r.TenantID})
@@ -205,9 +252,10 @@ func (s *Store) LeaseAbandoned(ctx context.Context, lease time.Duration, limit i
 	return out, err
 }
 
-// LeaseDue leases actions that have a step due for an attempt or a check.
-func (s *Store) LeaseDue(ctx context.Context, lease time.Duration, limit int) ([]Leased, error) {
-	rows, err := s.q.LeaseDue(ctx, dbsqlc.LeaseDueParams{Lease: interval(lease), MaxRows: int32(limit)})
+// LeaseDue leases, for owner, actions that have a step due for an attempt
+// or a check.
+func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int) ([]Leased, error) {
+	rows, err := s.q.LeaseDue(ctx, dbsqlc.LeaseDueParams{Owner: &owner, Lease: interval(lease), MaxRows: int32(limit)})
 	if err != nil {
 		return nil, err
 	}
@@ -240,12 +288,15 @@ func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (Action, err
 	return action(row), nil
 }
 
-// ResolveAction completes an unfinished action (reconciler evidence or an
-// operator's resolution).
-func (q queries) ResolveAction(ctx context.Context, id uuid.UUID, c Completion) error {
+// ResolveAction completes an unfinished action that owner holds the lease
+// of (a driver's evidence or an operator's decision); false when the lease
+// is not owner's or the action is already completed. needsOperator keeps
+// the completed action in the operator's queue (a follow-up step is stuck).
+func (q queries) ResolveAction(ctx context.Context, id, owner uuid.UUID, c Completion, needsOperator bool) (bool, error) {
 	status := int32(c.Status)
-	return q.q.ResolveAction(ctx, dbsqlc.ResolveActionParams{
-		ID: id, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
+	n, err := q.q.ResolveAction(ctx, dbsqlc.ResolveActionParams{
+		ID: id, Owner: &owner, NeedsOperator: needsOperator, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
 		ResourceID: ptr(c.ResourceID), Result: c.Result,
 	})
+	return n == 1, err
 }

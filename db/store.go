@@ -66,6 +66,14 @@ func notFound(err error) error {
 	return err
 }
 
+// optionalInterval is NULL for zero.
+func optionalInterval(d time.Duration) pgtype.Interval {
+	if d == 0 {
+		return pgtype.Interval{}
+	}
+	return interval(d)
+}
+
 // interval converts a duration for interval parameters.
 func interval(d time.Duration) pgtype.Interval {
 	return pgtype.Interval{Microseconds: d.Microseconds(), Valid: true}

@@ -13,13 +13,25 @@ SELECT * FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE;
 
 -- name: CapturePaymentIntent :one
 UPDATE payment_intents
-SET status = 'captured', captured_amount = $3, updated_at = now()
+SET status = 'captured', captured_amount = $3, charging_action_id = NULL, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
 RETURNING *;
 
+-- name: HoldPaymentIntent :execrows
+-- Holds an intent for the action charging it through a remote provider:
+-- until the provider's outcome is recorded no other charge may start.
+UPDATE payment_intents SET charging_action_id = sqlc.arg(action_id), updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture' AND charging_action_id IS NULL;
+
+-- name: ReleasePaymentIntent :execrows
+-- Ends an action's hold on an intent that it did not capture (the provider
+-- declined the charge, or an operator rejected it).
+UPDATE payment_intents SET charging_action_id = NULL, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND charging_action_id = sqlc.arg(action_id);
+
 -- name: CreatePayment :one
-INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, decline_code, action_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, provider_ref)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 RETURNING *;
 
 -- name: SucceededPayment :one

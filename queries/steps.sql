@@ -3,28 +3,56 @@ INSERT INTO action_steps (action_id, name, seq, capability, required, operation,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
 
 -- name: StepsOfAction :many
-SELECT * FROM action_steps WHERE action_id = $1 ORDER BY seq;
+-- An action's steps with the database's clock and the action's claim time:
+-- a driver takes every time decision against the database's now(), never
+-- against the clock of its own process.
+SELECT s.*, a.created_at AS action_created_at, now()::timestamptz AS db_now
+FROM action_steps s JOIN actions a ON a.id = s.action_id
+WHERE s.action_id = $1
+ORDER BY s.seq;
 
 -- name: BeginSend :execrows
--- Marks a step as possibly sent from now on, just before it is sent, if it
--- is still as the sender read it (updated_at changes with every update).
--- Of two drivers that read the same step only the first gets to send it, and
--- a sender that dies before recording the answer leaves the step unknown,
--- with last_sent_at no earlier than its send: recovery then goes by evidence.
-UPDATE action_steps
-SET state = 'unknown', last_sent_at = now(), updated_at = now()
-WHERE action_id = sqlc.arg(action_id) AND name = sqlc.arg(name) AND updated_at = sqlc.arg(seen)
-  AND state IN ('pending', 'unknown');
+-- Marks a step as possibly sent from now on, just before it is sent, if at
+-- this instant the sender still holds the action's lease (its owner token,
+-- not yet expired), the step is at the version the sender read, and the
+-- evidence the send relies on still holds by the database's clock:
+--   retention: a re-send under the provider's key reaches the provider
+--     inside the key's retention, measured from the action's claim (the
+--     earliest the key can have been used);
+--   settle: a send after an authoritative "not found" comes after the last
+--     send has settled (the provider's timeout plus its visibility delay).
+-- The lease is extended over the send window, so no other driver can take
+-- the action while this write may be in flight. A sender that dies before
+-- recording the answer leaves the step unknown: recovery goes by evidence.
+WITH held AS (
+    UPDATE actions
+    SET lease_until = greatest(lease_until, now() + sqlc.arg(send_window)::interval)
+    WHERE id = sqlc.arg(action_id) AND lease_owner = sqlc.arg(owner) AND lease_until > now()
+      AND (sqlc.narg(retention)::interval IS NULL
+           OR now() + sqlc.arg(send_window)::interval < created_at + sqlc.narg(retention)::interval)
+    RETURNING id
+)
+UPDATE action_steps s
+SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now()
+FROM held
+WHERE s.action_id = held.id AND s.name = sqlc.arg(name) AND s.version = sqlc.arg(version)
+  AND s.state IN ('pending', 'unknown')
+  AND (sqlc.narg(settle)::interval IS NULL OR s.last_sent_at IS NULL
+       OR s.last_sent_at + sqlc.narg(settle)::interval < now());
 
--- name: RecordStep :exec
--- Records what an attempt or a check learned about a step.
-UPDATE action_steps
+-- name: RecordStep :execrows
+-- Records what an attempt or a check learned about a step, if the recorder
+-- still holds the action's lease and nobody changed the step since.
+WITH held AS (
+    SELECT id FROM actions WHERE id = sqlc.arg(action_id) AND lease_owner = sqlc.arg(owner) FOR SHARE
+)
+UPDATE action_steps s
 SET state = sqlc.arg(state), provider_ref = sqlc.narg(provider_ref), reject_code = sqlc.narg(reject_code),
-    attempts = attempts + sqlc.arg(sent)::integer, checks = sqlc.arg(checks),
+    attempts = s.attempts + sqlc.arg(sent)::integer, checks = sqlc.arg(checks),
     last_error = sqlc.narg(last_error),
-    last_sent_at = CASE WHEN sqlc.arg(sent)::integer > 0 THEN now() ELSE last_sent_at END,
-    next_check_at = sqlc.arg(next_check_at), updated_at = now()
-WHERE action_id = sqlc.arg(action_id) AND name = sqlc.arg(name);
+    next_check_at = now() + sqlc.arg(backoff)::interval, version = s.version + 1, updated_at = now()
+FROM held
+WHERE s.action_id = held.id AND s.name = sqlc.arg(name) AND s.version = sqlc.arg(version);
 
 -- name: AddEvent :exec
 INSERT INTO action_events (action_id, kind, step, detail) VALUES ($1, $2, $3, $4);
@@ -32,21 +60,34 @@ INSERT INTO action_events (action_id, kind, step, detail) VALUES ($1, $2, $3, $4
 -- name: EventsOfAction :many
 SELECT * FROM action_events WHERE action_id = $1 ORDER BY id;
 
--- name: MarkActionUnknown :exec
-UPDATE actions SET state = 'unknown', lease_until = NULL, updated_at = now()
-WHERE id = $1 AND state = 'running';
+-- name: ReleaseAction :execrows
+-- Ends a lease holder's turn on an action: a running action whose required
+-- step is unresolved becomes unknown, the action is flagged for an operator
+-- when recovery ran out of evidence, and the lease is released.
+UPDATE actions
+SET state = CASE WHEN state = 'running' THEN 'unknown' ELSE state END,
+    needs_operator = needs_operator OR sqlc.arg(needs_operator)::boolean,
+    lease_owner = NULL, lease_until = NULL, updated_at = now()
+WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner);
 
--- name: SetNeedsOperator :exec
-UPDATE actions SET needs_operator = true, lease_until = NULL, updated_at = now() WHERE id = $1;
+-- name: RenewLease :execrows
+-- Extends a lease its holder still holds (no other driver took it over).
+UPDATE actions SET lease_until = now() + sqlc.arg(lease)::interval
+WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner);
 
--- name: ReleaseAction :exec
-UPDATE actions SET lease_until = NULL WHERE id = $1 AND state <> 'running';
+-- name: TakeLease :execrows
+-- An operator's lease on an action waiting for a decision: only when no
+-- request or reconciler holds it (so no step is in flight).
+UPDATE actions SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
+WHERE id = sqlc.arg(id) AND (lease_until IS NULL OR lease_until < now())
+  AND (state <> 'completed' OR needs_operator);
 
 -- name: LeaseAbandoned :many
--- Running actions whose worker's lease expired: possibly executed. Their
--- pending steps become unknown (see AbandonSteps). SKIP LOCKED and the new
--- lease keep two reconcilers off the same action.
-UPDATE actions a SET lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
+-- Running actions whose worker's lease expired: possibly executed. A
+-- pending step was certainly not sent (a step is marked before it is sent),
+-- an unknown one goes by evidence. SKIP LOCKED and the new owner keep two
+-- reconcilers off the same action.
+UPDATE actions a SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
 WHERE a.id IN (
     SELECT id FROM actions
     WHERE state = 'running' AND lease_until < now()
@@ -56,17 +97,10 @@ WHERE a.id IN (
 )
 RETURNING a.id, a.tenant_id;
 
--- name: AbandonSteps :exec
--- A crashed worker may have sent any pending step: treat them as unknown,
--- sent at the latest when the worker's lease ran out.
-UPDATE action_steps
-SET state = 'unknown', last_sent_at = greatest(coalesce(last_sent_at, sqlc.arg(sent_by)), sqlc.arg(sent_by)), updated_at = now()
-WHERE action_id = sqlc.arg(action_id) AND state = 'pending';
-
 -- name: LeaseDue :many
 -- Actions with a step due for an attempt or a check, not leased by another
--- reconciler and not waiting for an operator.
-UPDATE actions a SET lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
+-- driver and not waiting for an operator.
+UPDATE actions a SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
 WHERE a.id IN (
     SELECT x.id FROM actions x
     WHERE NOT x.needs_operator
@@ -89,8 +123,18 @@ LIMIT sqlc.arg(max_rows);
 -- name: ActionByIDAnyTenant :one
 SELECT * FROM actions WHERE id = $1;
 
--- name: ResolveAction :exec
+-- name: ResolveAction :execrows
+-- Completes an unfinished action from evidence (a driver) or an operator's
+-- decision, if the caller holds its lease; needs_operator stays set when a
+-- follow-up step ran out of evidence.
 UPDATE actions
-SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5, result = $6,
-    needs_operator = false, lease_until = NULL, updated_at = now(), completed_at = now()
-WHERE id = $1 AND state <> 'completed';
+SET state = 'completed', outcome = sqlc.arg(outcome), reason = sqlc.narg(reason), http_status = sqlc.arg(http_status),
+    resource_id = sqlc.narg(resource_id), result = sqlc.arg(result),
+    needs_operator = sqlc.arg(needs_operator), lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner) AND state <> 'completed';
+
+-- name: ClearNeedsOperator :execrows
+-- An operator resolved what a completed action was waiting for (a stuck
+-- follow-up): it leaves the operator's queue and the operator's lease ends.
+UPDATE actions SET needs_operator = false, lease_owner = NULL, lease_until = NULL, updated_at = now()
+WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner);

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -47,9 +48,18 @@ func Show(ctx context.Context, store *db.Store, id uuid.UUID) (Detail, error) {
 	return Detail{Action: a, Steps: steps, Events: events}, nil
 }
 
-// Resolve records an operator's resolution of an unfinished action: its
-// unresolved required step takes the given outcome, the action completes,
-// and the decision stays in the timeline with who, when and the evidence.
+// operatorLease bounds how long an operator's resolution holds an action.
+const operatorLease = time.Minute
+
+// Resolve records an operator's resolution of an action waiting for one:
+// an unfinished action's unresolved required step takes the given outcome
+// and the action completes; a completed action's stuck follow-up steps take
+// it and the action leaves the operator's queue (its outcome stays). The
+// decision stays in the timeline with who, when and the evidence.
+//
+// The resolution takes the action's lease first, so it never races a
+// request or a reconciler: while any of them holds the action (a step may
+// be in flight) it is refused with ACTION_IN_FLIGHT.
 func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUID, r Resolution) (db.Action, error) {
 	switch {
 	case r.Outcome != db.Confirmed && r.Outcome != db.Rejected:
@@ -65,46 +75,115 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 	if err != nil {
 		return db.Action{}, err
 	}
-	if a.State == db.Completed {
+	if a.State == db.Completed && !a.NeedsOperator {
 		return db.Action{}, fault.New(fault.InvalidInput, "the action is already completed (%s)", a.Outcome)
 	}
-	var res idem.Result
-	if r.Outcome == db.Confirmed {
-		res, err = ops.Confirmed(a, provider.Record{ID: r.ProviderRef, Status: "committed"})
-	} else {
-		res, err = op.Reject(cmp.Or(r.Reason, "OPERATOR_REJECTED"), map[string]string{"resolved_by": "operator"})
-	}
+	owner := uuid.New()
+	held, err := store.TakeLease(ctx, id, owner, operatorLease)
 	if err != nil {
+		return db.Action{}, err
+	}
+	if !held {
+		return db.Action{}, fault.New(fault.InFlight, "the action is being worked on (a step may be in flight); look again and retry shortly")
+	}
+	// Read again under the lease: nothing changes it from here on.
+	if a, err = store.ActionAnyTenant(ctx, id); err != nil {
 		return db.Action{}, err
 	}
 	steps, err := store.Steps(ctx, id)
 	if err != nil {
 		return db.Action{}, err
 	}
+	if a.State == db.Completed {
+		err = resolveFollowUps(ctx, store, a, owner, steps, r)
+	} else {
+		err = resolveAction(ctx, store, ops, a, owner, steps, r)
+	}
+	if err != nil {
+		// Let the action go; a running one is unknown from now on.
+		store.ReleaseAction(context.WithoutCancel(ctx), id, owner, false) //nolint:errcheck // the lease expires anyway
+		return db.Action{}, err
+	}
+	return store.ActionAnyTenant(ctx, id)
+}
+
+// resolveAction completes an unfinished action with the operator's outcome.
+func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a db.Action, owner uuid.UUID, steps []db.Step, r Resolution) error {
+	var res idem.Result
+	var err error
+	if r.Outcome == db.Confirmed {
+		res, err = ops.Confirmed(a, provider.Record{ID: r.ProviderRef, Status: "committed"})
+	} else {
+		res, err = op.Reject(cmp.Or(r.Reason, "OPERATOR_REJECTED"), map[string]string{"resolved_by": "operator"})
+	}
+	if err != nil {
+		return err
+	}
 	err = store.InTx(ctx, func(tx *db.Tx) error {
 		for _, s := range steps {
 			if !s.Required || s.State == db.StepSucceeded || s.State == db.StepRejected {
 				continue
 			}
-			u := db.StepUpdate{State: db.StepSucceeded, ProviderRef: r.ProviderRef, Checks: s.Checks, NextCheckAt: s.NextCheckAt}
-			if r.Outcome == db.Rejected {
-				u = db.StepUpdate{State: db.StepRejected, RejectCode: res.Reason, Checks: s.Checks, NextCheckAt: s.NextCheckAt}
-			}
-			if err := tx.RecordStep(ctx, id, s.Name, u); err != nil {
+			if err := recordDecision(ctx, tx, a.ID, owner, s, r, res.Reason); err != nil {
 				return err
 			}
 		}
-		if err := tx.ResolveAction(ctx, id, db.Completion{
+		if _, err := tx.ResolveAction(ctx, a.ID, owner, db.Completion{
 			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status, ResourceID: res.ResourceID, Result: res.Body,
-		}); err != nil {
+		}, false); err != nil {
 			return err
 		}
-		return tx.AddEvent(ctx, id, "resolved_by_operator", "", map[string]string{
-			"by": r.By, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": res.Reason, "evidence": r.Note,
-		})
+		if err := ops.Settle(ctx, tx, a, res, r.ProviderRef); err != nil {
+			return err
+		}
+		return addDecision(ctx, tx, a.ID, "", r, res.Reason)
 	})
 	if err != nil {
-		return db.Action{}, fmt.Errorf("resolve action: %w", err)
+		return fmt.Errorf("resolve action: %w", err)
 	}
-	return store.ActionAnyTenant(ctx, id)
+	return nil
+}
+
+// resolveFollowUps resolves the open steps of a completed action; its
+// outcome stays as it is.
+func resolveFollowUps(ctx context.Context, store *db.Store, a db.Action, owner uuid.UUID, steps []db.Step, r Resolution) error {
+	reason := cmp.Or(r.Reason, "OPERATOR_REJECTED")
+	err := store.InTx(ctx, func(tx *db.Tx) error {
+		for _, s := range steps {
+			if s.State == db.StepSucceeded || s.State == db.StepRejected {
+				continue
+			}
+			if err := recordDecision(ctx, tx, a.ID, owner, s, r, reason); err != nil {
+				return err
+			}
+			if err := addDecision(ctx, tx, a.ID, s.Name, r, reason); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ClearNeedsOperator(ctx, a.ID, owner)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("resolve follow-up steps: %w", err)
+	}
+	return nil
+}
+
+// recordDecision gives step s the operator's outcome.
+func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s db.Step, r Resolution, reason string) error {
+	u := db.StepUpdate{State: db.StepSucceeded, ProviderRef: r.ProviderRef, Checks: s.Checks}
+	if r.Outcome == db.Rejected {
+		u = db.StepUpdate{State: db.StepRejected, RejectCode: reason, Checks: s.Checks}
+	}
+	ok, err := tx.RecordStep(ctx, action, s.Name, owner, s.Version, u)
+	if err == nil && !ok {
+		err = fmt.Errorf("step %s changed under the operator's lease", s.Name)
+	}
+	return err
+}
+
+func addDecision(ctx context.Context, tx *db.Tx, action uuid.UUID, step string, r Resolution, reason string) error {
+	return tx.AddEvent(ctx, action, "resolved_by_operator", step, map[string]string{
+		"by": r.By, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": reason, "evidence": r.Note,
+	})
 }

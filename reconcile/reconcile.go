@@ -10,6 +10,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
@@ -57,24 +58,34 @@ type Stats struct {
 	Completed int // actions that reached a known outcome in this pass
 }
 
-// RunOnce makes one pass.
+// RunOnce makes one pass. The pass holds its leases under a token of its
+// own; before driving each action it renews that action's lease, and an
+// action another reconciler has taken over meanwhile is left to it.
 func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 	var st Stats
-	abandoned, err := r.store.LeaseAbandoned(ctx, r.cfg.Lease, r.cfg.Batch)
+	owner := uuid.New()
+	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch)
 	if err != nil {
 		return st, err
 	}
-	due, err := r.store.LeaseDue(ctx, r.cfg.Lease, r.cfg.Batch)
+	due, err := r.store.LeaseDue(ctx, owner, r.cfg.Lease, r.cfg.Batch)
 	if err != nil {
 		return st, err
 	}
 	st.Abandoned, st.Due = len(abandoned), len(due)
 	for _, l := range append(abandoned, due...) {
+		held, err := r.store.RenewLease(ctx, l.ID, owner, r.cfg.Lease)
+		if err != nil {
+			return st, err
+		}
+		if !held {
+			continue
+		}
 		a, err := r.store.ActionByID(ctx, l.TenantID, l.ID)
 		if err != nil {
 			return st, err
 		}
-		after, err := r.driver.Drive(ctx, a)
+		after, err := r.driver.Drive(ctx, a, owner)
 		if err != nil {
 			r.count("error")
 			r.log.Error().Err(err).Str("action_id", a.ID.String()).Msg("reconcile action")

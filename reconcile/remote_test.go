@@ -34,6 +34,12 @@ func keyed() provider.Traits {
 
 func setupRemote(t *testing.T, simCfg providersim.Config, traits provider.Traits, capabilities ...string) remoteEnv {
 	t.Helper()
+	return setupRemoteWith(t, simCfg, traits, nil, capabilities...)
+}
+
+// setupRemoteWith is setupRemote with cfg adjusting the configuration.
+func setupRemoteWith(t *testing.T, simCfg providersim.Config, traits provider.Traits, cfg func(*app.Config), capabilities ...string) remoteEnv {
+	t.Helper()
 	sim := simtest.Start(t, simCfg)
 	set := provider.Set{}
 	for _, c := range capabilities {
@@ -44,6 +50,9 @@ func setupRemote(t *testing.T, simCfg providersim.Config, traits provider.Traits
 		c.ReconcileDisabled = true
 		c.OperatorToken = operatorToken
 		c.Steps = step.Config{Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond, MaxChecks: 100}
+		if cfg != nil {
+			cfg(c)
+		}
 	})
 	tenant, key := e.Tenant("remote")
 	return remoteEnv{Env: e, sim: sim, key: key, tenant: tenant.ID}
@@ -73,7 +82,7 @@ func (r remoteEnv) writeOf(t *testing.T, capability, key string) apptest.Respons
 	case provider.Calendar:
 		return r.Post("/v1/appointments", r.key, key, map[string]any{"customer_id": r.Customer(r.tenant), "slot_id": r.Slot(r.tenant, 1)})
 	case provider.Payments:
-		return r.Post("/v1/payments", r.key, key, map[string]any{"payment_intent_id": uuid.NewString(), "amount": 500})
+		return r.Post("/v1/payments", r.key, key, map[string]any{"payment_intent_id": r.intent(t, 500), "amount": 500})
 	case provider.Messaging:
 		return r.Post("/v1/messages", r.key, key, map[string]any{"to": "+15550100100", "channel": "sms", "template": "generic", "variables": map[string]string{"body": "Hello"}})
 	case provider.CRM:
@@ -275,19 +284,20 @@ func TestTwoReconcilersNeverShareAnAction(t *testing.T) {
 func TestRemoteChargesOfOneIntentWriteOnce(t *testing.T) {
 	t.Parallel()
 	r := setupRemote(t, providersim.Config{}, keyed(), provider.Payments)
-	intent := uuid.NewString()
-	body := map[string]any{"payment_intent_id": intent, "amount": 700}
+	body := map[string]any{"payment_intent_id": r.intent(t, 700), "amount": 700}
 	first := r.Post("/v1/payments", r.key, "charge-1", body)
-	second := r.Post("/v1/payments", r.key, "charge-2", body) // the same intent under another key
-	if first.Status != http.StatusCreated || second.Status != http.StatusCreated {
-		t.Fatalf("charges: %d %s / %d %s", first.Status, first.Body, second.Status, second.Body)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("charge: %d %s", first.Status, first.Body)
+	}
+	// The same intent under another key: refused before anything is sent.
+	if got := reason(t, r.Post("/v1/payments", r.key, "charge-2", body)); got != "INTENT_ALREADY_CAPTURED" {
+		t.Fatalf("second charge of the intent: %s", got)
 	}
 	ledger := r.sim.Ledger(provider.Payments)
-	if len(ledger) != 1 {
-		t.Fatalf("the provider holds %d charges of one intent, want 1", len(ledger))
+	if len(ledger) != 1 || ledger[0].Requests != 1 {
+		t.Fatalf("the provider holds %+v for one intent, want one charge sent once", ledger)
 	}
-	ref := func(resp apptest.Response) any { return resp.JSON(t)["result"].(map[string]any)["provider_ref"] }
-	if ref(first) != ledger[0].ID || ref(second) != ledger[0].ID {
-		t.Fatalf("provider refs %v and %v, ledger %s", ref(first), ref(second), ledger[0].ID)
+	if ref := first.JSON(t)["result"].(map[string]any)["provider_ref"]; ref != ledger[0].ID {
+		t.Fatalf("provider ref %v, ledger %s", ref, ledger[0].ID)
 	}
 }

@@ -250,7 +250,9 @@ export interface paths {
          * Charge a payment intent
          * @description Charges an approved payment intent, at most once whatever keys are used (operation
          *     `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-         *     `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+         *     `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+         *     intent through a remote payments provider is still waiting for the provider's outcome; this
+         *     request charged nothing). The same checks run before a charge is sent to a remote provider.
          */
         post: operations["chargePayment"];
         delete?: never;
@@ -491,11 +493,17 @@ export interface paths {
         put?: never;
         /**
          * Resolve an action
-         * @description Records an operator's decision on an action that is not completed: its unresolved required step
-         *     takes the outcome, the action completes, and the decision joins the timeline with who made it and
-         *     the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-         *     status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-         *     an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+         * @description Records an operator's decision on an action that waits for one. An action that is not completed:
+         *     its unresolved required step takes the outcome, the action completes, and every later answer for
+         *     it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+         *     action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+         *     evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+         *     Either way the decision joins the timeline with who made it and the evidence.
+         *
+         *     The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+         *     may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+         *     A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+         *     write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
          */
         post: operations["resolveOpsAction"];
         delete?: never;
@@ -937,6 +945,8 @@ export interface components {
             status: "succeeded" | "declined";
             /** @description Why the provider declined; only when declined. */
             decline_code?: string;
+            /** @description The remote payments provider's reference of the charge; only when one performed it. */
+            provider_ref?: string;
             /** Format: date-time */
             created_at: string;
         };
@@ -1047,13 +1057,13 @@ export interface components {
         };
         /**
          * @description A stable error code. Request problems: `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID`,
-         *     `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_IN_PROGRESS`, `INVALID_JSON`, `INVALID_INPUT`,
-         *     `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`,
+         *     `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_IN_PROGRESS`, `ACTION_IN_FLIGHT`, `INVALID_JSON`,
+         *     `INVALID_INPUT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`,
          *     `UNSUPPORTED_MEDIA_TYPE`, `RATE_LIMITED`, `SERVICE_UNAVAILABLE`, `INTERNAL`. The others are the
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1122,12 +1132,20 @@ export interface components {
             details: {
                 [key: string]: unknown;
             };
+            /**
+             * @description `cancelled`, `moved` or `changed`; present only when a confirmed action's object has changed since its answer (the booked
+             *     appointment was cancelled or moved, the customer record changed): `outcome` says what the
+             *     request did, `current` that it is no longer so, and `say` tells the model not to repeat the
+             *     confirmation as current. Given by `check_action_status` and by a repeat that names the action
+             *     (its `action_id` or `Idempotency-Key`). A repeat without either starts a new request instead.
+             */
+            current?: string;
         };
         /**
          * @description Why a tool call was rejected, lower-case; absent when not rejected.
          * @enum {string}
          */
-        DashaReason: "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points";
+        DashaReason: "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -2973,6 +2991,29 @@ export interface operations {
             };
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            /**
+             * @description A request or a reconciler holds the action (`ACTION_IN_FLIGHT`): a step may be in flight at the
+             *     provider, and deciding now could contradict what the provider does. Look at the action again
+             *     after `Retry-After`.
+             */
+            409: {
+                headers: {
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Conflict",
+                     *       "status": 409,
+                     *       "detail": "the action is being worked on (a step may be in flight); look again and retry shortly",
+                     *       "code": "ACTION_IN_FLIGHT"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["Internal"];

@@ -13,7 +13,7 @@ import (
 )
 
 const actionByID = `-- name: ActionByID :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE tenant_id = $1 AND id = $2
 `
 
 type ActionByIDParams struct {
@@ -42,12 +42,13 @@ func (q *Queries) ActionByID(ctx context.Context, arg ActionByIDParams) (Action,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.LeaseOwner,
 	)
 	return i, err
 }
 
 const actionByKey = `-- name: ActionByKey :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type ActionByKeyParams struct {
@@ -76,13 +77,14 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.LeaseOwner,
 	)
 	return i, err
 }
 
 const claimAction = `-- name: ClaimAction :one
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until)
-VALUES ($1, $2, $3, $4, $5, $6, now() + $7::interval)
+INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 `
@@ -94,6 +96,7 @@ type ClaimActionParams struct {
 	Operation      string
 	Fingerprint    string
 	Request        []byte
+	LeaseOwner     *uuid.UUID
 	Lease          pgtype.Interval
 }
 
@@ -106,6 +109,7 @@ func (q *Queries) ClaimAction(ctx context.Context, arg ClaimActionParams) (uuid.
 		arg.Operation,
 		arg.Fingerprint,
 		arg.Request,
+		arg.LeaseOwner,
 		arg.Lease,
 	)
 	var id uuid.UUID
@@ -116,7 +120,7 @@ func (q *Queries) ClaimAction(ctx context.Context, arg ClaimActionParams) (uuid.
 const completeAction = `-- name: CompleteAction :exec
 UPDATE actions
 SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5,
-    result = $6, lease_until = NULL, updated_at = now(), completed_at = now()
+    result = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
 WHERE id = $1
 `
 
@@ -139,4 +143,26 @@ func (q *Queries) CompleteAction(ctx context.Context, arg CompleteActionParams) 
 		arg.Result,
 	)
 	return err
+}
+
+const retireKey = `-- name: RetireKey :execrows
+UPDATE actions SET idempotency_key = idempotency_key || '~' || id::text, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND idempotency_key = $3 AND state = 'completed'
+`
+
+type RetireKeyParams struct {
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	IdempotencyKey string
+}
+
+// Frees a completed action's key for a new action: the key was derived from
+// identity fields and the answer stored under it no longer holds. The action
+// keeps its id (and its status URL) under a key no request can derive.
+func (q *Queries) RetireKey(ctx context.Context, arg RetireKeyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retireKey, arg.TenantID, arg.ID, arg.IdempotencyKey)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

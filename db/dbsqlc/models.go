@@ -28,6 +28,7 @@ type Action struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
 }
 
 type ActionEvent struct {
@@ -58,6 +59,7 @@ type ActionStep struct {
 	LastSentAt  *time.Time
 	NextCheckAt time.Time
 	UpdatedAt   time.Time
+	Version     int32
 }
 
 type ApiKey struct {
@@ -127,21 +129,23 @@ type Payment struct {
 	DeclineCode *string
 	ActionID    uuid.UUID
 	CreatedAt   time.Time
+	ProviderRef *string
 }
 
 type PaymentIntent struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	CustomerID     uuid.UUID
-	Amount         int64
-	Currency       string
-	Description    string
-	PaymentMethod  string
-	Status         string
-	CapturedAmount *int64
-	ActionID       uuid.UUID
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	ID               uuid.UUID
+	TenantID         uuid.UUID
+	CustomerID       uuid.UUID
+	Amount           int64
+	Currency         string
+	Description      string
+	PaymentMethod    string
+	Status           string
+	CapturedAmount   *int64
+	ActionID         uuid.UUID
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+	ChargingActionID *uuid.UUID
 }
 
 type PointsLedger struct {

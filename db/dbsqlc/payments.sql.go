@@ -13,9 +13,9 @@ import (
 
 const capturePaymentIntent = `-- name: CapturePaymentIntent :one
 UPDATE payment_intents
-SET status = 'captured', captured_amount = $3, updated_at = now()
+SET status = 'captured', captured_amount = $3, charging_action_id = NULL, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
-RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at
+RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id
 `
 
 type CapturePaymentIntentParams struct {
@@ -40,14 +40,15 @@ func (q *Queries) CapturePaymentIntent(ctx context.Context, arg CapturePaymentIn
 		&i.ActionID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ChargingActionID,
 	)
 	return i, err
 }
 
 const createPayment = `-- name: CreatePayment :one
-INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, decline_code, action_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at
+INSERT INTO payments (id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, provider_ref)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at, provider_ref
 `
 
 type CreatePaymentParams struct {
@@ -59,6 +60,7 @@ type CreatePaymentParams struct {
 	Status      string
 	DeclineCode *string
 	ActionID    uuid.UUID
+	ProviderRef *string
 }
 
 func (q *Queries) CreatePayment(ctx context.Context, arg CreatePaymentParams) (Payment, error) {
@@ -71,6 +73,7 @@ func (q *Queries) CreatePayment(ctx context.Context, arg CreatePaymentParams) (P
 		arg.Status,
 		arg.DeclineCode,
 		arg.ActionID,
+		arg.ProviderRef,
 	)
 	var i Payment
 	err := row.Scan(
@@ -83,6 +86,7 @@ func (q *Queries) CreatePayment(ctx context.Context, arg CreatePaymentParams) (P
 		&i.DeclineCode,
 		&i.ActionID,
 		&i.CreatedAt,
+		&i.ProviderRef,
 	)
 	return i, err
 }
@@ -90,7 +94,7 @@ func (q *Queries) CreatePayment(ctx context.Context, arg CreatePaymentParams) (P
 const createPaymentIntent = `-- name: CreatePaymentIntent :one
 INSERT INTO payment_intents (id, tenant_id, customer_id, amount, currency, description, payment_method, action_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at
+RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id
 `
 
 type CreatePaymentIntentParams struct {
@@ -129,12 +133,34 @@ func (q *Queries) CreatePaymentIntent(ctx context.Context, arg CreatePaymentInte
 		&i.ActionID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ChargingActionID,
 	)
 	return i, err
 }
 
+const holdPaymentIntent = `-- name: HoldPaymentIntent :execrows
+UPDATE payment_intents SET charging_action_id = $3, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture' AND charging_action_id IS NULL
+`
+
+type HoldPaymentIntentParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+	ActionID *uuid.UUID
+}
+
+// Holds an intent for the action charging it through a remote provider:
+// until the provider's outcome is recorded no other charge may start.
+func (q *Queries) HoldPaymentIntent(ctx context.Context, arg HoldPaymentIntentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, holdPaymentIntent, arg.TenantID, arg.ID, arg.ActionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const lockPaymentIntent = `-- name: LockPaymentIntent :one
-SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockPaymentIntentParams struct {
@@ -160,12 +186,13 @@ func (q *Queries) LockPaymentIntent(ctx context.Context, arg LockPaymentIntentPa
 		&i.ActionID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ChargingActionID,
 	)
 	return i, err
 }
 
 const paymentIntentByID = `-- name: PaymentIntentByID :one
-SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at FROM payment_intents WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents WHERE tenant_id = $1 AND id = $2
 `
 
 type PaymentIntentByIDParams struct {
@@ -189,12 +216,13 @@ func (q *Queries) PaymentIntentByID(ctx context.Context, arg PaymentIntentByIDPa
 		&i.ActionID,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.ChargingActionID,
 	)
 	return i, err
 }
 
 const paymentsByIntent = `-- name: PaymentsByIntent :many
-SELECT id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at FROM payments WHERE tenant_id = $1 AND intent_id = $2 ORDER BY created_at, id
+SELECT id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at, provider_ref FROM payments WHERE tenant_id = $1 AND intent_id = $2 ORDER BY created_at, id
 `
 
 type PaymentsByIntentParams struct {
@@ -221,6 +249,7 @@ func (q *Queries) PaymentsByIntent(ctx context.Context, arg PaymentsByIntentPara
 			&i.DeclineCode,
 			&i.ActionID,
 			&i.CreatedAt,
+			&i.ProviderRef,
 		); err != nil {
 			return nil, err
 		}
@@ -232,8 +261,29 @@ func (q *Queries) PaymentsByIntent(ctx context.Context, arg PaymentsByIntentPara
 	return items, nil
 }
 
+const releasePaymentIntent = `-- name: ReleasePaymentIntent :execrows
+UPDATE payment_intents SET charging_action_id = NULL, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND charging_action_id = $3
+`
+
+type ReleasePaymentIntentParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+	ActionID *uuid.UUID
+}
+
+// Ends an action's hold on an intent that it did not capture (the provider
+// declined the charge, or an operator rejected it).
+func (q *Queries) ReleasePaymentIntent(ctx context.Context, arg ReleasePaymentIntentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, releasePaymentIntent, arg.TenantID, arg.ID, arg.ActionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const succeededPayment = `-- name: SucceededPayment :one
-SELECT id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at FROM payments WHERE tenant_id = $1 AND intent_id = $2 AND status = 'succeeded'
+SELECT id, tenant_id, intent_id, amount, currency, status, decline_code, action_id, created_at, provider_ref FROM payments WHERE tenant_id = $1 AND intent_id = $2 AND status = 'succeeded'
 `
 
 type SucceededPaymentParams struct {
@@ -254,6 +304,7 @@ func (q *Queries) SucceededPayment(ctx context.Context, arg SucceededPaymentPara
 		&i.DeclineCode,
 		&i.ActionID,
 		&i.CreatedAt,
+		&i.ProviderRef,
 	)
 	return i, err
 }

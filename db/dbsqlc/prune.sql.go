@@ -13,14 +13,18 @@ import (
 )
 
 const countPrunable = `-- name: CountPrunable :one
-SELECT
-    count(*) FILTER (WHERE completed_at < $1::timestamptz - $2::interval) AS actions,
-    count(*) FILTER (WHERE result IS NOT NULL
-        AND completed_at < $1::timestamptz - $3::interval
-        AND completed_at >= $1::timestamptz - $2::interval) AS responses
-FROM actions
-WHERE state = 'completed' AND NOT needs_operator
-  AND completed_at < $1::timestamptz - least($2::interval, $3::interval)
+WITH due AS (
+    SELECT x.result IS NOT NULL AS has_body,
+           x.completed_at < $1::timestamptz - $2::interval
+               AND NOT EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown')) AS deletable,
+           x.completed_at < $1::timestamptz - $3::interval AS body_due
+    FROM actions x
+    WHERE x.state = 'completed' AND NOT x.needs_operator
+      AND x.completed_at < $1::timestamptz - least($2::interval, $3::interval)
+)
+SELECT count(*) FILTER (WHERE deletable) AS actions,
+       count(*) FILTER (WHERE has_body AND body_due AND NOT deletable) AS responses
+FROM due
 `
 
 type CountPrunableParams struct {
@@ -34,8 +38,8 @@ type CountPrunableRow struct {
 	Responses int64
 }
 
-// What a prune at $now would do: actions to delete, and bodies to clear of
-// the actions that are kept.
+// What a prune at $now would do: actions to delete (finished, every step
+// resolved), and bodies to clear of the actions that are kept.
 func (q *Queries) CountPrunable(ctx context.Context, arg CountPrunableParams) (CountPrunableRow, error) {
 	row := q.db.QueryRow(ctx, countPrunable, arg.Now, arg.ActionRetention, arg.ResponseRetention)
 	var i CountPrunableRow
@@ -44,14 +48,17 @@ func (q *Queries) CountPrunable(ctx context.Context, arg CountPrunableParams) (C
 }
 
 const pruneActions = `-- name: PruneActions :execrows
-DELETE FROM actions
-WHERE id IN (
-    SELECT id FROM actions
-    WHERE state = 'completed' AND NOT needs_operator
-      AND completed_at < $1::timestamptz - $2::interval
+WITH doomed AS (
+    SELECT id FROM actions x
+    WHERE x.state = 'completed' AND NOT x.needs_operator
+      AND x.completed_at < $1::timestamptz - $2::interval
+      AND NOT EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown'))
     LIMIT $3
     FOR UPDATE SKIP LOCKED
+), steps AS (
+    DELETE FROM action_steps WHERE action_id IN (SELECT id FROM doomed)
 )
+DELETE FROM actions WHERE id IN (SELECT id FROM doomed)
 `
 
 type PruneActionsParams struct {
@@ -61,7 +68,9 @@ type PruneActionsParams struct {
 }
 
 // Deletes completed actions older than the action retention, with their
-// steps and timeline (ON DELETE CASCADE). Business rows keep their action_id.
+// timeline and their steps, once every step is resolved: an action with a
+// step still to finish (a follow-up message) is kept, and the foreign key
+// refuses to drop a step with its action. Business rows keep their action_id.
 func (q *Queries) PruneActions(ctx context.Context, arg PruneActionsParams) (int64, error) {
 	result, err := q.db.Exec(ctx, pruneActions, arg.Now, arg.Retention, arg.Batch)
 	if err != nil {

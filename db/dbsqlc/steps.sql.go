@@ -13,26 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-const abandonSteps = `-- name: AbandonSteps :exec
-UPDATE action_steps
-SET state = 'unknown', last_sent_at = greatest(coalesce(last_sent_at, $1), $1), updated_at = now()
-WHERE action_id = $2 AND state = 'pending'
-`
-
-type AbandonStepsParams struct {
-	SentBy   *time.Time
-	ActionID uuid.UUID
-}
-
-// A crashed worker may have sent any pending step: treat them as unknown,
-// sent at the latest when the worker's lease ran out.
-func (q *Queries) AbandonSteps(ctx context.Context, arg AbandonStepsParams) error {
-	_, err := q.db.Exec(ctx, abandonSteps, arg.SentBy, arg.ActionID)
-	return err
-}
-
 const actionByIDAnyTenant = `-- name: ActionByIDAnyTenant :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE id = $1
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
@@ -56,6 +38,7 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.LeaseOwner,
 	)
 	return i, err
 }
@@ -82,25 +65,77 @@ func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
 }
 
 const beginSend = `-- name: BeginSend :execrows
-UPDATE action_steps
-SET state = 'unknown', last_sent_at = now(), updated_at = now()
-WHERE action_id = $1 AND name = $2 AND updated_at = $3
-  AND state IN ('pending', 'unknown')
+WITH held AS (
+    UPDATE actions
+    SET lease_until = greatest(lease_until, now() + $4::interval)
+    WHERE id = $5 AND lease_owner = $6 AND lease_until > now()
+      AND ($7::interval IS NULL
+           OR now() + $4::interval < created_at + $7::interval)
+    RETURNING id
+)
+UPDATE action_steps s
+SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now()
+FROM held
+WHERE s.action_id = held.id AND s.name = $1 AND s.version = $2
+  AND s.state IN ('pending', 'unknown')
+  AND ($3::interval IS NULL OR s.last_sent_at IS NULL
+       OR s.last_sent_at + $3::interval < now())
 `
 
 type BeginSendParams struct {
-	ActionID uuid.UUID
-	Name     string
-	Seen     time.Time
+	Name       string
+	Version    int32
+	Settle     pgtype.Interval
+	SendWindow pgtype.Interval
+	ActionID   uuid.UUID
+	Owner      *uuid.UUID
+	Retention  pgtype.Interval
 }
 
-// Marks a step as possibly sent from now on, just before it is sent, if it
-// is still as the sender read it (updated_at changes with every update).
-// Of two drivers that read the same step only the first gets to send it, and
-// a sender that dies before recording the answer leaves the step unknown,
-// with last_sent_at no earlier than its send: recovery then goes by evidence.
+// Marks a step as possibly sent from now on, just before it is sent, if at
+// this instant the sender still holds the action's lease (its owner token,
+// not yet expired), the step is at the version the sender read, and the
+// evidence the send relies on still holds by the database's clock:
+//
+//	retention: a re-send under the provider's key reaches the provider
+//	  inside the key's retention, measured from the action's claim (the
+//	  earliest the key can have been used);
+//	settle: a send after an authoritative "not found" comes after the last
+//	  send has settled (the provider's timeout plus its visibility delay).
+//
+// The lease is extended over the send window, so no other driver can take
+// the action while this write may be in flight. A sender that dies before
+// recording the answer leaves the step unknown: recovery goes by evidence.
 func (q *Queries) BeginSend(ctx context.Context, arg BeginSendParams) (int64, error) {
-	result, err := q.db.Exec(ctx, beginSend, arg.ActionID, arg.Name, arg.Seen)
+	result, err := q.db.Exec(ctx, beginSend,
+		arg.Name,
+		arg.Version,
+		arg.Settle,
+		arg.SendWindow,
+		arg.ActionID,
+		arg.Owner,
+		arg.Retention,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const clearNeedsOperator = `-- name: ClearNeedsOperator :execrows
+UPDATE actions SET needs_operator = false, lease_owner = NULL, lease_until = NULL, updated_at = now()
+WHERE id = $1 AND lease_owner = $2
+`
+
+type ClearNeedsOperatorParams struct {
+	ID    uuid.UUID
+	Owner *uuid.UUID
+}
+
+// An operator resolved what a completed action was waiting for (a stuck
+// follow-up): it leaves the operator's queue and the operator's lease ends.
+func (q *Queries) ClearNeedsOperator(ctx context.Context, arg ClearNeedsOperatorParams) (int64, error) {
+	result, err := q.db.Exec(ctx, clearNeedsOperator, arg.ID, arg.Owner)
 	if err != nil {
 		return 0, err
 	}
@@ -171,18 +206,19 @@ func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) error {
 }
 
 const leaseAbandoned = `-- name: LeaseAbandoned :many
-UPDATE actions a SET lease_until = now() + $1::interval, updated_at = now()
+UPDATE actions a SET lease_owner = $1, lease_until = now() + $2::interval, updated_at = now()
 WHERE a.id IN (
     SELECT id FROM actions
     WHERE state = 'running' AND lease_until < now()
     ORDER BY lease_until
-    LIMIT $2
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
 RETURNING a.id, a.tenant_id
 `
 
 type LeaseAbandonedParams struct {
+	Owner   *uuid.UUID
 	Lease   pgtype.Interval
 	MaxRows int32
 }
@@ -192,11 +228,12 @@ type LeaseAbandonedRow struct {
 	TenantID uuid.UUID
 }
 
-// Running actions whose worker's lease expired: possibly executed. Their
-// pending steps become unknown (see AbandonSteps). SKIP LOCKED and the new
-// lease keep two reconcilers off the same action.
+// Running actions whose worker's lease expired: possibly executed. A
+// pending step was certainly not sent (a step is marked before it is sent),
+// an unknown one goes by evidence. SKIP LOCKED and the new owner keep two
+// reconcilers off the same action.
 func (q *Queries) LeaseAbandoned(ctx context.Context, arg LeaseAbandonedParams) ([]LeaseAbandonedRow, error) {
-	rows, err := q.db.Query(ctx, leaseAbandoned, arg.Lease, arg.MaxRows)
+	rows, err := q.db.Query(ctx, leaseAbandoned, arg.Owner, arg.Lease, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +253,7 @@ func (q *Queries) LeaseAbandoned(ctx context.Context, arg LeaseAbandonedParams) 
 }
 
 const leaseDue = `-- name: LeaseDue :many
-UPDATE actions a SET lease_until = now() + $1::interval, updated_at = now()
+UPDATE actions a SET lease_owner = $1, lease_until = now() + $2::interval, updated_at = now()
 WHERE a.id IN (
     SELECT x.id FROM actions x
     WHERE NOT x.needs_operator
@@ -224,13 +261,14 @@ WHERE a.id IN (
       AND x.state <> 'running'
       AND EXISTS (SELECT 1 FROM action_steps s
                   WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown') AND s.next_check_at <= now())
-    LIMIT $2
+    LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
 RETURNING a.id, a.tenant_id
 `
 
 type LeaseDueParams struct {
+	Owner   *uuid.UUID
 	Lease   pgtype.Interval
 	MaxRows int32
 }
@@ -241,9 +279,9 @@ type LeaseDueRow struct {
 }
 
 // Actions with a step due for an attempt or a check, not leased by another
-// reconciler and not waiting for an operator.
+// driver and not waiting for an operator.
 func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueRow, error) {
-	rows, err := q.db.Query(ctx, leaseDue, arg.Lease, arg.MaxRows)
+	rows, err := q.db.Query(ctx, leaseDue, arg.Owner, arg.Lease, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +301,7 @@ func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueR
 }
 
 const listActions = `-- name: ListActions :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
 ORDER BY created_at DESC
@@ -303,6 +341,7 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.LeaseOwner,
 		); err != nil {
 			return nil, err
 		}
@@ -314,24 +353,17 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 	return items, nil
 }
 
-const markActionUnknown = `-- name: MarkActionUnknown :exec
-UPDATE actions SET state = 'unknown', lease_until = NULL, updated_at = now()
-WHERE id = $1 AND state = 'running'
-`
-
-func (q *Queries) MarkActionUnknown(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, markActionUnknown, id)
-	return err
-}
-
-const recordStep = `-- name: RecordStep :exec
-UPDATE action_steps
+const recordStep = `-- name: RecordStep :execrows
+WITH held AS (
+    SELECT id FROM actions WHERE id = $10 AND lease_owner = $11 FOR SHARE
+)
+UPDATE action_steps s
 SET state = $1, provider_ref = $2, reject_code = $3,
-    attempts = attempts + $4::integer, checks = $5,
+    attempts = s.attempts + $4::integer, checks = $5,
     last_error = $6,
-    last_sent_at = CASE WHEN $4::integer > 0 THEN now() ELSE last_sent_at END,
-    next_check_at = $7, updated_at = now()
-WHERE action_id = $8 AND name = $9
+    next_check_at = now() + $7::interval, version = s.version + 1, updated_at = now()
+FROM held
+WHERE s.action_id = held.id AND s.name = $8 AND s.version = $9
 `
 
 type RecordStepParams struct {
@@ -341,86 +373,162 @@ type RecordStepParams struct {
 	Sent        int32
 	Checks      int32
 	LastError   *string
-	NextCheckAt time.Time
-	ActionID    uuid.UUID
+	Backoff     pgtype.Interval
 	Name        string
+	Version     int32
+	ActionID    uuid.UUID
+	Owner       *uuid.UUID
 }
 
-// Records what an attempt or a check learned about a step.
-func (q *Queries) RecordStep(ctx context.Context, arg RecordStepParams) error {
-	_, err := q.db.Exec(ctx, recordStep,
+// Records what an attempt or a check learned about a step, if the recorder
+// still holds the action's lease and nobody changed the step since.
+func (q *Queries) RecordStep(ctx context.Context, arg RecordStepParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordStep,
 		arg.State,
 		arg.ProviderRef,
 		arg.RejectCode,
 		arg.Sent,
 		arg.Checks,
 		arg.LastError,
-		arg.NextCheckAt,
-		arg.ActionID,
+		arg.Backoff,
 		arg.Name,
+		arg.Version,
+		arg.ActionID,
+		arg.Owner,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
-const releaseAction = `-- name: ReleaseAction :exec
-UPDATE actions SET lease_until = NULL WHERE id = $1 AND state <> 'running'
+const releaseAction = `-- name: ReleaseAction :execrows
+UPDATE actions
+SET state = CASE WHEN state = 'running' THEN 'unknown' ELSE state END,
+    needs_operator = needs_operator OR $1::boolean,
+    lease_owner = NULL, lease_until = NULL, updated_at = now()
+WHERE id = $2 AND lease_owner = $3
 `
 
-func (q *Queries) ReleaseAction(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, releaseAction, id)
-	return err
+type ReleaseActionParams struct {
+	NeedsOperator bool
+	ID            uuid.UUID
+	Owner         *uuid.UUID
 }
 
-const resolveAction = `-- name: ResolveAction :exec
+// Ends a lease holder's turn on an action: a running action whose required
+// step is unresolved becomes unknown, the action is flagged for an operator
+// when recovery ran out of evidence, and the lease is released.
+func (q *Queries) ReleaseAction(ctx context.Context, arg ReleaseActionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseAction, arg.NeedsOperator, arg.ID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const renewLease = `-- name: RenewLease :execrows
+UPDATE actions SET lease_until = now() + $1::interval
+WHERE id = $2 AND lease_owner = $3
+`
+
+type RenewLeaseParams struct {
+	Lease pgtype.Interval
+	ID    uuid.UUID
+	Owner *uuid.UUID
+}
+
+// Extends a lease its holder still holds (no other driver took it over).
+func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renewLease, arg.Lease, arg.ID, arg.Owner)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const resolveAction = `-- name: ResolveAction :execrows
 UPDATE actions
-SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5, result = $6,
-    needs_operator = false, lease_until = NULL, updated_at = now(), completed_at = now()
-WHERE id = $1 AND state <> 'completed'
+SET state = 'completed', outcome = $1, reason = $2, http_status = $3,
+    resource_id = $4, result = $5,
+    needs_operator = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+WHERE id = $7 AND lease_owner = $8 AND state <> 'completed'
 `
 
 type ResolveActionParams struct {
-	ID         uuid.UUID
-	Outcome    *string
-	Reason     *string
-	HTTPStatus *int32
-	ResourceID *string
-	Result     []byte
+	Outcome       *string
+	Reason        *string
+	HTTPStatus    *int32
+	ResourceID    *string
+	Result        []byte
+	NeedsOperator bool
+	ID            uuid.UUID
+	Owner         *uuid.UUID
 }
 
-func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) error {
-	_, err := q.db.Exec(ctx, resolveAction,
-		arg.ID,
+// Completes an unfinished action from evidence (a driver) or an operator's
+// decision, if the caller holds its lease; needs_operator stays set when a
+// follow-up step ran out of evidence.
+func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, resolveAction,
 		arg.Outcome,
 		arg.Reason,
 		arg.HTTPStatus,
 		arg.ResourceID,
 		arg.Result,
+		arg.NeedsOperator,
+		arg.ID,
+		arg.Owner,
 	)
-	return err
-}
-
-const setNeedsOperator = `-- name: SetNeedsOperator :exec
-UPDATE actions SET needs_operator = true, lease_until = NULL, updated_at = now() WHERE id = $1
-`
-
-func (q *Queries) SetNeedsOperator(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, setNeedsOperator, id)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many
-SELECT action_id, name, seq, capability, required, operation, provider_key, external_ref, payload, state, provider_ref, reject_code, attempts, checks, last_error, last_sent_at, next_check_at, updated_at FROM action_steps WHERE action_id = $1 ORDER BY seq
+SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, a.created_at AS action_created_at, now()::timestamptz AS db_now
+FROM action_steps s JOIN actions a ON a.id = s.action_id
+WHERE s.action_id = $1
+ORDER BY s.seq
 `
 
-func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]ActionStep, error) {
+type StepsOfActionRow struct {
+	ActionID        uuid.UUID
+	Name            string
+	Seq             int32
+	Capability      string
+	Required        bool
+	Operation       string
+	ProviderKey     string
+	ExternalRef     string
+	Payload         []byte
+	State           string
+	ProviderRef     *string
+	RejectCode      *string
+	Attempts        int32
+	Checks          int32
+	LastError       *string
+	LastSentAt      *time.Time
+	NextCheckAt     time.Time
+	UpdatedAt       time.Time
+	Version         int32
+	ActionCreatedAt time.Time
+	DbNow           time.Time
+}
+
+// An action's steps with the database's clock and the action's claim time:
+// a driver takes every time decision against the database's now(), never
+// against the clock of its own process.
+func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]StepsOfActionRow, error) {
 	rows, err := q.db.Query(ctx, stepsOfAction, actionID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []ActionStep
+	var items []StepsOfActionRow
 	for rows.Next() {
-		var i ActionStep
+		var i StepsOfActionRow
 		if err := rows.Scan(
 			&i.ActionID,
 			&i.Name,
@@ -440,6 +548,9 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Acti
 			&i.LastSentAt,
 			&i.NextCheckAt,
 			&i.UpdatedAt,
+			&i.Version,
+			&i.ActionCreatedAt,
+			&i.DbNow,
 		); err != nil {
 			return nil, err
 		}
@@ -449,4 +560,26 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Acti
 		return nil, err
 	}
 	return items, nil
+}
+
+const takeLease = `-- name: TakeLease :execrows
+UPDATE actions SET lease_owner = $1, lease_until = now() + $2::interval, updated_at = now()
+WHERE id = $3 AND (lease_until IS NULL OR lease_until < now())
+  AND (state <> 'completed' OR needs_operator)
+`
+
+type TakeLeaseParams struct {
+	Owner *uuid.UUID
+	Lease pgtype.Interval
+	ID    uuid.UUID
+}
+
+// An operator's lease on an action waiting for a decision: only when no
+// request or reconciler holds it (so no step is in flight).
+func (q *Queries) TakeLease(ctx context.Context, arg TakeLeaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeLease, arg.Owner, arg.Lease, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

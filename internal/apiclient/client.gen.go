@@ -129,22 +129,23 @@ func (e CreatePaymentIntentInputPaymentMethod) Valid() bool {
 
 // Defines values for DashaReason.
 const (
-	AmountExceedsIntent   DashaReason = "amount_exceeds_intent"
-	AppointmentNotActive  DashaReason = "appointment_not_active"
-	AppointmentNotFound   DashaReason = "appointment_not_found"
-	ConflictingRequest    DashaReason = "conflicting_request"
-	CustomerExists        DashaReason = "customer_exists"
-	CustomerHasNoEmail    DashaReason = "customer_has_no_email"
-	CustomerHasNoPhone    DashaReason = "customer_has_no_phone"
-	CustomerNotFound      DashaReason = "customer_not_found"
-	InsufficientPoints    DashaReason = "insufficient_points"
-	IntentAlreadyCaptured DashaReason = "intent_already_captured"
-	InvalidArguments      DashaReason = "invalid_arguments"
-	PaymentDeclined       DashaReason = "payment_declined"
-	PaymentIntentNotFound DashaReason = "payment_intent_not_found"
-	SlotNotFound          DashaReason = "slot_not_found"
-	SlotUnavailable       DashaReason = "slot_unavailable"
-	UnknownAction         DashaReason = "unknown_action"
+	AmountExceedsIntent    DashaReason = "amount_exceeds_intent"
+	AppointmentNotActive   DashaReason = "appointment_not_active"
+	AppointmentNotFound    DashaReason = "appointment_not_found"
+	ConflictingRequest     DashaReason = "conflicting_request"
+	CustomerExists         DashaReason = "customer_exists"
+	CustomerHasNoEmail     DashaReason = "customer_has_no_email"
+	CustomerHasNoPhone     DashaReason = "customer_has_no_phone"
+	CustomerNotFound       DashaReason = "customer_not_found"
+	InsufficientPoints     DashaReason = "insufficient_points"
+	IntentAlreadyCaptured  DashaReason = "intent_already_captured"
+	IntentChargeInProgress DashaReason = "intent_charge_in_progress"
+	InvalidArguments       DashaReason = "invalid_arguments"
+	PaymentDeclined        DashaReason = "payment_declined"
+	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
+	SlotNotFound           DashaReason = "slot_not_found"
+	SlotUnavailable        DashaReason = "slot_unavailable"
+	UnknownAction          DashaReason = "unknown_action"
 )
 
 // Valid indicates whether the value is a known member of the DashaReason enum.
@@ -169,6 +170,8 @@ func (e DashaReason) Valid() bool {
 	case InsufficientPoints:
 		return true
 	case IntentAlreadyCaptured:
+		return true
+	case IntentChargeInProgress:
 		return true
 	case InvalidArguments:
 		return true
@@ -432,39 +435,43 @@ func (e ProblemOutcome) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	AMOUNTEXCEEDSINTENT   ProblemCode = "AMOUNT_EXCEEDS_INTENT"
-	APPOINTMENTNOTACTIVE  ProblemCode = "APPOINTMENT_NOT_ACTIVE"
-	APPOINTMENTNOTFOUND   ProblemCode = "APPOINTMENT_NOT_FOUND"
-	CUSTOMEREXISTS        ProblemCode = "CUSTOMER_EXISTS"
-	CUSTOMERHASNOEMAIL    ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
-	CUSTOMERHASNOPHONE    ProblemCode = "CUSTOMER_HAS_NO_PHONE"
-	CUSTOMERNOTFOUND      ProblemCode = "CUSTOMER_NOT_FOUND"
-	FORBIDDEN             ProblemCode = "FORBIDDEN"
-	IDEMPOTENCYINPROGRESS ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
-	IDEMPOTENCYKEYINVALID ProblemCode = "IDEMPOTENCY_KEY_INVALID"
-	IDEMPOTENCYKEYMISSING ProblemCode = "IDEMPOTENCY_KEY_MISSING"
-	IDEMPOTENCYKEYREUSED  ProblemCode = "IDEMPOTENCY_KEY_REUSED"
-	INSUFFICIENTPOINTS    ProblemCode = "INSUFFICIENT_POINTS"
-	INTENTALREADYCAPTURED ProblemCode = "INTENT_ALREADY_CAPTURED"
-	INTERNAL              ProblemCode = "INTERNAL"
-	INVALIDINPUT          ProblemCode = "INVALID_INPUT"
-	INVALIDJSON           ProblemCode = "INVALID_JSON"
-	METHODNOTALLOWED      ProblemCode = "METHOD_NOT_ALLOWED"
-	NOTFOUND              ProblemCode = "NOT_FOUND"
-	PAYLOADTOOLARGE       ProblemCode = "PAYLOAD_TOO_LARGE"
-	PAYMENTDECLINED       ProblemCode = "PAYMENT_DECLINED"
-	PAYMENTINTENTNOTFOUND ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
-	RATELIMITED           ProblemCode = "RATE_LIMITED"
-	SERVICEUNAVAILABLE    ProblemCode = "SERVICE_UNAVAILABLE"
-	SLOTNOTFOUND          ProblemCode = "SLOT_NOT_FOUND"
-	SLOTUNAVAILABLE       ProblemCode = "SLOT_UNAVAILABLE"
-	UNAUTHORIZED          ProblemCode = "UNAUTHORIZED"
-	UNSUPPORTEDMEDIATYPE  ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	ACTIONINFLIGHT         ProblemCode = "ACTION_IN_FLIGHT"
+	AMOUNTEXCEEDSINTENT    ProblemCode = "AMOUNT_EXCEEDS_INTENT"
+	APPOINTMENTNOTACTIVE   ProblemCode = "APPOINTMENT_NOT_ACTIVE"
+	APPOINTMENTNOTFOUND    ProblemCode = "APPOINTMENT_NOT_FOUND"
+	CUSTOMEREXISTS         ProblemCode = "CUSTOMER_EXISTS"
+	CUSTOMERHASNOEMAIL     ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
+	CUSTOMERHASNOPHONE     ProblemCode = "CUSTOMER_HAS_NO_PHONE"
+	CUSTOMERNOTFOUND       ProblemCode = "CUSTOMER_NOT_FOUND"
+	FORBIDDEN              ProblemCode = "FORBIDDEN"
+	IDEMPOTENCYINPROGRESS  ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
+	IDEMPOTENCYKEYINVALID  ProblemCode = "IDEMPOTENCY_KEY_INVALID"
+	IDEMPOTENCYKEYMISSING  ProblemCode = "IDEMPOTENCY_KEY_MISSING"
+	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	INSUFFICIENTPOINTS     ProblemCode = "INSUFFICIENT_POINTS"
+	INTENTALREADYCAPTURED  ProblemCode = "INTENT_ALREADY_CAPTURED"
+	INTENTCHARGEINPROGRESS ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
+	INTERNAL               ProblemCode = "INTERNAL"
+	INVALIDINPUT           ProblemCode = "INVALID_INPUT"
+	INVALIDJSON            ProblemCode = "INVALID_JSON"
+	METHODNOTALLOWED       ProblemCode = "METHOD_NOT_ALLOWED"
+	NOTFOUND               ProblemCode = "NOT_FOUND"
+	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
+	PAYMENTDECLINED        ProblemCode = "PAYMENT_DECLINED"
+	PAYMENTINTENTNOTFOUND  ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
+	RATELIMITED            ProblemCode = "RATE_LIMITED"
+	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
+	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
+	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
+	UNAUTHORIZED           ProblemCode = "UNAUTHORIZED"
+	UNSUPPORTEDMEDIATYPE   ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
 func (e ProblemCode) Valid() bool {
 	switch e {
+	case ACTIONINFLIGHT:
+		return true
 	case AMOUNTEXCEEDSINTENT:
 		return true
 	case APPOINTMENTNOTACTIVE:
@@ -492,6 +499,8 @@ func (e ProblemCode) Valid() bool {
 	case INSUFFICIENTPOINTS:
 		return true
 	case INTENTALREADYCAPTURED:
+		return true
+	case INTENTCHARGEINPROGRESS:
 		return true
 	case INTERNAL:
 		return true
@@ -935,6 +944,13 @@ type DashaAnswer struct {
 	// ActionId The action's id; empty when no action was created (invalid arguments, or an attempt still uncommitted).
 	ActionId string `json:"action_id"`
 
+	// Current `cancelled`, `moved` or `changed`; present only when a confirmed action's object has changed since its answer (the booked
+	// appointment was cancelled or moved, the customer record changed): `outcome` says what the
+	// request did, `current` that it is no longer so, and `say` tells the model not to repeat the
+	// confirmation as current. Given by `check_action_status` and by a repeat that names the action
+	// (its `action_id` or `Idempotency-Key`). A repeat without either starts a new request instead.
+	Current *string `json:"current,omitempty"`
+
 	// Details The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids.
 	Details map[string]interface{} `json:"details"`
 
@@ -1192,7 +1208,10 @@ type Payment struct {
 	DeclineCode     *string            `json:"decline_code,omitempty"`
 	Id              openapi_types.UUID `json:"id"`
 	PaymentIntentId openapi_types.UUID `json:"payment_intent_id"`
-	Status          PaymentStatus      `json:"status"`
+
+	// ProviderRef The remote payments provider's reference of the charge; only when one performed it.
+	ProviderRef *string       `json:"provider_ref,omitempty"`
+	Status      PaymentStatus `json:"status"`
 }
 
 // PaymentStatus defines model for Payment.Status.
@@ -1385,8 +1404,8 @@ type Problem struct {
 type ProblemOutcome string
 
 // ProblemCode A stable error code. Request problems: `IDEMPOTENCY_KEY_MISSING`, `IDEMPOTENCY_KEY_INVALID`,
-// `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_IN_PROGRESS`, `INVALID_JSON`, `INVALID_INPUT`,
-// `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`,
+// `IDEMPOTENCY_KEY_REUSED`, `IDEMPOTENCY_IN_PROGRESS`, `ACTION_IN_FLIGHT`, `INVALID_JSON`,
+// `INVALID_INPUT`, `UNAUTHORIZED`, `FORBIDDEN`, `NOT_FOUND`, `METHOD_NOT_ALLOWED`, `PAYLOAD_TOO_LARGE`,
 // `UNSUPPORTED_MEDIA_TYPE`, `RATE_LIMITED`, `SERVICE_UNAVAILABLE`, `INTERNAL`. The others are the
 // reasons of business rejections (`422` with `outcome: rejected`).
 type ProblemCode string
@@ -3001,11 +3020,17 @@ type ClientInterface interface {
 
 	// ResolveOpsActionWithBody Resolve an action
 	//
-	// Records an operator's decision on an action that is not completed: its unresolved required step
-	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	// Records an operator's decision on an action that waits for one. An action that is not completed:
+	// its unresolved required step takes the outcome, the action completes, and every later answer for
+	// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+	// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+	// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+	// Either way the decision joins the timeline with who made it and the evidence.
+	//
+	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3014,11 +3039,17 @@ type ClientInterface interface {
 
 	// ResolveOpsAction Resolve an action
 	//
-	// Records an operator's decision on an action that is not completed: its unresolved required step
-	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	// Records an operator's decision on an action that waits for one. An action that is not completed:
+	// its unresolved required step takes the outcome, the action completes, and every later answer for
+	// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+	// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+	// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+	// Either way the decision joins the timeline with who made it and the evidence.
+	//
+	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3056,7 +3087,9 @@ type ClientInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+	// intent through a remote payments provider is still waiting for the provider's outcome; this
+	// request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3067,7 +3100,9 @@ type ClientInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+	// intent through a remote payments provider is still waiting for the provider's outcome; this
+	// request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3702,11 +3737,17 @@ func (c *Client) GetOpsAction(ctx context.Context, actionId ActionID, reqEditors
 
 // ResolveOpsActionWithBody Resolve an action
 //
-// Records an operator's decision on an action that is not completed: its unresolved required step
-// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+// Records an operator's decision on an action that waits for one. An action that is not completed:
+// its unresolved required step takes the outcome, the action completes, and every later answer for
+// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+// Either way the decision joins the timeline with who made it and the evidence.
+//
+// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3725,11 +3766,17 @@ func (c *Client) ResolveOpsActionWithBody(ctx context.Context, actionId ActionID
 
 // ResolveOpsAction Resolve an action
 //
-// Records an operator's decision on an action that is not completed: its unresolved required step
-// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+// Records an operator's decision on an action that waits for one. An action that is not completed:
+// its unresolved required step takes the outcome, the action completes, and every later answer for
+// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+// Either way the decision joins the timeline with who made it and the evidence.
+//
+// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3807,7 +3854,9 @@ func (c *Client) GetPaymentIntent(ctx context.Context, paymentIntentId PaymentIn
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+// intent through a remote payments provider is still waiting for the provider's outcome; this
+// request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3828,7 +3877,9 @@ func (c *Client) ChargePaymentWithBody(ctx context.Context, params *ChargePaymen
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+// intent through a remote payments provider is still waiting for the provider's outcome; this
+// request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5619,11 +5670,17 @@ type ClientWithResponsesInterface interface {
 
 	// ResolveOpsActionWithBodyWithResponse Resolve an action
 	//
-	// Records an operator's decision on an action that is not completed: its unresolved required step
-	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	// Records an operator's decision on an action that waits for one. An action that is not completed:
+	// its unresolved required step takes the outcome, the action completes, and every later answer for
+	// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+	// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+	// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+	// Either way the decision joins the timeline with who made it and the evidence.
+	//
+	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5632,11 +5689,17 @@ type ClientWithResponsesInterface interface {
 
 	// ResolveOpsActionWithResponse Resolve an action
 	//
-	// Records an operator's decision on an action that is not completed: its unresolved required step
-	// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-	// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-	// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-	// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+	// Records an operator's decision on an action that waits for one. An action that is not completed:
+	// its unresolved required step takes the outcome, the action completes, and every later answer for
+	// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+	// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+	// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+	// Either way the decision joins the timeline with who made it and the evidence.
+	//
+	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5676,7 +5739,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+	// intent through a remote payments provider is still waiting for the provider's outcome; this
+	// request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5687,7 +5752,9 @@ type ClientWithResponsesInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+	// intent through a remote payments provider is still waiting for the provider's outcome; this
+	// request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7986,6 +8053,11 @@ type ResolveOpsActionResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ResolveOpsActionResponse409Headers the declared response headers of an HTTP 409 response for ResolveOpsAction
+type ResolveOpsActionResponse409Headers struct {
+	RetryAfter int
+}
+
 // ResolveOpsActionResponse503Headers the declared response headers of an HTTP 503 response for ResolveOpsAction
 type ResolveOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -8002,6 +8074,8 @@ type ResolveOpsActionResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -8012,6 +8086,8 @@ type ResolveOpsActionResponse struct {
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ResolveOpsActionResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ResolveOpsActionResponse409Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveOpsActionResponse503Headers
 }
@@ -8034,6 +8110,11 @@ func (r ResolveOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauth
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ResolveOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -9268,11 +9349,17 @@ func (c *ClientWithResponses) GetOpsActionWithResponse(ctx context.Context, acti
 
 // ResolveOpsActionWithBodyWithResponse Resolve an action
 //
-// Records an operator's decision on an action that is not completed: its unresolved required step
-// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+// Records an operator's decision on an action that waits for one. An action that is not completed:
+// its unresolved required step takes the outcome, the action completes, and every later answer for
+// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+// Either way the decision joins the timeline with who made it and the evidence.
+//
+// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9287,11 +9374,17 @@ func (c *ClientWithResponses) ResolveOpsActionWithBodyWithResponse(ctx context.C
 
 // ResolveOpsActionWithResponse Resolve an action
 //
-// Records an operator's decision on an action that is not completed: its unresolved required step
-// takes the outcome, the action completes, and the decision joins the timeline with who made it and
-// the evidence. Every later answer for the action (a retry, `GET /v1/actions/{action_id}`, a Dasha
-// status check) gives this outcome. A completed action cannot be resolved again (`400`). This is not
-// an idempotent write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
+// Records an operator's decision on an action that waits for one. An action that is not completed:
+// its unresolved required step takes the outcome, the action completes, and every later answer for
+// it (a retry, `GET /v1/actions/{action_id}`, a Dasha status check) gives this outcome. A completed
+// action flagged `needs_operator` (a follow-up step, such as a confirmation message, ran out of
+// evidence): its open steps take the outcome and the action leaves the queue; its own outcome stays.
+// Either way the decision joins the timeline with who made it and the evidence.
+//
+// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
+// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9355,7 +9448,9 @@ func (c *ClientWithResponses) GetPaymentIntentWithResponse(ctx context.Context, 
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+// intent through a remote payments provider is still waiting for the provider's outcome; this
+// request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9372,7 +9467,9 @@ func (c *ClientWithResponses) ChargePaymentWithBodyWithResponse(ctx context.Cont
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
+// intent through a remote payments provider is still waiting for the provider's outcome; this
+// request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11890,6 +11987,13 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11931,6 +12035,16 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ResolveOpsActionResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

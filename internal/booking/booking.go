@@ -6,6 +6,7 @@ package booking
 import (
 	"cmp"
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -56,6 +57,9 @@ var Book = op.Define(op.Spec[BookInput]{
 			op.Text("service", &in.Service, 200, false))
 	},
 	Identity: func(in BookInput) []string { return []string{in.CustomerID, in.SlotID} },
+	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
+		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
 		slot := op.MustUUID(in.SlotID)
 		a, booked, err := tx.BookSlot(ctx, db.Booking{
@@ -89,6 +93,8 @@ var Book = op.Define(op.Spec[BookInput]{
 			CustomerNotFound: "The customer record was not found. Do not say it is booked; confirm who the caller is.",
 			"":               "The appointment was not booked. Tell the caller it could not be booked.",
 		},
+		Changed: "This booking was made, but since then the appointment was cancelled or moved (see current): it is not booked " +
+			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
 })
 
@@ -130,6 +136,9 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 		return op.First(op.ID("appointment_id", &in.AppointmentID), op.ID("slot_id", &in.SlotID))
 	},
 	Identity: func(in RescheduleInput) []string { return []string{in.AppointmentID, in.SlotID} },
+	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in RescheduleInput, resourceID string) (string, error) {
+		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput) (idem.Result, error) {
 		id, slot := op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID)
 		current, err := tx.AppointmentByID(ctx, x.TenantID, id)
@@ -161,6 +170,8 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 			AppointmentNotActive: "That appointment is cancelled and cannot be moved. Offer to book a new one.",
 			"":                   "The appointment was not moved; it keeps its old time.",
 		},
+		Changed: "This move was made, but since then the appointment was cancelled or moved again (see current): it is not " +
+			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
 })
 
@@ -203,6 +214,29 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		},
 	},
 })
+
+// appointmentStanding tells whether the appointment a booking or a move
+// confirmed is still active in slot: "" if so, else "cancelled" or
+// "moved". An id that is not a local appointment (a remote calendar's
+// reference) cannot be checked here and stands as answered.
+func appointmentStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID, slot string) (string, error) {
+	id, err := uuid.Parse(resourceID)
+	if err != nil {
+		return "", nil //nolint:nilerr // a remote reference: nothing local to check
+	}
+	a, err := s.AppointmentByID(ctx, tenant, id)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case a.Status != "active":
+		return "cancelled", nil
+	case a.SlotID.String() != slot:
+		return "moved", nil
+	}
+	return "", nil
+}
 
 // slotRejection tells a missing or past slot from a taken one.
 func slotRejection(ctx context.Context, tx *db.Tx, x idem.Exec, slot uuid.UUID) (idem.Result, error) {

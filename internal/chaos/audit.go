@@ -173,17 +173,13 @@ func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, act
 		}
 	}
 
-	logicals := map[string]bool{}
-	for _, a := range stored {
-		logicals[a.Logical] = true
-	}
 	// writes[logical][step] are the provider's committed writes.
 	writes := map[string]map[string][]providersim.LedgerEntry{}
 	for _, w := range ledger {
 		r.Writes++
 		actionID, step := writeRef(w)
 		name := logicalOfWrite(step, w.Payload)
-		if a, ok := stored[actionID]; actionID == "" && !logicals[name] || actionID != "" && (!ok || a.Logical != name) {
+		if a, ok := stored[actionID]; !ok || a.Logical != name {
 			r.Unattributed++
 			r.problem("provider write %s (%s) for %q matches no action of that request", w.ID, w.ExternalRef, name)
 			continue
@@ -264,23 +260,17 @@ func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, act
 }
 
 // writeRef reads the action and step a provider write was made for from its
-// external reference: "<action id>/<step>", or "<tenant>/<object>/<step>" for
-// a write keyed by the business object it may happen to once (a payment
-// intent; op.Remote.Once), which names no action.
+// external reference, "<action id>/<step>".
 func writeRef(w providersim.LedgerEntry) (actionID, step string) {
-	if strings.Count(w.ExternalRef, "/") == 2 {
-		return "", w.ExternalRef[strings.LastIndex(w.ExternalRef, "/")+1:]
-	}
 	actionID, step, _ = strings.Cut(w.ExternalRef, "/")
 	return actionID, step
 }
 
 // writtenBy reports whether one of ws (the writes of one logical action's
-// required step) stands for actionID: made for it, or keyed by the business
-// object the logical action is about.
+// required step) was made for actionID.
 func writtenBy(ws []providersim.LedgerEntry, actionID string) bool {
 	for _, w := range ws {
-		if id, _ := writeRef(w); id == actionID || id == "" {
+		if id, _ := writeRef(w); id == actionID {
 			return true
 		}
 	}

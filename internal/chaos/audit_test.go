@@ -36,20 +36,6 @@ func confirmationWrite(ref, actionID string) providersim.LedgerEntry {
 	}, Requests: 1}
 }
 
-// intentWrite is a charge keyed by its payment intent (op.Remote.Once), not
-// by an action.
-func intentWrite(ref string) providersim.LedgerEntry {
-	payload, _ := json.Marshal(map[string]any{"payment_intent_id": intent, "amount": 700})
-	return providersim.LedgerEntry{Write: providersim.Write{
-		ID: ref, Capability: "payments", ExternalRef: "tenant/payment_intent:" + intent + "/payments", Operation: "payment.charge",
-		Payload: payload, Status: providersim.StatusCommitted,
-	}, Requests: 2}
-}
-
-func charge(id string) storedAction {
-	return storedAction{ID: id, Operation: "payment.charge", State: "completed", Outcome: "confirmed", Logical: kindCharge + ":" + intent}
-}
-
 func told(answers ...answer) []*logical {
 	return []*logical{{N: 1, Kind: kindBook, Style: styleREST, Identity: slot1, Answers: answers, Attempts: len(answers)}}
 }
@@ -76,13 +62,6 @@ func TestJudge(t *testing.T) {
 		ledger:  []providersim.LedgerEntry{calendarWrite("cal_1", actA), calendarWrite("cal_2", actA)},
 		actions: told(confirmedA),
 		want:    Report{Confirmed: 1, Duplicates: 1, Lost: 1},
-	}, {
-		name:   "kept: two actions charge one intent, one write keyed by the intent",
-		stored: []storedAction{charge(actA), charge(actB)},
-		ledger: []providersim.LedgerEntry{intentWrite("pay_1")},
-		actions: []*logical{{N: 1, Kind: kindCharge, Style: styleREST, Identity: intent, Attempts: 2,
-			Answers: []answer{{Outcome: "confirmed", ActionID: actA}, {Outcome: "confirmed", ActionID: actB}}}},
-		want: Report{Confirmed: 1},
 	}, {
 		name:    "duplicate follow-up: the confirmation message sent twice",
 		stored:  []storedAction{booking(actA, "completed", "confirmed")},

@@ -74,6 +74,17 @@ var Create = op.Define(op.Spec[CreateInput]{
 		}
 		return []string{"name", in.Name, "email", in.Email}
 	},
+	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
+		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+			switch {
+			case in.Phone != "":
+				return c.Phone == in.Phone
+			case in.ExternalRef != "":
+				return c.ExternalRef == in.ExternalRef
+			}
+			return c.Name == in.Name && c.Email == in.Email
+		})
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CreateInput) (idem.Result, error) {
 		if id, field, err := holder(ctx, tx, x.TenantID, uuid.Nil, in.Phone, in.ExternalRef); err != nil || id != uuid.Nil {
 			return exists(id, field, err)
@@ -96,6 +107,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 			"":     "The customer record was not created. Tell the caller their details could not be saved.",
 		},
 		Pending: pending,
+		Changed: changed,
 	},
 })
 
@@ -144,6 +156,12 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		return nonEmpty(in.CustomerID, in.Name.Identity("name"), in.Phone.Identity("phone"),
 			in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
 	},
+	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in UpdateInput, resourceID string) (string, error) {
+		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+			holds := func(p op.Patch, v string) bool { return !p.Set || value(p) == v }
+			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
+		})
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in UpdateInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		if _, err := tx.CustomerByID(ctx, x.TenantID, id); errors.Is(err, db.ErrNotFound) {
@@ -173,6 +191,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 			"":       "The customer's details were not changed. Tell the caller the change could not be saved.",
 		},
 		Pending: pending,
+		Changed: changed,
 	},
 })
 
@@ -278,6 +297,31 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			"do not quote a new balance.",
 	},
 })
+
+// changed is what an agent may say of a customer change that a later one
+// overtook.
+const changed = "This was saved, but the customer's record has changed since (see current): do not repeat these details " +
+	"to the caller as the record's current ones; look the record up again if you need them."
+
+// standing is "" while the customer a local action created or changed (its
+// resource id) still satisfies holds, else "changed". A resource id that is
+// no local customer is a remote CRM's reference: nothing here to check.
+func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string, holds func(db.Customer) bool) (string, error) {
+	cid, err := uuid.Parse(resourceID)
+	if err != nil {
+		return "", nil //nolint:nilerr // not a local customer
+	}
+	c, err := s.CustomerByID(ctx, tenant, cid)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case !holds(c):
+		return "changed", nil
+	}
+	return "", nil
+}
 
 // holder returns another customer of the tenant (not self) that already has
 // phone or ref, and which of the two it holds.

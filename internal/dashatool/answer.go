@@ -28,6 +28,9 @@ type Answer struct {
 	Reason  string          `json:"reason,omitempty"`
 	Say     string          `json:"say"`
 	Details json.RawMessage `json:"details"`
+	// Current is set when a confirmed action's object has changed since
+	// ("cancelled", "moved", "changed"); see Changed.
+	Current string `json:"current,omitempty"`
 }
 
 // Reasons oncecall itself gives (operations add their own).
@@ -52,6 +55,10 @@ const (
 	// of the same request holds it in an unfinished transaction.
 	pendingNoID = "This request is NOT confirmed yet: an earlier attempt of it is still in progress. Do not tell the caller that it happened. " +
 		"Say you are still checking, wait a moment, then call this tool again with exactly the same arguments."
+	// defaultChanged is said of a confirmed action whose object changed
+	// since, where the operation declares no phrase of its own.
+	defaultChanged = "This request did go through, but what it did has changed since (see current): do not tell the caller " +
+		"it is still so."
 	fallbackSay = "oncecall did not answer, so this request is NOT confirmed and its result is unknown. Do not tell the caller that it happened. " +
 		"Call the tool again with exactly the same arguments (a repeat never does anything twice); if it fails again, " +
 		"tell the caller you cannot verify it right now and that someone will follow up."
@@ -92,6 +99,17 @@ func ForAction(a db.Action, p op.Phrases) Answer {
 	case a.ResourceID != "":
 		ans.Details, _ = json.Marshal(map[string]string{"id": a.ResourceID})
 	}
+	return ans
+}
+
+// Changed marks an answer for a confirmed action whose object has changed
+// since (current is what became of it): it keeps the outcome (what the
+// request did) and says that this is no longer so.
+func Changed(ans Answer, p op.Phrases, current string) Answer {
+	if current == "" || ans.Outcome != string(db.Confirmed) {
+		return ans
+	}
+	ans.Current, ans.Say = current, cmp.Or(p.Changed, defaultChanged)
 	return ans
 }
 

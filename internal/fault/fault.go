@@ -17,6 +17,7 @@ const (
 	KeyInvalid       Code = "IDEMPOTENCY_KEY_INVALID"
 	KeyReused        Code = "IDEMPOTENCY_KEY_REUSED"
 	InProgress       Code = "IDEMPOTENCY_IN_PROGRESS"
+	InFlight         Code = "ACTION_IN_FLIGHT"
 	InvalidJSON      Code = "INVALID_JSON"
 	InvalidInput     Code = "INVALID_INPUT"
 	Unauthorized     Code = "UNAUTHORIZED"

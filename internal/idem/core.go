@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -63,13 +64,23 @@ type Request struct {
 	// provider keys are committed with the claim, before any dispatch, and
 	// the Driver performs them; Run is not called.
 	Steps []db.NewStep
+	// Reserve, when set, runs in a remote action's claim transaction before
+	// its steps are recorded (local checks and holds); a result from it is
+	// a definitive answer that completes the action with nothing sent.
+	Reserve func(ctx context.Context, tx *db.Tx, x Exec, steps []db.NewStep) (*Result, error)
+	// Stale, when set, reports whether the answer of a completed action
+	// under Key no longer holds. Only keys derived from identity fields set
+	// it: such a key names an intent ("this customer in this slot"), so
+	// once its answer stops being true the same request is a new action.
+	// The key is then retired from the old action and claimed anew.
+	Stale func(ctx context.Context, a db.Action) (bool, error)
 }
 
 // Driver performs the remote steps of a claimed action and returns the
 // action as it then stands (completed, or unknown when a provider's answer
-// was lost).
+// was lost). owner is the token of the lease the claim took.
 type Driver interface {
-	Drive(ctx context.Context, a db.Action) (db.Action, error)
+	Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Action, error)
 }
 
 // Reply is the action the request maps to.
@@ -153,13 +164,20 @@ type ReusedError struct{ Action db.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
 
+// errSuperseded: the followed action's answer no longer holds and its key
+// was retired; the request claims the key anew.
+var errSuperseded = errors.New("the action under this key was superseded")
+
 // do is Do without the observer.
 func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
 	// claim below is the only decision.
 	if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
-		return c.follow(ctx, req, a)
+		reply, err := c.follow(ctx, &req, a)
+		if !errors.Is(err, errSuperseded) {
+			return reply, err
+		}
 	} else if !errors.Is(err, db.ErrNotFound) {
 		return Reply{}, db.Fault(err)
 	}
@@ -179,7 +197,11 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 			if err != nil {
 				return Reply{}, db.Fault(err)
 			}
-			return c.follow(ctx, req, a)
+			reply, err := c.follow(ctx, &req, a)
+			if errors.Is(err, errSuperseded) && attempt < c.cfg.Retries {
+				continue
+			}
+			return reply, err
 		case db.Retryable(err) && attempt < c.cfg.Retries:
 			continue
 		default:
@@ -195,6 +217,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
+	owner := uuid.New()
 	var reply Reply
 	// The claim waits while another attempt's uncommitted claim holds the
 	// key; bound that wait so a caller is never held past its patience.
@@ -202,18 +225,22 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	defer cancel()
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
+		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner,
 	}
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
+		x := Exec{TenantID: req.TenantID, ActionID: id}
+		var res Result
 		if len(req.Steps) > 0 {
-			reply = Reply{Action: db.Action{
-				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
-			}}
-			return nil, claimSteps(ctx, tx, req.TenantID, id, req.Steps)
-		}
-		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
-		if err != nil {
+			rejected, err := c.claimSteps(ctx, tx, x, req)
+			if err != nil || rejected == nil {
+				reply = Reply{Action: db.Action{
+					ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
+					Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input,
+				}}
+				return nil, err
+			}
+			res = *rejected
+		} else if res, err = req.Run(ctx, tx, x); err != nil {
 			return nil, err
 		}
 		done := db.Completion{
@@ -240,19 +267,19 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	if err != nil || reply.Action.State != db.Running {
 		return reply, err
 	}
-	return c.drive(ctx, reply.Action), nil
+	return c.drive(ctx, reply.Action, owner), nil
 }
 
 // drive hands a freshly claimed remote action to the driver. From here on
 // the request can no longer fail: whatever goes wrong leaves the action for
 // the reconciler and the caller hears pending.
-func (c *Core) drive(ctx context.Context, a db.Action) Reply {
+func (c *Core) drive(ctx context.Context, a db.Action, owner uuid.UUID) Reply {
 	if c.driver == nil {
 		a.State = db.Unknown
 		return Reply{Action: a}
 	}
 	// A caller hanging up must not cut a provider call in half.
-	driven, err := c.driver.Drive(context.WithoutCancel(ctx), a)
+	driven, err := c.driver.Drive(context.WithoutCancel(ctx), a, owner)
 	if err != nil {
 		a.State = db.Unknown
 		return Reply{Action: a}
@@ -261,29 +288,48 @@ func (c *Core) drive(ctx context.Context, a db.Action) Reply {
 }
 
 // claimSteps records the remote steps with their provider keys in the
-// claim's transaction, so every dispatch, retry and recovery uses them.
-//
-// A step that names a business object in ExternalRef (written once whatever
-// the action, see op.Remote.Once) is keyed by the tenant and that object
-// instead, so every action on it shares one provider key.
-func claimSteps(ctx context.Context, tx *db.Tx, tenant, id uuid.UUID, steps []db.NewStep) error {
-	keyed := make([]db.NewStep, len(steps))
-	for i, s := range steps {
-		scope := id.String()
-		if s.ExternalRef != "" {
-			scope = tenant.String() + "/" + s.ExternalRef
+// claim's transaction, so every dispatch, retry and recovery uses them. The
+// request's Reserve runs first; a rejection from it is returned instead and
+// nothing is recorded. Provider keys and external references are derived
+// from the action id: each action has its own, and a provider's retention
+// of a key is counted from this action's claim.
+func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (*Result, error) {
+	steps := slices.Clone(req.Steps)
+	if req.Reserve != nil {
+		rejected, err := req.Reserve(ctx, tx, x, steps)
+		if err != nil || rejected != nil {
+			return rejected, err
 		}
-		s.ProviderKey, s.ExternalRef = ProviderKey(scope, s.Name), scope+"/"+s.Name
-		keyed[i] = s
 	}
-	if err := tx.InsertSteps(ctx, id, keyed); err != nil {
-		return fmt.Errorf("record steps: %w", err)
+	scope := x.ActionID.String()
+	for i := range steps {
+		steps[i].ProviderKey, steps[i].ExternalRef = ProviderKey(scope, steps[i].Name), scope+"/"+steps[i].Name
 	}
-	return tx.AddEvent(ctx, id, "claimed", "", map[string]int{"steps": len(steps)})
+	if err := tx.InsertSteps(ctx, x.ActionID, steps); err != nil {
+		return nil, fmt.Errorf("record steps: %w", err)
+	}
+	return nil, tx.AddEvent(ctx, x.ActionID, "claimed", "", map[string]int{"steps": len(steps)})
 }
 
-// follow answers a request whose key already names an action.
-func (c *Core) follow(ctx context.Context, req Request, a db.Action) (Reply, error) {
+// follow answers a request whose key already names an action. An answer
+// that no longer holds under a derived key (req.Stale) is superseded once
+// per request: the key is retired from a and errSuperseded returned.
+func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, error) {
+	if req.Stale != nil && a.State == db.Completed {
+		stale, err := req.Stale(ctx, a)
+		if err != nil {
+			return Reply{}, db.Fault(err)
+		}
+		if stale {
+			// Once: an action a concurrent attempt of this request just
+			// made is this request's answer, whatever it says.
+			req.Stale = nil
+			if _, err := c.store.RetireKey(ctx, req.TenantID, a.ID, req.Key); err != nil {
+				return Reply{}, db.Fault(err)
+			}
+			return Reply{}, errSuperseded
+		}
+	}
 	if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
 		return Reply{}, &ReusedError{Action: a}
 	}

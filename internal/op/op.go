@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -44,6 +46,13 @@ type Spec[In any] struct {
 	PerCall bool
 	// Execute performs the operation's writes inside the claim's transaction.
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
+	// Standing tells what became of the object a completed, confirmed
+	// action describes: "" while its answer still holds (the booked
+	// appointment is active in that slot), otherwise a word for what changed
+	// since ("cancelled", "moved", "changed"). A key derived from identity
+	// fields replays only while the answer holds, and check_action_status
+	// reports the change. nil: the answer always holds.
+	Standing func(ctx context.Context, s *db.Store, tenant uuid.UUID, in In, resourceID string) (string, error)
 	// Say phrases each outcome for a voice agent.
 	Say Phrases
 	// Remote declares how the operation runs when its capability is served
@@ -63,12 +72,25 @@ type Remote[In any] struct {
 	// confirmation message). They are resumed until done but never change
 	// the action's outcome.
 	FollowUps func(in In) []FollowUp
-	// Once, when set, names the business object the required write may
-	// happen to only once whatever the action (a payment intent is charged
-	// once). Its provider key and external reference are then derived from
-	// the tenant and this reference instead of the action, so a second
-	// action on the same object meets the first one's write at the provider.
-	Once func(in In) string
+	// Reserve, when set, runs in the claim's transaction before the write
+	// is recorded: the local checks and holds the remote write needs (the
+	// approved, uncaptured intent of this tenant, held for this action).
+	Reserve func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (Reservation, error)
+	// Settle, when set, runs in the transaction that completes the action
+	// from the provider's answer or an operator's decision, with the result
+	// the caller will hear and the provider's reference of the write (empty
+	// for a rejection): it records the outcome locally.
+	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, in In, res idem.Result, providerRef string) error
+}
+
+// Reservation is what Remote.Reserve decided.
+type Reservation struct {
+	// Reject, when set, is a definitive answer found before anything was
+	// sent: the action completes with it and no step is recorded.
+	Reject *idem.Result
+	// Payload, when set, replaces Payload(in) for the required write (the
+	// amount and currency read from the intent).
+	Payload any
 }
 
 // FollowUp is a further remote write of an action.
@@ -89,6 +111,10 @@ type Phrases struct {
 	// even negated ("do not say it is done"): a test checks the wording.
 	// The Dasha answer follows it with how to learn the outcome.
 	Pending string
+	// Changed is what an agent may say of a confirmed action whose object
+	// has changed since (see Spec.Standing): it must not repeat the
+	// confirmation as current.
+	Changed string
 }
 
 // Operation is a Spec with its input type erased.
@@ -124,6 +150,16 @@ type Prepared struct {
 	// Confirmed turns the provider's record of the required write into the
 	// action's result.
 	Confirmed func(rec provider.Record) (idem.Result, error)
+	// Reserve runs in the claim's transaction of a remote action before
+	// its steps are recorded; it may set the required step's payload. A
+	// result is a definitive answer: nothing is sent. nil: nothing to check.
+	Reserve func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) (*idem.Result, error)
+	// Settle records a remote action's outcome locally (see Remote.Settle);
+	// nil when there is nothing to record.
+	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
+	// Standing tells whether a completed action's answer still holds (see
+	// Spec.Standing); nil when it always does.
+	Standing func(ctx context.Context, s *db.Store, a db.Action) (string, error)
 }
 
 type spec[In any] struct{ s Spec[In] }
@@ -170,6 +206,24 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		p.Capability = r.Capability
 		p.Steps = func(remote func(string) bool) ([]db.NewStep, error) { return remoteSteps(o.s.Name, r, in, remote) }
 		p.Confirmed = func(rec provider.Record) (idem.Result, error) { return r.Confirmed(in, rec) }
+		if r.Reserve != nil {
+			p.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) (*idem.Result, error) {
+				return reserve(ctx, tx, x, r, in, steps)
+			}
+		}
+		if r.Settle != nil {
+			p.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, ref string) error {
+				return r.Settle(ctx, tx, x, in, res, ref)
+			}
+		}
+	}
+	if o.s.Standing != nil {
+		p.Standing = func(ctx context.Context, s *db.Store, a db.Action) (string, error) {
+			if a.State != db.Completed || a.Outcome != db.Confirmed {
+				return "", nil
+			}
+			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
+		}
 	}
 	if o.s.Identity != nil {
 		p.Identity = o.s.Identity(in)
@@ -309,6 +363,22 @@ func withPath(raw []byte, path map[string]string) ([]byte, error) {
 	return json.Marshal(m)
 }
 
+// reserve runs r.Reserve and applies its payload to the required step.
+func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In], in In, steps []db.NewStep) (*idem.Result, error) {
+	res, err := r.Reserve(ctx, tx, x, in)
+	if err != nil || res.Reject != nil {
+		return res.Reject, err
+	}
+	if res.Payload != nil {
+		payload, err := json.Marshal(res.Payload)
+		if err != nil {
+			return nil, err
+		}
+		steps[0].Payload = payload
+	}
+	return nil, nil
+}
+
 // remoteSteps lists the remote writes of one request. Provider keys and
 // external references are filled in by the core once the action id exists.
 func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(string) bool) ([]db.NewStep, error) {
@@ -317,9 +387,6 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 		return nil, err
 	}
 	steps := []db.NewStep{{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload}}
-	if r.Once != nil {
-		steps[0].ExternalRef = r.Once(in)
-	}
 	if r.FollowUps == nil {
 		return steps, nil
 	}

@@ -1,6 +1,7 @@
 package op
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/oncecall/oncecall/db"
@@ -28,21 +29,56 @@ func SendInput[In any](capability string, status int) *Remote[In] {
 	}
 }
 
+// prepared rebuilds an action's prepared request from the normalised input
+// it was claimed with.
+func (r *Registry) prepared(a db.Action) (*Prepared, error) {
+	o, ok := r.Get(a.Operation)
+	if !ok {
+		return nil, fmt.Errorf("unknown operation %q", a.Operation)
+	}
+	p, err := o.Prepare(a.Request, nil)
+	if err != nil {
+		return nil, fmt.Errorf("re-prepare %s: %w", a.Operation, err)
+	}
+	return p, nil
+}
+
 // Confirmed is the result of an action whose required remote write the
 // provider holds as rec: the operation's own remote result, rebuilt from the
 // normalised request the action was claimed with. Used when the answer
 // arrives later than the request (the reconciler, an operator).
 func (r *Registry) Confirmed(a db.Action, rec provider.Record) (idem.Result, error) {
-	o, ok := r.Get(a.Operation)
-	if !ok {
-		return idem.Result{}, fmt.Errorf("unknown operation %q", a.Operation)
-	}
-	p, err := o.Prepare(a.Request, nil)
+	p, err := r.prepared(a)
 	if err != nil {
-		return idem.Result{}, fmt.Errorf("re-prepare %s: %w", a.Operation, err)
+		return idem.Result{}, err
 	}
 	if p.Confirmed == nil {
 		return Confirm(200, rec.ID, map[string]string{"id": rec.ID, "provider_ref": rec.ID})
 	}
 	return p.Confirmed(rec)
+}
+
+// Settle records locally the outcome res of a remote action (the intent a
+// charge captured or released), in the transaction that completes it.
+func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a db.Action, res idem.Result, providerRef string) error {
+	p, err := r.prepared(a)
+	if err != nil || p.Settle == nil {
+		return err
+	}
+	return p.Settle(ctx, tx, idem.Exec{TenantID: a.TenantID, ActionID: a.ID}, res, providerRef)
+}
+
+// Standing tells what became of the object a completed action describes
+// ("" while its answer holds; see Spec.Standing). An action whose request
+// was pruned, or whose operation declares nothing, holds.
+func (r *Registry) Standing(ctx context.Context, s *db.Store, a db.Action) (string, error) {
+	o, ok := r.Get(a.Operation)
+	if !ok || a.State != db.Completed || a.Outcome != db.Confirmed {
+		return "", nil
+	}
+	p, err := o.Prepare(a.Request, nil)
+	if err != nil || p.Standing == nil {
+		return "", nil //nolint:nilerr // a pruned request cannot be checked: the answer stands as stored
+	}
+	return p.Standing(ctx, s, a)
 }

@@ -9,8 +9,11 @@ package payment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -26,6 +29,7 @@ const (
 	AlreadyCaptured     = "INTENT_ALREADY_CAPTURED"
 	Declined            = "PAYMENT_DECLINED"
 	AmountExceedsIntent = "AMOUNT_EXCEEDS_INTENT"
+	ChargeInProgress    = "INTENT_CHARGE_IN_PROGRESS"
 )
 
 // Payment methods of the local provider.
@@ -113,33 +117,13 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 	},
 	Identity: func(in ChargeInput) []string { return []string{in.PaymentIntentID} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
-		intentID := op.MustUUID(in.PaymentIntentID)
-		pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
-		if errors.Is(err, db.ErrNotFound) {
-			return op.Reject(IntentNotFound, map[string]string{"payment_intent_id": in.PaymentIntentID})
-		}
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if pi.Status == db.IntentCaptured {
-			p, err := tx.SucceededPayment(ctx, x.TenantID, intentID)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			return op.Reject(AlreadyCaptured, map[string]string{"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String()})
-		}
-		amount := pi.Amount
-		if in.Amount != "" {
-			amount = in.Amount.Int64()
-		}
-		if amount > pi.Amount {
-			return op.Reject(AmountExceedsIntent, map[string]any{
-				"payment_intent_id": in.PaymentIntentID, "intent_amount": pi.Amount, "currency": pi.Currency,
-			})
+		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
+		if err != nil || rejected != nil {
+			return deref(rejected), err
 		}
 		status, declineCode := localCharge(pi.PaymentMethod)
 		p, err := tx.CreatePayment(ctx, db.NewPayment{
-			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
+			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: pi.ID, Amount: amount, Currency: pi.Currency,
 			Status: status, DeclineCode: declineCode,
 		})
 		if err != nil {
@@ -151,7 +135,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 				"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String(), "decline_code": declineCode,
 			})
 		}
-		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, intentID, amount); err != nil {
+		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, pi.ID, amount); err != nil {
 			return idem.Result{}, err
 		}
 		return op.Confirm(http.StatusCreated, p.ID.String(), p)
@@ -163,6 +147,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 			Declined:            "The card was declined; nothing was charged. Ask the caller for another way to pay.",
 			AlreadyCaptured:     "This payment was already charged earlier; do not charge again. You may tell the caller it is already paid.",
 			AmountExceedsIntent: "The amount is more than the caller approved; nothing was charged. Confirm the amount with the caller.",
+			ChargeInProgress:    "An earlier charge of this payment is still being processed; this request charged nothing. Do not charge again and do not say it went through: tell the caller it is still being processed.",
 			IntentNotFound:      "The approved payment was not found; nothing was charged.",
 			"":                  "The payment did not go through; nothing was charged.",
 		},
@@ -179,12 +164,111 @@ func localCharge(method string) (status, declineCode string) {
 	return db.PaymentSucceeded, ""
 }
 
-// chargeRemote charges through a remote payments provider. The write is
-// keyed by the payment intent, not by the action: two actions charging one
-// intent (two idempotency keys) meet the same provider key, so the intent is
-// charged at most once there too.
+// chargeable locks the tenant's intent (charges of one intent take turns)
+// and checks that it may be charged the requested amount: approved, not
+// captured, no remote charge of it in flight, the amount within the
+// approval. It returns the intent and the amount, or the rejection.
+func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (db.PaymentIntent, int64, *idem.Result, error) {
+	intentID := op.MustUUID(in.PaymentIntentID)
+	reject := func(reason string, details any) (db.PaymentIntent, int64, *idem.Result, error) {
+		res, err := op.Reject(reason, details)
+		return db.PaymentIntent{}, 0, &res, err
+	}
+	pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
+	if errors.Is(err, db.ErrNotFound) {
+		return reject(IntentNotFound, map[string]string{"payment_intent_id": in.PaymentIntentID})
+	}
+	if err != nil {
+		return db.PaymentIntent{}, 0, nil, err
+	}
+	switch {
+	case pi.Status == db.IntentCaptured:
+		p, err := tx.SucceededPayment(ctx, x.TenantID, intentID)
+		if err != nil {
+			return db.PaymentIntent{}, 0, nil, err
+		}
+		return reject(AlreadyCaptured, map[string]string{"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String()})
+	case pi.ChargingAction != uuid.Nil && pi.ChargingAction != x.ActionID:
+		return reject(ChargeInProgress, map[string]string{"payment_intent_id": in.PaymentIntentID, "charging_action_id": pi.ChargingAction.String()})
+	}
+	amount := pi.Amount
+	if in.Amount != "" {
+		amount = in.Amount.Int64()
+	}
+	if amount > pi.Amount {
+		return reject(AmountExceedsIntent, map[string]any{
+			"payment_intent_id": in.PaymentIntentID, "intent_amount": pi.Amount, "currency": pi.Currency,
+		})
+	}
+	return pi, amount, nil, nil
+}
+
+// remoteCharge is what the payments provider is asked to charge.
+type remoteCharge struct {
+	PaymentIntentID string `json:"payment_intent_id"`
+	Amount          int64  `json:"amount"`
+	Currency        string `json:"currency"`
+}
+
+// chargeRemote charges through a remote payments provider. The intent is
+// checked exactly as for a local charge and held for the action in the
+// claim's transaction, before anything is sent: while the provider's
+// outcome is unknown no other charge of the intent can start, so each
+// charge has its own provider key and the provider's key retention only
+// ever protects one action's re-sends. The outcome is recorded on the
+// intent when the action completes.
 func chargeRemote() *op.Remote[ChargeInput] {
 	r := op.SendInput[ChargeInput](provider.Payments, http.StatusCreated)
-	r.Once = func(in ChargeInput) string { return "payment_intent:" + in.PaymentIntentID }
+	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (op.Reservation, error) {
+		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
+		if err != nil || rejected != nil {
+			return op.Reservation{Reject: rejected}, err
+		}
+		held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		if !held {
+			return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
+		}
+		return op.Reservation{Payload: remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency}}, nil
+	}
+	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
+		// The succeeded payment of an intent charged by its provider,
+		// with the provider's reference.
+		intentID := op.MustUUID(in.PaymentIntentID)
+		pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
+		if err != nil {
+			return err
+		}
+		if pi.ChargingAction != x.ActionID {
+			return nil // recorded already
+		}
+		amount := pi.Amount
+		if in.Amount != "" {
+			amount = in.Amount.Int64()
+		}
+		p := db.NewPayment{
+			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
+			Status: db.PaymentSucceeded, ProviderRef: providerRef,
+		}
+		if res.Outcome != idem.Confirmed {
+			// Refused by the provider or an operator: nothing was charged,
+			// and the intent may be charged again.
+			return tx.ReleasePaymentIntent(ctx, x.TenantID, intentID, x.ActionID)
+		}
+		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, intentID, amount); err != nil {
+			return fmt.Errorf("capture intent %s: %w", intentID, err)
+		}
+		_, err = tx.CreatePayment(ctx, p)
+		return err
+	}
 	return r
+}
+
+func deref(r *idem.Result) idem.Result {
+	if r == nil {
+		return idem.Result{}
+	}
+	return *r
 }

@@ -34,6 +34,7 @@ func NewHTTP(cfg HTTPConfig) Provider {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 5 * time.Second
 	}
+	cfg.Traits.Timeout = cfg.Timeout
 	return &httpProvider{
 		c:      &httpprovider.Client{BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout},
 		traits: cfg.Traits,
@@ -57,6 +58,9 @@ func (p *httpProvider) Write(ctx context.Context, w Write) (Record, error) {
 		return Record{}, &Rejected{Code: rej.Code, Message: rej.Message}
 	case httpprovider.ClassNotSent:
 		return Record{}, fmt.Errorf("%w: %w", ErrNotSent, err)
+	}
+	if amb, ok := errors.AsType[*httpprovider.Ambiguous](err); ok && amb.Code == httpprovider.CodeKeyReused {
+		return Record{}, fmt.Errorf("%w: %w", ErrKeyConflict, err)
 	}
 	return Record{}, fmt.Errorf("%w: %w", ErrAmbiguous, err)
 }

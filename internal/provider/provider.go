@@ -58,6 +58,20 @@ type Traits struct {
 	// AuthoritativeLookup: past VisibilityDelay, "not found" means the write
 	// does not exist.
 	AuthoritativeLookup bool
+	// Timeout bounds one call to the provider: a write is in flight for at
+	// most this long after it was sent. Default DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DefaultTimeout bounds a provider call when Traits.Timeout is zero.
+const DefaultTimeout = 10 * time.Second
+
+// CallTimeout is how long one call may take.
+func (t Traits) CallTimeout() time.Duration {
+	if t.Timeout <= 0 {
+		return DefaultTimeout
+	}
+	return t.Timeout
 }
 
 // Provider performs and looks up writes for one capability.
@@ -88,10 +102,14 @@ var (
 	// ErrAmbiguous: the request may have been performed (timeout, 5xx, reset
 	// after sending): the outcome is unknown until evidence says otherwise.
 	ErrAmbiguous = errors.New("provider outcome unknown")
+	// ErrKeyConflict: the provider holds another write under the key. No
+	// re-send can change that; an operator decides.
+	ErrKeyConflict = errors.New("provider holds another write under the key")
 )
 
-// Classify names the class of a Write error: "rejected", "not_sent" or
-// "ambiguous" (anything unrecognised is ambiguous: never assume a failure).
+// Classify names the class of a Write error: "rejected", "not_sent",
+// "key_conflict" or "ambiguous" (anything unrecognised is ambiguous: never
+// assume a failure).
 func Classify(err error) string {
 	var rej *Rejected
 	switch {
@@ -99,6 +117,8 @@ func Classify(err error) string {
 		return "rejected"
 	case errors.Is(err, ErrNotSent):
 		return "not_sent"
+	case errors.Is(err, ErrKeyConflict):
+		return "key_conflict"
 	}
 	return "ambiguous"
 }

@@ -231,3 +231,31 @@ func TestSkipsLockedRowsWithoutWaiting(t *testing.T) {
 		t.Fatalf("the formerly locked action survived the next run")
 	}
 }
+
+// A completed action can still have a step to finish (a confirmation
+// message after a booking): the action and its step stay, whatever their age.
+func TestKeepsCompletedActionsWithAnUnresolvedStep(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	p := prune.New(e.store, prune.Config{ResponseRetention: time.Hour, ActionRetention: 2 * time.Hour})
+	id := e.action(t, "booked-message-unknown", "completed", false, base)
+	if _, err := e.pool.Exec(t.Context(), `
+		INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload, state)
+		VALUES ($1, 'messaging', 1, 'messaging', false, 'message.send', 'pk', 'ref', '{}', 'unknown')`, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Run(t.Context(), base.AddDate(1, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if exists, _ := e.row(t, id); !exists {
+		t.Fatalf("the action was pruned with its unresolved step")
+	}
+	var steps int
+	if err := e.pool.QueryRow(t.Context(), "SELECT count(*) FROM action_steps WHERE action_id = $1", id).Scan(&steps); err != nil || steps != 1 {
+		t.Fatalf("unresolved steps left = %d (%v), want 1", steps, err)
+	}
+	// Deleting the action directly cannot take the step with it either.
+	if _, err := e.pool.Exec(t.Context(), "DELETE FROM actions WHERE id = $1", id); err == nil {
+		t.Fatalf("an action with a step was deleted: its step went with it")
+	}
+}

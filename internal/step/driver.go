@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
@@ -68,9 +69,10 @@ func (d *Driver) Remote(capability string) bool {
 
 // Drive advances every due step of a, in order, and settles the action:
 // completed when its required step is resolved, unknown otherwise, and
-// flagged for an operator when recovery has run out of evidence. The caller
-// holds the action's lease.
-func (d *Driver) Drive(ctx context.Context, a db.Action) (db.Action, error) {
+// flagged for an operator when recovery has run out of evidence. owner is
+// the token of the caller's lease on the action: every change Drive makes is
+// fenced by it, so a caller whose lease was taken over changes nothing.
+func (d *Driver) Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Action, error) {
 	steps, err := d.store.Steps(ctx, a.ID)
 	if err != nil {
 		return a, fmt.Errorf("load steps: %w", err)
@@ -84,16 +86,17 @@ func (d *Driver) Drive(ctx context.Context, a db.Action) (db.Action, error) {
 		} else if required != nil && required.State != db.StepSucceeded {
 			break // follow-ups wait for the write they follow
 		}
-		if s.State == db.StepSucceeded || s.State == db.StepRejected || s.NextCheckAt.After(time.Now()) {
-			if s.Required && s.State != db.StepSucceeded && s.State != db.StepRejected {
+		if resolved(s) || !s.Due() {
+			if s.Required && !resolved(s) {
 				break
 			}
 			continue
 		}
-		stuck, err := d.advance(ctx, a, s)
+		stuck, err := d.advance(ctx, a, s, owner)
 		if errors.Is(err, errMoved) {
-			// Another driver holds the step now; it settles the action.
-			d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved by another driver; leaving it")
+			// Another driver holds the action now, or the evidence this one
+			// acted on expired: whoever holds the lease settles it.
+			d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved or lease lost; leaving it")
 			return d.store.ActionByID(ctx, a.TenantID, a.ID)
 		}
 		if err != nil {
@@ -104,87 +107,107 @@ func (d *Driver) Drive(ctx context.Context, a db.Action) (db.Action, error) {
 			break
 		}
 	}
-	if err := d.settle(ctx, a, required, needsOperator); err != nil {
+	if err := d.settle(ctx, a, owner, required, needsOperator); err != nil {
 		return a, err
 	}
 	return d.store.ActionByID(ctx, a.TenantID, a.ID)
 }
 
-// settle records the action's outcome once its required step is resolved.
-func (d *Driver) settle(ctx context.Context, a db.Action, required *db.Step, needsOperator bool) error {
+func resolved(s *db.Step) bool { return s.State == db.StepSucceeded || s.State == db.StepRejected }
+
+// settle records the action's outcome once its required step is resolved,
+// and otherwise ends the lease (a running action becomes unknown).
+func (d *Driver) settle(ctx context.Context, a db.Action, owner uuid.UUID, required *db.Step, needsOperator bool) error {
 	var res idem.Result
 	var err error
 	switch {
-	case required == nil:
-		return d.store.Release(ctx, a.ID)
-	case required.State == db.StepSucceeded && a.State != db.Completed:
+	case required != nil && required.State == db.StepSucceeded && a.State != db.Completed:
 		res, err = d.ops.Confirmed(a, provider.Record{ID: required.ProviderRef, ExternalRef: required.ExternalRef, Status: "committed"})
-	case required.State == db.StepRejected && a.State != db.Completed:
+	case required != nil && required.State == db.StepRejected && a.State != db.Completed:
 		res, err = op.Reject(required.RejectCode, map[string]string{"provider_code": required.RejectCode})
-	case a.State == db.Completed:
-		return d.store.Release(ctx, a.ID) // only follow-ups moved
 	default:
-		if err := d.store.MarkUnknown(ctx, a.ID); err != nil {
-			return err
+		// Unresolved (unknown from now on), or completed with only
+		// follow-ups moved.
+		if ok, err := d.store.ReleaseAction(ctx, a.ID, owner, needsOperator); err != nil || !ok {
+			return leaseLost(err, ok)
 		}
-		if needsOperator {
-			return d.store.SetNeedsOperator(ctx, a.ID)
-		}
-		return d.store.Release(ctx, a.ID)
+		return nil
 	}
 	if err != nil {
 		return err
 	}
 	return d.store.InTx(ctx, func(tx *db.Tx) error {
-		if err := tx.ResolveAction(ctx, a.ID, db.Completion{
+		ok, err := tx.ResolveAction(ctx, a.ID, owner, db.Completion{
 			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status, ResourceID: res.ResourceID, Result: res.Body,
-		}); err != nil {
-			return err
+		}, needsOperator)
+		if err != nil || !ok {
+			return leaseLost(err, ok)
+		}
+		if err := d.ops.Settle(ctx, tx, a, res, required.ProviderRef); err != nil {
+			return fmt.Errorf("settle %s locally: %w", a.Operation, err)
 		}
 		return tx.AddEvent(ctx, a.ID, "completed", required.Name, map[string]string{"outcome": string(res.Outcome), "reason": res.Reason})
 	})
 }
 
+// leaseLost is err, or errMoved when a fenced statement changed nothing.
+func leaseLost(err error, ok bool) error {
+	if err == nil && !ok {
+		return errMoved
+	}
+	return err
+}
+
+// sendWindow is how long a write to a provider with traits t may be in
+// flight: its call timeout and a margin for recording the answer. A
+// driver's lease covers it from the moment it marks the step sent.
+func sendWindow(t provider.Traits) time.Duration { return t.CallTimeout() + time.Second }
+
 // advance sends a step or checks it, records what was learned and reports
-// whether the step needs an operator.
-func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step) (needsOperator bool, err error) {
+// whether the step needs an operator. Every time comparison uses the
+// database's clock as read with the step; BeginSend checks the same
+// conditions again, in SQL, at the instant it marks the step sent.
+func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID) (needsOperator bool, err error) {
 	p, ok := d.providers.Remote(s.Capability)
 	if !ok {
-		return d.inconclusive(ctx, a, s, "no remote provider is configured for "+s.Capability)
+		return d.inconclusive(ctx, a, s, owner, "no remote provider is configured for "+s.Capability)
 	}
 	t := p.Traits()
-	now := time.Now()
 	if s.State == db.StepPending {
-		return false, d.send(ctx, a, s, p)
+		return d.send(ctx, a, s, owner, p, db.Send{})
 	}
 	// Unknown: the write may exist. A provider that honours keys
 	// deduplicates a re-send within its retention, measured from the claim
-	// (the earliest the key could have been used).
-	if t.HonoursKeys && now.Before(a.CreatedAt.Add(t.KeyRetention)) {
-		return false, d.send(ctx, a, s, p)
+	// (the earliest the key could have been used), if the re-send can
+	// arrive before the retention ends.
+	window := sendWindow(t)
+	if t.HonoursKeys && s.DBNow.Add(window).Before(s.ActionCreatedAt.Add(t.KeyRetention)) {
+		return d.send(ctx, a, s, owner, p, db.Send{Retention: t.KeyRetention})
 	}
 	rec, found, err := d.lookup(ctx, p, s)
+	settle := t.CallTimeout() + t.VisibilityDelay
 	switch {
 	case err != nil:
-		return d.inconclusive(ctx, a, s, "lookup failed: "+errText(err))
+		return d.inconclusive(ctx, a, s, owner, "lookup failed: "+errText(err))
 	case found && rec.Status == "rejected":
-		return false, d.record(ctx, a, s, "evidence", db.StepUpdate{State: db.StepRejected, RejectCode: rec.Code}, rec.ID)
+		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		return false, d.record(ctx, a, s, "evidence", db.StepUpdate{State: db.StepSucceeded, ProviderRef: rec.ID}, rec.ID)
+		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks}, rec.ID)
 	case t.HonoursKeys:
 		// Past the key's retention the provider no longer protects a
 		// re-send, and a local key never extends that protection.
 		d.observe(s.Capability, "needs_operator", 0)
-		return true, d.record(ctx, a, s, "needs_operator", db.StepUpdate{
+		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
 			State: db.StepUnknown, Checks: s.Checks + 1, LastError: "not found past the provider's key retention",
-			NextCheckAt: now.Add(d.cfg.MaxBackoff),
+			Backoff: d.cfg.MaxBackoff,
 		}, "")
-	case t.AuthoritativeLookup && s.LastSentAt != nil && now.After(s.LastSentAt.Add(t.VisibilityDelay)):
-		// An authoritative "not found" after the visibility delay: the
+	case t.AuthoritativeLookup && s.LastSentAt != nil && s.DBNow.After(s.LastSentAt.Add(settle)):
+		// An authoritative "not found" once the last send has settled (its
+		// call timed out and the provider's visibility delay passed): the
 		// write does not exist, so sending it is the first write.
-		return false, d.send(ctx, a, s, p)
+		return d.send(ctx, a, s, owner, p, db.Send{Settle: settle})
 	default:
-		return d.inconclusive(ctx, a, s, "not found yet; the lookup is not conclusive")
+		return d.inconclusive(ctx, a, s, owner, "not found yet; the lookup is not conclusive")
 	}
 }
 
@@ -199,35 +222,45 @@ func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *db.Step) (p
 	return recs[0], true, nil
 }
 
-// errMoved: the step changed since this driver read it (another driver
-// sent or checked it), so this driver must not send it.
+// errMoved: the step or the action changed since this driver read it
+// (another driver took the lease, sent or checked the step), or the
+// evidence it was about to act on expired: this driver must not act on it.
 var errMoved = errors.New("the step was moved by another driver")
 
-// send dispatches the step with its persisted provider key. It first
-// records that the step may be sent from now on, if nobody moved the step
-// since it was read: drivers whose leases overlapped (a worker or a
-// reconciler that outlived its lease, and the one that took over) never
-// both send, and one that dies mid-send leaves the step unknown with a
-// last_sent_at that covers its send, for recovery by evidence.
-func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, p provider.Provider) error {
-	ok, err := d.store.BeginSend(ctx, a.ID, s.Name, s.UpdatedAt)
+// send dispatches the step with its persisted provider key, relying on the
+// evidence in ev (none for a pending step, which was certainly never sent).
+// It first marks the step as possibly sent, fenced by the lease and the
+// step's version and with ev checked against the database's clock, and
+// extends the lease over the send: drivers whose leases overlapped never
+// both send, and one that dies mid-send leaves the step unknown, for
+// recovery by evidence.
+func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, p provider.Provider, ev db.Send) (needsOperator bool, err error) {
+	t := p.Traits()
+	ev.Action, ev.Name, ev.Owner, ev.Version, ev.Window = a.ID, s.Name, owner, s.Version, sendWindow(t)
+	start := time.Now()
+	ok, err := d.store.BeginSend(ctx, ev)
 	if err != nil {
-		return fmt.Errorf("begin sending step %s: %w", s.Name, err)
+		return false, fmt.Errorf("begin sending step %s: %w", s.Name, err)
 	}
 	if !ok {
-		return errMoved
+		return false, errMoved
 	}
-	start := time.Now()
-	rec, err := p.Write(ctx, provider.Write{
+	s.Version++
+	// The lease covers the send window from the database's now, which is
+	// no earlier than start: a call bounded from start ends inside it.
+	callCtx, cancel := context.WithDeadline(ctx, start.Add(t.CallTimeout()))
+	rec, err := p.Write(callCtx, provider.Write{
 		Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef,
 		Operation: s.Operation, Payload: s.Payload,
 	})
+	cancel()
 	class := "succeeded"
 	if err != nil {
 		class = provider.Classify(err)
 	}
 	d.observe(s.Capability, class, time.Since(start))
-	u := db.StepUpdate{Sent: class != "not_sent", Checks: s.Checks, NextCheckAt: time.Now().Add(d.backoff(s.Attempts))}
+	resend := ev.Retention > 0 || ev.Settle > 0
+	u := db.StepUpdate{Sent: class != "not_sent", Checks: s.Checks, Backoff: d.backoff(s.Attempts)}
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
@@ -236,50 +269,74 @@ func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, p provider.P
 		u.State, u.RejectCode = db.StepRejected, rej.Code
 	case class == "not_sent":
 		u.State, u.LastError = db.StepPending, errText(err)
+	case class == "key_conflict":
+		// The provider holds another write under this key: no re-send can
+		// tell what became of this one.
+		u.State, u.LastError, u.Checks, u.Backoff = db.StepUnknown, errText(err), s.Checks+1, d.cfg.MaxBackoff
+		needsOperator = true
 	default:
 		u.State, u.LastError = db.StepUnknown, errText(err)
+		if resend {
+			// A re-send that is answered ambiguously again is a check that
+			// found nothing: it counts towards the operator.
+			u.Checks = s.Checks + 1
+			needsOperator = d.outOfChecks(s, u.Checks)
+		}
 	}
-	return d.record(ctx, a, s, "sent:"+class, u, rec.ID)
+	if needsOperator {
+		d.observe(s.Capability, "needs_operator", 0)
+	}
+	return needsOperator, d.record(ctx, a, s, owner, "sent:"+class, u, rec.ID)
 }
 
-func (d *Driver) inconclusive(ctx context.Context, a db.Action, s *db.Step, why string) (bool, error) {
+// outOfChecks reports whether a step with checks inconclusive checks, or
+// as old as its action, is an operator's to decide.
+func (d *Driver) outOfChecks(s *db.Step, checks int) bool {
+	return checks >= d.cfg.MaxChecks || s.DBNow.Sub(s.ActionCreatedAt) > d.cfg.MaxAge
+}
+
+func (d *Driver) inconclusive(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, why string) (bool, error) {
 	checks := s.Checks + 1
-	stuck := checks >= d.cfg.MaxChecks || time.Since(a.CreatedAt) > d.cfg.MaxAge
+	stuck := d.outOfChecks(s, checks)
 	kind := "inconclusive"
 	if stuck {
 		kind = "needs_operator"
 	}
 	d.observe(s.Capability, kind, 0)
-	return stuck, d.record(ctx, a, s, kind, db.StepUpdate{
-		State: s.State, Checks: checks, LastError: why, NextCheckAt: time.Now().Add(d.backoff(checks)),
+	return stuck, d.record(ctx, a, s, owner, kind, db.StepUpdate{
+		State: s.State, Checks: checks, LastError: why, Backoff: d.backoff(checks),
 	}, "")
 }
 
-// record stores a step update and its timeline event, and reflects it in s.
-func (d *Driver) record(ctx context.Context, a db.Action, s *db.Step, kind string, u db.StepUpdate, ref string) error {
+// record stores a step update and its timeline event, fenced by the lease
+// and the step's version, and reflects it in s.
+func (d *Driver) record(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string) error {
 	if u.ProviderRef == "" && u.State == db.StepSucceeded {
 		u.ProviderRef = ref
 	}
 	err := d.store.InTx(ctx, func(tx *db.Tx) error {
-		if err := tx.RecordStep(ctx, a.ID, s.Name, u); err != nil {
-			return err
+		ok, err := tx.RecordStep(ctx, a.ID, s.Name, owner, s.Version, u)
+		if err != nil || !ok {
+			return leaseLost(err, ok)
 		}
 		return tx.AddEvent(ctx, a.ID, kind, s.Name, map[string]any{
 			"state": u.State, "provider_ref": u.ProviderRef, "reject_code": u.RejectCode, "error": u.LastError,
 		})
 	})
+	if errors.Is(err, errMoved) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("record step %s: %w", s.Name, err)
 	}
 	d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Str("capability", s.Capability).
 		Str("provider_ref", u.ProviderRef).Str("event", kind).Str("state", u.State).Msg("step")
 	s.State, s.ProviderRef, s.RejectCode, s.Checks = u.State, u.ProviderRef, u.RejectCode, u.Checks
+	s.Version++
 	if u.Sent {
-		now := time.Now()
-		s.LastSentAt = &now
 		s.Attempts++
 	}
-	s.NextCheckAt = u.NextCheckAt
+	s.NextCheckAt = s.DBNow.Add(u.Backoff)
 	return nil
 }
 

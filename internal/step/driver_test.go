@@ -109,15 +109,19 @@ func TestOnlyOneOfTwoDriversSendsAStep(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow := make(chan error, 1)
+	slowOwner, fastOwner := uuid.New(), uuid.New()
+	e.lease(t, slowOwner)
 	go func() {
-		_, err := e.driver.Drive(ctx, e.action)
+		_, err := e.driver.Drive(ctx, e.action, slowOwner)
 		slow <- err
 	}()
 	waitFor(t, "the slow driver's lookup to start", func() bool {
 		rules, err := e.sim.Admin.Faults(ctx)
 		return err == nil && len(rules) == 1 // the one-shot delay is taken
 	})
-	fast, err := e.driver.Drive(ctx, e.action)
+	// The slow driver's lease runs out and another driver takes the action.
+	e.lease(t, fastOwner)
+	fast, err := e.driver.Drive(ctx, e.action, fastOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +137,14 @@ func TestOnlyOneOfTwoDriversSendsAStep(t *testing.T) {
 			ids = append(ids, w.ID+" at "+w.CreatedAt.Format(time.RFC3339Nano))
 		}
 		t.Fatalf("the provider holds %d messages for one action, want 1: %v", len(ledger), ids)
+	}
+}
+
+// lease gives owner the action's lease, as a reconciler's pass does.
+func (e keylessEnv) lease(t *testing.T, owner uuid.UUID) {
+	t.Helper()
+	if _, err := e.pool.Exec(t.Context(), `UPDATE actions SET lease_owner = $2, lease_until = now() + interval '1 minute' WHERE id = $1`, e.action.ID, owner); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -66,6 +66,10 @@ type Record struct {
 	Replayed bool `json:"-"`
 }
 
+// CodeKeyReused is the problem code of a write whose key holds another
+// write at the provider.
+const CodeKeyReused = "IDEMPOTENCY_KEY_REUSED"
+
 // Statuses of a record.
 const (
 	StatusCommitted = "committed"
@@ -114,7 +118,7 @@ func (c *Client) Write(ctx context.Context, capability, key, externalRef, operat
 		var p Record
 		_ = json.Unmarshal(a.body, &p)
 		return Record{}, &Rejected{Status: a.status, Code: orStatus(p.Code, a.status), Message: p.Message, ID: p.ID}
-	case a.status == http.StatusBadRequest && a.code() == "IDEMPOTENCY_KEY_REUSED":
+	case a.status == http.StatusBadRequest && a.code() == CodeKeyReused:
 		// The key holds another write: something was written under it.
 		return Record{}, &Ambiguous{Status: a.status, Code: a.code()}
 	case a.status == http.StatusBadRequest || a.status == http.StatusRequestEntityTooLarge:
