@@ -40,3 +40,6 @@ func (s *Store) CountPrunable(ctx context.Context, now time.Time, responseRetent
 	}
 	return Prunable{Responses: row.Responses, Actions: row.Actions}, nil
 }
+
+// Now is the database's clock.
+func (s *Store) Now(ctx context.Context) (time.Time, error) { return s.q.DatabaseNow(ctx) }

@@ -48,3 +48,8 @@ WITH due AS (
 SELECT count(*) FILTER (WHERE deletable) AS actions,
        count(*) FILTER (WHERE has_body AND body_due AND NOT deletable) AS responses
 FROM due;
+
+-- name: DatabaseNow :one
+-- The database's clock: retention is measured against it, not against the
+-- clock of whichever process prunes.
+SELECT now()::timestamptz;

@@ -44,10 +44,15 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer pool.Close()
-	p := prune.New(db.New(pool), prune.Config{
+	store := db.New(pool)
+	p := prune.New(store, prune.Config{
 		ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch,
 	})
-	now := time.Now()
+	// Retention is measured by the database's clock.
+	now, err := store.Now(ctx)
+	if err != nil {
+		return err
+	}
 	if *dryRun {
 		c, err := p.DryRun(ctx, now)
 		if err != nil {

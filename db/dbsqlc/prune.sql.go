@@ -47,6 +47,19 @@ func (q *Queries) CountPrunable(ctx context.Context, arg CountPrunableParams) (C
 	return i, err
 }
 
+const databaseNow = `-- name: DatabaseNow :one
+SELECT now()::timestamptz
+`
+
+// The database's clock: retention is measured against it, not against the
+// clock of whichever process prunes.
+func (q *Queries) DatabaseNow(ctx context.Context) (time.Time, error) {
+	row := q.db.QueryRow(ctx, databaseNow)
+	var column_1 time.Time
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const pruneActions = `-- name: PruneActions :execrows
 WITH doomed AS (
     SELECT id FROM actions x

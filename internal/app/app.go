@@ -269,7 +269,7 @@ func (m *Main) Serve(ctx context.Context) error {
 		p := prune.New(m.store, pc)
 		go func() {
 			defer close(pruned)
-			p.Every(pruneCtx, m.cfg.PruneInterval, time.Now)
+			p.Every(pruneCtx, m.cfg.PruneInterval, m.store.Now)
 		}()
 	}
 	errc := make(chan error, 1)

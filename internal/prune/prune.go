@@ -121,14 +121,18 @@ func (p *Pruner) DryRun(ctx context.Context, now time.Time) (Counts, error) {
 }
 
 // Every runs the pruner at once and then every interval until ctx is done,
-// reading the time from now. A failed run is logged and retried at the next
-// tick; shutdown is not an error.
-func (p *Pruner) Every(ctx context.Context, interval time.Duration, now func() time.Time) {
+// reading the time from now (the database's clock in production). A failed
+// run is logged and retried at the next tick; shutdown is not an error.
+func (p *Pruner) Every(ctx context.Context, interval time.Duration, now func(context.Context) (time.Time, error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		began := time.Now()
-		c, err := p.Run(ctx, now())
+		var c Counts
+		at, err := now(ctx)
+		if err == nil {
+			c, err = p.Run(ctx, at)
+		}
 		switch {
 		case err != nil && errors.Is(err, context.Canceled) && ctx.Err() != nil:
 			return
