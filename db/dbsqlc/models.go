@@ -169,4 +169,5 @@ type Tenant struct {
 	Name       string
 	DashaOrgID *string
 	CreatedAt  time.Time
+	Timezone   string
 }
