@@ -103,6 +103,7 @@ func NewRouter(cfg Config) http.Handler {
 
 		r.Post("/slots", s.write("slot.create"))
 		r.Get("/slots", s.listSlots)
+		r.Post("/slots/schedule", s.write("slot.schedule"))
 		r.Post("/appointments", s.write("appointment.book"))
 		r.Get("/appointments/{appointment_id}", s.getAppointment)
 		r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))

@@ -115,6 +115,39 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/slots/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create slots from a weekly schedule
+         * @description Creates the slots of weekly opening hours over a range of dates in one action (operation
+         *     `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+         *     clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+         *     into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+         *     change the hours last as long as the clock says: a wall time the clock skips is read with the
+         *     offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+         *
+         *     A time the resource already has a slot at (same start and end) is skipped, so applying a
+         *     schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+         *     start in the past. The result counts both. One request may describe at most 2000 slots, counted
+         *     on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+         *     `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+         *     skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+         *     docs/scheduling.md.
+         */
+        post: operations["scheduleSlots"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/appointments": {
         parameters: {
             query?: never;
@@ -516,7 +549,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -599,6 +632,18 @@ export interface components {
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
             result: components["schemas"]["Slot"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `slot.schedule`. */
+        ScheduleAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["ScheduleResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1141,6 +1186,55 @@ export interface components {
             ends_at: string;
             /** @description Optional: who or what the slot is with. */
             resource?: string;
+        };
+        ScheduleSlotsInput: {
+            /** @description Optional: who or what the slots are with. A time the resource already has a slot at (same start and end) is skipped. */
+            resource?: string;
+            /** @description The opening hours of each weekday, 1 to 50 entries; a weekday may have several that do not overlap, a weekday without any is closed. */
+            hours: {
+                /**
+                 * @description The weekday.
+                 * @enum {string}
+                 */
+                weekday: "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
+                /** @description Opening time, HH:MM (24-hour). */
+                start: string;
+                /** @description Closing time, HH:MM after start; 24:00 is midnight at the end of the day. */
+                end: string;
+            }[];
+            /** @description The length of every slot in minutes; each day's hours are cut into consecutive slots and a rest too short for one is left out. */
+            slot_minutes: number;
+            /**
+             * Format: date
+             * @description The first date, YYYY-MM-DD, in the timezone.
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description The last date (inclusive), at most 366 days after from.
+             */
+            to: string;
+            /** @description Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's). */
+            timezone?: string;
+        };
+        /** @description What a `slot.schedule` did. */
+        ScheduleResult: {
+            resource: string;
+            /** @description The timezone the hours were read in (the tenant's unless the request named one). */
+            timezone: string;
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            slot_minutes: number;
+            /** @description Slots created. */
+            created: number;
+            /** @description Slots of the schedule not created (`skipped_existing` plus `skipped_past`). */
+            skipped: number;
+            /** @description Not created because the resource already had a slot with the same start and end. */
+            skipped_existing: number;
+            /** @description Not created because they would have started before the request ran. */
+            skipped_past: number;
         };
         BookAppointmentInput: {
             /**
@@ -1892,6 +1986,113 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["SlotAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    scheduleSlots: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "resource": "Dr. Lee",
+                 *       "hours": [
+                 *         {
+                 *           "weekday": "mon",
+                 *           "start": "09:00",
+                 *           "end": "12:30"
+                 *         },
+                 *         {
+                 *           "weekday": "mon",
+                 *           "start": "13:30",
+                 *           "end": "17:00"
+                 *         },
+                 *         {
+                 *           "weekday": "sat",
+                 *           "start": "10:00",
+                 *           "end": "14:00"
+                 *         }
+                 *       ],
+                 *       "slot_minutes": 30,
+                 *       "from": "2030-03-25",
+                 *       "to": "2030-04-07",
+                 *       "timezone": "Europe/London"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScheduleSlotsInput"];
+            };
+        };
+        responses: {
+            /** @description Every slot of the schedule already existed or was in the past; nothing was created. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleAction"];
+                };
+            };
+            /** @description Slots were created. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20",
+                     *       "operation": "slot.schedule",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "resource": "Dr. Lee",
+                     *         "timezone": "Europe/London",
+                     *         "from": "2030-03-25",
+                     *         "to": "2030-04-07",
+                     *         "slot_minutes": 30,
+                     *         "created": 72,
+                     *         "skipped": 0,
+                     *         "skipped_existing": 0,
+                     *         "skipped_past": 0
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScheduleAction"];
                 };
             };
             202: components["responses"]["Pending"];
