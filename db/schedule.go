@@ -37,3 +37,19 @@ func (tx *Tx) ScheduleSlots(ctx context.Context, tenant uuid.UUID, resource stri
 	n, err := tx.q.InsertScheduledSlots(ctx, p)
 	return int(n), err
 }
+
+// ListCustomerAppointments lists a customer's active appointments starting
+// at or after from, soonest first; an id of another tenant lists nothing.
+func (q queries) ListCustomerAppointments(ctx context.Context, tenant, customer uuid.UUID, from time.Time, limit int) ([]Appointment, error) {
+	rows, err := q.q.ListCustomerAppointments(ctx, dbsqlc.ListCustomerAppointmentsParams{
+		TenantID: tenant, CustomerID: customer, FromTime: from, MaxRows: int32(limit),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Appointment, len(rows))
+	for i, r := range rows {
+		out[i] = appointment(dbsqlc.AppointmentByIDRow(r))
+	}
+	return out, nil
+}

@@ -70,6 +70,15 @@ FROM c JOIN slots s ON s.id = c.slot_id;
 -- name: CountActiveAppointments :one
 SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active';
 
+-- name: ListCustomerAppointments :many
+-- A customer's active appointments starting at or after from_time, soonest first.
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id) AND a.status = 'active'
+  AND s.starts_at >= sqlc.arg(from_time)
+ORDER BY s.starts_at, a.id
+LIMIT sqlc.arg(max_rows);
+
 -- name: LockSlotSchedule :exec
 -- Serialises the schedule applications of one resource of a tenant until the
 -- transaction ends, so that two of them never both find a time free and

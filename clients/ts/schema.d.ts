@@ -155,7 +155,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a customer's upcoming appointments
+         * @description A customer's active appointments starting at or after `from`, soonest first, with their times in
+         *     the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+         *     `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+         *     skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+         *     nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+         */
+        get: operations["listAppointments"];
         put?: never;
         /**
          * Book an appointment
@@ -341,7 +349,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Find customers by phone number
+         * @description The tenant's customers with this phone number: none or one, since a number belongs to one
+         *     customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+         *     `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+         *     as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+         *     naming it.
+         */
+        get: operations["findCustomers"];
         put?: never;
         /**
          * Create a customer
@@ -889,6 +905,50 @@ export interface components {
             /** Format: date-time */
             ends_at: string;
         };
+        /** @description An appointment with its times in the tenant's timezone as well. */
+        LocalAppointment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            slot_id: string;
+            /** @description The service booked; may be empty. */
+            service: string;
+            status: components["schemas"]["AppointmentStatus"];
+            /**
+             * Format: date-time
+             * @description The start, in UTC.
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description The end, in UTC.
+             */
+            ends_at: string;
+            /**
+             * Format: date-time
+             * @description The start in the tenant's timezone, with that zone's offset at the time.
+             */
+            starts_at_local: string;
+            /**
+             * Format: date-time
+             * @description The end in the tenant's timezone, with that zone's offset at the time.
+             */
+            ends_at_local: string;
+            /** @description The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's). */
+            when: string;
+        };
+        AppointmentList: {
+            /**
+             * @description The tenant's IANA timezone, in which the local times are given.
+             * @example Europe/London
+             */
+            timezone: string;
+            appointments: components["schemas"]["LocalAppointment"][];
+            /** @description More appointments follow the last one listed. */
+            has_more: boolean;
+        };
         /**
          * @description `active`, or `cancelled` (its slot is free again).
          * @enum {string}
@@ -1029,6 +1089,9 @@ export interface components {
             points: number;
             /** Format: date-time */
             created_at: string;
+        };
+        CustomerList: {
+            customers: components["schemas"]["Customer"][];
         };
         Note: {
             /** Format: uuid */
@@ -2107,6 +2170,58 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listAppointments: {
+        parameters: {
+            query: {
+                /** @description The customer whose appointments to list. */
+                customer_id: string;
+                /** @description List appointments starting at or after this RFC 3339 time. Default: now. */
+                from?: string;
+                /** @description How many appointments to list at most. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The appointments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "timezone": "Europe/London",
+                     *       "appointments": [
+                     *         {
+                     *           "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e04",
+                     *           "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "slot_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e02",
+                     *           "service": "Haircut",
+                     *           "status": "active",
+                     *           "starts_at": "2030-07-05T13:30:00Z",
+                     *           "ends_at": "2030-07-05T14:00:00Z",
+                     *           "starts_at_local": "2030-07-05T14:30:00+01:00",
+                     *           "ends_at_local": "2030-07-05T15:00:00+01:00",
+                     *           "when": "Friday 5 July at 14:30"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AppointmentList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     bookAppointment: {
         parameters: {
             query?: never;
@@ -2638,6 +2753,51 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    findCustomers: {
+        parameters: {
+            query: {
+                /**
+                 * @description The phone number in international form, e.g. +442079460958.
+                 * @example +442079460958
+                 */
+                phone: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The customers with that number (an empty list when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "customers": [
+                     *         {
+                     *           "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "name": "Ana Lopez",
+                     *           "phone": "+442079460958",
+                     *           "email": "ana@example.com",
+                     *           "points": 0,
+                     *           "created_at": "2030-01-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

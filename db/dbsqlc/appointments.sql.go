@@ -242,6 +242,66 @@ func (q *Queries) InsertScheduledSlots(ctx context.Context, arg InsertScheduledS
 	return result.RowsAffected(), nil
 }
 
+const listCustomerAppointments = `-- name: ListCustomerAppointments :many
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+WHERE a.tenant_id = $1 AND a.customer_id = $2 AND a.status = 'active'
+  AND s.starts_at >= $3
+ORDER BY s.starts_at, a.id
+LIMIT $4
+`
+
+type ListCustomerAppointmentsParams struct {
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+	FromTime   time.Time
+	MaxRows    int32
+}
+
+type ListCustomerAppointmentsRow struct {
+	ID         uuid.UUID
+	CustomerID uuid.UUID
+	SlotID     uuid.UUID
+	Service    string
+	Status     string
+	StartsAt   time.Time
+	EndsAt     time.Time
+}
+
+// A customer's active appointments starting at or after from_time, soonest first.
+func (q *Queries) ListCustomerAppointments(ctx context.Context, arg ListCustomerAppointmentsParams) ([]ListCustomerAppointmentsRow, error) {
+	rows, err := q.db.Query(ctx, listCustomerAppointments,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.FromTime,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListCustomerAppointmentsRow
+	for rows.Next() {
+		var i ListCustomerAppointmentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CustomerID,
+			&i.SlotID,
+			&i.Service,
+			&i.Status,
+			&i.StartsAt,
+			&i.EndsAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listSlots = `-- name: ListSlots :many
 SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
 FROM slots s

@@ -798,6 +798,19 @@ type AppointmentAction_Result struct {
 	union json.RawMessage
 }
 
+// AppointmentList defines model for AppointmentList.
+type AppointmentList struct {
+	Appointments []LocalAppointment `json:"appointments"`
+
+	// HasMore More appointments follow the last one listed.
+	HasMore bool `json:"has_more"`
+
+	// Timezone The tenant's IANA timezone, in which the local times are given.
+	//
+	// Example: Europe/London
+	Timezone string `json:"timezone"`
+}
+
 // AppointmentStatus `active`, or `cancelled` (its slot is free again).
 type AppointmentStatus string
 
@@ -965,6 +978,11 @@ type CustomerAction_Result struct {
 	union json.RawMessage
 }
 
+// CustomerList defines model for CustomerList.
+type CustomerList struct {
+	Customers []Customer `json:"customers"`
+}
+
 // DashaAnswer The answer to every tool call that reaches a business result. `say` tells the model what it may
 // and may not tell the caller; only `confirmed` means the request took effect.
 type DashaAnswer struct {
@@ -1046,6 +1064,34 @@ type Event struct {
 type Health struct {
 	// Status `ok`, or why the server is not ready.
 	Status string `json:"status"`
+}
+
+// LocalAppointment An appointment with its times in the tenant's timezone as well.
+type LocalAppointment struct {
+	CustomerId openapi_types.UUID `json:"customer_id"`
+
+	// EndsAt The end, in UTC.
+	EndsAt time.Time `json:"ends_at"`
+
+	// EndsAtLocal The end in the tenant's timezone, with that zone's offset at the time.
+	EndsAtLocal time.Time          `json:"ends_at_local"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Service The service booked; may be empty.
+	Service string             `json:"service"`
+	SlotId  openapi_types.UUID `json:"slot_id"`
+
+	// StartsAt The start, in UTC.
+	StartsAt time.Time `json:"starts_at"`
+
+	// StartsAtLocal The start in the tenant's timezone, with that zone's offset at the time.
+	StartsAtLocal time.Time `json:"starts_at_local"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
+
+	// When The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's).
+	When string `json:"when"`
 }
 
 // Message One intended send in the outbox, with its text as rendered.
@@ -1798,6 +1844,18 @@ type WriteBadRequest = Problem
 // it are answered `200` with `reason: invalid_arguments`, not with an error.
 type DashaToolCall = DashaToolPayload
 
+// ListAppointmentsParams defines parameters for ListAppointments.
+type ListAppointmentsParams struct {
+	// CustomerId The customer whose appointments to list.
+	CustomerId openapi_types.UUID `form:"customer_id" json:"customer_id"`
+
+	// From List appointments starting at or after this RFC 3339 time. Default: now.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// Limit How many appointments to list at most.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // BookAppointmentParams defines parameters for BookAppointment.
 type BookAppointmentParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -1829,6 +1887,12 @@ type RescheduleAppointmentParams struct {
 	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
 	// (at most 10) for its result instead of answering `409`.
 	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// FindCustomersParams defines parameters for FindCustomers.
+type FindCustomersParams struct {
+	// Phone The phone number in international form, e.g. +442079460958.
+	Phone string `form:"phone" json:"phone"`
 }
 
 // CreateCustomerParams defines parameters for CreateCustomer.
@@ -2929,6 +2993,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/actions/{action_id} (the `GetAction` operationId).
 	GetAction(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAppointments List a customer's upcoming appointments
+	//
+	// A customer's active appointments starting at or after `from`, soonest first, with their times in
+	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	//
+	// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+	ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// BookAppointmentWithBody Book an appointment
 	//
 	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -2995,6 +3070,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FindCustomers Find customers by phone number
+	//
+	// The tenant's customers with this phone number: none or one, since a number belongs to one
+	// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+	// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+	// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+	// naming it.
+	//
+	// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+	FindCustomers(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateCustomerWithBody Create a customer
 	//
@@ -3414,6 +3500,27 @@ func (c *Client) GetAction(ctx context.Context, actionId ActionID, reqEditors ..
 	return c.Client.Do(req)
 }
 
+// ListAppointments List a customer's upcoming appointments
+//
+// A customer's active appointments starting at or after `from`, soonest first, with their times in
+// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+//
+// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAppointmentsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // BookAppointmentWithBody Book an appointment
 //
 // Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -3541,6 +3648,27 @@ func (c *Client) RescheduleAppointmentWithBody(ctx context.Context, appointmentI
 // Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 func (c *Client) RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescheduleAppointmentRequest(c.Server, appointmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FindCustomers Find customers by phone number
+//
+// The tenant's customers with this phone number: none or one, since a number belongs to one
+// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+// naming it.
+//
+// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+func (c *Client) FindCustomers(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFindCustomersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4318,6 +4446,80 @@ func NewGetActionRequest(server string, actionId ActionID) (*http.Request, error
 	return req, nil
 }
 
+// NewListAppointmentsRequest constructs an http.Request for the ListAppointments method
+func NewListAppointmentsRequest(server string, params *ListAppointmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/appointments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_id", params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewBookAppointmentRequest calls the generic BookAppointment builder with application/json body
 func NewBookAppointmentRequest(server string, params *BookAppointmentParams, body BookAppointmentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4553,6 +4755,56 @@ func NewRescheduleAppointmentRequestWithBody(server string, appointmentId Appoin
 			req.Header.Set("Prefer", headerParam1)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewFindCustomersRequest constructs an http.Request for the FindCustomers method
+func NewFindCustomersRequest(server string, params *FindCustomersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phone", params.Phone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -5709,6 +5961,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/actions/{action_id} (the `GetAction` operationId).
 	GetActionWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetActionResponse, error)
 
+	// ListAppointmentsWithResponse List a customer's upcoming appointments
+	//
+	// A customer's active appointments starting at or after `from`, soonest first, with their times in
+	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+	ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error)
+
 	// BookAppointmentWithBodyWithResponse Book an appointment
 	//
 	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5777,6 +6042,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointmentWithResponse(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*RescheduleAppointmentResponse, error)
+
+	// FindCustomersWithResponse Find customers by phone number
+	//
+	// The tenant's customers with this phone number: none or one, since a number belongs to one
+	// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+	// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+	// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+	// naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+	FindCustomersWithResponse(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*FindCustomersResponse, error)
 
 	// CreateCustomerWithBodyWithResponse Create a customer
 	//
@@ -6374,6 +6652,103 @@ func (r GetActionResponse) ContentType() string {
 	return ""
 }
 
+// ListAppointmentsResponse401Headers the declared response headers of an HTTP 401 response for ListAppointments
+type ListAppointmentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListAppointmentsResponse429Headers the declared response headers of an HTTP 429 response for ListAppointments
+type ListAppointmentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListAppointmentsResponse503Headers the declared response headers of an HTTP 503 response for ListAppointments
+type ListAppointmentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListAppointmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppointmentList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAppointmentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAppointmentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAppointmentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAppointmentsResponse) GetJSON200() *AppointmentList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAppointmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAppointmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAppointmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAppointmentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // BookAppointmentResponse201Headers the declared response headers of an HTTP 201 response for BookAppointment
 type BookAppointmentResponse201Headers struct {
 	IdempotentReplayed *string
@@ -6954,6 +7329,103 @@ func (r RescheduleAppointmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RescheduleAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FindCustomersResponse401Headers the declared response headers of an HTTP 401 response for FindCustomers
+type FindCustomersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FindCustomersResponse429Headers the declared response headers of an HTTP 429 response for FindCustomers
+type FindCustomersResponse429Headers struct {
+	RetryAfter int
+}
+
+// FindCustomersResponse503Headers the declared response headers of an HTTP 503 response for FindCustomers
+type FindCustomersResponse503Headers struct {
+	RetryAfter int
+}
+
+type FindCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FindCustomersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FindCustomersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FindCustomersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FindCustomersResponse) GetJSON200() *CustomerList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FindCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FindCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FindCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FindCustomersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9424,6 +9896,25 @@ func (c *ClientWithResponses) GetActionWithResponse(ctx context.Context, actionI
 	return ParseGetActionResponse(rsp)
 }
 
+// ListAppointmentsWithResponse List a customer's upcoming appointments
+//
+// A customer's active appointments starting at or after `from`, soonest first, with their times in
+// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error) {
+	rsp, err := c.ListAppointments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAppointmentsResponse(rsp)
+}
+
 // BookAppointmentWithBodyWithResponse Book an appointment
 //
 // Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -9533,6 +10024,25 @@ func (c *ClientWithResponses) RescheduleAppointmentWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseRescheduleAppointmentResponse(rsp)
+}
+
+// FindCustomersWithResponse Find customers by phone number
+//
+// The tenant's customers with this phone number: none or one, since a number belongs to one
+// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+// naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+func (c *ClientWithResponses) FindCustomersWithResponse(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*FindCustomersResponse, error) {
+	rsp, err := c.FindCustomers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFindCustomersResponse(rsp)
 }
 
 // CreateCustomerWithBodyWithResponse Create a customer
@@ -10280,6 +10790,100 @@ func ParseGetActionResponse(rsp *http.Response) (*GetActionResponse, error) {
 	return response, nil
 }
 
+// ParseListAppointmentsResponse parses an HTTP response from a ListAppointmentsWithResponse call
+func ParseListAppointmentsResponse(rsp *http.Response) (*ListAppointmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAppointmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppointmentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAppointmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAppointmentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAppointmentsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseBookAppointmentResponse parses an HTTP response from a BookAppointmentWithResponse call
 func ParseBookAppointmentResponse(rsp *http.Response) (*BookAppointmentResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10931,6 +11535,100 @@ func ParseRescheduleAppointmentResponse(rsp *http.Response) (*RescheduleAppointm
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RescheduleAppointmentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFindCustomersResponse parses an HTTP response from a FindCustomersWithResponse call
+func ParseFindCustomersResponse(rsp *http.Response) (*FindCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FindCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FindCustomersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FindCustomersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers FindCustomersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
