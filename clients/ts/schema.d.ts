@@ -1173,7 +1173,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments";
         /**
          * @description Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
          *     tool's arguments (their JSON Schema is in the tool's definition); arguments that do not match
@@ -1208,8 +1208,12 @@ export interface components {
             sip?: {
                 [key: string]: unknown;
             } | null;
-            /** @description Tolerated, not read. */
-            endpoint?: string | null;
+            /**
+             * @description The other party of the call, in a shape Dasha does not document. A string holding a phone
+             *     number in international form (also as a `tel:` or `sip:` URI) is the number `find_customer`
+             *     looks up when given no `phone`; any other value is tolerated and ignored.
+             */
+            endpoint?: unknown;
         };
         /**
          * @description The answer to every tool call that reaches a business result. `say` tells the model what it may
@@ -1226,7 +1230,7 @@ export interface components {
             reason?: components["schemas"]["DashaReason"] | string;
             /** @description Guidance for the model. */
             say: string;
-            /** @description The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids. */
+            /** @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids. */
             details: {
                 [key: string]: unknown;
             };

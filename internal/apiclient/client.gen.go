@@ -677,6 +677,9 @@ const (
 	CheckActionStatus     ToolName = "check_action_status"
 	CreateCustomer        ToolName = "create_customer"
 	FindAvailableSlots    ToolName = "find_available_slots"
+	FindCustomer          ToolName = "find_customer"
+	GetCustomer           ToolName = "get_customer"
+	ListAppointments      ToolName = "list_appointments"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
 	UpdateCustomer        ToolName = "update_customer"
@@ -700,6 +703,12 @@ func (e ToolName) Valid() bool {
 	case CreateCustomer:
 		return true
 	case FindAvailableSlots:
+		return true
+	case FindCustomer:
+		return true
+	case GetCustomer:
+		return true
+	case ListAppointments:
 		return true
 	case RescheduleAppointment:
 		return true
@@ -989,7 +998,7 @@ type DashaAnswer struct {
 	// ActionId The action's id; empty when no action was created (invalid arguments, or an attempt still uncommitted).
 	ActionId string `json:"action_id"`
 
-	// Details The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids.
+	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids.
 	Details map[string]interface{} `json:"details"`
 
 	// Outcome What the caller may be told. Only `confirmed` means the effect happened.
@@ -1023,8 +1032,10 @@ type DashaToolPayload struct {
 	// CallId The call; part of the derived identity of per-call operations.
 	CallId *string `json:"callId,omitempty"`
 
-	// Endpoint Tolerated, not read.
-	Endpoint nullable.Nullable[string] `json:"endpoint,omitempty"`
+	// Endpoint The other party of the call, in a shape Dasha does not document. A string holding a phone
+	// number in international form (also as a `tel:` or `sip:` URI) is the number `find_customer`
+	// looks up when given no `phone`; any other value is tolerated and ignored.
+	Endpoint interface{} `json:"endpoint,omitempty"`
 
 	// OrgId Must be the tenant's Dasha organisation when the tenant is bound to one.
 	OrgId *string `json:"orgId,omitempty"`
