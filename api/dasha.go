@@ -72,6 +72,12 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		ans, err = s.checkActionStatus(r.Context(), tenant, p.Arguments)
 	case dashatool.FindAvailableSlots:
 		ans, err = s.findAvailableSlots(r.Context(), tenant, p.Arguments)
+	case dashatool.FindCustomer:
+		ans, err = s.findCustomer(r.Context(), tenant, p)
+	case dashatool.GetCustomer:
+		ans, err = s.getCustomerTool(r.Context(), tenant, p.Arguments)
+	case dashatool.ListAppointments:
+		ans, err = s.listAppointmentsTool(r.Context(), tenant, p.Arguments)
 	default:
 		o, ok := s.cfg.Ops.ByTool(p.ToolName)
 		if !ok {
@@ -327,14 +333,7 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw j
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}
-	if slots == nil {
-		slots = []db.Slot{}
-	}
-	details, err := json.Marshal(map[string]any{"slots": slots})
-	if err != nil {
-		return dashatool.Answer{}, err
-	}
-	return dashatool.Answer{Outcome: string(db.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+	return s.slotsAnswer(ctx, tenant, slots)
 }
 
 // decodeArgs decodes tool arguments strictly, like an operation's input.

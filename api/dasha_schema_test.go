@@ -125,6 +125,25 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"from": "2030-01-02t09:00:00.5z"},
 			json.RawMessage(`{"limit": 2.0}`),
 		},
+		// Without phone, find_customer looks up the call's number; these
+		// payloads carry none, so only calls with a phone are valid here
+		// (see schemaGaps and TestDashaFindCustomerReadsTheCallersNumber).
+		"find_customer": {
+			map[string]any{"phone": "+442079460958"},
+			map[string]any{"phone": "0044 (20) 7946-0958"},
+			map[string]any{"phone": "+1.415.555.0100"},
+		},
+		"get_customer": {
+			map[string]any{"customer_id": customer},
+			map[string]any{"customer_id": strings.ToUpper(customer)},
+			map[string]any{"customer_id": id()}, // no such customer: a customer_not_found answer, not invalid
+		},
+		"list_appointments": {
+			map[string]any{"customer_id": customer},
+			map[string]any{"customer_id": customer, "limit": 1},
+			map[string]any{"customer_id": id(), "limit": 20},
+			json.RawMessage(`{"customer_id": "` + customer + `", "limit": 3.0}`),
+		},
 	}
 	invalid = map[string][]any{
 		"book_appointment": {
@@ -197,6 +216,22 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"from": ""},
 			map[string]any{"from": "2030-01-02 09:00"},
 		},
+		"find_customer": {
+			map[string]any{"phone": "02079460958"},
+			map[string]any{"phone": "+0442079460958"},
+			map[string]any{"phone": "+44 20 7946 0958 ext 2"},
+			map[string]any{"phone": "+44 20 7946 0958 0000 0000 0000 0"},
+		},
+		"get_customer": {
+			map[string]any{},
+			map[string]any{"customer_id": "Ana Lima"},
+		},
+		"list_appointments": {
+			map[string]any{"limit": 5},
+			map[string]any{"customer_id": customer, "limit": 0},
+			map[string]any{"customer_id": customer, "limit": 21},
+			map[string]any{"customer_id": customer, "limit": 2.5},
+		},
 	}
 	return valid, invalid
 }
@@ -204,7 +239,8 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 // schemaGap is arguments a tool's schema accepts and its handler refuses,
 // naming field: rules across arguments (exactly one recipient, a template's
 // variables, at least one change), a zero delta, blank or control-character
-// text and e-mail domains without a dot. The schema stays within the JSON
+// text, e-mail domains without a dot, and find_customer without a phone on
+// a call that carries no number. The schema stays within the JSON
 // Schema keywords every model provider takes (no oneOf, if/then or not), so
 // these rules are in the descriptions and the handler answers them with an
 // invalid_arguments say naming the field; nothing is claimed.
@@ -223,6 +259,10 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 		return m
 	}
 	return map[string][]schemaGap{
+		// No phone and no number in the call: nothing to look up.
+		"find_customer": {
+			{map[string]any{}, "phone"},
+		},
 		"send_message": {
 			{sms(nil), "to"},
 			{sms(map[string]any{"customer_id": customer, "to": "+442079460958"}), "to"},

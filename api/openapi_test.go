@@ -159,7 +159,7 @@ func TestOpenAPIEnumsAreComplete(t *testing.T) {
 	sameSet(t, "DashaReason", enum("DashaReason"), dasha)
 
 	var names []string
-	tools := []string{dashatool.CheckActionStatus, dashatool.FindAvailableSlots}
+	tools := []string{dashatool.CheckActionStatus, dashatool.FindAvailableSlots, dashatool.FindCustomer, dashatool.GetCustomer, dashatool.ListAppointments}
 	for _, o := range app.Operations().All() {
 		names = append(names, o.Name())
 		if o.Tool() != "" {

@@ -103,7 +103,9 @@ func NewRouter(cfg Config) http.Handler {
 
 		r.Post("/slots", s.write("slot.create"))
 		r.Get("/slots", s.listSlots)
+		r.Post("/slots/schedule", s.write("slot.schedule"))
 		r.Post("/appointments", s.write("appointment.book"))
+		r.Get("/appointments", s.listAppointments)
 		r.Get("/appointments/{appointment_id}", s.getAppointment)
 		r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
 		r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
@@ -114,6 +116,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/messages", s.write("message.send"))
 		r.Get("/messages/{message_id}", s.getMessage)
 		r.Post("/customers", s.write("customer.create"))
+		r.Get("/customers", s.findCustomers)
 		r.Get("/customers/{customer_id}", s.getCustomer)
 		r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
 		r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))

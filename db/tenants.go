@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -28,16 +29,33 @@ func HashAPIKey(key string) []byte {
 	return sum[:]
 }
 
-// CreateTenant creates a tenant and its first API key; the key is returned
-// once and only its hash is stored.
+// NewTenant is a tenant to create.
+type NewTenant struct {
+	Name       string
+	DashaOrgID string
+	// Timezone is the IANA zone of the business (e.g. Europe/London), which
+	// the caller has validated; empty means UTC.
+	Timezone string
+}
+
+// CreateTenant creates a tenant in UTC and its first API key; the key is
+// returned once and only its hash is stored.
 func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (Tenant, string, error) {
+	return s.CreateTenantWith(ctx, NewTenant{Name: name, DashaOrgID: dashaOrg})
+}
+
+// CreateTenantWith creates a tenant and its first API key, like CreateTenant.
+func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (Tenant, string, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		return Tenant{}, "", err
 	}
 	var key string
 	err = s.InTx(ctx, func(tx *Tx) error {
-		if err := tx.q.CreateTenant(ctx, dbsqlc.CreateTenantParams{ID: id, Name: name, DashaOrgID: ptr(dashaOrg)}); err != nil {
+		err := tx.q.CreateTenant(ctx, dbsqlc.CreateTenantParams{
+			ID: id, Name: t.Name, DashaOrgID: ptr(t.DashaOrgID), Timezone: cmp.Or(t.Timezone, "UTC"),
+		})
+		if err != nil {
 			return err
 		}
 		key, err = tx.AddAPIKey(ctx, id)
@@ -46,7 +64,13 @@ func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (Tenant
 	if err != nil {
 		return Tenant{}, "", err
 	}
-	return Tenant{ID: id, Name: name, DashaOrgID: dashaOrg}, key, nil
+	return Tenant{ID: id, Name: t.Name, DashaOrgID: t.DashaOrgID}, key, nil
+}
+
+// TenantTimezone returns the IANA zone name of a tenant.
+func (q queries) TenantTimezone(ctx context.Context, tenant uuid.UUID) (string, error) {
+	tz, err := q.q.TenantTimezone(ctx, tenant)
+	return tz, notFound(err)
 }
 
 // TenantByAPIKey returns the tenant owning an unrevoked API key.

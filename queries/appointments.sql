@@ -69,3 +69,36 @@ FROM c JOIN slots s ON s.id = c.slot_id;
 
 -- name: CountActiveAppointments :one
 SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active';
+
+-- name: ListCustomerAppointments :many
+-- A customer's active appointments starting at or after from_time, soonest first.
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id) AND a.status = 'active'
+  AND s.starts_at >= sqlc.arg(from_time)
+ORDER BY s.starts_at, a.id
+LIMIT sqlc.arg(max_rows);
+
+-- name: LockSlotSchedule :exec
+-- Serialises the schedule applications of one resource of a tenant until the
+-- transaction ends, so that two of them never both find a time free and
+-- both insert it. A hash collision only makes unrelated schedules wait.
+SELECT pg_advisory_xact_lock(hashtextextended(CAST(sqlc.arg(tenant_id)::uuid AS text) || '/' || sqlc.arg(resource)::text, 0));
+
+-- name: InsertScheduledSlots :execrows
+-- Inserts the given times as slots of one resource, except those the
+-- resource already has (same start and end); the caller holds
+-- LockSlotSchedule. One statement for the whole schedule.
+INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
+SELECT u.id, sqlc.arg(tenant_id), u.starts_at, u.ends_at, sqlc.arg(resource)
+FROM (
+    -- Set-returning functions in one select list advance together: row i
+    -- holds the i-th id, start and end.
+    SELECT unnest(sqlc.arg(ids)::uuid[]) AS id, unnest(sqlc.arg(starts)::timestamptz[]) AS starts_at,
+           unnest(sqlc.arg(ends)::timestamptz[]) AS ends_at
+) AS u
+WHERE NOT EXISTS (
+    SELECT 1 FROM slots s
+    WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.resource = sqlc.arg(resource)
+      AND s.starts_at = u.starts_at AND s.ends_at = u.ends_at
+);

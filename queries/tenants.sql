@@ -1,5 +1,5 @@
 -- name: CreateTenant :exec
-INSERT INTO tenants (id, name, dasha_org_id) VALUES ($1, $2, $3);
+INSERT INTO tenants (id, name, dasha_org_id, timezone) VALUES ($1, $2, $3, $4);
 
 -- name: CreateAPIKey :exec
 INSERT INTO api_keys (key_hash, tenant_id, prefix) VALUES ($1, $2, $3);
@@ -14,3 +14,6 @@ SELECT id, name, dasha_org_id FROM tenants WHERE name = $1 ORDER BY created_at L
 
 -- name: TenantByID :one
 SELECT id, name, dasha_org_id FROM tenants WHERE id = $1;
+
+-- name: TenantTimezone :one
+SELECT timezone FROM tenants WHERE id = $1;

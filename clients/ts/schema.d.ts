@@ -115,7 +115,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/appointments": {
+    "/v1/slots/schedule": {
         parameters: {
             query?: never;
             header?: never;
@@ -123,6 +123,47 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
+        put?: never;
+        /**
+         * Create slots from a weekly schedule
+         * @description Creates the slots of weekly opening hours over a range of dates in one action (operation
+         *     `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+         *     clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+         *     into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+         *     change the hours last as long as the clock says: a wall time the clock skips is read with the
+         *     offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+         *
+         *     A time the resource already has a slot at (same start and end) is skipped, so applying a
+         *     schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+         *     start in the past. The result counts both. One request may describe at most 2000 slots, counted
+         *     on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+         *     `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+         *     skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+         *     docs/scheduling.md.
+         */
+        post: operations["scheduleSlots"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/appointments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a customer's upcoming appointments
+         * @description A customer's active appointments starting at or after `from`, soonest first, with their times in
+         *     the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+         *     `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+         *     skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+         *     nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+         */
+        get: operations["listAppointments"];
         put?: never;
         /**
          * Book an appointment
@@ -310,7 +351,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Find customers by phone number
+         * @description The tenant's customers with this phone number: none or one, since a number belongs to one
+         *     customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+         *     `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+         *     as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+         *     naming it.
+         */
+        get: operations["findCustomers"];
         put?: never;
         /**
          * Create a customer
@@ -524,7 +573,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -607,6 +656,18 @@ export interface components {
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
             result: components["schemas"]["Slot"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `slot.schedule`. */
+        ScheduleAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["ScheduleResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -852,6 +913,50 @@ export interface components {
             /** Format: date-time */
             ends_at: string;
         };
+        /** @description An appointment with its times in the tenant's timezone as well. */
+        LocalAppointment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            slot_id: string;
+            /** @description The service booked; may be empty. */
+            service: string;
+            status: components["schemas"]["AppointmentStatus"];
+            /**
+             * Format: date-time
+             * @description The start, in UTC.
+             */
+            starts_at: string;
+            /**
+             * Format: date-time
+             * @description The end, in UTC.
+             */
+            ends_at: string;
+            /**
+             * Format: date-time
+             * @description The start in the tenant's timezone, with that zone's offset at the time.
+             */
+            starts_at_local: string;
+            /**
+             * Format: date-time
+             * @description The end in the tenant's timezone, with that zone's offset at the time.
+             */
+            ends_at_local: string;
+            /** @description The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's). */
+            when: string;
+        };
+        AppointmentList: {
+            /**
+             * @description The tenant's IANA timezone, in which the local times are given.
+             * @example Europe/London
+             */
+            timezone: string;
+            appointments: components["schemas"]["LocalAppointment"][];
+            /** @description More appointments follow the last one listed. */
+            has_more: boolean;
+        };
         /**
          * @description `active`, or `cancelled` (its slot is free again).
          * @enum {string}
@@ -995,6 +1100,9 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        CustomerList: {
+            customers: components["schemas"]["Customer"][];
+        };
         Note: {
             /** Format: uuid */
             id: string;
@@ -1075,7 +1183,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments";
         /**
          * @description Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
          *     tool's arguments (their JSON Schema is in the tool's definition); arguments that do not match
@@ -1110,8 +1218,12 @@ export interface components {
             sip?: {
                 [key: string]: unknown;
             } | null;
-            /** @description Tolerated, not read. */
-            endpoint?: string | null;
+            /**
+             * @description The other party of the call, in a shape Dasha does not document. A string holding a phone
+             *     number in international form (also as a `tel:` or `sip:` URI) is the number `find_customer`
+             *     looks up when given no `phone`; any other value is tolerated and ignored.
+             */
+            endpoint?: unknown;
         };
         /**
          * @description The answer to every tool call that reaches a business result. `say` tells the model what it may
@@ -1128,7 +1240,7 @@ export interface components {
             reason?: components["schemas"]["DashaReason"] | string;
             /** @description Guidance for the model. */
             say: string;
-            /** @description The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids. */
+            /** @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids. */
             details: {
                 [key: string]: unknown;
             };
@@ -1159,6 +1271,55 @@ export interface components {
             ends_at: string;
             /** @description Optional: who or what the slot is with. */
             resource?: string;
+        };
+        ScheduleSlotsInput: {
+            /** @description Optional: who or what the slots are with. A time the resource already has a slot at (same start and end) is skipped. */
+            resource?: string;
+            /** @description The opening hours of each weekday, 1 to 50 entries; a weekday may have several that do not overlap, a weekday without any is closed. */
+            hours: {
+                /**
+                 * @description The weekday.
+                 * @enum {string}
+                 */
+                weekday: "mon" | "tue" | "wed" | "thu" | "fri" | "sat" | "sun";
+                /** @description Opening time, HH:MM (24-hour). */
+                start: string;
+                /** @description Closing time, HH:MM after start; 24:00 is midnight at the end of the day. */
+                end: string;
+            }[];
+            /** @description The length of every slot in minutes; each day's hours are cut into consecutive slots and a rest too short for one is left out. */
+            slot_minutes: number;
+            /**
+             * Format: date
+             * @description The first date, YYYY-MM-DD, in the timezone.
+             */
+            from: string;
+            /**
+             * Format: date
+             * @description The last date (inclusive), at most 366 days after from.
+             */
+            to: string;
+            /** @description Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's). */
+            timezone?: string;
+        };
+        /** @description What a `slot.schedule` did. */
+        ScheduleResult: {
+            resource: string;
+            /** @description The timezone the hours were read in (the tenant's unless the request named one). */
+            timezone: string;
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            slot_minutes: number;
+            /** @description Slots created. */
+            created: number;
+            /** @description Slots of the schedule not created (`skipped_existing` plus `skipped_past`). */
+            skipped: number;
+            /** @description Not created because the resource already had a slot with the same start and end. */
+            skipped_existing: number;
+            /** @description Not created because they would have started before the request ran. */
+            skipped_past: number;
         };
         BookAppointmentInput: {
             /**
@@ -1924,6 +2085,165 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    scheduleSlots: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "resource": "Dr. Lee",
+                 *       "hours": [
+                 *         {
+                 *           "weekday": "mon",
+                 *           "start": "09:00",
+                 *           "end": "12:30"
+                 *         },
+                 *         {
+                 *           "weekday": "mon",
+                 *           "start": "13:30",
+                 *           "end": "17:00"
+                 *         },
+                 *         {
+                 *           "weekday": "sat",
+                 *           "start": "10:00",
+                 *           "end": "14:00"
+                 *         }
+                 *       ],
+                 *       "slot_minutes": 30,
+                 *       "from": "2030-03-25",
+                 *       "to": "2030-04-07",
+                 *       "timezone": "Europe/London"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ScheduleSlotsInput"];
+            };
+        };
+        responses: {
+            /** @description Every slot of the schedule already existed or was in the past; nothing was created. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleAction"];
+                };
+            };
+            /** @description Slots were created. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20",
+                     *       "operation": "slot.schedule",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "resource": "Dr. Lee",
+                     *         "timezone": "Europe/London",
+                     *         "from": "2030-03-25",
+                     *         "to": "2030-04-07",
+                     *         "slot_minutes": 30,
+                     *         "created": 72,
+                     *         "skipped": 0,
+                     *         "skipped_existing": 0,
+                     *         "skipped_past": 0
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ScheduleAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAppointments: {
+        parameters: {
+            query: {
+                /** @description The customer whose appointments to list. */
+                customer_id: string;
+                /** @description List appointments starting at or after this RFC 3339 time. Default: now. */
+                from?: string;
+                /** @description How many appointments to list at most. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The appointments. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "timezone": "Europe/London",
+                     *       "appointments": [
+                     *         {
+                     *           "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e04",
+                     *           "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "slot_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e02",
+                     *           "service": "Haircut",
+                     *           "status": "active",
+                     *           "starts_at": "2030-07-05T13:30:00Z",
+                     *           "ends_at": "2030-07-05T14:00:00Z",
+                     *           "starts_at_local": "2030-07-05T14:30:00+01:00",
+                     *           "ends_at_local": "2030-07-05T15:00:00+01:00",
+                     *           "when": "Friday 5 July at 14:30"
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AppointmentList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     bookAppointment: {
         parameters: {
             query?: never;
@@ -2455,6 +2775,51 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    findCustomers: {
+        parameters: {
+            query: {
+                /**
+                 * @description The phone number in international form, e.g. +442079460958.
+                 * @example +442079460958
+                 */
+                phone: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The customers with that number (an empty list when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "customers": [
+                     *         {
+                     *           "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "name": "Ana Lopez",
+                     *           "phone": "+442079460958",
+                     *           "email": "ana@example.com",
+                     *           "points": 0,
+                     *           "created_at": "2030-01-01T08:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CustomerList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

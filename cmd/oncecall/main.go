@@ -11,6 +11,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	// The zone database, embedded: tenants' timezones load on a machine or
+	// in a container (distroless) without one.
+	_ "time/tzdata"
 
 	"github.com/rs/zerolog"
 )
@@ -21,7 +24,7 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--json]
                                                         create a tenant and print its API key once
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)

@@ -10,21 +10,26 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: oncecall tenant create --name NAME [--dasha-org ORG] [--json]")
+		return errors.New("usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--json]")
 	}
 	fs := newFlags("tenant create", stderr)
 	name := fs.String("name", "", "tenant name (required)")
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
+	zone := fs.String("timezone", schedule.UTC, "the business's IANA timezone, e.g. Europe/London: weekly hours are read and times spoken to callers in it")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	if strings.TrimSpace(*name) == "" || len(*name) > 200 {
 		return errors.New("--name is required (1 to 200 characters)")
+	}
+	if _, err := schedule.ParseZone(*zone); err != nil {
+		return fmt.Errorf("--timezone: %w", err)
 	}
 	url, err := needDatabaseURL()
 	if err != nil {
@@ -35,13 +40,15 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer pool.Close()
-	t, key, err := db.New(pool).CreateTenant(ctx, strings.TrimSpace(*name), strings.TrimSpace(*org))
+	t, key, err := db.New(pool).CreateTenantWith(ctx, db.NewTenant{
+		Name: strings.TrimSpace(*name), DashaOrgID: strings.TrimSpace(*org), Timezone: *zone,
+	})
 	if err != nil {
 		return fmt.Errorf("create tenant: %w", err)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key})
+		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key, "timezone": *zone})
 	}
-	fmt.Fprintf(stdout, "tenant %s (%s) created\nAPI key (shown once, store it now): %s\n", t.Name, t.ID, key)
+	fmt.Fprintf(stdout, "tenant %s (%s, timezone %s) created\nAPI key (shown once, store it now): %s\n", t.Name, t.ID, *zone, key)
 	return nil
 }

@@ -201,6 +201,107 @@ func (q *Queries) CreateSlot(ctx context.Context, arg CreateSlotParams) (Slot, e
 	return i, err
 }
 
+const insertScheduledSlots = `-- name: InsertScheduledSlots :execrows
+INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
+SELECT u.id, $1, u.starts_at, u.ends_at, $2
+FROM (
+    -- Set-returning functions in one select list advance together: row i
+    -- holds the i-th id, start and end.
+    SELECT unnest($3::uuid[]) AS id, unnest($4::timestamptz[]) AS starts_at,
+           unnest($5::timestamptz[]) AS ends_at
+) AS u
+WHERE NOT EXISTS (
+    SELECT 1 FROM slots s
+    WHERE s.tenant_id = $1 AND s.resource = $2
+      AND s.starts_at = u.starts_at AND s.ends_at = u.ends_at
+)
+`
+
+type InsertScheduledSlotsParams struct {
+	TenantID uuid.UUID
+	Resource string
+	Ids      []uuid.UUID
+	Starts   []time.Time
+	Ends     []time.Time
+}
+
+// Inserts the given times as slots of one resource, except those the
+// resource already has (same start and end); the caller holds
+// LockSlotSchedule. One statement for the whole schedule.
+func (q *Queries) InsertScheduledSlots(ctx context.Context, arg InsertScheduledSlotsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, insertScheduledSlots,
+		arg.TenantID,
+		arg.Resource,
+		arg.Ids,
+		arg.Starts,
+		arg.Ends,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const listCustomerAppointments = `-- name: ListCustomerAppointments :many
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+WHERE a.tenant_id = $1 AND a.customer_id = $2 AND a.status = 'active'
+  AND s.starts_at >= $3
+ORDER BY s.starts_at, a.id
+LIMIT $4
+`
+
+type ListCustomerAppointmentsParams struct {
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+	FromTime   time.Time
+	MaxRows    int32
+}
+
+type ListCustomerAppointmentsRow struct {
+	ID         uuid.UUID
+	CustomerID uuid.UUID
+	SlotID     uuid.UUID
+	Service    string
+	Status     string
+	StartsAt   time.Time
+	EndsAt     time.Time
+}
+
+// A customer's active appointments starting at or after from_time, soonest first.
+func (q *Queries) ListCustomerAppointments(ctx context.Context, arg ListCustomerAppointmentsParams) ([]ListCustomerAppointmentsRow, error) {
+	rows, err := q.db.Query(ctx, listCustomerAppointments,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.FromTime,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListCustomerAppointmentsRow
+	for rows.Next() {
+		var i ListCustomerAppointmentsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.CustomerID,
+			&i.SlotID,
+			&i.Service,
+			&i.Status,
+			&i.StartsAt,
+			&i.EndsAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listSlots = `-- name: ListSlots :many
 SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
 FROM slots s
@@ -261,6 +362,23 @@ func (q *Queries) ListSlots(ctx context.Context, arg ListSlotsParams) ([]ListSlo
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockSlotSchedule = `-- name: LockSlotSchedule :exec
+SELECT pg_advisory_xact_lock(hashtextextended(CAST($1::uuid AS text) || '/' || $2::text, 0))
+`
+
+type LockSlotScheduleParams struct {
+	TenantID uuid.UUID
+	Resource string
+}
+
+// Serialises the schedule applications of one resource of a tenant until the
+// transaction ends, so that two of them never both find a time free and
+// both insert it. A hash collision only makes unrelated schedules wait.
+func (q *Queries) LockSlotSchedule(ctx context.Context, arg LockSlotScheduleParams) error {
+	_, err := q.db.Exec(ctx, lockSlotSchedule, arg.TenantID, arg.Resource)
+	return err
 }
 
 const moveAppointment = `-- name: MoveAppointment :one

@@ -173,4 +173,5 @@ type Tenant struct {
 	Name       string
 	DashaOrgID *string
 	CreatedAt  time.Time
+	Timezone   string
 }

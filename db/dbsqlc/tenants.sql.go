@@ -27,17 +27,23 @@ func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) erro
 }
 
 const createTenant = `-- name: CreateTenant :exec
-INSERT INTO tenants (id, name, dasha_org_id) VALUES ($1, $2, $3)
+INSERT INTO tenants (id, name, dasha_org_id, timezone) VALUES ($1, $2, $3, $4)
 `
 
 type CreateTenantParams struct {
 	ID         uuid.UUID
 	Name       string
 	DashaOrgID *string
+	Timezone   string
 }
 
 func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) error {
-	_, err := q.db.Exec(ctx, createTenant, arg.ID, arg.Name, arg.DashaOrgID)
+	_, err := q.db.Exec(ctx, createTenant,
+		arg.ID,
+		arg.Name,
+		arg.DashaOrgID,
+		arg.Timezone,
+	)
 	return err
 }
 
@@ -92,4 +98,15 @@ func (q *Queries) TenantByName(ctx context.Context, name string) (TenantByNameRo
 	var i TenantByNameRow
 	err := row.Scan(&i.ID, &i.Name, &i.DashaOrgID)
 	return i, err
+}
+
+const tenantTimezone = `-- name: TenantTimezone :one
+SELECT timezone FROM tenants WHERE id = $1
+`
+
+func (q *Queries) TenantTimezone(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, tenantTimezone, id)
+	var timezone string
+	err := row.Scan(&timezone)
+	return timezone, err
 }

@@ -275,6 +275,7 @@ const (
 	PaymentCharge         OperationName = "payment.charge"
 	PaymentIntentCreate   OperationName = "payment_intent.create"
 	SlotCreate            OperationName = "slot.create"
+	SlotSchedule          OperationName = "slot.schedule"
 )
 
 // Valid indicates whether the value is a known member of the OperationName enum.
@@ -301,6 +302,8 @@ func (e OperationName) Valid() bool {
 	case PaymentIntentCreate:
 		return true
 	case SlotCreate:
+		return true
+	case SlotSchedule:
 		return true
 	default:
 		return false
@@ -553,6 +556,39 @@ func (e ResolveRequestOutcome) Valid() bool {
 	}
 }
 
+// Defines values for ScheduleSlotsInputHoursWeekday.
+const (
+	Fri ScheduleSlotsInputHoursWeekday = "fri"
+	Mon ScheduleSlotsInputHoursWeekday = "mon"
+	Sat ScheduleSlotsInputHoursWeekday = "sat"
+	Sun ScheduleSlotsInputHoursWeekday = "sun"
+	Thu ScheduleSlotsInputHoursWeekday = "thu"
+	Tue ScheduleSlotsInputHoursWeekday = "tue"
+	Wed ScheduleSlotsInputHoursWeekday = "wed"
+)
+
+// Valid indicates whether the value is a known member of the ScheduleSlotsInputHoursWeekday enum.
+func (e ScheduleSlotsInputHoursWeekday) Valid() bool {
+	switch e {
+	case Fri:
+		return true
+	case Mon:
+		return true
+	case Sat:
+		return true
+	case Sun:
+		return true
+	case Thu:
+		return true
+	case Tue:
+		return true
+	case Wed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for SendMessageInputChannel.
 const (
 	SendMessageInputChannelEmail SendMessageInputChannel = "email"
@@ -650,6 +686,9 @@ const (
 	CheckActionStatus     ToolName = "check_action_status"
 	CreateCustomer        ToolName = "create_customer"
 	FindAvailableSlots    ToolName = "find_available_slots"
+	FindCustomer          ToolName = "find_customer"
+	GetCustomer           ToolName = "get_customer"
+	ListAppointments      ToolName = "list_appointments"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
 	UpdateCustomer        ToolName = "update_customer"
@@ -673,6 +712,12 @@ func (e ToolName) Valid() bool {
 	case CreateCustomer:
 		return true
 	case FindAvailableSlots:
+		return true
+	case FindCustomer:
+		return true
+	case GetCustomer:
+		return true
+	case ListAppointments:
 		return true
 	case RescheduleAppointment:
 		return true
@@ -769,6 +814,19 @@ type AppointmentAction struct {
 // AppointmentAction_Result defines model for AppointmentAction.Result.
 type AppointmentAction_Result struct {
 	union json.RawMessage
+}
+
+// AppointmentList defines model for AppointmentList.
+type AppointmentList struct {
+	Appointments []LocalAppointment `json:"appointments"`
+
+	// HasMore More appointments follow the last one listed.
+	HasMore bool `json:"has_more"`
+
+	// Timezone The tenant's IANA timezone, in which the local times are given.
+	//
+	// Example: Europe/London
+	Timezone string `json:"timezone"`
 }
 
 // AppointmentStatus `active`, or `cancelled` (its slot is free again).
@@ -938,6 +996,11 @@ type CustomerAction_Result struct {
 	union json.RawMessage
 }
 
+// CustomerList defines model for CustomerList.
+type CustomerList struct {
+	Customers []Customer `json:"customers"`
+}
+
 // DashaAnswer The answer to every tool call that reaches a business result. `say` tells the model what it may
 // and may not tell the caller; only `confirmed` means the request took effect.
 type DashaAnswer struct {
@@ -951,7 +1014,7 @@ type DashaAnswer struct {
 	// (its `action_id` or `Idempotency-Key`). A repeat without either starts a new request instead.
 	Current *string `json:"current,omitempty"`
 
-	// Details The resource when confirmed (e.g. the appointment), the slots found, or the rejection's ids.
+	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids.
 	Details map[string]interface{} `json:"details"`
 
 	// Outcome What the caller may be told. Only `confirmed` means the effect happened.
@@ -985,8 +1048,10 @@ type DashaToolPayload struct {
 	// CallId The call; part of the derived identity of per-call operations.
 	CallId *string `json:"callId,omitempty"`
 
-	// Endpoint Tolerated, not read.
-	Endpoint nullable.Nullable[string] `json:"endpoint,omitempty"`
+	// Endpoint The other party of the call, in a shape Dasha does not document. A string holding a phone
+	// number in international form (also as a `tel:` or `sip:` URI) is the number `find_customer`
+	// looks up when given no `phone`; any other value is tolerated and ignored.
+	Endpoint interface{} `json:"endpoint,omitempty"`
 
 	// OrgId Must be the tenant's Dasha organisation when the tenant is bound to one.
 	OrgId *string `json:"orgId,omitempty"`
@@ -1026,6 +1091,34 @@ type Event struct {
 type Health struct {
 	// Status `ok`, or why the server is not ready.
 	Status string `json:"status"`
+}
+
+// LocalAppointment An appointment with its times in the tenant's timezone as well.
+type LocalAppointment struct {
+	CustomerId openapi_types.UUID `json:"customer_id"`
+
+	// EndsAt The end, in UTC.
+	EndsAt time.Time `json:"ends_at"`
+
+	// EndsAtLocal The end in the tenant's timezone, with that zone's offset at the time.
+	EndsAtLocal time.Time          `json:"ends_at_local"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Service The service booked; may be empty.
+	Service string             `json:"service"`
+	SlotId  openapi_types.UUID `json:"slot_id"`
+
+	// StartsAt The start, in UTC.
+	StartsAt time.Time `json:"starts_at"`
+
+	// StartsAtLocal The start in the tenant's timezone, with that zone's offset at the time.
+	StartsAtLocal time.Time `json:"starts_at_local"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
+
+	// When The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's).
+	When string `json:"when"`
 }
 
 // Message One intended send in the outbox, with its text as rendered.
@@ -1465,6 +1558,89 @@ type ResourceRef struct {
 	Id string `json:"id"`
 }
 
+// ScheduleAction The envelope of a confirmed `slot.schedule`.
+type ScheduleAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result ScheduleAction_Result     `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// ScheduleAction_Result defines model for ScheduleAction.Result.
+type ScheduleAction_Result struct {
+	union json.RawMessage
+}
+
+// ScheduleResult What a `slot.schedule` did.
+type ScheduleResult struct {
+	// Created Slots created.
+	Created  int                `json:"created"`
+	From     openapi_types.Date `json:"from"`
+	Resource string             `json:"resource"`
+
+	// Skipped Slots of the schedule not created (`skipped_existing` plus `skipped_past`).
+	Skipped int `json:"skipped"`
+
+	// SkippedExisting Not created because the resource already had a slot with the same start and end.
+	SkippedExisting int `json:"skipped_existing"`
+
+	// SkippedPast Not created because they would have started before the request ran.
+	SkippedPast int `json:"skipped_past"`
+	SlotMinutes int `json:"slot_minutes"`
+
+	// Timezone The timezone the hours were read in (the tenant's unless the request named one).
+	Timezone string             `json:"timezone"`
+	To       openapi_types.Date `json:"to"`
+}
+
+// ScheduleSlotsInput defines model for ScheduleSlotsInput.
+type ScheduleSlotsInput struct {
+	// From The first date, YYYY-MM-DD, in the timezone.
+	From openapi_types.Date `json:"from"`
+
+	// Hours The opening hours of each weekday, 1 to 50 entries; a weekday may have several that do not overlap, a weekday without any is closed.
+	Hours []struct {
+		// End Closing time, HH:MM after start; 24:00 is midnight at the end of the day.
+		End string `json:"end"`
+
+		// Start Opening time, HH:MM (24-hour).
+		Start string `json:"start"`
+
+		// Weekday The weekday.
+		Weekday ScheduleSlotsInputHoursWeekday `json:"weekday"`
+	} `json:"hours"`
+
+	// Resource Optional: who or what the slots are with. A time the resource already has a slot at (same start and end) is skipped.
+	Resource *string `json:"resource,omitempty"`
+
+	// SlotMinutes The length of every slot in minutes; each day's hours are cut into consecutive slots and a rest too short for one is left out.
+	SlotMinutes int `json:"slot_minutes"`
+
+	// Timezone Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's).
+	Timezone *string `json:"timezone,omitempty"`
+
+	// To The last date (inclusive), at most 366 days after from.
+	To openapi_types.Date `json:"to"`
+}
+
+// ScheduleSlotsInputHoursWeekday The weekday.
+type ScheduleSlotsInputHoursWeekday string
+
 // SendMessageInput defines model for SendMessageInput.
 type SendMessageInput struct {
 	// Channel sms or email.
@@ -1698,6 +1874,18 @@ type WriteBadRequest = Problem
 // it are answered `200` with `reason: invalid_arguments`, not with an error.
 type DashaToolCall = DashaToolPayload
 
+// ListAppointmentsParams defines parameters for ListAppointments.
+type ListAppointmentsParams struct {
+	// CustomerId The customer whose appointments to list.
+	CustomerId openapi_types.UUID `form:"customer_id" json:"customer_id"`
+
+	// From List appointments starting at or after this RFC 3339 time. Default: now.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// Limit How many appointments to list at most.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
 // BookAppointmentParams defines parameters for BookAppointment.
 type BookAppointmentParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -1729,6 +1917,12 @@ type RescheduleAppointmentParams struct {
 	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
 	// (at most 10) for its result instead of answering `409`.
 	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// FindCustomersParams defines parameters for FindCustomers.
+type FindCustomersParams struct {
+	// Phone The phone number in international form, e.g. +442079460958.
+	Phone string `form:"phone" json:"phone"`
 }
 
 // CreateCustomerParams defines parameters for CreateCustomer.
@@ -1859,6 +2053,17 @@ type CreateSlotParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ScheduleSlotsParams defines parameters for ScheduleSlots.
+type ScheduleSlotsParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // BookAppointmentJSONRequestBody defines body for BookAppointment for application/json ContentType.
 type BookAppointmentJSONRequestBody = BookAppointmentInput
 
@@ -1903,6 +2108,9 @@ type ChargePaymentJSONRequestBody = ChargePaymentInput
 
 // CreateSlotJSONRequestBody defines body for CreateSlot for application/json ContentType.
 type CreateSlotJSONRequestBody = CreateSlotInput
+
+// ScheduleSlotsJSONRequestBody defines body for ScheduleSlots for application/json ContentType.
+type ScheduleSlotsJSONRequestBody = ScheduleSlotsInput
 
 // AsAppointment returns the union data inside the AppointmentAction_Result as a Appointment
 func (t AppointmentAction_Result) AsAppointment() (Appointment, error) {
@@ -2582,6 +2790,68 @@ func (t *PointsEntryAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsScheduleResult returns the union data inside the ScheduleAction_Result as a ScheduleResult
+func (t ScheduleAction_Result) AsScheduleResult() (ScheduleResult, error) {
+	var body ScheduleResult
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromScheduleResult overwrites any union data inside the ScheduleAction_Result as the provided ScheduleResult
+func (t *ScheduleAction_Result) FromScheduleResult(v ScheduleResult) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeScheduleResult performs a merge with any union data inside the ScheduleAction_Result, using the provided ScheduleResult
+func (t *ScheduleAction_Result) MergeScheduleResult(v ScheduleResult) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the ScheduleAction_Result as a ResourceRef
+func (t ScheduleAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the ScheduleAction_Result as the provided ResourceRef
+func (t *ScheduleAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the ScheduleAction_Result, using the provided ResourceRef
+func (t *ScheduleAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ScheduleAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ScheduleAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsSlot returns the union data inside the SlotAction_Result as a Slot
 func (t SlotAction_Result) AsSlot() (Slot, error) {
 	var body Slot
@@ -2753,6 +3023,17 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/actions/{action_id} (the `GetAction` operationId).
 	GetAction(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListAppointments List a customer's upcoming appointments
+	//
+	// A customer's active appointments starting at or after `from`, soonest first, with their times in
+	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	//
+	// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+	ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// BookAppointmentWithBody Book an appointment
 	//
 	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -2819,6 +3100,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FindCustomers Find customers by phone number
+	//
+	// The tenant's customers with this phone number: none or one, since a number belongs to one
+	// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+	// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+	// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+	// naming it.
+	//
+	// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+	FindCustomers(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateCustomerWithBody Create a customer
 	//
@@ -3133,6 +3425,50 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/slots (the `CreateSlot` operationId).
 	CreateSlot(ctx context.Context, params *CreateSlotParams, body CreateSlotJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ScheduleSlotsWithBody Create slots from a weekly schedule
+	//
+	// Creates the slots of weekly opening hours over a range of dates in one action (operation
+	// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+	// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+	// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+	// change the hours last as long as the clock says: a wall time the clock skips is read with the
+	// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+	//
+	// A time the resource already has a slot at (same start and end) is skipped, so applying a
+	// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+	// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+	// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+	// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+	// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+	// docs/scheduling.md.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+	ScheduleSlotsWithBody(ctx context.Context, params *ScheduleSlotsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ScheduleSlots Create slots from a weekly schedule
+	//
+	// Creates the slots of weekly opening hours over a range of dates in one action (operation
+	// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+	// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+	// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+	// change the hours last as long as the clock says: a wall time the clock skips is read with the
+	// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+	//
+	// A time the resource already has a slot at (same start and end) is skipped, so applying a
+	// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+	// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+	// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+	// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+	// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+	// docs/scheduling.md.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+	ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetLiveness Liveness probe
@@ -3200,6 +3536,27 @@ func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn
 // Corresponds with GET /v1/actions/{action_id} (the `GetAction` operationId).
 func (c *Client) GetAction(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetActionRequest(c.Server, actionId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListAppointments List a customer's upcoming appointments
+//
+// A customer's active appointments starting at or after `from`, soonest first, with their times in
+// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+//
+// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListAppointmentsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3337,6 +3694,27 @@ func (c *Client) RescheduleAppointmentWithBody(ctx context.Context, appointmentI
 // Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 func (c *Client) RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescheduleAppointmentRequest(c.Server, appointmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FindCustomers Find customers by phone number
+//
+// The tenant's customers with this phone number: none or one, since a number belongs to one
+// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+// naming it.
+//
+// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+func (c *Client) FindCustomers(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFindCustomersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3951,6 +4329,70 @@ func (c *Client) CreateSlot(ctx context.Context, params *CreateSlotParams, body 
 	return c.Client.Do(req)
 }
 
+// ScheduleSlotsWithBody Create slots from a weekly schedule
+//
+// Creates the slots of weekly opening hours over a range of dates in one action (operation
+// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+// change the hours last as long as the clock says: a wall time the clock skips is read with the
+// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+//
+// A time the resource already has a slot at (same start and end) is skipped, so applying a
+// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+// docs/scheduling.md.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+func (c *Client) ScheduleSlotsWithBody(ctx context.Context, params *ScheduleSlotsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewScheduleSlotsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ScheduleSlots Create slots from a weekly schedule
+//
+// Creates the slots of weekly opening hours over a range of dates in one action (operation
+// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+// change the hours last as long as the clock says: a wall time the clock skips is read with the
+// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+//
+// A time the resource already has a slot at (same start and end) is skipped, so applying a
+// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+// docs/scheduling.md.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+func (c *Client) ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewScheduleSlotsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewGetLivenessRequest constructs an http.Request for the GetLiveness method
 func NewGetLivenessRequest(server string) (*http.Request, error) {
 	var err error
@@ -4056,6 +4498,80 @@ func NewGetActionRequest(server string, actionId ActionID) (*http.Request, error
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewListAppointmentsRequest constructs an http.Request for the ListAppointments method
+func NewListAppointmentsRequest(server string, params *ListAppointmentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/appointments")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_id", params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4301,6 +4817,56 @@ func NewRescheduleAppointmentRequestWithBody(server string, appointmentId Appoin
 			req.Header.Set("Prefer", headerParam1)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewFindCustomersRequest constructs an http.Request for the FindCustomers method
+func NewFindCustomersRequest(server string, params *FindCustomersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/customers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phone", params.Phone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -5306,6 +5872,70 @@ func NewCreateSlotRequestWithBody(server string, params *CreateSlotParams, conte
 	return req, nil
 }
 
+// NewScheduleSlotsRequest calls the generic ScheduleSlots builder with application/json body
+func NewScheduleSlotsRequest(server string, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewScheduleSlotsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewScheduleSlotsRequestWithBody constructs an http.Request for the ScheduleSlots method, with any body, and a specified content type
+func NewScheduleSlotsRequestWithBody(server string, params *ScheduleSlotsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/slots/schedule")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -5393,6 +6023,19 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/actions/{action_id} (the `GetAction` operationId).
 	GetActionWithResponse(ctx context.Context, actionId ActionID, reqEditors ...RequestEditorFn) (*GetActionResponse, error)
 
+	// ListAppointmentsWithResponse List a customer's upcoming appointments
+	//
+	// A customer's active appointments starting at or after `from`, soonest first, with their times in
+	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+	ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error)
+
 	// BookAppointmentWithBodyWithResponse Book an appointment
 	//
 	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5461,6 +6104,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointmentWithResponse(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*RescheduleAppointmentResponse, error)
+
+	// FindCustomersWithResponse Find customers by phone number
+	//
+	// The tenant's customers with this phone number: none or one, since a number belongs to one
+	// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+	// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+	// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+	// naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+	FindCustomersWithResponse(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*FindCustomersResponse, error)
 
 	// CreateCustomerWithBodyWithResponse Create a customer
 	//
@@ -5787,6 +6443,50 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/slots (the `CreateSlot` operationId).
 	CreateSlotWithResponse(ctx context.Context, params *CreateSlotParams, body CreateSlotJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateSlotResponse, error)
+
+	// ScheduleSlotsWithBodyWithResponse Create slots from a weekly schedule
+	//
+	// Creates the slots of weekly opening hours over a range of dates in one action (operation
+	// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+	// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+	// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+	// change the hours last as long as the clock says: a wall time the clock skips is read with the
+	// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+	//
+	// A time the resource already has a slot at (same start and end) is skipped, so applying a
+	// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+	// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+	// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+	// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+	// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+	// docs/scheduling.md.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+	ScheduleSlotsWithBodyWithResponse(ctx context.Context, params *ScheduleSlotsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ScheduleSlotsResponse, error)
+
+	// ScheduleSlotsWithResponse Create slots from a weekly schedule
+	//
+	// Creates the slots of weekly opening hours over a range of dates in one action (operation
+	// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+	// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+	// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+	// change the hours last as long as the clock says: a wall time the clock skips is read with the
+	// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+	//
+	// A time the resource already has a slot at (same start and end) is skipped, so applying a
+	// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+	// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+	// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+	// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+	// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+	// docs/scheduling.md.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+	ScheduleSlotsWithResponse(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*ScheduleSlotsResponse, error)
 }
 
 type GetLivenessResponse struct {
@@ -6024,6 +6724,103 @@ func (r GetActionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetActionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListAppointmentsResponse401Headers the declared response headers of an HTTP 401 response for ListAppointments
+type ListAppointmentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListAppointmentsResponse429Headers the declared response headers of an HTTP 429 response for ListAppointments
+type ListAppointmentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListAppointmentsResponse503Headers the declared response headers of an HTTP 503 response for ListAppointments
+type ListAppointmentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListAppointmentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *AppointmentList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListAppointmentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListAppointmentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListAppointmentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListAppointmentsResponse) GetJSON200() *AppointmentList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListAppointmentsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListAppointmentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListAppointmentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListAppointmentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListAppointmentsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6610,6 +7407,103 @@ func (r RescheduleAppointmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RescheduleAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FindCustomersResponse401Headers the declared response headers of an HTTP 401 response for FindCustomers
+type FindCustomersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FindCustomersResponse429Headers the declared response headers of an HTTP 429 response for FindCustomers
+type FindCustomersResponse429Headers struct {
+	RetryAfter int
+}
+
+// FindCustomersResponse503Headers the declared response headers of an HTTP 503 response for FindCustomers
+type FindCustomersResponse503Headers struct {
+	RetryAfter int
+}
+
+type FindCustomersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CustomerList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FindCustomersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FindCustomersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FindCustomersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FindCustomersResponse) GetJSON200() *CustomerList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FindCustomersResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FindCustomersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FindCustomersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FindCustomersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FindCustomersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8849,6 +9743,184 @@ func (r CreateSlotResponse) ContentType() string {
 	return ""
 }
 
+// ScheduleSlotsResponse200Headers the declared response headers of an HTTP 200 response for ScheduleSlots
+type ScheduleSlotsResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// ScheduleSlotsResponse201Headers the declared response headers of an HTTP 201 response for ScheduleSlots
+type ScheduleSlotsResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// ScheduleSlotsResponse202Headers the declared response headers of an HTTP 202 response for ScheduleSlots
+type ScheduleSlotsResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// ScheduleSlotsResponse401Headers the declared response headers of an HTTP 401 response for ScheduleSlots
+type ScheduleSlotsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ScheduleSlotsResponse409Headers the declared response headers of an HTTP 409 response for ScheduleSlots
+type ScheduleSlotsResponse409Headers struct {
+	RetryAfter int
+}
+
+// ScheduleSlotsResponse422Headers the declared response headers of an HTTP 422 response for ScheduleSlots
+type ScheduleSlotsResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// ScheduleSlotsResponse429Headers the declared response headers of an HTTP 429 response for ScheduleSlots
+type ScheduleSlotsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ScheduleSlotsResponse503Headers the declared response headers of an HTTP 503 response for ScheduleSlots
+type ScheduleSlotsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ScheduleSlotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ScheduleAction
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ScheduleAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ScheduleSlotsResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *ScheduleSlotsResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *ScheduleSlotsResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ScheduleSlotsResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *ScheduleSlotsResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *ScheduleSlotsResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ScheduleSlotsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ScheduleSlotsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ScheduleSlotsResponse) GetJSON200() *ScheduleAction {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ScheduleSlotsResponse) GetJSON201() *ScheduleAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ScheduleSlotsResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ScheduleSlotsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ScheduleSlotsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ScheduleSlotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ScheduleSlotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ScheduleSlotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetLivenessWithResponse Liveness probe
 //
 // Answers while the process serves HTTP.
@@ -8914,6 +9986,25 @@ func (c *ClientWithResponses) GetActionWithResponse(ctx context.Context, actionI
 		return nil, err
 	}
 	return ParseGetActionResponse(rsp)
+}
+
+// ListAppointmentsWithResponse List a customer's upcoming appointments
+//
+// A customer's active appointments starting at or after `from`, soonest first, with their times in
+// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
+// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
+// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
+func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*ListAppointmentsResponse, error) {
+	rsp, err := c.ListAppointments(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListAppointmentsResponse(rsp)
 }
 
 // BookAppointmentWithBodyWithResponse Book an appointment
@@ -9025,6 +10116,25 @@ func (c *ClientWithResponses) RescheduleAppointmentWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseRescheduleAppointmentResponse(rsp)
+}
+
+// FindCustomersWithResponse Find customers by phone number
+//
+// The tenant's customers with this phone number: none or one, since a number belongs to one
+// customer of a tenant. The number is normalised like a customer's phone (E.164), so any spelling
+// `POST /v1/customers` accepts finds the record. Encode `+` as `%2B`; a `+` sent unencoded arrives
+// as a space and is read as `+`. A query parameter other than `phone`, or given twice, is a `400`
+// naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/customers (the `FindCustomers` operationId).
+func (c *ClientWithResponses) FindCustomersWithResponse(ctx context.Context, params *FindCustomersParams, reqEditors ...RequestEditorFn) (*FindCustomersResponse, error) {
+	rsp, err := c.FindCustomers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFindCustomersResponse(rsp)
 }
 
 // CreateCustomerWithBodyWithResponse Create a customer
@@ -9527,6 +10637,62 @@ func (c *ClientWithResponses) CreateSlotWithResponse(ctx context.Context, params
 	return ParseCreateSlotResponse(rsp)
 }
 
+// ScheduleSlotsWithBodyWithResponse Create slots from a weekly schedule
+//
+// Creates the slots of weekly opening hours over a range of dates in one action (operation
+// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+// change the hours last as long as the clock says: a wall time the clock skips is read with the
+// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+//
+// A time the resource already has a slot at (same start and end) is skipped, so applying a
+// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+// docs/scheduling.md.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+func (c *ClientWithResponses) ScheduleSlotsWithBodyWithResponse(ctx context.Context, params *ScheduleSlotsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ScheduleSlotsResponse, error) {
+	rsp, err := c.ScheduleSlotsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScheduleSlotsResponse(rsp)
+}
+
+// ScheduleSlotsWithResponse Create slots from a weekly schedule
+//
+// Creates the slots of weekly opening hours over a range of dates in one action (operation
+// `slot.schedule`) instead of one `POST /v1/slots` per slot. Each day's hours are read on the wall
+// clock of `timezone` (default: the tenant's, set by `oncecall tenant create --timezone`) and cut
+// into consecutive slots of `slot_minutes`; a rest too short for a slot is left out. Across a clock
+// change the hours last as long as the clock says: a wall time the clock skips is read with the
+// offset before the change, one it shows twice is its first occurrence (RFC 5545, 3.3.5).
+//
+// A time the resource already has a slot at (same start and end) is skipped, so applying a
+// schedule again, or one whose range overlaps, never creates a slot twice; so is a slot that would
+// start in the past. The result counts both. One request may describe at most 2000 slots, counted
+// on the wall clock (a clock change inside the hours adds or removes that hour's slots): more is a
+// `400` naming `to`. The answer is `201` when slots were created and `200` when every one was
+// skipped; after `RESPONSE_RETENTION` its result is `{"id": "<action_id>"}`. See
+// docs/scheduling.md.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
+func (c *ClientWithResponses) ScheduleSlotsWithResponse(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*ScheduleSlotsResponse, error) {
+	rsp, err := c.ScheduleSlots(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseScheduleSlotsResponse(rsp)
+}
+
 // ParseGetLivenessResponse parses an HTTP response from a GetLivenessWithResponse call
 func ParseGetLivenessResponse(rsp *http.Response) (*GetLivenessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9719,6 +10885,100 @@ func ParseGetActionResponse(rsp *http.Response) (*GetActionResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetActionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListAppointmentsResponse parses an HTTP response from a ListAppointmentsWithResponse call
+func ParseListAppointmentsResponse(rsp *http.Response) (*ListAppointmentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListAppointmentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest AppointmentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListAppointmentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListAppointmentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListAppointmentsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -10383,6 +11643,100 @@ func ParseRescheduleAppointmentResponse(rsp *http.Response) (*RescheduleAppointm
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RescheduleAppointmentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFindCustomersResponse parses an HTTP response from a FindCustomersWithResponse call
+func ParseFindCustomersResponse(rsp *http.Response) (*FindCustomersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FindCustomersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CustomerList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FindCustomersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FindCustomersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers FindCustomersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -12805,6 +14159,220 @@ func ParseCreateSlotResponse(rsp *http.Response) (*CreateSlotResponse, error) {
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CreateSlotResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseScheduleSlotsResponse parses an HTTP response from a ScheduleSlotsWithResponse call
+func ParseScheduleSlotsResponse(rsp *http.Response) (*ScheduleSlotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ScheduleSlotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ScheduleAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ScheduleAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ScheduleSlotsResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers ScheduleSlotsResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers ScheduleSlotsResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers ScheduleSlotsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers ScheduleSlotsResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers ScheduleSlotsResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers ScheduleSlotsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ScheduleSlotsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -58,8 +58,16 @@ func example(o op.Operation) string {
 	for name, raw := range props {
 		p, _ := raw.(map[string]any)
 		switch {
+		case p["format"] == "date" && name == "to":
+			m[name] = "2030-01-13" // slot.schedule's range: a week from Monday
+		case p["format"] == "date":
+			m[name] = "2030-01-07"
 		case name == "to":
 			continue // message.send takes customer_id or to, not both
+		case name == "hours":
+			m[name] = []map[string]string{{"weekday": "mon", "start": "09:00", "end": "17:00"}}
+		case name == "timezone":
+			m[name] = "Europe/London"
 		case name == "variables":
 			m[name] = map[string]string{"name": "Ana", "when": "Friday 9:00"}
 		case name == "currency":

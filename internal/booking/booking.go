@@ -31,7 +31,7 @@ const (
 
 // Operations returns the appointment operations.
 func Operations() []op.Operation {
-	return []op.Operation{CreateSlot, Book, Reschedule, Cancel}
+	return []op.Operation{CreateSlot, ScheduleSlots, Book, Reschedule, Cancel}
 }
 
 // BookInput is the input of appointment.book.

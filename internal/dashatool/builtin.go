@@ -66,8 +66,9 @@ func SlotsSay(found int) string {
 	if found == 0 {
 		return "There are no free slots from that time. Do not offer any time; ask the caller whether a later date would suit them and look again."
 	}
-	return "These are the free slots (times in UTC; tell the caller in their local time). Offer them to the caller; " +
-		"to book one, call book_appointment with its id as slot_id. Never invent a slot id."
+	return "These are the free slots. Say each by its when, the business's local time (starts_at_local is the same time " +
+		"with its UTC offset; starts_at is UTC). Offer them to the caller; to book one, call book_appointment with its id as " +
+		"slot_id, or reschedule_appointment to move an existing appointment to it. Never invent a slot id."
 }
 
 // builtins are the read-only tools with their descriptions and inputs.
@@ -78,7 +79,17 @@ var builtins = []struct {
 	{CheckActionStatus, "Look up the current outcome of an earlier request by the action_id its answer gave: call it when an answer " +
 		"was pending or you are unsure whether something happened. Only outcome confirmed means it happened; follow the say of the answer.",
 		StatusInput{}},
-	{FindAvailableSlots, "List free appointment slots with their ids and start and end times. Call it before book_appointment or " +
-		"reschedule_appointment and offer the caller one of the times it returns.",
+	{FindAvailableSlots, "List free appointment slots with their ids and start and end times, in the business's local time as well. " +
+		"Call it before book_appointment or reschedule_appointment and offer the caller one of the times it returns.",
 		SlotsInput{}},
+	{FindCustomer, "Find the caller's customer record by phone number: without arguments it looks up the number they are calling " +
+		"from. Call it at the start of a call to greet a returning caller, before acting for them. It gives their customer_id and " +
+		"name, never their contact details.",
+		FindCustomerInput{}},
+	{GetCustomer, "Read a customer's record by customer_id: name, loyalty points balance, and whether a phone number and an " +
+		"e-mail address are on file.",
+		CustomerInput{}},
+	{ListAppointments, "List a customer's upcoming appointments (soonest first) with their ids and local times. Call it when the " +
+		"caller asks about, wants to move or wants to cancel an appointment, to learn its appointment_id.",
+		AppointmentsInput{}},
 }

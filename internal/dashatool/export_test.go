@@ -79,7 +79,10 @@ func TestDefinitionsFollowDashaRules(t *testing.T) {
 		if d.Schema["type"] != "object" || props == nil {
 			t.Errorf("%s: schema is not an object schema: %v", d.Name, d.Schema)
 		}
-		if d.Name == dashatool.FindAvailableSlots {
+		if dashatool.ReadOnly(d.Name) && d.Name != dashatool.CheckActionStatus {
+			if _, ok := props["action_id"]; ok {
+				t.Errorf("%s: a read-only tool takes no action_id", d.Name)
+			}
 			continue // read-only, no action
 		}
 		if _, ok := props["action_id"]; !ok {
@@ -92,6 +95,7 @@ func TestDefinitionsFollowDashaRules(t *testing.T) {
 	for _, name := range []string{
 		"book_appointment", "reschedule_appointment", "cancel_appointment", "charge_payment", "send_message", "create_customer",
 		"update_customer", "add_customer_note", "add_loyalty_points", "check_action_status", "find_available_slots",
+		"find_customer", "get_customer", "list_appointments",
 	} {
 		if !seen[name] {
 			t.Errorf("no tool %s", name)

@@ -1,0 +1,121 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
+)
+
+// The read-only tools that serve a returning caller. Like
+// check_action_status they claim nothing and see only the tenant's records.
+
+// findCustomer looks a customer up by the phone argument or, without one,
+// by the number the call comes from (the payload's endpoint).
+func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, p dashaPayload) (dashatool.Answer, error) {
+	args, bad := toolArguments(p.Arguments)
+	if bad != nil {
+		return *bad, nil
+	}
+	var in dashatool.FindCustomerInput
+	if err := decodeArgs(args, &in); err != nil {
+		return invalid(err)
+	}
+	if err := in.Normalize(); err != nil {
+		return invalid(err)
+	}
+	phone, source := in.Phone, dashatool.FromArgument
+	if phone == "" {
+		var ok bool
+		if phone, ok = dashatool.CallerNumber(p.Endpoint); !ok {
+			return dashatool.NoCallerNumber(), nil
+		}
+		source = dashatool.FromCall
+	}
+	c, err := s.cfg.Store.CustomerByPhone(ctx, tenant.ID, phone)
+	if errors.Is(err, db.ErrNotFound) {
+		return dashatool.CustomersFound(nil, source), nil
+	}
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	return dashatool.CustomersFound([]dashatool.CustomerView{dashatool.ViewOf(c)}, source), nil
+}
+
+func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return *bad, nil
+	}
+	var in dashatool.CustomerInput
+	if err := decodeArgs(args, &in); err != nil {
+		return invalid(err)
+	}
+	if err := in.Normalize(); err != nil {
+		return invalid(err)
+	}
+	c, err := s.cfg.Store.CustomerByID(ctx, tenant.ID, uuid.MustParse(in.CustomerID))
+	if errors.Is(err, db.ErrNotFound) {
+		return dashatool.CustomerMissing(in.CustomerID), nil
+	}
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	return dashatool.CustomerAnswer(dashatool.ViewOf(c)), nil
+}
+
+func (s *Server) listAppointmentsTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return *bad, nil
+	}
+	var in dashatool.AppointmentsInput
+	if err := decodeArgs(args, &in); err != nil {
+		return invalid(err)
+	}
+	if err := in.Normalize(); err != nil {
+		return invalid(err)
+	}
+	customer := uuid.MustParse(in.CustomerID)
+	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	if !exists {
+		return dashatool.CustomerMissing(in.CustomerID), nil
+	}
+	zone, loc, err := s.tenantZone(ctx, tenant.ID)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	now := time.Now()
+	list, err := s.cfg.Store.ListCustomerAppointments(ctx, tenant.ID, customer, now, in.N())
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	details, err := json.Marshal(map[string]any{
+		"customer_id": in.CustomerID, "timezone": zone, "appointments": localAppointments(list, loc, now),
+	})
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	return dashatool.AppointmentsAnswer(len(list), details), nil
+}
+
+// slotsAnswer answers find_available_slots with the slots' local times.
+func (s *Server) slotsAnswer(ctx context.Context, tenant db.Tenant, slots []db.Slot) (dashatool.Answer, error) {
+	zone, loc, err := s.tenantZone(ctx, tenant.ID)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	details, err := json.Marshal(map[string]any{"timezone": zone, "slots": localSlots(slots, loc, time.Now())})
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	return dashatool.Answer{Outcome: string(db.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+}

@@ -1,0 +1,178 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
+)
+
+// localSlot is a slot with its times in the tenant's timezone.
+type localSlot struct {
+	db.Slot
+	schedule.Local
+}
+
+// localAppointment is an appointment with its times in the tenant's timezone.
+type localAppointment struct {
+	db.Appointment
+	schedule.Local
+}
+
+// tenantZone returns the tenant's timezone. A name the zone database lacks
+// (set outside oncecall) is read as UTC and logged, and the answers say
+// UTC: a caller is better served by correct UTC times than by no answer.
+func (s *Server) tenantZone(ctx context.Context, tenant uuid.UUID) (string, *time.Location, error) {
+	name, err := s.cfg.Store.TenantTimezone(ctx, tenant)
+	if err != nil {
+		return "", nil, db.Fault(err)
+	}
+	loc, err := schedule.ParseZone(name)
+	if err != nil {
+		logFrom(ctx).Warn().Str("tenant_id", tenant.String()).Str("timezone", name).Msg("tenant timezone unknown; using UTC")
+		return schedule.UTC, time.UTC, nil
+	}
+	return name, loc, nil
+}
+
+func localSlots(slots []db.Slot, loc *time.Location, now time.Time) []localSlot {
+	out := make([]localSlot, len(slots))
+	for i, sl := range slots {
+		out[i] = localSlot{Slot: sl, Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
+	}
+	return out
+}
+
+func localAppointments(list []db.Appointment, loc *time.Location, now time.Time) []localAppointment {
+	out := make([]localAppointment, len(list))
+	for i, a := range list {
+		out[i] = localAppointment{Appointment: a, Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
+	}
+	return out
+}
+
+// queryParams reads a read endpoint's query: each parameter at most once,
+// none but those allowed. A bad parameter is a 400 naming it.
+func queryParams(r *http.Request, allowed ...string) (map[string]string, error) {
+	out := map[string]string{}
+	for name, values := range r.URL.Query() {
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		if !known {
+			if len(name) > 64 {
+				name = name[:64]
+			}
+			return nil, fault.Field(name, "is not a query parameter of this endpoint (it takes %s)", strings.Join(allowed, ", "))
+		}
+		if len(values) != 1 {
+			return nil, fault.Field(name, "must be given once")
+		}
+		out[name] = values[0]
+	}
+	return out, nil
+}
+
+// findCustomers answers GET /v1/customers?phone=: the tenant's customers
+// with that phone number (none or one).
+func (s *Server) findCustomers(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "phone")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	phone, ok := q["phone"]
+	if !ok {
+		writeError(w, r, fault.Field("phone", "is required: GET /v1/customers?phone=%%2B442079460958"))
+		return
+	}
+	// An unencoded + arrives as a space; a phone number never starts with one.
+	if trimmed := strings.TrimLeft(phone, " "); trimmed != phone && trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' {
+		phone = "+" + trimmed
+	}
+	if err := op.Phone("phone", &phone); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	found := []db.Customer{}
+	c, err := s.cfg.Store.CustomerByPhone(r.Context(), tenantFrom(r.Context()).ID, phone)
+	switch {
+	case err == nil:
+		found = append(found, c)
+	case !errors.Is(err, db.ErrNotFound):
+		writeError(w, r, db.Fault(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"customers": found})
+}
+
+// Bounds of GET /v1/appointments.
+const (
+	defaultAppointments = 20
+	maxAppointments     = 100
+)
+
+// listAppointments answers GET /v1/appointments?customer_id=&from=&limit=:
+// a customer's active appointments from a time on, soonest first.
+func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "customer_id", "from", "limit")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	customer, ok := q["customer_id"]
+	if !ok {
+		writeError(w, r, fault.Field("customer_id", "is required"))
+		return
+	}
+	if err := op.ID("customer_id", &customer); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	now := time.Now()
+	from, limit := now, defaultAppointments
+	if v, ok := q["from"]; ok {
+		if err := op.Time("from", &v); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		from, _ = time.Parse(time.RFC3339Nano, v)
+	}
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxAppointments {
+			writeError(w, r, fault.Field("limit", "must be an integer from 1 to %d", maxAppointments))
+			return
+		}
+		limit = n
+	}
+	tenant := tenantFrom(r.Context()).ID
+	zone, loc, err := s.tenantZone(r.Context(), tenant)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	// One more than asked tells whether there are more.
+	list, err := s.cfg.Store.ListCustomerAppointments(r.Context(), tenant, uuid.MustParse(customer), from, limit+1)
+	if err != nil {
+		writeError(w, r, db.Fault(err))
+		return
+	}
+	more := len(list) > limit
+	if more {
+		list = list[:limit]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"timezone": zone, "appointments": localAppointments(list, loc, now), "has_more": more,
+	})
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+// Not parallel: it changes the environment.
+func TestTenantCreateSetsAValidTimezone(t *testing.T) {
+	url := pgtest.NewDB(t)
+	t.Setenv("DATABASE_URL", url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	zoneOf := func(id string) string {
+		t.Helper()
+		var zone string
+		if err := conn.QueryRow(ctx, "SELECT timezone FROM tenants WHERE id = $1", uuid.MustParse(id)).Scan(&zone); err != nil {
+			t.Fatal(err)
+		}
+		return zone
+	}
+	create := func(args ...string) (map[string]string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"tenant", "create", "--json"}, args...), &out, &out)
+		var created map[string]string
+		if err == nil {
+			if err := json.Unmarshal(out.Bytes(), &created); err != nil {
+				t.Fatalf("tenant create printed %q", out.String())
+			}
+		}
+		return created, err
+	}
+
+	london, err := create("--name", "salon", "--timezone", "Europe/London")
+	if err != nil || london["timezone"] != "Europe/London" || zoneOf(london["tenant_id"]) != "Europe/London" {
+		t.Fatalf("--timezone Europe/London: %v %v", london, err)
+	}
+	plain, err := create("--name", "plain")
+	if err != nil || zoneOf(plain["tenant_id"]) != "UTC" {
+		t.Fatalf("no --timezone: %v %v", plain, err)
+	}
+	for _, bad := range []string{"Mars/Olympus", "Local", "", "europe/london"} {
+		if _, err := create("--name", "bad", "--timezone", bad); err == nil || !strings.Contains(err.Error(), "--timezone") {
+			t.Errorf("--timezone %q: %v", bad, err)
+		}
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM tenants WHERE name = 'bad'").Scan(&n); err != nil || n != 0 {
+		t.Fatalf("refused timezones created %d tenants (%v)", n, err)
+	}
+}
+
+// The binary embeds the zone database, so tenants' timezones load on a
+// machine or in the distroless image without one.
+func TestBinaryEmbedsTheZoneDatabase(t *testing.T) {
+	t.Parallel()
+	f, err := parser.ParseFile(token.NewFileSet(), "main.go", nil, parser.ImportsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, imp := range f.Imports {
+		if imp.Path.Value == `"time/tzdata"` && imp.Name != nil && imp.Name.Name == "_" {
+			return
+		}
+	}
+	t.Fatal(`cmd/oncecall/main.go does not import _ "time/tzdata"`)
+}

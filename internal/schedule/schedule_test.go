@@ -1,0 +1,250 @@
+package schedule_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/oncecall/oncecall/internal/schedule"
+)
+
+func zone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := schedule.ParseZone(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}
+
+func utc(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t.UTC()
+}
+
+func day(s string) time.Time {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestParseZone(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"UTC", "Europe/London", "America/New_York", "Australia/Lord_Howe"} {
+		if _, err := schedule.ParseZone(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "Local", "Mars/Olympus", " Europe/London", "europe/london", "../../etc/passwd", "Europe/London\x00"} {
+		if _, err := schedule.ParseZone(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
+// TestAtAcrossClockChanges pins how a wall-clock time becomes an instant on
+// the days clocks change: a skipped time is read with the offset before the
+// change, a repeated one is its first occurrence (RFC 5545, 3.3.5).
+func TestAtAcrossClockChanges(t *testing.T) {
+	t.Parallel()
+	london, newYork := zone(t, "Europe/London"), zone(t, "America/New_York")
+	for _, c := range []struct {
+		loc    *time.Location
+		day    string
+		clock  int
+		want   string
+		reason string
+	}{
+		{london, "2030-03-29", 9 * 60, "2030-03-29T09:00:00Z", "GMT before the change"},
+		{london, "2030-04-01", 9 * 60, "2030-04-01T08:00:00Z", "BST after it"},
+		{london, "2030-03-31", 30, "2030-03-31T00:30:00Z", "before the jump"},
+		{london, "2030-03-31", 90, "2030-03-31T01:30:00Z", "01:30 is skipped: read in GMT, it is 02:30 BST"},
+		{london, "2030-03-31", 120, "2030-03-31T01:00:00Z", "02:00 BST is the jump"},
+		{london, "2030-10-27", 60, "2030-10-27T00:00:00Z", "01:00 shows twice: the first, in BST"},
+		{london, "2030-10-27", 90, "2030-10-27T00:30:00Z", "01:30 shows twice: the first, in BST"},
+		{london, "2030-10-27", 120, "2030-10-27T02:00:00Z", "02:00 shows once, in GMT"},
+		{london, "2030-10-26", 24 * 60, "2030-10-26T23:00:00Z", "24:00 is the next midnight, still BST"},
+		{newYork, "2030-03-10", 150, "2030-03-10T07:30:00Z", "02:30 is skipped: read in EST, it is 03:30 EDT"},
+		{newYork, "2030-11-03", 90, "2030-11-03T05:30:00Z", "01:30 shows twice: the first, in EDT"},
+	} {
+		if got := schedule.At(day(c.day), c.clock, c.loc).UTC(); !got.Equal(utc(c.want)) {
+			t.Errorf("%s %s minute %d = %s, want %s (%s)", c.loc, c.day, c.clock, got.Format(time.RFC3339), c.want, c.reason)
+		}
+	}
+}
+
+func starts(spans []schedule.Span) []string {
+	out := make([]string, len(spans))
+	for i, s := range spans {
+		out[i] = s.Start.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+func checkConsecutive(t *testing.T, spans []schedule.Span, slot time.Duration) {
+	t.Helper()
+	for i, s := range spans {
+		if s.End.Sub(s.Start) != slot {
+			t.Errorf("slot %d lasts %s, want %s", i, s.End.Sub(s.Start), slot)
+		}
+		if i > 0 && s.Start.Before(spans[i-1].End) {
+			t.Errorf("slot %d starts at %s, before slot %d ends at %s", i, s.Start, i-1, spans[i-1].End)
+		}
+	}
+}
+
+func TestSlotsInTheWeekTheClocksGoForward(t *testing.T) {
+	t.Parallel()
+	london := zone(t, "Europe/London")
+	var hours []schedule.Hours
+	for d := time.Monday; d <= time.Friday; d++ {
+		hours = append(hours, schedule.Hours{Weekday: d, Start: 9 * 60, End: 17 * 60})
+	}
+	// Sunday 31 March 2030: the clocks go from 01:00 GMT to 02:00 BST.
+	hours = append(hours, schedule.Hours{Weekday: time.Sunday, Start: 0, End: 4 * 60})
+	p := schedule.Plan{Hours: hours, Slot: time.Hour, First: day("2030-03-25"), Last: day("2030-04-01")}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	spans := p.Slots(london)
+	checkConsecutive(t, spans, time.Hour)
+	// Five weekdays before, one after, 8 slots each; the Sunday night loses its skipped hour.
+	if len(spans) != 6*8+3 || p.WallCount() != 6*8+4 {
+		t.Fatalf("%d slots (wall count %d), want %d (%d)", len(spans), p.WallCount(), 6*8+3, 6*8+4)
+	}
+	got := starts(spans)
+	for i, want := range map[int]string{
+		0:  "2030-03-25T09:00:00Z", // Monday 09:00 GMT
+		39: "2030-03-29T16:00:00Z", // Friday 16:00 GMT, the last of the week
+		40: "2030-03-31T00:00:00Z", // Sunday 00:00 GMT
+		41: "2030-03-31T01:00:00Z", // Sunday 02:00 BST: 01:00 never shows
+		42: "2030-03-31T02:00:00Z", // Sunday 03:00 BST
+		43: "2030-04-01T08:00:00Z", // Monday 09:00 BST
+		50: "2030-04-01T15:00:00Z", // Monday 16:00 BST
+	} {
+		if got[i] != want {
+			t.Errorf("slot %d starts %s, want %s", i, got[i], want)
+		}
+	}
+}
+
+func TestSlotsInTheNightTheClocksGoBack(t *testing.T) {
+	t.Parallel()
+	london := zone(t, "Europe/London")
+	// Sunday 27 October 2030: the clocks go from 02:00 BST back to 01:00 GMT.
+	p := schedule.Plan{
+		Hours: []schedule.Hours{{Weekday: time.Sunday, Start: 0, End: 4 * 60}},
+		Slot:  time.Hour, First: day("2030-10-27"), Last: day("2030-10-27"),
+	}
+	spans := p.Slots(london)
+	checkConsecutive(t, spans, time.Hour)
+	want := []string{"2030-10-26T23:00:00Z", "2030-10-27T00:00:00Z", "2030-10-27T01:00:00Z", "2030-10-27T02:00:00Z", "2030-10-27T03:00:00Z"}
+	if got := starts(spans); len(got) != len(want) || p.WallCount() != 4 {
+		t.Fatalf("slots %v (wall count %d), want %v (4)", got, p.WallCount(), want)
+	} else {
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("slot %d starts %s, want %s", i, got[i], want[i])
+			}
+		}
+	}
+	var clocks []string
+	for _, s := range spans {
+		clocks = append(clocks, s.Start.In(london).Format("15:04 MST"))
+	}
+	if got := clocks; got[1] != "01:00 BST" || got[2] != "01:00 GMT" {
+		t.Errorf("the repeated hour: %v", got)
+	}
+}
+
+func TestSlotsLeaveOutARestTooShort(t *testing.T) {
+	t.Parallel()
+	p := schedule.Plan{
+		Hours: []schedule.Hours{{Weekday: time.Monday, Start: 9 * 60, End: 17 * 60}, {Weekday: time.Monday, Start: 18 * 60, End: 24 * 60}},
+		Slot:  45 * time.Minute, First: day("2030-01-07"), Last: day("2030-01-13"),
+	}
+	spans := p.Slots(time.UTC)
+	checkConsecutive(t, spans, 45*time.Minute)
+	// 8 h holds ten 45-minute slots (the last ends 16:30), 6 h holds eight.
+	if len(spans) != 18 || p.WallCount() != 18 {
+		t.Fatalf("%d slots, wall count %d, want 18", len(spans), p.WallCount())
+	}
+	if last := spans[9]; last.End != utc("2030-01-07T16:30:00Z") {
+		t.Errorf("the tenth slot ends %s", last.End)
+	}
+	if last := spans[17]; last.End != utc("2030-01-08T00:00:00Z") {
+		t.Errorf("the last slot ends %s, want midnight", last.End)
+	}
+}
+
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	for name, hours := range map[string][]schedule.Hours{
+		"reversed": {{Weekday: time.Monday, Start: 600, End: 540}},
+		"empty":    {{Weekday: time.Monday, Start: 600, End: 600}},
+		"overlap":  {{Weekday: time.Tuesday, Start: 540, End: 720}, {Weekday: time.Tuesday, Start: 660, End: 780}},
+	} {
+		if err := (schedule.Plan{Hours: hours, Slot: time.Hour}).Check(); err == nil {
+			t.Errorf("%s hours passed", name)
+		}
+	}
+	ok := []schedule.Hours{{Weekday: time.Tuesday, Start: 540, End: 720}, {Weekday: time.Tuesday, Start: 720, End: 780}, {Weekday: time.Wednesday, Start: 600, End: 660}}
+	if err := (schedule.Plan{Hours: ok, Slot: time.Hour}).Check(); err != nil {
+		t.Errorf("adjacent windows: %v", err)
+	}
+}
+
+func TestParseClockAndWeekday(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[string]int{"00:00": 0, "09:30": 570, "23:59": 1439} {
+		if got, ok := schedule.ParseClock(s, false); !ok || got != want {
+			t.Errorf("%s = %d %v", s, got, ok)
+		}
+	}
+	if got, ok := schedule.ParseClock("24:00", true); !ok || got != 1440 {
+		t.Errorf("24:00 as an end = %d %v", got, ok)
+	}
+	for _, bad := range []string{"24:00", "9:00", "09:60", "24:01", "0900", " 09:00", "09:00:00"} {
+		if _, ok := schedule.ParseClock(bad, false); ok {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+	for i, name := range schedule.Weekdays() {
+		d, ok := schedule.ParseWeekday(name)
+		if !ok || schedule.WeekdayName(d) != name || int(d) != (i+1)%7 {
+			t.Errorf("%s = %v %v", name, d, ok)
+		}
+	}
+	if d, ok := schedule.ParseWeekday("SUN"); !ok || d != time.Sunday {
+		t.Errorf("SUN = %v %v", d, ok)
+	}
+	if _, ok := schedule.ParseWeekday("monday"); ok {
+		t.Error("monday was accepted")
+	}
+}
+
+func TestSpokenAndLocal(t *testing.T) {
+	t.Parallel()
+	london := zone(t, "Europe/London")
+	now := utc("2030-06-01T12:00:00Z")
+	winter := schedule.Localize(utc("2030-12-06T14:30:00Z"), utc("2030-12-06T15:00:00Z"), london, now)
+	if winter.When != "Friday 6 December at 14:30" || winter.StartsAtLocal != "2030-12-06T14:30:00Z" || winter.EndsAtLocal != "2030-12-06T15:00:00Z" {
+		t.Errorf("winter: %+v", winter)
+	}
+	summer := schedule.Localize(utc("2030-07-05T13:30:00Z"), utc("2030-07-05T14:00:00Z"), london, now)
+	if summer.When != "Friday 5 July at 14:30" || summer.StartsAtLocal != "2030-07-05T14:30:00+01:00" || summer.EndsAtLocal != "2030-07-05T15:00:00+01:00" {
+		t.Errorf("summer: %+v", summer)
+	}
+	if got := schedule.Spoken(utc("2031-01-03T09:00:00Z"), london, now); got != "Friday 3 January 2031 at 09:00" {
+		t.Errorf("next year: %s", got)
+	}
+	// The year is the caller's: 23:30 on 31 December in New York is already 2031 in UTC.
+	ny := zone(t, "America/New_York")
+	if got := schedule.Spoken(utc("2031-01-01T04:30:00Z"), ny, utc("2030-12-31T20:00:00Z")); got != "Tuesday 31 December at 23:30" {
+		t.Errorf("new year's eve: %s", got)
+	}
+}
