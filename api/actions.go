@@ -79,7 +79,7 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 		if err != nil {
 			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)
 		}
-		req.Steps = steps
+		req.Steps, req.BindSteps = steps, p.BindSteps
 	}
 	return req, nil
 }

@@ -60,6 +60,9 @@ type Claim struct {
 	Fingerprint string
 	Request     []byte
 	Lease       time.Duration
+	// CallID is the Dasha callId of the tool call that claims the action;
+	// empty for REST requests.
+	CallID string
 }
 
 // Completion is the known outcome of an action.
@@ -84,7 +87,7 @@ func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
 func claimParams(c Claim) dbsqlc.ClaimActionParams {
 	return dbsqlc.ClaimActionParams{
 		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
-		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease),
+		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease), CallID: ptr(c.CallID),
 	}
 }
 

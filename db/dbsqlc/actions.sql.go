@@ -13,7 +13,7 @@ import (
 )
 
 const actionByID = `-- name: ActionByID :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, call_id FROM actions WHERE tenant_id = $1 AND id = $2
 `
 
 type ActionByIDParams struct {
@@ -42,12 +42,13 @@ func (q *Queries) ActionByID(ctx context.Context, arg ActionByIDParams) (Action,
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.CallID,
 	)
 	return i, err
 }
 
 const actionByKey = `-- name: ActionByKey :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, call_id FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type ActionByKeyParams struct {
@@ -76,13 +77,14 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.CallID,
 	)
 	return i, err
 }
 
 const claimAction = `-- name: ClaimAction :one
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until)
-VALUES ($1, $2, $3, $4, $5, $6, now() + $7::interval)
+INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until, call_id)
+VALUES ($1, $2, $3, $4, $5, $6, now() + $7::interval, $8)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 `
@@ -95,6 +97,7 @@ type ClaimActionParams struct {
 	Fingerprint    string
 	Request        []byte
 	Lease          pgtype.Interval
+	CallID         *string
 }
 
 // The atomic claim: a returned row means this attempt owns the action.
@@ -107,6 +110,7 @@ func (q *Queries) ClaimAction(ctx context.Context, arg ClaimActionParams) (uuid.
 		arg.Fingerprint,
 		arg.Request,
 		arg.Lease,
+		arg.CallID,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)

@@ -32,7 +32,7 @@ func (q *Queries) AbandonSteps(ctx context.Context, arg AbandonStepsParams) erro
 }
 
 const actionByIDAnyTenant = `-- name: ActionByIDAnyTenant :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions WHERE id = $1
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, call_id FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
@@ -56,6 +56,7 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.CompletedAt,
+		&i.CallID,
 	)
 	return i, err
 }
@@ -263,7 +264,7 @@ func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueR
 }
 
 const listActions = `-- name: ListActions :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, call_id FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
 ORDER BY created_at DESC
@@ -303,6 +304,7 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.CallID,
 		); err != nil {
 			return nil, err
 		}

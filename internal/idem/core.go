@@ -63,6 +63,12 @@ type Request struct {
 	// provider keys are committed with the claim, before any dispatch, and
 	// the Driver performs them; Run is not called.
 	Steps []db.NewStep
+	// BindSteps, when set, completes Steps inside the claim's transaction,
+	// before they are recorded, from what the database holds then (a
+	// tenant's message template). An error rolls the claim back.
+	BindSteps func(ctx context.Context, tx *db.Tx, x Exec, steps []db.NewStep) ([]db.NewStep, error)
+	// CallID is the Dasha callId of a tool call, kept with the action.
+	CallID string
 }
 
 // Driver performs the remote steps of a claimed action and returns the
@@ -202,7 +208,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	defer cancel()
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease,
+		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, CallID: req.CallID,
 	}
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
 		if len(req.Steps) > 0 {
@@ -210,7 +216,14 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 				ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 				Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input, CreatedAt: time.Now(),
 			}}
-			return nil, claimSteps(ctx, tx, req.TenantID, id, req.Steps)
+			steps := req.Steps
+			if req.BindSteps != nil {
+				var err error
+				if steps, err = req.BindSteps(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id}, steps); err != nil {
+					return nil, err
+				}
+			}
+			return nil, claimSteps(ctx, tx, req.TenantID, id, steps)
 		}
 		res, err := req.Run(ctx, tx, Exec{TenantID: req.TenantID, ActionID: id})
 		if err != nil {

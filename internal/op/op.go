@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -57,6 +58,13 @@ type Remote[In any] struct {
 	Capability string
 	// Payload is what the provider receives (ids and business fields).
 	Payload func(in In) any
+	// Bind, when set, replaces Payload for the required write: it runs in
+	// the claim's transaction, before the step is recorded, and may read
+	// what the tenant keeps in oncecall's database (a message template).
+	// Its result is recorded with the step and sent by every dispatch and
+	// recovery, so a later change of that data never changes the write.
+	// An error (a *fault.Error for bad input) rolls the claim back.
+	Bind func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (any, error)
 	// Confirmed turns the provider's record of the write into the result.
 	Confirmed func(in In, rec provider.Record) (idem.Result, error)
 	// FollowUps are further writes once the required one succeeded (e.g. a
@@ -121,6 +129,9 @@ type Prepared struct {
 	// required one first (named by the capability), then the follow-ups whose
 	// capability is remote too.
 	Steps func(remote func(capability string) bool) ([]db.NewStep, error)
+	// BindSteps completes the planned steps in the claim's transaction
+	// (see Remote.Bind); nil when the operation has nothing to bind.
+	BindSteps func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) ([]db.NewStep, error)
 	// Confirmed turns the provider's record of the required write into the
 	// action's result.
 	Confirmed func(rec provider.Record) (idem.Result, error)
@@ -170,6 +181,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		p.Capability = r.Capability
 		p.Steps = func(remote func(string) bool) ([]db.NewStep, error) { return remoteSteps(o.s.Name, r, in, remote) }
 		p.Confirmed = func(rec provider.Record) (idem.Result, error) { return r.Confirmed(in, rec) }
+		if r.Bind != nil {
+			p.BindSteps = func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) ([]db.NewStep, error) {
+				return bindRequired(ctx, tx, x, r, in, steps)
+			}
+		}
 	}
 	if o.s.Identity != nil {
 		p.Identity = o.s.Identity(in)
@@ -334,4 +350,23 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 		steps = append(steps, db.NewStep{Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload})
 	}
 	return steps, nil
+}
+
+// bindRequired replaces the required step's payload with what r.Bind
+// computes in the claim's transaction.
+func bindRequired[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In], in In, steps []db.NewStep) ([]db.NewStep, error) {
+	bound := slices.Clone(steps)
+	for i, s := range bound {
+		if !s.Required {
+			continue
+		}
+		v, err := r.Bind(ctx, tx, x, in)
+		if err != nil {
+			return nil, err
+		}
+		if bound[i].Payload, err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	return bound, nil
 }
