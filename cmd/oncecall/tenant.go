@@ -14,13 +14,18 @@ import (
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: oncecall tenant create --name NAME [--dasha-org ORG] [--json]")
+		return errors.New("usage: oncecall tenant create --name NAME [--dasha-org ORG] [--scope full|dasha] [--json]")
 	}
 	fs := newFlags("tenant create", stderr)
 	name := fs.String("name", "", "tenant name (required)")
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
-	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ...}`)
+	scopeName := fs.String("scope", string(db.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	scope, err := db.ParseScope(*scopeName)
+	if err != nil {
 		return err
 	}
 	if strings.TrimSpace(*name) == "" || len(*name) > 200 {
@@ -35,13 +40,13 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer pool.Close()
-	t, key, err := db.New(pool).CreateTenant(ctx, strings.TrimSpace(*name), strings.TrimSpace(*org))
+	t, key, err := db.New(pool).CreateTenantWithScope(ctx, strings.TrimSpace(*name), strings.TrimSpace(*org), scope)
 	if err != nil {
 		return fmt.Errorf("create tenant: %w", err)
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key})
+		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key, "scope": string(scope)})
 	}
-	fmt.Fprintf(stdout, "tenant %s (%s) created\nAPI key (shown once, store it now): %s\n", t.Name, t.ID, key)
+	fmt.Fprintf(stdout, "tenant %s (%s) created\nAPI key, scope %s (shown once, store it now): %s\n", t.Name, t.ID, scope, key)
 	return nil
 }

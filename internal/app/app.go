@@ -80,6 +80,12 @@ type Config struct {
 	// number of requests a tenant may send at once (default: the rate).
 	RateLimit float64
 	RateBurst int
+	// DashaRateLimit and DashaRateBurst are the Dasha webhooks' own
+	// per-tenant budget (`oncecall serve` defaults to 200 per second, bursts
+	// of 400); past it they answer 503 with Retry-After, which Dasha
+	// retries, never 429. Zero DashaRateLimit disables it.
+	DashaRateLimit float64
+	DashaRateBurst int
 
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
@@ -179,6 +185,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
