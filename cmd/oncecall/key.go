@@ -37,27 +37,14 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if ref == "" {
 		return errors.New("--tenant is required; " + keyUsage)
 	}
-	url, err := needDatabaseURL()
+	store, closeDB, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, 2)
+	defer closeDB()
+	t, err := findTenant(ctx, store, ref)
 	if err != nil {
 		return err
-	}
-	defer pool.Close()
-	store := db.New(pool)
-	var t db.Tenant
-	if id, perr := uuid.Parse(ref); perr == nil {
-		t, err = store.TenantByID(ctx, id)
-	} else {
-		t, err = store.TenantByName(ctx, ref)
-	}
-	if errors.Is(err, db.ErrNotFound) {
-		return fmt.Errorf("no tenant %q: give its id or its name as oncecall tenant create printed it", ref)
-	}
-	if err != nil {
-		return fmt.Errorf("find tenant: %w", err)
 	}
 	k, err := store.AddScopedAPIKey(ctx, t.ID, scope)
 	if err != nil {
@@ -68,4 +55,35 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "API key for tenant %s (%s), scope %s (shown once, store it now): %s\n", t.Name, t.ID, scope, k)
 	return nil
+}
+
+// openStore opens DATABASE_URL (applying migrations) for a command.
+func openStore(ctx context.Context) (*db.Store, func(), error) {
+	url, err := needDatabaseURL()
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := app.OpenDB(ctx, url, 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.New(pool), pool.Close, nil
+}
+
+// findTenant finds a tenant by id, or by name (the oldest of that name).
+func findTenant(ctx context.Context, store *db.Store, ref string) (db.Tenant, error) {
+	var t db.Tenant
+	var err error
+	if id, perr := uuid.Parse(ref); perr == nil {
+		t, err = store.TenantByID(ctx, id)
+	} else {
+		t, err = store.TenantByName(ctx, ref)
+	}
+	if errors.Is(err, db.ErrNotFound) {
+		return db.Tenant{}, fmt.Errorf("no tenant %q: give its id or its name as oncecall tenant create printed it", ref)
+	}
+	if err != nil {
+		return db.Tenant{}, fmt.Errorf("find tenant: %w", err)
+	}
+	return t, nil
 }
