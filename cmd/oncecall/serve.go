@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
@@ -95,9 +96,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	if m.Embedded() != nil {
-		if err := m.SeedDemo(ctx, stdout); err != nil {
+		if err := m.SeedDemo(ctx, stdout, selfCommand()); err != nil {
 			return err
 		}
 	}
 	return m.Serve(ctx)
+}
+
+// selfCommand is how the printed examples run oncecall again: the path it
+// was started by, or "go run ./cmd/oncecall" when that is a go run build.
+func selfCommand() string {
+	self := os.Args[0]
+	if strings.Contains(self, "go-build") {
+		return "go run ./cmd/oncecall"
+	}
+	return self
 }

@@ -109,6 +109,7 @@ type Main struct {
 	reconciler *reconcile.Reconciler
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
+	dbURL      string // the database in use
 	store      *db.Store
 	metrics    *metrics.Metrics
 	ln         net.Listener
@@ -154,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.Close()
 		return nil, err
 	}
-	m.pool, m.store = pool, db.New(pool)
+	m.pool, m.store, m.dbURL = pool, db.New(pool), url
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
