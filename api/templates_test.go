@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -290,5 +291,35 @@ func TestDashaSendsWithTenantTemplates(t *testing.T) {
 	_ = json.Unmarshal(a.Details, &details)
 	if a.Outcome != "confirmed" || details["body"] != "Hello Ana, your table at Luigi's is ready." || details["template_version"] != float64(1) {
 		t.Fatalf("send: %+v %s", a, a.Details)
+	}
+}
+
+// TestConcurrentTemplateUpdatesEachMakeAVersion: updates racing on one
+// template each get their own version number (the loser of the race on the
+// version is run again), and none is lost.
+func TestConcurrentTemplateUpdatesEachMakeAVersion(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	if r := e.Post("/v1/message-templates", e.key, "tpl", tableReady); r.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	const n = 6
+	answers := concurrently(n, func(i int) apptest.Response {
+		return e.putTemplate("table_ready", fmt.Sprintf("update-%d", i), map[string]any{
+			"body": fmt.Sprintf("Version from update %d for {{.name}}", i), "variables": map[string]any{"required": []string{"name"}},
+		})
+	})
+	seen := map[float64]bool{}
+	for i, r := range answers {
+		if r.Status != http.StatusOK {
+			t.Fatalf("update %d: %d %s", i, r.Status, r.Body)
+		}
+		seen[resultOf(t, r)["version"].(float64)] = true
+	}
+	if len(seen) != n {
+		t.Fatalf("versions answered: %v, want %d distinct", seen, n)
+	}
+	if got := e.Count("SELECT count(DISTINCT version) FROM message_templates WHERE tenant_id = $1 AND name = 'table_ready' AND version BETWEEN 2 AND $2", e.tenant, n+1); got != n {
+		t.Fatalf("stored versions 2..%d: %d", n+1, got)
 	}
 }

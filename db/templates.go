@@ -43,9 +43,15 @@ func (q queries) CreateTemplate(ctx context.Context, t NewTemplate) (Template, b
 	return templateResult(row, err)
 }
 
-// AddTemplateVersion stores the next version of a template. It reports
-// false, storing nothing, when the tenant has no template of that name.
+// AddTemplateVersion stores the next version of a template, in a
+// transaction (the lock it takes is held until the end). It reports false,
+// storing nothing, when the tenant has no template of that name.
 func (q queries) AddTemplateVersion(ctx context.Context, t NewTemplate) (Template, bool, error) {
+	// Concurrent updates of one template wait for each other here instead
+	// of picking the same version number.
+	if _, err := q.q.LockTemplate(ctx, dbsqlc.LockTemplateParams{TenantID: t.TenantID, Name: t.Name}); err != nil {
+		return templateResult(dbsqlc.MessageTemplate{}, err)
+	}
 	row, err := q.q.AddTemplateVersion(ctx, dbsqlc.AddTemplateVersionParams{
 		TenantID: t.TenantID, Name: t.Name, Subject: ptr(t.Subject), Body: t.Body,
 		Required: nonNil(t.Required), Optional: nonNil(t.Optional), ActionID: t.ActionID,

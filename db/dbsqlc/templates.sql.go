@@ -29,9 +29,8 @@ type AddTemplateVersionParams struct {
 	ActionID uuid.UUID
 }
 
-// The next version of an existing template; no row when there is none. Two
-// concurrent updates both pick the same number: the second one fails on the
-// primary key and its transaction is run again.
+// The next version of an existing template (after LockTemplate); no row
+// when there is none.
 func (q *Queries) AddTemplateVersion(ctx context.Context, arg AddTemplateVersionParams) (MessageTemplate, error) {
 	row := q.db.QueryRow(ctx, addTemplateVersion,
 		arg.TenantID,
@@ -165,4 +164,25 @@ func (q *Queries) LatestTemplates(ctx context.Context, tenantID uuid.UUID) ([]Me
 		return nil, err
 	}
 	return items, nil
+}
+
+const lockTemplate = `-- name: LockTemplate :one
+SELECT version FROM message_templates
+WHERE tenant_id = $1 AND name = $2 AND version = 1
+FOR UPDATE
+`
+
+type LockTemplateParams struct {
+	TenantID uuid.UUID
+	Name     string
+}
+
+// Serialises the updates of one template: each holds its version 1 row
+// until its transaction ends, so the next one's AddTemplateVersion, a new
+// statement, sees the version it added.
+func (q *Queries) LockTemplate(ctx context.Context, arg LockTemplateParams) (int32, error) {
+	row := q.db.QueryRow(ctx, lockTemplate, arg.TenantID, arg.Name)
+	var version int32
+	err := row.Scan(&version)
+	return version, err
 }
