@@ -13,11 +13,20 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
-var tenantKey = ctxKey{"tenant"}
+var (
+	tenantKey = ctxKey{"tenant"}
+	scopeKey  = ctxKey{"scope"}
+)
 
 func tenantFrom(ctx context.Context) db.Tenant {
 	t, _ := ctx.Value(tenantKey).(db.Tenant)
 	return t
+}
+
+// scopeFrom is the scope of the request's API key.
+func scopeFrom(ctx context.Context) db.Scope {
+	s, _ := ctx.Value(scopeKey).(db.Scope)
+	return s
 }
 
 // keyCache remembers which tenant an API key belongs to for a short time, so
@@ -32,6 +41,7 @@ type keyCache struct {
 
 type cachedTenant struct {
 	tenant  db.Tenant
+	scope   db.Scope
 	expires time.Time
 }
 
@@ -43,26 +53,26 @@ func newKeyCache(store *db.Store, ttl time.Duration) *keyCache {
 	return &keyCache{store: store, ttl: ttl, m: map[[32]byte]cachedTenant{}}
 }
 
-func (c *keyCache) lookup(ctx context.Context, key string) (db.Tenant, error) {
+func (c *keyCache) lookup(ctx context.Context, key string) (db.Tenant, db.Scope, error) {
 	h := sha256.Sum256([]byte(key))
 	now := time.Now()
 	c.mu.Lock()
 	e, ok := c.m[h]
 	c.mu.Unlock()
 	if ok && now.Before(e.expires) {
-		return e.tenant, nil
+		return e.tenant, e.scope, nil
 	}
-	t, err := c.store.TenantByAPIKey(ctx, key)
+	t, scope, err := c.store.APIKeyOwner(ctx, key)
 	if err != nil {
-		return db.Tenant{}, err
+		return db.Tenant{}, "", err
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxCachedKeys {
 		clear(c.m)
 	}
-	c.m[h] = cachedTenant{tenant: t, expires: now.Add(c.ttl)}
+	c.m[h] = cachedTenant{tenant: t, scope: scope, expires: now.Add(c.ttl)}
 	c.mu.Unlock()
-	return t, nil
+	return t, scope, nil
 }
 
 // authenticate requires a valid Bearer API key and puts its tenant in the
@@ -75,7 +85,7 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 			writeError(w, r, fault.New(fault.Unauthorized, "a valid API key is required: Authorization: Bearer <key>"))
 			return
 		}
-		t, err := c.lookup(r.Context(), strings.TrimSpace(key))
+		t, scope, err := c.lookup(r.Context(), strings.TrimSpace(key))
 		if errors.Is(err, db.ErrNotFound) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall", error="invalid_token"`)
 			writeError(w, r, fault.New(fault.Unauthorized, "the API key is not valid"))
@@ -86,6 +96,19 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		infoFrom(r.Context()).tenant = t.ID.String()
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey, t)))
+		ctx := context.WithValue(context.WithValue(r.Context(), tenantKey, t), scopeKey, scope)
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// fullScopeOnly refuses keys of a narrower scope (a dasha key, which only
+// the Dasha webhooks take) with 403 before anything is read or done.
+func fullScopeOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if scopeFrom(r.Context()) != db.ScopeFull {
+			writeError(w, r, fault.New(fault.Forbidden, "this API key has scope %s: it may call only the Dasha webhooks (/v1/dasha/...)", scopeFrom(r.Context())))
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }

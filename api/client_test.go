@@ -218,7 +218,7 @@ func TestGeneratedClientSendsAMessage(t *testing.T) {
 	ana := e.customer(t, "Ana", "+44 20 7946 0102")
 	vars := map[string]string{"name": "Ana", "when": "Tuesday at 10:00"}
 	r, err := e.c.SendMessageWithResponse(ctx, &apiclient.SendMessageParams{IdempotencyKey: "remind-1"}, apiclient.SendMessageInput{
-		CustomerId: &ana, Channel: apiclient.SendMessageInputChannelSms, Template: apiclient.SendMessageInputTemplateAppointmentReminder, Variables: &vars,
+		CustomerId: &ana, Channel: apiclient.SendMessageInputChannelSms, Template: "appointment_reminder", Variables: &vars,
 	})
 	msg, err := must(t, http.StatusCreated, r, err).JSON201.Result.AsMessage()
 	if err != nil || msg.Recipient != "+442079460102" || msg.Status != apiclient.Queued || msg.SubjectLine != nil {

@@ -142,6 +142,13 @@ func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.
 	if len(raw) == 0 || string(raw) == "null" {
 		return map[string]json.RawMessage{}, nil
 	}
+	if raw[0] == '"' {
+		var err error
+		if raw, err = encodedArguments(raw); err != nil {
+			a := dashatool.Invalid("arguments", fault.As(err).Message)
+			return nil, &a
+		}
+	}
 	var m map[string]json.RawMessage
 	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 		a := dashatool.Invalid("arguments", "arguments must be a JSON object")
@@ -197,6 +204,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if derived {
 		req.Stale = s.stale(prep)
 	}
+	req.CallID = p.CallID
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
@@ -209,7 +217,9 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	case errors.As(err, &reused):
 		return dashatool.Conflicting(reused.Action.ID), nil
 	case err != nil:
-		return dashatool.Answer{}, err
+		// Input the claim's transaction refused (a template's variables)
+		// claimed nothing: invalid_arguments like any other bad input.
+		return invalid(err)
 	}
 	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
 	ans := dashatool.ForAction(reply.Action, o.Phrases())

@@ -164,7 +164,8 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 		},
 		"send_message": {
 			sms("channel", "fax"),
-			sms("template", "poem"),
+			sms("template", "Poem"),
+			sms("template", "poem-1"),
 			sms("send_ref", strings.Repeat("r", 101)),
 			sms("subject_id", strings.Repeat("s", 201)),
 			sms("customer_id", absent, "to", "+44"+strings.Repeat("1", 252)),
@@ -251,8 +252,14 @@ type schemaGap struct {
 
 func schemaGaps(d dashaEnv) map[string][]schemaGap {
 	customer := d.customer.String()
+	// Each gap gets its own send_ref: checks that need the tenant's
+	// templates run when the action is claimed, after its identity is looked
+	// up, so a gap sharing an earlier call's identity would be answered
+	// conflicting_request instead (the earlier action stands).
+	n := 0
 	sms := func(args map[string]any) map[string]any {
-		m := map[string]any{"channel": "sms", "template": "generic", "variables": map[string]any{"body": "Hi"}}
+		n++
+		m := map[string]any{"channel": "sms", "template": "generic", "variables": map[string]any{"body": "Hi"}, "send_ref": fmt.Sprintf("gap-%d", n)}
 		for k, v := range args {
 			m[k] = v
 		}
@@ -271,6 +278,9 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{}}), "variables.body"},
 			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{"body": "Hi", "when": "Monday"}}), "variables.when"},
 			{sms(map[string]any{"customer_id": customer, "variables": map[string]any{"body": "   "}}), "variables.body"},
+			{sms(map[string]any{"customer_id": customer, "template": "poem"}), "template"},
+			{sms(map[string]any{"customer_id": customer, "channel": "email", "template": "appointment_reminder",
+				"variables": map[string]any{"name": "Ana", "when": "Monday", "body": "x"}}), "variables.body"},
 		},
 		"create_customer": {
 			{map[string]any{"name": "   "}, "name"},

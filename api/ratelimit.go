@@ -81,17 +81,36 @@ func (l *tenantLimiter) evict(now time.Time) {
 // used up its bucket. It runs after authentication and before any claim, so
 // a refused request stores nothing and leaves its key free.
 func (s *Server) limitRate(next http.Handler) http.Handler {
-	if s.limiter == nil {
+	return s.limit(s.limiter, next, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.New(fault.RateLimited, "too many requests for this tenant; retry after the delay in Retry-After"))
+	})
+}
+
+// limitDasha is the Dasha webhooks' own budget. It never answers 4xx: Dasha
+// does not retry a 4xx and lets the model use the tool's fallback at once.
+// Past the budget it answers 503 with Retry-After, which Dasha retries;
+// nothing is claimed, so the retry is a first attempt.
+func (s *Server) limitDasha(next http.Handler) http.Handler {
+	return s.limit(s.dashaLimiter, next, func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, r, fault.New(fault.Unavailable, "too many Dasha calls for this tenant right now; nothing was done, retry after the delay in Retry-After"))
+	})
+}
+
+// limit spends a token of the tenant's bucket in l, or refuses the request
+// with Retry-After set to when the next token is due. A nil l lets
+// everything through.
+func (s *Server) limit(l *tenantLimiter, next http.Handler, refuse http.HandlerFunc) http.Handler {
+	if l == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, wait := s.limiter.take(tenantFrom(r.Context()).ID, time.Now())
+		ok, wait := l.take(tenantFrom(r.Context()).ID, time.Now())
 		if !ok {
 			if s.cfg.Metrics != nil {
 				s.cfg.Metrics.RateLimited()
 			}
 			w.Header().Set("Retry-After", retryAfterSeconds(wait))
-			writeError(w, r, fault.New(fault.RateLimited, "too many requests for this tenant; retry after the delay in Retry-After"))
+			refuse(w, r)
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -49,6 +49,11 @@ type Config struct {
 	// disables the limit. RateBurst is the bucket size (default: the rate).
 	RateLimit float64
 	RateBurst int
+	// DashaRateLimit and DashaRateBurst are the same for the Dasha webhooks
+	// (tool calls and call events), a separate budget that answers 503 with
+	// Retry-After instead of 429. Zero DashaRateLimit disables it.
+	DashaRateLimit float64
+	DashaRateBurst int
 }
 
 // Server holds the handlers' dependencies.
@@ -56,6 +61,8 @@ type Server struct {
 	cfg     Config
 	keys    *keyCache
 	limiter *tenantLimiter // nil when unlimited
+	// dashaLimiter is the Dasha webhooks' budget; nil when unlimited.
+	dashaLimiter *tenantLimiter
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -75,6 +82,9 @@ func NewRouter(cfg Config) http.Handler {
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
+	}
+	if cfg.DashaRateLimit > 0 {
+		s.dashaLimiter = newTenantLimiter(cfg.DashaRateLimit, cfg.DashaRateBurst)
 	}
 
 	r := chi.NewRouter()
@@ -98,31 +108,42 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate, s.limitRate)
-		r.Get("/actions/{action_id}", s.getAction)
+		r.Use(s.limitBody, s.keys.authenticate)
+		r.Group(func(r chi.Router) {
+			r.Use(fullScopeOnly, s.limitRate)
+			r.Get("/actions/{action_id}", s.getAction)
 
-		r.Post("/slots", s.write("slot.create"))
-		r.Get("/slots", s.listSlots)
-		r.Post("/slots/schedule", s.write("slot.schedule"))
-		r.Post("/appointments", s.write("appointment.book"))
-		r.Get("/appointments", s.listAppointments)
-		r.Get("/appointments/{appointment_id}", s.getAppointment)
-		r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
-		r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
+			r.Post("/slots", s.write("slot.create"))
+			r.Get("/slots", s.listSlots)
+			r.Post("/slots/schedule", s.write("slot.schedule"))
+			r.Post("/appointments", s.write("appointment.book"))
+			r.Get("/appointments", s.listAppointments)
+			r.Get("/appointments/{appointment_id}", s.getAppointment)
+			r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
+			r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
 
-		r.Post("/payment-intents", s.write("payment_intent.create"))
-		r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
-		r.Post("/payments", s.write("payment.charge"))
-		r.Post("/messages", s.write("message.send"))
-		r.Get("/messages/{message_id}", s.getMessage)
-		r.Post("/customers", s.write("customer.create"))
-		r.Get("/customers", s.findCustomers)
-		r.Get("/customers/{customer_id}", s.getCustomer)
-		r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
-		r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
-		r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
-		r.Post("/dasha/tools", s.dashaTool)
-		r.Post("/dasha/tools/{toolName}", s.dashaTool)
+			r.Post("/payment-intents", s.write("payment_intent.create"))
+			r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
+			r.Post("/payments", s.write("payment.charge"))
+			r.Post("/messages", s.write("message.send"))
+			r.Get("/messages/{message_id}", s.getMessage)
+			r.Post("/message-templates", s.write("message_template.create"))
+			r.Get("/message-templates", s.listTemplates)
+			r.Put("/message-templates/{name}", s.write("message_template.update", "name"))
+			r.Post("/customers", s.write("customer.create"))
+			r.Get("/customers", s.findCustomers)
+			r.Get("/customers/{customer_id}", s.getCustomer)
+			r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
+			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
+			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
+		})
+		// What a key of scope dasha may call, on the Dasha budget.
+		r.Group(func(r chi.Router) {
+			r.Use(s.limitDasha)
+			r.Post("/dasha/tools", s.dashaTool)
+			r.Post("/dasha/tools/{toolName}", s.dashaTool)
+			r.Post("/dasha/events", s.dashaEvent)
+		})
 	})
 	return r
 }

@@ -63,6 +63,9 @@ type Claim struct {
 	// LeaseOwner is the claiming attempt's token: only its holder may
 	// drive the action while the lease lasts.
 	LeaseOwner uuid.UUID
+	// CallID is the Dasha callId of the tool call that claims the action;
+	// empty for REST requests.
+	CallID string
 }
 
 // Completion is the known outcome of an action.
@@ -88,6 +91,7 @@ func claimParams(c Claim) dbsqlc.ClaimActionParams {
 	return dbsqlc.ClaimActionParams{
 		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
 		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease), LeaseOwner: &c.LeaseOwner,
+		CallID: ptr(c.CallID),
 	}
 }
 

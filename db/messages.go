@@ -20,10 +20,13 @@ type Message struct {
 	SubjectLine string `json:"subject_line,omitempty"`
 	Body        string `json:"body"`
 	// SubjectID is what the message is about (an appointment id, ...).
-	SubjectID string    `json:"subject_id,omitempty"`
-	SendRef   string    `json:"send_ref,omitempty"`
-	Status    string    `json:"status"`
-	CreatedAt time.Time `json:"created_at"`
+	SubjectID string `json:"subject_id,omitempty"`
+	SendRef   string `json:"send_ref,omitempty"`
+	// TemplateVersion is the version of the tenant template the text was
+	// rendered from; 0 (absent) for a built-in template.
+	TemplateVersion int       `json:"template_version,omitempty"`
+	Status          string    `json:"status"`
+	CreatedAt       time.Time `json:"created_at"`
 }
 
 // NewMessage is a message to queue.
@@ -38,6 +41,8 @@ type NewMessage struct {
 	Body        string
 	SubjectID   string
 	SendRef     string
+	// TemplateVersion is 0 for a built-in template.
+	TemplateVersion int
 }
 
 // CreateMessage queues a message in the outbox.
@@ -49,7 +54,7 @@ func (q queries) CreateMessage(ctx context.Context, m NewMessage) (Message, erro
 	row, err := q.q.CreateMessage(ctx, dbsqlc.CreateMessageParams{
 		ID: id, TenantID: m.TenantID, CustomerID: m.CustomerID, Recipient: m.Recipient, Channel: m.Channel,
 		Template: m.Template, SubjectLine: ptr(m.SubjectLine), Body: m.Body, SubjectID: ptr(m.SubjectID),
-		SendRef: ptr(m.SendRef), ActionID: m.ActionID,
+		SendRef: ptr(m.SendRef), ActionID: m.ActionID, TemplateVersion: ptr(int32(m.TemplateVersion)),
 	})
 	if err != nil {
 		return Message{}, err
@@ -70,6 +75,6 @@ func message(r dbsqlc.Message) Message {
 	return Message{
 		ID: r.ID, CustomerID: r.CustomerID, Recipient: r.Recipient, Channel: r.Channel, Template: r.Template,
 		SubjectLine: deref(r.SubjectLine), Body: r.Body, SubjectID: deref(r.SubjectID), SendRef: deref(r.SendRef),
-		Status: r.Status, CreatedAt: r.CreatedAt.UTC(),
+		TemplateVersion: int(deref(r.TemplateVersion)), Status: r.Status, CreatedAt: r.CreatedAt.UTC(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -18,6 +19,29 @@ type Tenant struct {
 	Name string
 	// DashaOrgID, when set, is the only Dasha orgId accepted for the tenant.
 	DashaOrgID string
+}
+
+// Scope is what an API key may do.
+type Scope string
+
+// API key scopes.
+const (
+	// ScopeFull may call every /v1 route.
+	ScopeFull Scope = "full"
+	// ScopeDasha may call only the Dasha webhooks (tools and call events):
+	// the key pasted into a voice agent's tool definitions can do no more.
+	ScopeDasha Scope = "dasha"
+)
+
+// ParseScope checks a scope's name; empty is ScopeFull.
+func ParseScope(s string) (Scope, error) {
+	switch Scope(s) {
+	case "", ScopeFull:
+		return ScopeFull, nil
+	case ScopeDasha:
+		return ScopeDasha, nil
+	}
+	return "", fmt.Errorf("unknown API key scope %q: want full or dasha", s)
 }
 
 // APIKeyPrefix starts every API key, so keys are recognisable in secret scanners.
@@ -36,10 +60,12 @@ type NewTenant struct {
 	// Timezone is the IANA zone of the business (e.g. Europe/London), which
 	// the caller has validated; empty means UTC.
 	Timezone string
+	// Scope is the first API key's scope; empty means full.
+	Scope Scope
 }
 
-// CreateTenant creates a tenant in UTC and its first API key; the key is
-// returned once and only its hash is stored.
+// CreateTenant creates a tenant in UTC and its first API key, of full
+// scope; the key is returned once and only its hash is stored.
 func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (Tenant, string, error) {
 	return s.CreateTenantWith(ctx, NewTenant{Name: name, DashaOrgID: dashaOrg})
 }
@@ -58,7 +84,7 @@ func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (Tenant, stri
 		if err != nil {
 			return err
 		}
-		key, err = tx.AddAPIKey(ctx, id)
+		key, err = tx.AddScopedAPIKey(ctx, id, cmp.Or(t.Scope, ScopeFull))
 		return err
 	})
 	if err != nil {
@@ -75,7 +101,23 @@ func (q queries) TenantTimezone(ctx context.Context, tenant uuid.UUID) (string, 
 
 // TenantByAPIKey returns the tenant owning an unrevoked API key.
 func (q queries) TenantByAPIKey(ctx context.Context, key string) (Tenant, error) {
+	t, _, err := q.APIKeyOwner(ctx, key)
+	return t, err
+}
+
+// APIKeyOwner returns the tenant owning an unrevoked API key and the key's
+// scope.
+func (q queries) APIKeyOwner(ctx context.Context, key string) (Tenant, Scope, error) {
 	row, err := q.q.TenantByKeyHash(ctx, HashAPIKey(key))
+	if err != nil {
+		return Tenant{}, "", notFound(err)
+	}
+	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, Scope(row.Scope), nil
+}
+
+// TenantByID returns a tenant.
+func (q queries) TenantByID(ctx context.Context, id uuid.UUID) (Tenant, error) {
+	row, err := q.q.TenantByID(ctx, id)
 	if err != nil {
 		return Tenant{}, notFound(err)
 	}
@@ -91,14 +133,19 @@ func (q queries) TenantByName(ctx context.Context, name string) (Tenant, error) 
 	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
 }
 
-// AddAPIKey creates another API key for a tenant and returns it; only its
-// hash is stored.
+// AddAPIKey creates another API key, of full scope, for a tenant and returns
+// it; only its hash is stored.
 func (q queries) AddAPIKey(ctx context.Context, tenant uuid.UUID) (string, error) {
+	return q.AddScopedAPIKey(ctx, tenant, ScopeFull)
+}
+
+// AddScopedAPIKey is AddAPIKey with a scope.
+func (q queries) AddScopedAPIKey(ctx context.Context, tenant uuid.UUID, scope Scope) (string, error) {
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
 		return "", err
 	}
 	key := APIKeyPrefix + base64.RawURLEncoding.EncodeToString(secret)
-	err := q.q.CreateAPIKey(ctx, dbsqlc.CreateAPIKeyParams{KeyHash: HashAPIKey(key), TenantID: tenant, Prefix: key[:7]})
+	err := q.q.CreateAPIKey(ctx, dbsqlc.CreateAPIKeyParams{KeyHash: HashAPIKey(key), TenantID: tenant, Prefix: key[:7], Scope: string(scope)})
 	return key, err
 }

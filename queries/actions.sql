@@ -1,7 +1,7 @@
 -- name: ClaimAction :one
 -- The atomic claim: a returned row means this attempt owns the action.
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until)
-VALUES ($1, $2, $3, $4, $5, $6, sqlc.arg(lease_owner), now() + sqlc.arg(lease)::interval)
+INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
+VALUES ($1, $2, $3, $4, $5, $6, sqlc.arg(lease_owner), now() + sqlc.arg(lease)::interval, sqlc.narg(call_id))
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id;
 

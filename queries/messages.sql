@@ -1,7 +1,7 @@
 -- name: CreateMessage :one
 INSERT INTO messages (id, tenant_id, customer_id, recipient, channel, template, subject_line, body,
-                      subject_id, send_ref, action_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                      subject_id, send_ref, action_id, template_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
 RETURNING *;
 
 -- name: MessageByID :one

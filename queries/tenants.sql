@@ -2,10 +2,10 @@
 INSERT INTO tenants (id, name, dasha_org_id, timezone) VALUES ($1, $2, $3, $4);
 
 -- name: CreateAPIKey :exec
-INSERT INTO api_keys (key_hash, tenant_id, prefix) VALUES ($1, $2, $3);
+INSERT INTO api_keys (key_hash, tenant_id, prefix, scope) VALUES ($1, $2, $3, $4);
 
 -- name: TenantByKeyHash :one
-SELECT t.id, t.name, t.dasha_org_id
+SELECT t.id, t.name, t.dasha_org_id, k.scope
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
 WHERE k.key_hash = $1 AND k.revoked_at IS NULL;
 

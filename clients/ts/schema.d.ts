@@ -313,8 +313,12 @@ export interface paths {
         put?: never;
         /**
          * Send a message
-         * @description Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-         *     never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+         * @description Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+         *     of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+         *     message keeps the text and template version it was rendered with; a replay never renders again.
+         *     An unknown template, a variable the template does not declare or a missing required one is
+         *     `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+         *     intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
          *     `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
          */
         post: operations["sendMessage"];
@@ -337,6 +341,61 @@ export interface paths {
          */
         get: operations["getMessage"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/message-templates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List message templates
+         * @description Every template this tenant can send, by name: the newest version of each of its own, and each
+         *     built-in one (`builtin: true`, `version: 0`) it has not overridden.
+         */
+        get: operations["listMessageTemplates"];
+        put?: never;
+        /**
+         * Create a message template
+         * @description Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+         *     The declaration is checked before anything is stored: the subject and body must parse, use only
+         *     `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+         *     declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+         *     (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+         *     this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+         *     required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+         */
+        post: operations["createMessageTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/message-templates/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Update a message template
+         * @description Stores the next version of one of the tenant's templates (operation `message_template.update`):
+         *     the whole declaration, checked like a creation. Later sends use the new version; a message sent
+         *     before keeps the text and the version it used, and so does every replay of its action.
+         *     Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+         *     template of its name).
+         */
+        put: operations["updateMessageTemplate"];
         post?: never;
         delete?: never;
         options?: never;
@@ -489,6 +548,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/dasha/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Dasha call result webhook
+         * @description Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+         *     tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+         *     unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+         *     reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+         *     (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+         *     answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+         *     Past the tenant's Dasha budget: `503` with `Retry-After`.
+         */
+        post: operations["receiveDashaEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/ops/actions": {
         parameters: {
             query?: never;
@@ -573,7 +658,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "message_template.create" | "message_template.update";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -979,7 +1064,8 @@ export interface components {
             ends_at: string;
             /**
              * @description `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
-             *     `CUSTOMER_HAS_NO_EMAIL`). The booking stands either way.
+             *     `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the tenant's own
+             *     `appointment_confirmation` template could not be rendered for it). The booking stands either way.
              * @example queued
              */
             confirmation: string;
@@ -1068,8 +1154,8 @@ export interface components {
             recipient: string;
             /** @enum {string} */
             channel: "sms" | "email";
-            /** @enum {string} */
-            template: "appointment_confirmation" | "appointment_reminder" | "generic" | "payment_receipt";
+            /** @description The template's name. */
+            template: string;
             /** @description The e-mail subject; absent for SMS. */
             subject_line?: string;
             body: string;
@@ -1077,6 +1163,8 @@ export interface components {
             subject_id?: string;
             /** @description The send reference, when given. */
             send_ref?: string;
+            /** @description The version of the tenant's template the text was rendered from; absent for a built-in template. */
+            template_version?: number;
             /** @enum {string} */
             status: "queued";
             /** Format: date-time */
@@ -1171,7 +1259,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1184,6 +1272,86 @@ export interface components {
          * @enum {string}
          */
         ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments";
+        MessageTemplateInput: {
+            /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
+            name: string;
+            /** @description Optional: the e-mail subject line, a template like body on one line. Without it the template can be sent only by SMS. */
+            subject?: string;
+            /** @description The text of every channel: {{.variable}} inserts a variable, {{if .variable}}...{{else}}...{{end}} tests whether one was given. */
+            body: string;
+            /** @description The variables the template takes. Every variable the subject and body use must be declared. */
+            variables?: {
+                /** @description Variables every send must give. */
+                required?: string[];
+                /** @description Variables a send may give; absent ones render as empty text. */
+                optional?: string[];
+            };
+        };
+        /** @description The whole new version; the name comes from the URL. */
+        MessageTemplateUpdateInput: {
+            /** @description Optional: the e-mail subject line, a template like body on one line. Without it the template can be sent only by SMS. */
+            subject?: string;
+            /** @description The text of every channel: {{.variable}} inserts a variable, {{if .variable}}...{{else}}...{{end}} tests whether one was given. */
+            body: string;
+            /** @description The variables the template takes. Every variable the subject and body use must be declared. */
+            variables?: {
+                /** @description Variables every send must give. */
+                required?: string[];
+                /** @description Variables a send may give; absent ones render as empty text. */
+                optional?: string[];
+            };
+        };
+        /** @description A message template as declared. */
+        MessageTemplate: {
+            name: string;
+            /** @description The version, counted from 1 per name; 0 for a built-in template. */
+            version: number;
+            /** @description true for a built-in template this tenant has not overridden. */
+            builtin: boolean;
+            /** @description The e-mail subject line's template; absent when the template cannot be sent by e-mail. */
+            subject?: string;
+            body: string;
+            variables: {
+                required: string[];
+                optional: string[];
+            };
+            /**
+             * Format: date-time
+             * @description When this version was stored; absent for a built-in.
+             */
+            created_at?: string;
+        };
+        MessageTemplateList: {
+            templates: components["schemas"]["MessageTemplate"][];
+        };
+        /** @description The envelope of a confirmed `message_template.create` or `message_template.update`. */
+        MessageTemplateAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["MessageTemplate"] | components["schemas"]["ResourceRef"];
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /**
+         * @description A Dasha agent's result webhook (`CompletedWebHookPayload`, `FailedWebHookPayload`, or any other
+         *     type, which is ignored). Fields not listed are tolerated.
+         */
+        DashaEventPayload: {
+            type?: string;
+            status?: string;
+            /** @description The call whose unfinished actions to hurry along. */
+            callId?: string;
+            /** @description Must be the tenant's Dasha organisation when the tenant is bound to one. */
+            orgId?: string;
+        } & {
+            [key: string]: unknown;
+        };
+        DashaEventAnswer: {
+            nudged_actions: number;
+        };
         /**
          * @description Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
          *     tool's arguments (their JSON Schema is in the tool's definition); arguments that do not match
@@ -1200,7 +1368,7 @@ export interface components {
             orgId?: string;
             /** @description The tool called; required on `POST /v1/dasha/tools`, and equal to the URL's on `POST /v1/dasha/tools/{toolName}`. */
             toolName?: string;
-            /** @description The tool's arguments; `action_id` names an earlier action to retry or re-plan. Arguments that are not an object are answered `200` with `reason: invalid_arguments`. */
+            /** @description The tool's arguments; `action_id` names an earlier action to retry or re-plan. A JSON string that holds the arguments object (some payloads carry it encoded) is accepted too and names the same action as the object form. Arguments that are not an object are answered `200` with `reason: invalid_arguments`. */
             arguments?: {
                 [key: string]: unknown;
             } | null;
@@ -1257,7 +1425,7 @@ export interface components {
          * @description Why a tool call was rejected, lower-case; absent when not rejected.
          * @enum {string}
          */
-        DashaReason: "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points";
+        DashaReason: "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1390,11 +1558,8 @@ export interface components {
              * @enum {string}
              */
             channel: "sms" | "email";
-            /**
-             * @description The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject).
-             * @enum {string}
-             */
-            template: "appointment_confirmation" | "appointment_reminder" | "generic" | "payment_receipt";
+            /** @description The message template's name: one of the business's own templates, or a built-in one: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject). */
+            template: string;
             /** @description The template's variables, as strings. */
             variables?: {
                 [key: string]: string;
@@ -1562,6 +1727,27 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The API key has scope `dasha` (`FORBIDDEN`): it may call only the Dasha webhooks
+         *     (`/v1/dasha/tools`, `/v1/dasha/tools/{toolName}`, `/v1/dasha/events`). Nothing was done.
+         */
+        ScopeForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "this API key has scope dasha: it may call only the Dasha webhooks (/v1/dasha/...)",
+                 *       "code": "FORBIDDEN"
+                 *     }
+                 */
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
@@ -1961,6 +2147,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -2007,6 +2194,7 @@ export interface operations {
             };
             400: components["responses"]["BadQuery"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2076,6 +2264,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2290,6 +2479,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2332,6 +2522,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -2405,6 +2596,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2478,6 +2670,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2556,6 +2749,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2610,6 +2804,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -2661,6 +2856,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2743,6 +2939,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2774,7 +2971,245 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listMessageTemplates: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The templates. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "templates": [
+                     *         {
+                     *           "name": "appointment_confirmation",
+                     *           "version": 0,
+                     *           "builtin": true,
+                     *           "subject": "Your appointment is confirmed",
+                     *           "body": "Hello {{.name}}, your appointment on {{.when}} is confirmed.",
+                     *           "variables": {
+                     *             "required": [
+                     *               "name",
+                     *               "when"
+                     *             ],
+                     *             "optional": []
+                     *           }
+                     *         },
+                     *         {
+                     *           "name": "table_ready",
+                     *           "version": 2,
+                     *           "builtin": false,
+                     *           "body": "Hi {{.name}}, your table is ready.",
+                     *           "variables": {
+                     *             "required": [
+                     *               "name"
+                     *             ],
+                     *             "optional": []
+                     *           },
+                     *           "created_at": "2030-01-01T09:00:00Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageTemplateList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createMessageTemplate: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "table_ready",
+                 *       "subject": "Your table at {{.place}}",
+                 *       "body": "Hello {{.name}}, your table at {{.place}} is ready{{if .note}} ({{.note}}){{end}}.",
+                 *       "variables": {
+                 *         "required": [
+                 *           "name",
+                 *           "place"
+                 *         ],
+                 *         "optional": [
+                 *           "note"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageTemplateInput"];
+            };
+        };
+        responses: {
+            /** @description The template's version 1 is stored. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e21",
+                     *       "operation": "message_template.create",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "name": "table_ready",
+                     *         "version": 1,
+                     *         "builtin": false,
+                     *         "subject": "Your table at {{.place}}",
+                     *         "body": "Hello {{.name}}, your table at {{.place}} is ready{{if .note}} ({{.note}}){{end}}.",
+                     *         "variables": {
+                     *           "required": [
+                     *             "name",
+                     *             "place"
+                     *           ],
+                     *           "optional": [
+                     *             "note"
+                     *           ]
+                     *         },
+                     *         "created_at": "2030-01-01T08:00:00Z"
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e21"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageTemplateAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    updateMessageTemplate: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The template's name. */
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "body": "Hi {{.name}}, your table is ready.",
+                 *       "variables": {
+                 *         "required": [
+                 *           "name"
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["MessageTemplateUpdateInput"];
+            };
+        };
+        responses: {
+            /** @description The template's new version is stored. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e22",
+                     *       "operation": "message_template.update",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "name": "table_ready",
+                     *         "version": 2,
+                     *         "builtin": false,
+                     *         "body": "Hi {{.name}}, your table is ready.",
+                     *         "variables": {
+                     *           "required": [
+                     *             "name"
+                     *           ],
+                     *           "optional": []
+                     *         },
+                     *         "created_at": "2030-01-01T09:00:00Z"
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e22"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["MessageTemplateAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -2890,6 +3325,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2921,6 +3357,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
@@ -3001,6 +3438,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3074,6 +3512,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3150,6 +3589,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -3181,7 +3621,6 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -3211,7 +3650,52 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
-            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveDashaEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "type": "CompletedWebHookPayload",
+                 *       "status": "Completed",
+                 *       "callId": "call_abc123",
+                 *       "agentId": "agent_xyz789",
+                 *       "orgId": "org_123",
+                 *       "callAdditionalData": {},
+                 *       "agentAdditionalData": {}
+                 *     }
+                 */
+                "application/json": components["schemas"]["DashaEventPayload"];
+            };
+        };
+        responses: {
+            /** @description Received; `nudged_actions` counts the call's unfinished actions made due. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "nudged_actions": 1
+                     *     }
+                     */
+                    "application/json": components["schemas"]["DashaEventAnswer"];
+                };
+            };
+            400: components["responses"]["DashaBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

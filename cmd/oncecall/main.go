@@ -24,8 +24,10 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--json]
                                                         create a tenant and print its API key once
+  oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]
+                                                        create another API key for a tenant (dasha: only the Dasha webhooks)
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
   oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
@@ -45,6 +47,7 @@ Environment:
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
   ONCECALL_RECONCILE_INTERVAL       time between reconciler passes (default 2s)
   RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
+  ONCECALL_DASHA_RATE_LIMIT, ONCECALL_DASHA_RATE_BURST  the Dasha webhooks' own budget (200/s, bursts of 400; 503 past it)
   ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...
                     see README "Configuration"
 `
@@ -74,6 +77,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return migrate(ctx, rest, stdout, stderr)
 	case "tenant":
 		return tenant(ctx, rest, stdout, stderr)
+	case "key":
+		return key(ctx, rest, stdout, stderr)
 	case "reconcile":
 		return reconcileCmd(ctx, rest, stdout, stderr)
 	case "actions":

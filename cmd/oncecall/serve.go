@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
@@ -31,6 +32,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maxConns := fs.Int("db-max-conns", envs.int("ONCECALL_DB_MAX_CONNS", int(app.DefaultMaxConns())), "PostgreSQL connection pool size; default 3 per CPU, at least 4 (env ONCECALL_DB_MAX_CONNS)")
 	rateLimit := fs.Float64("rate-limit", envs.float("ONCECALL_RATE_LIMIT", 50), "requests per second each tenant may sustain on /v1; 0 disables (env ONCECALL_RATE_LIMIT)")
 	rateBurst := fs.Int("rate-burst", envs.int("ONCECALL_RATE_BURST", 100), "requests a tenant may send in one burst (token bucket size) (env ONCECALL_RATE_BURST)")
+	dashaRate := fs.Float64("dasha-rate-limit", envs.float("ONCECALL_DASHA_RATE_LIMIT", 200), "Dasha webhook calls per second each tenant may sustain, a budget of their own; past it they get 503 with Retry-After (Dasha retries it), never 429; 0 disables (env ONCECALL_DASHA_RATE_LIMIT)")
+	dashaBurst := fs.Int("dasha-rate-burst", envs.int("ONCECALL_DASHA_RATE_BURST", 400), "Dasha webhook calls a tenant may send in one burst (env ONCECALL_DASHA_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("ONCECALL_METRICS_TOKEN"), "Bearer token required by /metrics; empty leaves it open (env ONCECALL_METRICS_TOKEN, preferred: flags are visible in ps)")
 	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
@@ -56,8 +59,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *maxConns < 1 || *maxConns > 10000 {
 		return errors.New("--db-max-conns must be between 1 and 10000")
 	}
-	if *rateLimit < 0 || *rateBurst < 0 {
-		return errors.New("--rate-limit and --rate-burst must not be negative")
+	if *rateLimit < 0 || *rateBurst < 0 || *dashaRate < 0 || *dashaBurst < 0 {
+		return errors.New("--rate-limit, --rate-burst, --dasha-rate-limit and --dasha-rate-burst must not be negative")
 	}
 	url := os.Getenv("DATABASE_URL")
 	if url == "" && *requireURL {
@@ -81,6 +84,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns),
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
+		DashaRateLimit: *dashaRate, DashaRateBurst: *dashaBurst,
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease},
@@ -92,9 +96,19 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer m.Close()
 	if m.Embedded() != nil {
-		if err := m.SeedDemo(ctx, stdout); err != nil {
+		if err := m.SeedDemo(ctx, stdout, selfCommand()); err != nil {
 			return err
 		}
 	}
 	return m.Serve(ctx)
+}
+
+// selfCommand is how the printed examples run oncecall again: the path it
+// was started by, or "go run ./cmd/oncecall" when that is a go run build.
+func selfCommand() string {
+	self := os.Args[0]
+	if strings.Contains(self, "go-build") {
+		return "go run ./cmd/oncecall"
+	}
+	return self
 }

@@ -8,13 +8,14 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/message"
 )
 
-const toolsUsage = "usage: oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]"
+const toolsUsage = "usage: oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--tenant ID_OR_NAME] [--out DIR]"
 
 // tools prints the Dasha tool definitions: a JSON array ready to paste, or
 // one file per tool with --out.
-func tools(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "export" {
 		return errors.New(toolsUsage)
 	}
@@ -22,6 +23,7 @@ func tools(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	baseURL := fs.String("base-url", "", "oncecall's public URL as Dasha reaches it, e.g. https://oncecall.example.com (required)")
 	placeholder := fs.String("api-key-placeholder", dashatool.DefaultAPIKeyPlaceholder, "text written after 'Bearer ' in each tool's Authorization header")
 	out := fs.String("out", "", "write DIR/<tool>.json per tool instead of printing one JSON array")
+	tenantRef := fs.String("tenant", "", "list this tenant's message templates (id or name) in send_message's schema; needs DATABASE_URL")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -31,6 +33,11 @@ func tools(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	defs, err := dashatool.Definitions(app.Operations(), *baseURL, *placeholder)
 	if err != nil {
 		return err
+	}
+	if *tenantRef != "" {
+		if err := withTenantTemplates(ctx, defs, *tenantRef); err != nil {
+			return err
+		}
 	}
 	if *out != "" {
 		if err := dashatool.WriteDir(*out, defs); err != nil {
@@ -45,4 +52,28 @@ func tools(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = stdout.Write(b)
 	return err
+}
+
+// withTenantTemplates narrows send_message to the templates a tenant can
+// send, read from the database.
+func withTenantTemplates(ctx context.Context, defs []dashatool.Definition, ref string) error {
+	store, closeDB, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	t, err := findTenant(ctx, store, ref)
+	if err != nil {
+		return err
+	}
+	ts, err := message.ListTemplates(ctx, store, t.ID)
+	if err != nil {
+		return fmt.Errorf("list templates: %w", err)
+	}
+	list := make([]dashatool.Template, len(ts))
+	for i, m := range ts {
+		list[i] = dashatool.Template{Name: m.Name, Required: m.Variables.Required, Optional: m.Variables.Optional}
+	}
+	dashatool.WithTemplates(defs, message.Send.Tool(), list)
+	return nil
 }

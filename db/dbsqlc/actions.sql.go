@@ -13,7 +13,7 @@ import (
 )
 
 const actionByID = `-- name: ActionByID :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions WHERE tenant_id = $1 AND id = $2
 `
 
 type ActionByIDParams struct {
@@ -43,12 +43,13 @@ func (q *Queries) ActionByID(ctx context.Context, arg ActionByIDParams) (Action,
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.LeaseOwner,
+		&i.CallID,
 	)
 	return i, err
 }
 
 const actionByKey = `-- name: ActionByKey :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type ActionByKeyParams struct {
@@ -78,13 +79,14 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.LeaseOwner,
+		&i.CallID,
 	)
 	return i, err
 }
 
 const claimAction = `-- name: ClaimAction :one
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval)
+INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id
 `
@@ -98,6 +100,7 @@ type ClaimActionParams struct {
 	Request        []byte
 	LeaseOwner     *uuid.UUID
 	Lease          pgtype.Interval
+	CallID         *string
 }
 
 // The atomic claim: a returned row means this attempt owns the action.
@@ -111,6 +114,7 @@ func (q *Queries) ClaimAction(ctx context.Context, arg ClaimActionParams) (uuid.
 		arg.Request,
 		arg.LeaseOwner,
 		arg.Lease,
+		arg.CallID,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)

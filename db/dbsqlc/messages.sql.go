@@ -13,23 +13,24 @@ import (
 
 const createMessage = `-- name: CreateMessage :one
 INSERT INTO messages (id, tenant_id, customer_id, recipient, channel, template, subject_line, body,
-                      subject_id, send_ref, action_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
-RETURNING id, tenant_id, customer_id, recipient, channel, template, subject_line, body, subject_id, send_ref, status, action_id, created_at
+                      subject_id, send_ref, action_id, template_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+RETURNING id, tenant_id, customer_id, recipient, channel, template, subject_line, body, subject_id, send_ref, status, action_id, created_at, template_version
 `
 
 type CreateMessageParams struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	CustomerID  *uuid.UUID
-	Recipient   string
-	Channel     string
-	Template    string
-	SubjectLine *string
-	Body        string
-	SubjectID   *string
-	SendRef     *string
-	ActionID    uuid.UUID
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	CustomerID      *uuid.UUID
+	Recipient       string
+	Channel         string
+	Template        string
+	SubjectLine     *string
+	Body            string
+	SubjectID       *string
+	SendRef         *string
+	ActionID        uuid.UUID
+	TemplateVersion *int32
 }
 
 func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) (Message, error) {
@@ -45,6 +46,7 @@ func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) (M
 		arg.SubjectID,
 		arg.SendRef,
 		arg.ActionID,
+		arg.TemplateVersion,
 	)
 	var i Message
 	err := row.Scan(
@@ -61,12 +63,13 @@ func (q *Queries) CreateMessage(ctx context.Context, arg CreateMessageParams) (M
 		&i.Status,
 		&i.ActionID,
 		&i.CreatedAt,
+		&i.TemplateVersion,
 	)
 	return i, err
 }
 
 const messageByID = `-- name: MessageByID :one
-SELECT id, tenant_id, customer_id, recipient, channel, template, subject_line, body, subject_id, send_ref, status, action_id, created_at FROM messages WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, customer_id, recipient, channel, template, subject_line, body, subject_id, send_ref, status, action_id, created_at, template_version FROM messages WHERE tenant_id = $1 AND id = $2
 `
 
 type MessageByIDParams struct {
@@ -91,6 +94,7 @@ func (q *Queries) MessageByID(ctx context.Context, arg MessageByIDParams) (Messa
 		&i.Status,
 		&i.ActionID,
 		&i.CreatedAt,
+		&i.TemplateVersion,
 	)
 	return i, err
 }

@@ -29,6 +29,7 @@ type Action struct {
 	UpdatedAt      time.Time
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
+	CallID         *string
 }
 
 type ActionEvent struct {
@@ -68,6 +69,7 @@ type ApiKey struct {
 	Prefix    string
 	CreatedAt time.Time
 	RevokedAt *time.Time
+	Scope     string
 }
 
 type Appointment struct {
@@ -104,19 +106,32 @@ type CustomerNote struct {
 }
 
 type Message struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	CustomerID  *uuid.UUID
-	Recipient   string
-	Channel     string
-	Template    string
-	SubjectLine *string
-	Body        string
-	SubjectID   *string
-	SendRef     *string
-	Status      string
-	ActionID    uuid.UUID
-	CreatedAt   time.Time
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	CustomerID      *uuid.UUID
+	Recipient       string
+	Channel         string
+	Template        string
+	SubjectLine     *string
+	Body            string
+	SubjectID       *string
+	SendRef         *string
+	Status          string
+	ActionID        uuid.UUID
+	CreatedAt       time.Time
+	TemplateVersion *int32
+}
+
+type MessageTemplate struct {
+	TenantID  uuid.UUID
+	Name      string
+	Version   int32
+	Subject   *string
+	Body      string
+	Required  []string
+	Optional  []string
+	ActionID  uuid.UUID
+	CreatedAt time.Time
 }
 
 type Payment struct {

@@ -14,7 +14,7 @@ import (
 )
 
 const actionByIDAnyTenant = `-- name: ActionByIDAnyTenant :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions WHERE id = $1
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
@@ -39,6 +39,7 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.LeaseOwner,
+		&i.CallID,
 	)
 	return i, err
 }
@@ -301,7 +302,7 @@ func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueR
 }
 
 const listActions = `-- name: ListActions :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
 ORDER BY created_at DESC
@@ -342,6 +343,7 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 			&i.UpdatedAt,
 			&i.CompletedAt,
 			&i.LeaseOwner,
+			&i.CallID,
 		); err != nil {
 			return nil, err
 		}

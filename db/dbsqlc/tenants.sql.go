@@ -12,17 +12,23 @@ import (
 )
 
 const createAPIKey = `-- name: CreateAPIKey :exec
-INSERT INTO api_keys (key_hash, tenant_id, prefix) VALUES ($1, $2, $3)
+INSERT INTO api_keys (key_hash, tenant_id, prefix, scope) VALUES ($1, $2, $3, $4)
 `
 
 type CreateAPIKeyParams struct {
 	KeyHash  []byte
 	TenantID uuid.UUID
 	Prefix   string
+	Scope    string
 }
 
 func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) error {
-	_, err := q.db.Exec(ctx, createAPIKey, arg.KeyHash, arg.TenantID, arg.Prefix)
+	_, err := q.db.Exec(ctx, createAPIKey,
+		arg.KeyHash,
+		arg.TenantID,
+		arg.Prefix,
+		arg.Scope,
+	)
 	return err
 }
 
@@ -65,7 +71,7 @@ func (q *Queries) TenantByID(ctx context.Context, id uuid.UUID) (TenantByIDRow, 
 }
 
 const tenantByKeyHash = `-- name: TenantByKeyHash :one
-SELECT t.id, t.name, t.dasha_org_id
+SELECT t.id, t.name, t.dasha_org_id, k.scope
 FROM api_keys k JOIN tenants t ON t.id = k.tenant_id
 WHERE k.key_hash = $1 AND k.revoked_at IS NULL
 `
@@ -74,12 +80,18 @@ type TenantByKeyHashRow struct {
 	ID         uuid.UUID
 	Name       string
 	DashaOrgID *string
+	Scope      string
 }
 
 func (q *Queries) TenantByKeyHash(ctx context.Context, keyHash []byte) (TenantByKeyHashRow, error) {
 	row := q.db.QueryRow(ctx, tenantByKeyHash, keyHash)
 	var i TenantByKeyHashRow
-	err := row.Scan(&i.ID, &i.Name, &i.DashaOrgID)
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.DashaOrgID,
+		&i.Scope,
+	)
 	return i, err
 }
 

@@ -145,6 +145,8 @@ const (
 	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
 	SlotNotFound           DashaReason = "slot_not_found"
 	SlotUnavailable        DashaReason = "slot_unavailable"
+	TemplateExists         DashaReason = "template_exists"
+	TemplateNotFound       DashaReason = "template_not_found"
 	UnknownAction          DashaReason = "unknown_action"
 )
 
@@ -182,6 +184,10 @@ func (e DashaReason) Valid() bool {
 	case SlotNotFound:
 		return true
 	case SlotUnavailable:
+		return true
+	case TemplateExists:
+		return true
+	case TemplateNotFound:
 		return true
 	case UnknownAction:
 		return true
@@ -238,30 +244,6 @@ func (e MessageStatus) Valid() bool {
 	}
 }
 
-// Defines values for MessageTemplate.
-const (
-	MessageTemplateAppointmentConfirmation MessageTemplate = "appointment_confirmation"
-	MessageTemplateAppointmentReminder     MessageTemplate = "appointment_reminder"
-	MessageTemplateGeneric                 MessageTemplate = "generic"
-	MessageTemplatePaymentReceipt          MessageTemplate = "payment_receipt"
-)
-
-// Valid indicates whether the value is a known member of the MessageTemplate enum.
-func (e MessageTemplate) Valid() bool {
-	switch e {
-	case MessageTemplateAppointmentConfirmation:
-		return true
-	case MessageTemplateAppointmentReminder:
-		return true
-	case MessageTemplateGeneric:
-		return true
-	case MessageTemplatePaymentReceipt:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for OperationName.
 const (
 	AppointmentBook       OperationName = "appointment.book"
@@ -272,6 +254,8 @@ const (
 	CustomerPointsAdd     OperationName = "customer.points.add"
 	CustomerUpdate        OperationName = "customer.update"
 	MessageSend           OperationName = "message.send"
+	MessageTemplateCreate OperationName = "message_template.create"
+	MessageTemplateUpdate OperationName = "message_template.update"
 	PaymentCharge         OperationName = "payment.charge"
 	PaymentIntentCreate   OperationName = "payment_intent.create"
 	SlotCreate            OperationName = "slot.create"
@@ -296,6 +280,10 @@ func (e OperationName) Valid() bool {
 	case CustomerUpdate:
 		return true
 	case MessageSend:
+		return true
+	case MessageTemplateCreate:
+		return true
+	case MessageTemplateUpdate:
 		return true
 	case PaymentCharge:
 		return true
@@ -466,6 +454,8 @@ const (
 	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
 	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
 	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
+	TEMPLATEEXISTS         ProblemCode = "TEMPLATE_EXISTS"
+	TEMPLATENOTFOUND       ProblemCode = "TEMPLATE_NOT_FOUND"
 	UNAUTHORIZED           ProblemCode = "UNAUTHORIZED"
 	UNSUPPORTEDMEDIATYPE   ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
 )
@@ -528,6 +518,10 @@ func (e ProblemCode) Valid() bool {
 	case SLOTNOTFOUND:
 		return true
 	case SLOTUNAVAILABLE:
+		return true
+	case TEMPLATEEXISTS:
+		return true
+	case TEMPLATENOTFOUND:
 		return true
 	case UNAUTHORIZED:
 		return true
@@ -601,30 +595,6 @@ func (e SendMessageInputChannel) Valid() bool {
 	case SendMessageInputChannelEmail:
 		return true
 	case SendMessageInputChannelSms:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for SendMessageInputTemplate.
-const (
-	SendMessageInputTemplateAppointmentConfirmation SendMessageInputTemplate = "appointment_confirmation"
-	SendMessageInputTemplateAppointmentReminder     SendMessageInputTemplate = "appointment_reminder"
-	SendMessageInputTemplateGeneric                 SendMessageInputTemplate = "generic"
-	SendMessageInputTemplatePaymentReceipt          SendMessageInputTemplate = "payment_receipt"
-)
-
-// Valid indicates whether the value is a known member of the SendMessageInputTemplate enum.
-func (e SendMessageInputTemplate) Valid() bool {
-	switch e {
-	case SendMessageInputTemplateAppointmentConfirmation:
-		return true
-	case SendMessageInputTemplateAppointmentReminder:
-		return true
-	case SendMessageInputTemplateGeneric:
-		return true
-	case SendMessageInputTemplatePaymentReceipt:
 		return true
 	default:
 		return false
@@ -1028,6 +998,24 @@ type DashaAnswer struct {
 	Say string `json:"say"`
 }
 
+// DashaEventAnswer defines model for DashaEventAnswer.
+type DashaEventAnswer struct {
+	NudgedActions int `json:"nudged_actions"`
+}
+
+// DashaEventPayload A Dasha agent's result webhook (`CompletedWebHookPayload`, `FailedWebHookPayload`, or any other
+// type, which is ignored). Fields not listed are tolerated.
+type DashaEventPayload struct {
+	// CallId The call whose unfinished actions to hurry along.
+	CallId *string `json:"callId,omitempty"`
+
+	// OrgId Must be the tenant's Dasha organisation when the tenant is bound to one.
+	OrgId                *string                `json:"orgId,omitempty"`
+	Status               *string                `json:"status,omitempty"`
+	Type                 *string                `json:"type,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // DashaReason Why a tool call was rejected, lower-case; absent when not rejected.
 type DashaReason string
 
@@ -1039,7 +1027,7 @@ type DashaToolPayload struct {
 	AgentAdditionalData nullable.Nullable[map[string]interface{}] `json:"agentAdditionalData,omitempty"`
 	AgentId             *string                                   `json:"agentId,omitempty"`
 
-	// Arguments The tool's arguments; `action_id` names an earlier action to retry or re-plan. Arguments that are not an object are answered `200` with `reason: invalid_arguments`.
+	// Arguments The tool's arguments; `action_id` names an earlier action to retry or re-plan. A JSON string that holds the arguments object (some payloads carry it encoded) is accepted too and names the same action as the object form. Arguments that are not an object are answered `200` with `reason: invalid_arguments`.
 	Arguments nullable.Nullable[map[string]interface{}] `json:"arguments,omitempty"`
 
 	// CallAdditionalData Tolerated, not read.
@@ -1142,8 +1130,13 @@ type Message struct {
 	SubjectId *string `json:"subject_id,omitempty"`
 
 	// SubjectLine The e-mail subject; absent for SMS.
-	SubjectLine *string         `json:"subject_line,omitempty"`
-	Template    MessageTemplate `json:"template"`
+	SubjectLine *string `json:"subject_line,omitempty"`
+
+	// Template The template's name.
+	Template string `json:"template"`
+
+	// TemplateVersion The version of the tenant's template the text was rendered from; absent for a built-in template.
+	TemplateVersion *int `json:"template_version,omitempty"`
 }
 
 // MessageChannel defines model for Message.Channel.
@@ -1151,9 +1144,6 @@ type MessageChannel string
 
 // MessageStatus defines model for Message.Status.
 type MessageStatus string
-
-// MessageTemplate defines model for Message.Template.
-type MessageTemplate string
 
 // MessageAction The envelope of a confirmed `message.send`. With a remote messaging provider, `result` is a `RemoteResult`.
 type MessageAction struct {
@@ -1181,6 +1171,98 @@ type MessageAction struct {
 // MessageAction_Result defines model for MessageAction.Result.
 type MessageAction_Result struct {
 	union json.RawMessage
+}
+
+// MessageTemplate A message template as declared.
+type MessageTemplate struct {
+	Body string `json:"body"`
+
+	// Builtin true for a built-in template this tenant has not overridden.
+	Builtin bool `json:"builtin"`
+
+	// CreatedAt When this version was stored; absent for a built-in.
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	Name      string     `json:"name"`
+
+	// Subject The e-mail subject line's template; absent when the template cannot be sent by e-mail.
+	Subject   *string `json:"subject,omitempty"`
+	Variables struct {
+		Optional []string `json:"optional"`
+		Required []string `json:"required"`
+	} `json:"variables"`
+
+	// Version The version, counted from 1 per name; 0 for a built-in template.
+	Version int `json:"version"`
+}
+
+// MessageTemplateAction The envelope of a confirmed `message_template.create` or `message_template.update`.
+type MessageTemplateAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome             `json:"outcome"`
+	Reason  nullable.Nullable[string]    `json:"reason"`
+	Result  MessageTemplateAction_Result `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// MessageTemplateAction_Result defines model for MessageTemplateAction.Result.
+type MessageTemplateAction_Result struct {
+	union json.RawMessage
+}
+
+// MessageTemplateInput defines model for MessageTemplateInput.
+type MessageTemplateInput struct {
+	// Body The text of every channel: {{.variable}} inserts a variable, {{if .variable}}...{{else}}...{{end}} tests whether one was given.
+	Body string `json:"body"`
+
+	// Name The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant.
+	Name string `json:"name"`
+
+	// Subject Optional: the e-mail subject line, a template like body on one line. Without it the template can be sent only by SMS.
+	Subject *string `json:"subject,omitempty"`
+
+	// Variables The variables the template takes. Every variable the subject and body use must be declared.
+	Variables *struct {
+		// Optional Variables a send may give; absent ones render as empty text.
+		Optional *[]string `json:"optional,omitempty"`
+
+		// Required Variables every send must give.
+		Required *[]string `json:"required,omitempty"`
+	} `json:"variables,omitempty"`
+}
+
+// MessageTemplateList defines model for MessageTemplateList.
+type MessageTemplateList struct {
+	Templates []MessageTemplate `json:"templates"`
+}
+
+// MessageTemplateUpdateInput The whole new version; the name comes from the URL.
+type MessageTemplateUpdateInput struct {
+	// Body The text of every channel: {{.variable}} inserts a variable, {{if .variable}}...{{else}}...{{end}} tests whether one was given.
+	Body string `json:"body"`
+
+	// Subject Optional: the e-mail subject line, a template like body on one line. Without it the template can be sent only by SMS.
+	Subject *string `json:"subject,omitempty"`
+
+	// Variables The variables the template takes. Every variable the subject and body use must be declared.
+	Variables *struct {
+		// Optional Variables a send may give; absent ones render as empty text.
+		Optional *[]string `json:"optional,omitempty"`
+
+		// Required Variables every send must give.
+		Required *[]string `json:"required,omitempty"`
+	} `json:"variables,omitempty"`
 }
 
 // Note defines model for Note.
@@ -1222,7 +1304,8 @@ type NoteAction_Result struct {
 // NotifiedAppointment A booking that asked for a confirmation message (`notify`), with what became of the message.
 type NotifiedAppointment struct {
 	// Confirmation `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
-	// `CUSTOMER_HAS_NO_EMAIL`). The booking stands either way.
+	// `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the tenant's own
+	// `appointment_confirmation` template could not be rendered for it). The booking stands either way.
 	//
 	//
 	// Example: queued
@@ -1655,8 +1738,8 @@ type SendMessageInput struct {
 	// SubjectId Optional: what the message is about, e.g. the appointment id.
 	SubjectId *string `json:"subject_id,omitempty"`
 
-	// Template The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject).
-	Template SendMessageInputTemplate `json:"template"`
+	// Template The message template's name: one of the business's own templates, or a built-in one: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject).
+	Template string `json:"template"`
 
 	// To The recipient when not a customer: a phone number in international form for sms, an e-mail address for email. Give this or customer_id.
 	To *string `json:"to,omitempty"`
@@ -1667,9 +1750,6 @@ type SendMessageInput struct {
 
 // SendMessageInputChannel sms or email.
 type SendMessageInputChannel string
-
-// SendMessageInputTemplate The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject).
-type SendMessageInputTemplate string
 
 // Slot A bookable time. A slot holds one booking.
 type Slot struct {
@@ -1854,6 +1934,9 @@ type Pending = Action
 // RateLimited An RFC 9457 problem document with oncecall's extension members.
 type RateLimited = Problem
 
+// ScopeForbidden An RFC 9457 problem document with oncecall's extension members.
+type ScopeForbidden = Problem
+
 // Unauthorized An RFC 9457 problem document with oncecall's extension members.
 type Unauthorized = Problem
 
@@ -1985,6 +2068,28 @@ type CallDashaToolByNameParams struct {
 	IdempotencyKey *DashaIdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateMessageTemplateParams defines parameters for CreateMessageTemplate.
+type CreateMessageTemplateParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// UpdateMessageTemplateParams defines parameters for UpdateMessageTemplate.
+type UpdateMessageTemplateParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // SendMessageParams defines parameters for SendMessage.
 type SendMessageParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -2088,11 +2193,20 @@ type AppendCustomerNoteJSONRequestBody = AppendCustomerNoteInput
 // AddCustomerPointsJSONRequestBody defines body for AddCustomerPoints for application/json ContentType.
 type AddCustomerPointsJSONRequestBody = AddCustomerPointsInput
 
+// ReceiveDashaEventJSONRequestBody defines body for ReceiveDashaEvent for application/json ContentType.
+type ReceiveDashaEventJSONRequestBody = DashaEventPayload
+
 // CallDashaToolJSONRequestBody defines body for CallDashaTool for application/json ContentType.
 type CallDashaToolJSONRequestBody = DashaToolPayload
 
 // CallDashaToolByNameJSONRequestBody defines body for CallDashaToolByName for application/json ContentType.
 type CallDashaToolByNameJSONRequestBody = DashaToolPayload
+
+// CreateMessageTemplateJSONRequestBody defines body for CreateMessageTemplate for application/json ContentType.
+type CreateMessageTemplateJSONRequestBody = MessageTemplateInput
+
+// UpdateMessageTemplateJSONRequestBody defines body for UpdateMessageTemplate for application/json ContentType.
+type UpdateMessageTemplateJSONRequestBody = MessageTemplateUpdateInput
 
 // SendMessageJSONRequestBody defines body for SendMessage for application/json ContentType.
 type SendMessageJSONRequestBody = SendMessageInput
@@ -2111,6 +2225,119 @@ type CreateSlotJSONRequestBody = CreateSlotInput
 
 // ScheduleSlotsJSONRequestBody defines body for ScheduleSlots for application/json ContentType.
 type ScheduleSlotsJSONRequestBody = ScheduleSlotsInput
+
+// Getter for additional properties for DashaEventPayload. Returns the specified
+// element and whether it was found
+func (a DashaEventPayload) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for DashaEventPayload
+func (a *DashaEventPayload) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for DashaEventPayload to handle AdditionalProperties
+func (a *DashaEventPayload) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["callId"]; found {
+		err = json.Unmarshal(raw, &a.CallId)
+		if err != nil {
+			return fmt.Errorf("error reading 'callId': %w", err)
+		}
+		delete(object, "callId")
+	}
+
+	if raw, found := object["orgId"]; found {
+		err = json.Unmarshal(raw, &a.OrgId)
+		if err != nil {
+			return fmt.Errorf("error reading 'orgId': %w", err)
+		}
+		delete(object, "orgId")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for DashaEventPayload to handle AdditionalProperties
+func (a DashaEventPayload) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CallId != nil {
+		object["callId"], err = json.Marshal(a.CallId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'callId': %w", err)
+		}
+	}
+
+	if a.OrgId != nil {
+		object["orgId"], err = json.Marshal(a.OrgId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'orgId': %w", err)
+		}
+	}
+
+	if a.Status != nil {
+		object["status"], err = json.Marshal(a.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	if a.Type != nil {
+		object["type"], err = json.Marshal(a.Type)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'type': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsAppointment returns the union data inside the AppointmentAction_Result as a Appointment
 func (t AppointmentAction_Result) AsAppointment() (Appointment, error) {
@@ -2460,6 +2687,68 @@ func (t MessageAction_Result) MarshalJSON() ([]byte, error) {
 }
 
 func (t *MessageAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsMessageTemplate returns the union data inside the MessageTemplateAction_Result as a MessageTemplate
+func (t MessageTemplateAction_Result) AsMessageTemplate() (MessageTemplate, error) {
+	var body MessageTemplate
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromMessageTemplate overwrites any union data inside the MessageTemplateAction_Result as the provided MessageTemplate
+func (t *MessageTemplateAction_Result) FromMessageTemplate(v MessageTemplate) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeMessageTemplate performs a merge with any union data inside the MessageTemplateAction_Result, using the provided MessageTemplate
+func (t *MessageTemplateAction_Result) MergeMessageTemplate(v MessageTemplate) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the MessageTemplateAction_Result as a ResourceRef
+func (t MessageTemplateAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the MessageTemplateAction_Result as the provided ResourceRef
+func (t *MessageTemplateAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the MessageTemplateAction_Result, using the provided ResourceRef
+func (t *MessageTemplateAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t MessageTemplateAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *MessageTemplateAction_Result) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -3217,6 +3506,36 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/customers/{customer_id}/points (the `AddCustomerPoints` operationId).
 	AddCustomerPoints(ctx context.Context, customerId CustomerID, params *AddCustomerPointsParams, body AddCustomerPointsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveDashaEventWithBody Receive a Dasha call result webhook
+	//
+	// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+	// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+	// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+	// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+	// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+	// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+	// Past the tenant's Dasha budget: `503` with `Retry-After`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+	ReceiveDashaEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveDashaEvent Receive a Dasha call result webhook
+	//
+	// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+	// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+	// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+	// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+	// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+	// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+	// Past the tenant's Dasha budget: `503` with `Retry-After`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+	ReceiveDashaEvent(ctx context.Context, body ReceiveDashaEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CallDashaToolWithBody Call a Dasha tool (routed by toolName)
 	//
 	// A Dasha BlackBox tool webhook, routed by the payload's `toolName`. Same answers as
@@ -3265,10 +3584,78 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByName(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListMessageTemplates List message templates
+	//
+	// Every template this tenant can send, by name: the newest version of each of its own, and each
+	// built-in one (`builtin: true`, `version: 0`) it has not overridden.
+	//
+	// Corresponds with GET /v1/message-templates (the `ListMessageTemplates` operationId).
+	ListMessageTemplates(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMessageTemplateWithBody Create a message template
+	//
+	// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+	// The declaration is checked before anything is stored: the subject and body must parse, use only
+	// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+	// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+	// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+	// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+	// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+	CreateMessageTemplateWithBody(ctx context.Context, params *CreateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateMessageTemplate Create a message template
+	//
+	// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+	// The declaration is checked before anything is stored: the subject and body must parse, use only
+	// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+	// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+	// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+	// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+	// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+	CreateMessageTemplate(ctx context.Context, params *CreateMessageTemplateParams, body CreateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMessageTemplateWithBody Update a message template
+	//
+	// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+	// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+	// before keeps the text and the version it used, and so does every replay of its action.
+	// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+	// template of its name).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+	UpdateMessageTemplateWithBody(ctx context.Context, name string, params *UpdateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateMessageTemplate Update a message template
+	//
+	// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+	// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+	// before keeps the text and the version it used, and so does every replay of its action.
+	// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+	// template of its name).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+	UpdateMessageTemplate(ctx context.Context, name string, params *UpdateMessageTemplateParams, body UpdateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// SendMessageWithBody Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-	// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// An unknown template, a variable the template does not declare or a missing required one is
+	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 	// `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 	//
 	// Takes any type of body and a specified content type.
@@ -3278,8 +3665,12 @@ type ClientInterface interface {
 
 	// SendMessage Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-	// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// An unknown template, a variable the template does not declare or a missing required one is
+	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 	// `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -3930,6 +4321,56 @@ func (c *Client) AddCustomerPoints(ctx context.Context, customerId CustomerID, p
 	return c.Client.Do(req)
 }
 
+// ReceiveDashaEventWithBody Receive a Dasha call result webhook
+//
+// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+// Past the tenant's Dasha budget: `503` with `Retry-After`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+func (c *Client) ReceiveDashaEventWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveDashaEventRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveDashaEvent Receive a Dasha call result webhook
+//
+// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+// Past the tenant's Dasha budget: `503` with `Retry-After`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+func (c *Client) ReceiveDashaEvent(ctx context.Context, body ReceiveDashaEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveDashaEventRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CallDashaToolWithBody Call a Dasha tool (routed by toolName)
 //
 // A Dasha BlackBox tool webhook, routed by the payload's `toolName`. Same answers as
@@ -4018,10 +4459,128 @@ func (c *Client) CallDashaToolByName(ctx context.Context, toolName ToolName, par
 	return c.Client.Do(req)
 }
 
+// ListMessageTemplates List message templates
+//
+// Every template this tenant can send, by name: the newest version of each of its own, and each
+// built-in one (`builtin: true`, `version: 0`) it has not overridden.
+//
+// Corresponds with GET /v1/message-templates (the `ListMessageTemplates` operationId).
+func (c *Client) ListMessageTemplates(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListMessageTemplatesRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMessageTemplateWithBody Create a message template
+//
+// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+// The declaration is checked before anything is stored: the subject and body must parse, use only
+// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+func (c *Client) CreateMessageTemplateWithBody(ctx context.Context, params *CreateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMessageTemplateRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateMessageTemplate Create a message template
+//
+// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+// The declaration is checked before anything is stored: the subject and body must parse, use only
+// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+func (c *Client) CreateMessageTemplate(ctx context.Context, params *CreateMessageTemplateParams, body CreateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateMessageTemplateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMessageTemplateWithBody Update a message template
+//
+// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+// before keeps the text and the version it used, and so does every replay of its action.
+// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+// template of its name).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+func (c *Client) UpdateMessageTemplateWithBody(ctx context.Context, name string, params *UpdateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMessageTemplateRequestWithBody(c.Server, name, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateMessageTemplate Update a message template
+//
+// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+// before keeps the text and the version it used, and so does every replay of its action.
+// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+// template of its name).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+func (c *Client) UpdateMessageTemplate(ctx context.Context, name string, params *UpdateMessageTemplateParams, body UpdateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateMessageTemplateRequest(c.Server, name, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // SendMessageWithBody Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+// message keeps the text and template version it was rendered with; a replay never renders again.
+// An unknown template, a variable the template does not declare or a missing required one is
+// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 // `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 //
 // Takes any type of body and a specified content type.
@@ -4041,8 +4600,12 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 
 // SendMessage Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+// message keeps the text and template version it was rendered with; a replay never renders again.
+// An unknown template, a variable the template does not declare or a missing required one is
+// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 // `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 //
 // Takes a body of the `application/json` content type.
@@ -5194,6 +5757,46 @@ func NewAddCustomerPointsRequestWithBody(server string, customerId CustomerID, p
 	return req, nil
 }
 
+// NewReceiveDashaEventRequest calls the generic ReceiveDashaEvent builder with application/json body
+func NewReceiveDashaEventRequest(server string, body ReceiveDashaEventJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveDashaEventRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReceiveDashaEventRequestWithBody constructs an http.Request for the ReceiveDashaEvent method, with any body, and a specified content type
+func NewReceiveDashaEventRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/dasha/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCallDashaToolRequest calls the generic CallDashaTool builder with application/json body
 func NewCallDashaToolRequest(server string, params *CallDashaToolParams, body CallDashaToolJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5304,6 +5907,168 @@ func NewCallDashaToolByNameRequestWithBody(server string, toolName ToolName, par
 			}
 
 			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListMessageTemplatesRequest constructs an http.Request for the ListMessageTemplates method
+func NewListMessageTemplatesRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/message-templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateMessageTemplateRequest calls the generic CreateMessageTemplate builder with application/json body
+func NewCreateMessageTemplateRequest(server string, params *CreateMessageTemplateParams, body CreateMessageTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateMessageTemplateRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateMessageTemplateRequestWithBody constructs an http.Request for the CreateMessageTemplate method, with any body, and a specified content type
+func NewCreateMessageTemplateRequestWithBody(server string, params *CreateMessageTemplateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/message-templates")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewUpdateMessageTemplateRequest calls the generic UpdateMessageTemplate builder with application/json body
+func NewUpdateMessageTemplateRequest(server string, name string, params *UpdateMessageTemplateParams, body UpdateMessageTemplateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateMessageTemplateRequestWithBody(server, name, params, "application/json", bodyReader)
+}
+
+// NewUpdateMessageTemplateRequestWithBody constructs an http.Request for the UpdateMessageTemplate method, with any body, and a specified content type
+func NewUpdateMessageTemplateRequestWithBody(server string, name string, params *UpdateMessageTemplateParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/message-templates/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -6225,6 +6990,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/customers/{customer_id}/points (the `AddCustomerPoints` operationId).
 	AddCustomerPointsWithResponse(ctx context.Context, customerId CustomerID, params *AddCustomerPointsParams, body AddCustomerPointsJSONRequestBody, reqEditors ...RequestEditorFn) (*AddCustomerPointsResponse, error)
 
+	// ReceiveDashaEventWithBodyWithResponse Receive a Dasha call result webhook
+	//
+	// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+	// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+	// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+	// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+	// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+	// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+	// Past the tenant's Dasha budget: `503` with `Retry-After`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+	ReceiveDashaEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveDashaEventResponse, error)
+
+	// ReceiveDashaEventWithResponse Receive a Dasha call result webhook
+	//
+	// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+	// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+	// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+	// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+	// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+	// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+	// Past the tenant's Dasha budget: `503` with `Retry-After`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+	ReceiveDashaEventWithResponse(ctx context.Context, body ReceiveDashaEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveDashaEventResponse, error)
+
 	// CallDashaToolWithBodyWithResponse Call a Dasha tool (routed by toolName)
 	//
 	// A Dasha BlackBox tool webhook, routed by the payload's `toolName`. Same answers as
@@ -6273,10 +7068,80 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByNameWithResponse(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*CallDashaToolByNameResponse, error)
 
+	// ListMessageTemplatesWithResponse List message templates
+	//
+	// Every template this tenant can send, by name: the newest version of each of its own, and each
+	// built-in one (`builtin: true`, `version: 0`) it has not overridden.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/message-templates (the `ListMessageTemplates` operationId).
+	ListMessageTemplatesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMessageTemplatesResponse, error)
+
+	// CreateMessageTemplateWithBodyWithResponse Create a message template
+	//
+	// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+	// The declaration is checked before anything is stored: the subject and body must parse, use only
+	// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+	// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+	// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+	// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+	// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+	CreateMessageTemplateWithBodyWithResponse(ctx context.Context, params *CreateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMessageTemplateResponse, error)
+
+	// CreateMessageTemplateWithResponse Create a message template
+	//
+	// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+	// The declaration is checked before anything is stored: the subject and body must parse, use only
+	// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+	// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+	// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+	// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+	// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+	CreateMessageTemplateWithResponse(ctx context.Context, params *CreateMessageTemplateParams, body CreateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMessageTemplateResponse, error)
+
+	// UpdateMessageTemplateWithBodyWithResponse Update a message template
+	//
+	// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+	// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+	// before keeps the text and the version it used, and so does every replay of its action.
+	// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+	// template of its name).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+	UpdateMessageTemplateWithBodyWithResponse(ctx context.Context, name string, params *UpdateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMessageTemplateResponse, error)
+
+	// UpdateMessageTemplateWithResponse Update a message template
+	//
+	// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+	// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+	// before keeps the text and the version it used, and so does every replay of its action.
+	// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+	// template of its name).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+	UpdateMessageTemplateWithResponse(ctx context.Context, name string, params *UpdateMessageTemplateParams, body UpdateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMessageTemplateResponse, error)
+
 	// SendMessageWithBodyWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-	// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// An unknown template, a variable the template does not declare or a missing required one is
+	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 	// `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -6286,8 +7151,12 @@ type ClientWithResponsesInterface interface {
 
 	// SendMessageWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-	// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// An unknown template, a variable the template does not declare or a missing required one is
+	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 	// `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -6655,6 +7524,8 @@ type GetActionResponse struct {
 	JSON200 *Action
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -6679,6 +7550,11 @@ func (r GetActionResponse) GetJSON200() *Action {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetActionResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetActionResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6876,6 +7752,8 @@ type BookAppointmentResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -6924,6 +7802,11 @@ func (r BookAppointmentResponse) GetApplicationproblemJSON400() *WriteBadRequest
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r BookAppointmentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r BookAppointmentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7012,6 +7895,8 @@ type GetAppointmentResponse struct {
 	JSON200 *Appointment
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7036,6 +7921,11 @@ func (r GetAppointmentResponse) GetJSON200() *Appointment {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetAppointmentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetAppointmentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7136,6 +8026,8 @@ type CancelAppointmentResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7184,6 +8076,11 @@ func (r CancelAppointmentResponse) GetApplicationproblemJSON400() *WriteBadReque
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CancelAppointmentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelAppointmentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7299,6 +8196,8 @@ type RescheduleAppointmentResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7347,6 +8246,11 @@ func (r RescheduleAppointmentResponse) GetApplicationproblemJSON400() *WriteBadR
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RescheduleAppointmentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RescheduleAppointmentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7559,6 +8463,8 @@ type CreateCustomerResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7607,6 +8513,11 @@ func (r CreateCustomerResponse) GetApplicationproblemJSON400() *WriteBadRequest 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateCustomerResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7695,6 +8606,8 @@ type GetCustomerResponse struct {
 	JSON200 *Customer
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7719,6 +8632,11 @@ func (r GetCustomerResponse) GetJSON200() *Customer {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetCustomerResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7819,6 +8737,8 @@ type UpdateCustomerResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7867,6 +8787,11 @@ func (r UpdateCustomerResponse) GetApplicationproblemJSON400() *WriteBadRequest 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r UpdateCustomerResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateCustomerResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -7982,6 +8907,8 @@ type AppendCustomerNoteResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8030,6 +8957,11 @@ func (r AppendCustomerNoteResponse) GetApplicationproblemJSON400() *WriteBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AppendCustomerNoteResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AppendCustomerNoteResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8145,6 +9077,8 @@ type AddCustomerPointsResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8193,6 +9127,11 @@ func (r AddCustomerPointsResponse) GetApplicationproblemJSON400() *WriteBadReque
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AddCustomerPointsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AddCustomerPointsResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8259,6 +9198,103 @@ func (r AddCustomerPointsResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveDashaEventResponse401Headers the declared response headers of an HTTP 401 response for ReceiveDashaEvent
+type ReceiveDashaEventResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ReceiveDashaEventResponse503Headers the declared response headers of an HTTP 503 response for ReceiveDashaEvent
+type ReceiveDashaEventResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveDashaEventResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashaEventAnswer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *DashaBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReceiveDashaEventResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveDashaEventResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveDashaEventResponse) GetJSON200() *DashaEventAnswer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON400() *DashaBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveDashaEventResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveDashaEventResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveDashaEventResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveDashaEventResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveDashaEventResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CallDashaToolResponse200Headers the declared response headers of an HTTP 200 response for CallDashaTool
 type CallDashaToolResponse200Headers struct {
 	IdempotentReplayed *string
@@ -8267,11 +9303,6 @@ type CallDashaToolResponse200Headers struct {
 // CallDashaToolResponse401Headers the declared response headers of an HTTP 401 response for CallDashaTool
 type CallDashaToolResponse401Headers struct {
 	WWWAuthenticate string
-}
-
-// CallDashaToolResponse429Headers the declared response headers of an HTTP 429 response for CallDashaTool
-type CallDashaToolResponse429Headers struct {
-	RetryAfter int
 }
 
 // CallDashaToolResponse503Headers the declared response headers of an HTTP 503 response for CallDashaTool
@@ -8294,8 +9325,6 @@ type CallDashaToolResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8304,8 +9333,6 @@ type CallDashaToolResponse struct {
 	Headers200 *CallDashaToolResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CallDashaToolResponse401Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *CallDashaToolResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CallDashaToolResponse503Headers
 }
@@ -8338,11 +9365,6 @@ func (r CallDashaToolResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CallDashaToolResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CallDashaToolResponse) GetApplicationproblemJSON429() *RateLimited {
-	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8394,11 +9416,6 @@ type CallDashaToolByNameResponse401Headers struct {
 	WWWAuthenticate string
 }
 
-// CallDashaToolByNameResponse429Headers the declared response headers of an HTTP 429 response for CallDashaToolByName
-type CallDashaToolByNameResponse429Headers struct {
-	RetryAfter int
-}
-
 // CallDashaToolByNameResponse503Headers the declared response headers of an HTTP 503 response for CallDashaToolByName
 type CallDashaToolByNameResponse503Headers struct {
 	RetryAfter int
@@ -8419,8 +9436,6 @@ type CallDashaToolByNameResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
-	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -8429,8 +9444,6 @@ type CallDashaToolByNameResponse struct {
 	Headers200 *CallDashaToolByNameResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CallDashaToolByNameResponse401Headers
-	// Headers429 the parsed response headers for an HTTP 429 response
-	Headers429 *CallDashaToolByNameResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CallDashaToolByNameResponse503Headers
 }
@@ -8463,11 +9476,6 @@ func (r CallDashaToolByNameResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CallDashaToolByNameResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
-func (r CallDashaToolByNameResponse) GetApplicationproblemJSON429() *RateLimited {
-	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -8503,6 +9511,443 @@ func (r CallDashaToolByNameResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CallDashaToolByNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListMessageTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListMessageTemplates
+type ListMessageTemplatesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListMessageTemplatesResponse429Headers the declared response headers of an HTTP 429 response for ListMessageTemplates
+type ListMessageTemplatesResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListMessageTemplatesResponse503Headers the declared response headers of an HTTP 503 response for ListMessageTemplates
+type ListMessageTemplatesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListMessageTemplatesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageTemplateList
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListMessageTemplatesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListMessageTemplatesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListMessageTemplatesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListMessageTemplatesResponse) GetJSON200() *MessageTemplateList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListMessageTemplatesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListMessageTemplatesResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListMessageTemplatesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListMessageTemplatesResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListMessageTemplatesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListMessageTemplatesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListMessageTemplatesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListMessageTemplatesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListMessageTemplatesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateMessageTemplateResponse201Headers the declared response headers of an HTTP 201 response for CreateMessageTemplate
+type CreateMessageTemplateResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateMessageTemplateResponse202Headers the declared response headers of an HTTP 202 response for CreateMessageTemplate
+type CreateMessageTemplateResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateMessageTemplateResponse401Headers the declared response headers of an HTTP 401 response for CreateMessageTemplate
+type CreateMessageTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateMessageTemplateResponse409Headers the declared response headers of an HTTP 409 response for CreateMessageTemplate
+type CreateMessageTemplateResponse409Headers struct {
+	RetryAfter int
+}
+
+// CreateMessageTemplateResponse422Headers the declared response headers of an HTTP 422 response for CreateMessageTemplate
+type CreateMessageTemplateResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreateMessageTemplateResponse429Headers the declared response headers of an HTTP 429 response for CreateMessageTemplate
+type CreateMessageTemplateResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateMessageTemplateResponse503Headers the declared response headers of an HTTP 503 response for CreateMessageTemplate
+type CreateMessageTemplateResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateMessageTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *MessageTemplateAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateMessageTemplateResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateMessageTemplateResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateMessageTemplateResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateMessageTemplateResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateMessageTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateMessageTemplateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateMessageTemplateResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateMessageTemplateResponse) GetJSON201() *MessageTemplateAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateMessageTemplateResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateMessageTemplateResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateMessageTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateMessageTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateMessageTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateMessageTemplateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateMessageTemplateResponse200Headers the declared response headers of an HTTP 200 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// UpdateMessageTemplateResponse202Headers the declared response headers of an HTTP 202 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// UpdateMessageTemplateResponse401Headers the declared response headers of an HTTP 401 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UpdateMessageTemplateResponse409Headers the declared response headers of an HTTP 409 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse409Headers struct {
+	RetryAfter int
+}
+
+// UpdateMessageTemplateResponse422Headers the declared response headers of an HTTP 422 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// UpdateMessageTemplateResponse429Headers the declared response headers of an HTTP 429 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse429Headers struct {
+	RetryAfter int
+}
+
+// UpdateMessageTemplateResponse503Headers the declared response headers of an HTTP 503 response for UpdateMessageTemplate
+type UpdateMessageTemplateResponse503Headers struct {
+	RetryAfter int
+}
+
+type UpdateMessageTemplateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *MessageTemplateAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateMessageTemplateResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *UpdateMessageTemplateResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UpdateMessageTemplateResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateMessageTemplateResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateMessageTemplateResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UpdateMessageTemplateResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *UpdateMessageTemplateResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UpdateMessageTemplateResponse) GetJSON200() *MessageTemplateAction {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r UpdateMessageTemplateResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r UpdateMessageTemplateResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateMessageTemplateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateMessageTemplateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateMessageTemplateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateMessageTemplateResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8558,6 +10003,8 @@ type SendMessageResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8606,6 +10053,11 @@ func (r SendMessageResponse) GetApplicationproblemJSON400() *WriteBadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r SendMessageResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SendMessageResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8694,6 +10146,8 @@ type GetMessageResponse struct {
 	JSON200 *Message
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -8718,6 +10172,11 @@ func (r GetMessageResponse) GetJSON200() *Message {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetMessageResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMessageResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -9109,6 +10568,8 @@ type CreatePaymentIntentResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9157,6 +10618,11 @@ func (r CreatePaymentIntentResponse) GetApplicationproblemJSON400() *WriteBadReq
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreatePaymentIntentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreatePaymentIntentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -9245,6 +10711,8 @@ type GetPaymentIntentResponse struct {
 	JSON200 *PaymentIntentWithPayments
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9269,6 +10737,11 @@ func (r GetPaymentIntentResponse) GetJSON200() *PaymentIntentWithPayments {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetPaymentIntentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPaymentIntentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -9369,6 +10842,8 @@ type ChargePaymentResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9417,6 +10892,11 @@ func (r ChargePaymentResponse) GetApplicationproblemJSON400() *WriteBadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ChargePaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ChargePaymentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -9507,6 +10987,8 @@ type ListSlotsResponse struct {
 	ApplicationproblemJSON400 *BadQuery
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *RateLimited
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -9534,6 +11016,11 @@ func (r ListSlotsResponse) GetApplicationproblemJSON400() *BadQuery {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListSlotsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSlotsResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9629,6 +11116,8 @@ type CreateSlotResponse struct {
 	ApplicationproblemJSON400 *WriteBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *InProgress
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9677,6 +11166,11 @@ func (r CreateSlotResponse) GetApplicationproblemJSON400() *WriteBadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreateSlotResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateSlotResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10304,6 +11798,48 @@ func (c *ClientWithResponses) AddCustomerPointsWithResponse(ctx context.Context,
 	return ParseAddCustomerPointsResponse(rsp)
 }
 
+// ReceiveDashaEventWithBodyWithResponse Receive a Dasha call result webhook
+//
+// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+// Past the tenant's Dasha budget: `503` with `Retry-After`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+func (c *ClientWithResponses) ReceiveDashaEventWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveDashaEventResponse, error) {
+	rsp, err := c.ReceiveDashaEventWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveDashaEventResponse(rsp)
+}
+
+// ReceiveDashaEventWithResponse Receive a Dasha call result webhook
+//
+// Optional: point a Dasha agent's result webhook here (with the same `Authorization` header as its
+// tools). When a call's `CompletedWebHookPayload` or `FailedWebHookPayload` arrives, the tenant's
+// unfinished actions claimed by tool calls of that `callId` have their open steps made due, so the
+// reconciler settles them at its next pass instead of after its backoff. Nothing else happens here
+// (no provider is called) and the answer is immediate. Other payload types and unknown fields are
+// answered `200` and ignored. A tenant bound to a Dasha `orgId` refuses another `orgId` (`403`).
+// Past the tenant's Dasha budget: `503` with `Retry-After`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/dasha/events (the `ReceiveDashaEvent` operationId).
+func (c *ClientWithResponses) ReceiveDashaEventWithResponse(ctx context.Context, body ReceiveDashaEventJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveDashaEventResponse, error) {
+	rsp, err := c.ReceiveDashaEvent(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveDashaEventResponse(rsp)
+}
+
 // CallDashaToolWithBodyWithResponse Call a Dasha tool (routed by toolName)
 //
 // A Dasha BlackBox tool webhook, routed by the payload's `toolName`. Same answers as
@@ -10376,10 +11912,110 @@ func (c *ClientWithResponses) CallDashaToolByNameWithResponse(ctx context.Contex
 	return ParseCallDashaToolByNameResponse(rsp)
 }
 
+// ListMessageTemplatesWithResponse List message templates
+//
+// Every template this tenant can send, by name: the newest version of each of its own, and each
+// built-in one (`builtin: true`, `version: 0`) it has not overridden.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/message-templates (the `ListMessageTemplates` operationId).
+func (c *ClientWithResponses) ListMessageTemplatesWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListMessageTemplatesResponse, error) {
+	rsp, err := c.ListMessageTemplates(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListMessageTemplatesResponse(rsp)
+}
+
+// CreateMessageTemplateWithBodyWithResponse Create a message template
+//
+// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+// The declaration is checked before anything is stored: the subject and body must parse, use only
+// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+func (c *ClientWithResponses) CreateMessageTemplateWithBodyWithResponse(ctx context.Context, params *CreateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateMessageTemplateResponse, error) {
+	rsp, err := c.CreateMessageTemplateWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMessageTemplateResponse(rsp)
+}
+
+// CreateMessageTemplateWithResponse Create a message template
+//
+// Creates version 1 of one of the tenant's message templates (operation `message_template.create`).
+// The declaration is checked before anything is stored: the subject and body must parse, use only
+// `{{.variable}}` and `{{if .variable}}...{{else}}...{{end}}`, and every variable they use must be
+// declared (`400 INVALID_INPUT` naming the field otherwise). A template named like a built-in
+// (`appointment_confirmation`, `appointment_reminder`, `payment_receipt`, `generic`) overrides it for
+// this tenant; it must then accept the built-in's variables, require none beyond the built-in's
+// required ones, and have a subject. Rejections: `TEMPLATE_EXISTS` (update it instead).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/message-templates (the `CreateMessageTemplate` operationId).
+func (c *ClientWithResponses) CreateMessageTemplateWithResponse(ctx context.Context, params *CreateMessageTemplateParams, body CreateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateMessageTemplateResponse, error) {
+	rsp, err := c.CreateMessageTemplate(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateMessageTemplateResponse(rsp)
+}
+
+// UpdateMessageTemplateWithBodyWithResponse Update a message template
+//
+// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+// before keeps the text and the version it used, and so does every replay of its action.
+// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+// template of its name).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+func (c *ClientWithResponses) UpdateMessageTemplateWithBodyWithResponse(ctx context.Context, name string, params *UpdateMessageTemplateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateMessageTemplateResponse, error) {
+	rsp, err := c.UpdateMessageTemplateWithBody(ctx, name, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMessageTemplateResponse(rsp)
+}
+
+// UpdateMessageTemplateWithResponse Update a message template
+//
+// Stores the next version of one of the tenant's templates (operation `message_template.update`):
+// the whole declaration, checked like a creation. Later sends use the new version; a message sent
+// before keeps the text and the version it used, and so does every replay of its action.
+// Rejections: `TEMPLATE_NOT_FOUND` (create it first; a built-in is overridden by creating a
+// template of its name).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /v1/message-templates/{name} (the `UpdateMessageTemplate` operationId).
+func (c *ClientWithResponses) UpdateMessageTemplateWithResponse(ctx context.Context, name string, params *UpdateMessageTemplateParams, body UpdateMessageTemplateJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateMessageTemplateResponse, error) {
+	rsp, err := c.UpdateMessageTemplate(ctx, name, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateMessageTemplateResponse(rsp)
+}
+
 // SendMessageWithBodyWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+// message keeps the text and template version it was rendered with; a replay never renders again.
+// An unknown template, a variable the template does not declare or a missing required one is
+// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 // `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -10395,8 +12031,12 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 
 // SendMessageWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`). Identical text
-// never makes two intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
+// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
+// message keeps the text and template version it was rendered with; a replay never renders again.
+// An unknown template, a variable the template does not declare or a missing required one is
+// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
+// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
 // `CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -10832,6 +12472,13 @@ func ParseGetActionResponse(rsp *http.Response) (*GetActionResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11034,6 +12681,13 @@ func ParseBookAppointmentResponse(rsp *http.Response) (*BookAppointmentResponse,
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11210,6 +12864,13 @@ func ParseGetAppointmentResponse(rsp *http.Response) (*GetAppointmentResponse, e
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11317,6 +12978,13 @@ func ParseCancelAppointmentResponse(rsp *http.Response) (*CancelAppointmentRespo
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
@@ -11507,6 +13175,13 @@ func ParseRescheduleAppointmentResponse(rsp *http.Response) (*RescheduleAppointm
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
@@ -11792,6 +13467,13 @@ func ParseCreateCustomerResponse(rsp *http.Response) (*CreateCustomerResponse, e
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11968,6 +13650,13 @@ func ParseGetCustomerResponse(rsp *http.Response) (*GetCustomerResponse, error) 
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12075,6 +13764,13 @@ func ParseUpdateCustomerResponse(rsp *http.Response) (*UpdateCustomerResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
@@ -12266,6 +13962,13 @@ func ParseAppendCustomerNoteResponse(rsp *http.Response) (*AppendCustomerNoteRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12456,6 +14159,13 @@ func ParseAddCustomerPointsResponse(rsp *http.Response) (*AddCustomerPointsRespo
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12604,6 +14314,97 @@ func ParseAddCustomerPointsResponse(rsp *http.Response) (*AddCustomerPointsRespo
 	return response, nil
 }
 
+// ParseReceiveDashaEventResponse parses an HTTP response from a ReceiveDashaEventWithResponse call
+func ParseReceiveDashaEventResponse(rsp *http.Response) (*ReceiveDashaEventResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveDashaEventResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashaEventAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest DashaBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReceiveDashaEventResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReceiveDashaEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseCallDashaToolResponse parses an HTTP response from a CallDashaToolWithResponse call
 func ParseCallDashaToolResponse(rsp *http.Response) (*CallDashaToolResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12660,13 +14461,6 @@ func ParseCallDashaToolResponse(rsp *http.Response) (*CallDashaToolResponse, err
 		}
 		response.ApplicationproblemJSON413 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON429 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12704,16 +14498,6 @@ func ParseCallDashaToolResponse(rsp *http.Response) (*CallDashaToolResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
-	case rsp.StatusCode == 429:
-		var headers CallDashaToolResponse429Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = value
-		}
-		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers CallDashaToolResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -12785,13 +14569,6 @@ func ParseCallDashaToolByNameResponse(rsp *http.Response) (*CallDashaToolByNameR
 		}
 		response.ApplicationproblemJSON413 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
-		var dest RateLimited
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON429 = &dest
-
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12829,8 +14606,92 @@ func ParseCallDashaToolByNameResponse(rsp *http.Response) (*CallDashaToolByNameR
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CallDashaToolByNameResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListMessageTemplatesResponse parses an HTTP response from a ListMessageTemplatesWithResponse call
+func ParseListMessageTemplatesResponse(rsp *http.Response) (*ListMessageTemplatesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListMessageTemplatesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageTemplateList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListMessageTemplatesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
-		var headers CallDashaToolByNameResponse429Headers
+		var headers ListMessageTemplatesResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -12840,7 +14701,401 @@ func ParseCallDashaToolByNameResponse(rsp *http.Response) (*CallDashaToolByNameR
 		}
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
-		var headers CallDashaToolByNameResponse503Headers
+		var headers ListMessageTemplatesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateMessageTemplateResponse parses an HTTP response from a CreateMessageTemplateWithResponse call
+func ParseCreateMessageTemplateResponse(rsp *http.Response) (*CreateMessageTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateMessageTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest MessageTemplateAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateMessageTemplateResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateMessageTemplateResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateMessageTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateMessageTemplateResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateMessageTemplateResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateMessageTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateMessageTemplateResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUpdateMessageTemplateResponse parses an HTTP response from a UpdateMessageTemplateWithResponse call
+func ParseUpdateMessageTemplateResponse(rsp *http.Response) (*UpdateMessageTemplateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateMessageTemplateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest MessageTemplateAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateMessageTemplateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers UpdateMessageTemplateResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers UpdateMessageTemplateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateMessageTemplateResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateMessageTemplateResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers UpdateMessageTemplateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers UpdateMessageTemplateResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -12895,6 +15150,13 @@ func ParseSendMessageResponse(rsp *http.Response) (*SendMessageResponse, error) 
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
@@ -13071,6 +15333,13 @@ func ParseGetMessageResponse(rsp *http.Response) (*GetMessageResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -13456,6 +15725,13 @@ func ParseCreatePaymentIntentResponse(rsp *http.Response) (*CreatePaymentIntentR
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13632,6 +15908,13 @@ func ParseGetPaymentIntentResponse(rsp *http.Response) (*GetPaymentIntentRespons
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13739,6 +16022,13 @@ func ParseChargePaymentResponse(rsp *http.Response) (*ChargePaymentResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress
@@ -13923,6 +16213,13 @@ func ParseListSlotsResponse(rsp *http.Response) (*ListSlotsResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest RateLimited
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14023,6 +16320,13 @@ func ParseCreateSlotResponse(rsp *http.Response) (*CreateSlotResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest InProgress

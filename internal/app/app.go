@@ -80,6 +80,12 @@ type Config struct {
 	// number of requests a tenant may send at once (default: the rate).
 	RateLimit float64
 	RateBurst int
+	// DashaRateLimit and DashaRateBurst are the Dasha webhooks' own
+	// per-tenant budget (`oncecall serve` defaults to 200 per second, bursts
+	// of 400); past it they answer 503 with Retry-After, which Dasha
+	// retries, never 429. Zero DashaRateLimit disables it.
+	DashaRateLimit float64
+	DashaRateBurst int
 
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
@@ -103,6 +109,7 @@ type Main struct {
 	reconciler *reconcile.Reconciler
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
+	dbURL      string // the database in use
 	store      *db.Store
 	metrics    *metrics.Metrics
 	ln         net.Listener
@@ -148,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.Close()
 		return nil, err
 	}
-	m.pool, m.store = pool, db.New(pool)
+	m.pool, m.store, m.dbURL = pool, db.New(pool), url
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -179,6 +186,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)

@@ -5,17 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	"github.com/oncecall/oncecall/db"
 )
 
-// demoTenant is the tenant the embedded mode prepares for a first look.
-const demoTenant = "demo"
+// Demo fixtures: the tenant, and the customer's reference and phone (a
+// number reserved for fiction, so the SMS example goes nowhere real).
+const (
+	demoTenant      = "demo"
+	demoCustomerRef = "demo-customer"
+	demoPhone       = "+15555550123"
+)
 
-// SeedDemo makes sure the demo tenant has a customer and some free future
-// slots, gives it a fresh API key and prints a curl command that books one.
-func (m *Main) SeedDemo(ctx context.Context, out io.Writer) error {
+// SeedDemo makes sure the demo tenant has a customer with a phone and some
+// free future slots, gives it a fresh API key and prints what to try: a
+// REST booking, a Dasha tool call booking another slot, an SMS, how to
+// create a tenant against the embedded database, how to change the port and
+// how to start afresh. self is how a person runs oncecall from the same
+// place (e.g. "bin/oncecall").
+func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 	s := m.store
 	t, err := s.TenantByName(ctx, demoTenant)
 	var key string
@@ -28,9 +38,13 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("demo tenant: %w", err)
 	}
-	c, err := s.CustomerByExternalRef(ctx, t.ID, "demo-customer")
-	if errors.Is(err, db.ErrNotFound) {
-		c, err = s.CreateCustomer(ctx, db.NewCustomer{TenantID: t.ID, Name: "Demo Customer", ExternalRef: "demo-customer"})
+	c, err := s.CustomerByExternalRef(ctx, t.ID, demoCustomerRef)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		c, err = s.CreateCustomer(ctx, db.NewCustomer{TenantID: t.ID, Name: "Demo Customer", Phone: demoPhone, ExternalRef: demoCustomerRef})
+	case err == nil && c.Phone == "":
+		// Demo data from an older version had no phone.
+		c, err = s.UpdateCustomer(ctx, db.CustomerChange{TenantID: t.ID, ID: c.ID, Phone: db.FieldChange{Set: true, Value: demoPhone}})
 	}
 	if err != nil {
 		return fmt.Errorf("demo customer: %w", err)
@@ -47,13 +61,18 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer) error {
 		}
 		day = day.AddDate(0, 0, 1)
 	}
-	free, err = s.ListSlots(ctx, t.ID, db.SlotFilter{From: time.Now(), OnlyAvailable: true, Limit: 1})
-	if err != nil || len(free) == 0 {
-		return fmt.Errorf("demo slots: %v", err)
+	// Two free slots: the REST example books one, the Dasha example the other.
+	free, err = s.ListSlots(ctx, t.ID, db.SlotFilter{From: time.Now(), OnlyAvailable: true, Limit: 2})
+	if err != nil || len(free) < 2 {
+		return fmt.Errorf("demo slots: %d free, %v", len(free), err)
 	}
 	base := "http://" + m.cfg.Addr
 	if m.ln != nil {
 		base = "http://" + displayAddr(m.Addr())
+	}
+	dataDir, err := filepath.Abs(m.cfg.DataDir)
+	if err != nil || m.cfg.DataDir == "" {
+		dataDir = ".oncecall"
 	}
 	fmt.Fprintf(out, `
 oncecall is running at %[1]s with an embedded PostgreSQL.
@@ -67,13 +86,29 @@ curl -i -X POST %[1]s/v1/appointments \
   -H 'Idempotency-Key: demo-book-%[4]s' \
   -d '{"customer_id":"%[3]s","slot_id":"%[4]s"}'
 
-Or book it as a Dasha BlackBox tool call instead (run it twice, or with another callId: still one booking):
+Book another slot as a Dasha BlackBox tool call (run it twice, or with another callId: still one booking):
 
 curl -s -X POST %[1]s/v1/dasha/tools/book_appointment \
   -H 'Authorization: Bearer %[2]s' \
   -H 'Content-Type: application/json' \
-  -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[4]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
+  -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[5]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
 
-`, base, key, c.ID, free[0].ID)
+Send the demo customer an SMS reminder (queued in the messages table, not delivered; run it twice: one message):
+
+curl -i -X POST %[1]s/v1/messages \
+  -H 'Authorization: Bearer %[2]s' \
+  -H 'Content-Type: application/json' \
+  -H 'Idempotency-Key: demo-sms-%[4]s' \
+  -d '{"customer_id":"%[3]s","channel":"sms","template":"appointment_reminder","variables":{"name":"Demo Customer","when":"%[6]s"}}'
+
+The embedded database, while this server runs (its port changes at every start):
+
+DATABASE_URL='%[7]s' %[8]s tenant create --name acme
+
+creates another tenant and prints its API key once (add --scope dasha for a key that may call only the Dasha webhooks).
+Another port: ONCECALL_ADDR=127.0.0.1:9090 make run. Start afresh: stop the server, then rm -rf %[9]s
+Ctrl-C stops the server and its database.
+
+`, base, key, c.ID, free[0].ID, free[1].ID, free[0].StartsAt.Format("Monday 2 January at 15:04 MST"), m.dbURL, self, dataDir)
 	return nil
 }

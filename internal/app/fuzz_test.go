@@ -68,8 +68,12 @@ func example(o op.Operation) string {
 			m[name] = []map[string]string{{"weekday": "mon", "start": "09:00", "end": "17:00"}}
 		case name == "timezone":
 			m[name] = "Europe/London"
+		case name == "variables" && p["properties"] != nil: // a template's declaration
+			m[name] = map[string][]string{"required": {"name"}, "optional": {"when"}}
 		case name == "variables":
 			m[name] = map[string]string{"name": "Ana", "when": "Friday 9:00"}
+		case p["pattern"] == "^[a-z][a-z0-9_]*$": // a template's name
+			m[name] = "appointment_reminder"
 		case name == "currency":
 			m[name] = "EUR"
 		case p["pattern"] != nil: // the phone pattern

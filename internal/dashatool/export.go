@@ -137,3 +137,52 @@ func WriteDir(dir string, defs []Definition) error {
 	}
 	return nil
 }
+
+// Template is a message template a tenant can send, as the send tool
+// describes it.
+type Template struct {
+	Name     string
+	Required []string
+	Optional []string
+}
+
+// WithTemplates narrows the definition of the tool named tool (send_message)
+// to the templates one tenant can send: its template argument takes exactly
+// their names, and its description names each one's variables. Without it
+// the argument takes any template name and the description names only the
+// built-in ones; a wrong name is answered invalid_arguments listing the
+// tenant's templates.
+func WithTemplates(defs []Definition, tool string, templates []Template) {
+	for i := range defs {
+		if defs[i].Name != tool {
+			continue
+		}
+		props, _ := defs[i].Schema["properties"].(map[string]any)
+		p, _ := props["template"].(map[string]any)
+		if p == nil {
+			return
+		}
+		names := make([]string, len(templates))
+		parts := make([]string, len(templates))
+		for j, t := range templates {
+			names[j] = t.Name
+			vars := append(append([]string{}, t.Required...), optionalNames(t.Optional)...)
+			parts[j] = fmt.Sprintf("%s (variables: %s)", t.Name, strings.Join(vars, ", "))
+			if len(vars) == 0 {
+				parts[j] = t.Name + " (no variables)"
+			}
+		}
+		delete(p, "pattern")
+		delete(p, "maxLength")
+		p["enum"] = names
+		p["description"] = "The message template: " + strings.Join(parts, "; ") + "."
+	}
+}
+
+func optionalNames(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = "optional " + n
+	}
+	return out
+}

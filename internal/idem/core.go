@@ -74,6 +74,8 @@ type Request struct {
 	// once its answer stops being true the same request is a new action.
 	// The key is then retired from the old action and claimed anew.
 	Stale func(ctx context.Context, a db.Action) (bool, error)
+	// CallID is the Dasha callId of a tool call, kept with the action.
+	CallID string
 }
 
 // Driver performs the remote steps of a claimed action and returns the
@@ -225,7 +227,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	defer cancel()
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner,
+		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner, CallID: req.CallID,
 	}
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
 		x := Exec{TenantID: req.TenantID, ActionID: id}

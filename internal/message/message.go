@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -48,7 +47,7 @@ const (
 )
 
 // Operations returns the message operations.
-func Operations() []op.Operation { return []op.Operation{Send} }
+func Operations() []op.Operation { return []op.Operation{Send, CreateTemplate, UpdateTemplate} }
 
 // SendInput is the input of message.send. Exactly one of customer_id and to
 // names the recipient.
@@ -56,7 +55,7 @@ type SendInput struct {
 	CustomerID string    `json:"customer_id" format:"uuid" desc:"The customer to send to (their phone for sms, e-mail for email). Give this or to."`
 	To         string    `json:"to" maxLength:"254" desc:"The recipient when not a customer: a phone number in international form for sms, an e-mail address for email. Give this or customer_id."`
 	Channel    string    `json:"channel" required:"true" enum:"sms,email" desc:"sms or email."`
-	Template   string    `json:"template" required:"true" enum:"appointment_confirmation,appointment_reminder,generic,payment_receipt" desc:"The message template: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject)."`
+	Template   string    `json:"template" required:"true" maxLength:"64" pattern:"^[a-z][a-z0-9_]*$" desc:"The message template's name: one of the business's own templates, or a built-in one: appointment_confirmation and appointment_reminder (variables name, when), payment_receipt (name, amount), generic (body, optional subject)."`
 	Variables  Variables `json:"variables" desc:"The template's variables, as strings."`
 	SubjectID  string    `json:"subject_id" maxLength:"200" desc:"Optional: what the message is about, e.g. the appointment id."`
 	SendRef    string    `json:"send_ref" maxLength:"100" desc:"Optional: a new value sends the same message again on purpose; leave it unchanged when retrying."`
@@ -79,7 +78,7 @@ var Send = op.Define(op.Spec[SendInput]{
 		return []string{recipient, in.Channel, in.Template, in.SubjectID, in.SendRef}
 	},
 	Execute: execute,
-	Remote:  op.SendInput[SendInput](provider.Messaging, http.StatusCreated),
+	Remote:  sendRemote(),
 	Say: op.Phrases{
 		Confirmed: "The message is queued for sending. You may tell the caller it is on its way; do not say it was delivered.",
 		Rejected: map[string]string{
@@ -105,15 +104,17 @@ func normalize(in *SendInput) error {
 	if err := recipient(in); err != nil {
 		return err
 	}
+	// Which variables the template takes is known only in the claim's
+	// transaction, which reads the tenant's templates (see lookup): here the
+	// name and the values are checked for shape.
 	in.Template = strings.TrimSpace(in.Template)
-	t, ok := templates[in.Template]
 	switch {
 	case in.Template == "":
 		return fault.Field("template", "is required")
-	case !ok:
-		return fault.Field("template", "must be one of %s", strings.Join(templateNames(), ", "))
+	case !templateNamePattern.MatchString(in.Template):
+		return fault.Field("template", "must be a template name such as %s", strings.Join(builtinNames(), " or "))
 	}
-	if err := variables(in, t); err != nil {
+	if err := variables(in); err != nil {
 		return err
 	}
 	if err := op.First(op.Text("subject_id", &in.SubjectID, maxSubjectID, false),
@@ -123,13 +124,6 @@ func normalize(in *SendInput) error {
 	// An id is one id however it is cased.
 	if id, err := uuid.Parse(in.SubjectID); err == nil && len(in.SubjectID) == 36 {
 		in.SubjectID = id.String()
-	}
-	_, body, err := t.render(in.Variables)
-	if err != nil {
-		return fault.Wrap(fault.InvalidInput, err, "variables do not fit the template")
-	}
-	if in.Channel == SMS && utf8.RuneCountInString(body) > maxSMS {
-		return fault.Field("variables", "make the text longer than %d characters", maxSMS)
 	}
 	return nil
 }
@@ -152,15 +146,15 @@ func recipient(in *SendInput) error {
 	return op.Email("to", &in.To)
 }
 
-// variables checks the variables against the template: every required one
-// present and not blank, no unknown one. Values are trimmed and NFC.
-func variables(in *SendInput, t *messageTemplate) error {
+// variables checks the variables' names and values; the template checks
+// which it takes. Values are trimmed and NFC; a blank one is an absent one.
+func variables(in *SendInput) error {
 	if len(in.Variables) > maxVariables {
 		return fault.Field("variables", "must have at most %d entries", maxVariables)
 	}
 	for _, k := range sortedKeys(in.Variables) {
-		if !t.accepts(k) {
-			return fault.Field("variables."+k, "is not a variable of template %s", in.Template)
+		if !variableNamePattern.MatchString(k) {
+			return fault.Field("variables."+shortName(k), "is not a variable of template %s", in.Template)
 		}
 		v := in.Variables[k]
 		if err := op.Text("variables."+k, &v, maxVariable, false); err != nil {
@@ -172,21 +166,27 @@ func variables(in *SendInput, t *messageTemplate) error {
 		}
 		in.Variables[k] = v
 	}
-	for _, k := range t.required {
-		if _, ok := in.Variables[k]; !ok {
-			return fault.Field("variables."+k, "is required by template %s", in.Template)
-		}
-	}
 	if len(in.Variables) == 0 {
 		in.Variables = nil // absent and {} are the same input
 	}
 	return nil
 }
 
+// execute renders the message with the template the tenant has now and
+// queues it with that text and template version: the outbox row and the
+// stored result keep them, so a replay never renders again.
 func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Result, error) {
+	t, err := lookup(ctx, tx, x.TenantID, in.Template)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	subject, body, err := t.fill(in)
+	if err != nil {
+		return idem.Result{}, err
+	}
 	m := db.NewMessage{
 		TenantID: x.TenantID, ActionID: x.ActionID, Recipient: in.To, Channel: in.Channel, Template: in.Template,
-		SubjectID: in.SubjectID, SendRef: in.SendRef,
+		SubjectLine: subject, Body: body, TemplateVersion: t.version, SubjectID: in.SubjectID, SendRef: in.SendRef,
 	}
 	if in.CustomerID != "" {
 		id := op.MustUUID(in.CustomerID)
@@ -206,14 +206,6 @@ func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Re
 			return op.Reject(reason, map[string]string{"customer_id": in.CustomerID})
 		}
 		m.CustomerID = &id
-	}
-	subject, body, err := templates[in.Template].render(in.Variables)
-	if err != nil {
-		return idem.Result{}, err
-	}
-	m.Body = body
-	if in.Channel == Email {
-		m.SubjectLine = subject
 	}
 	msg, err := tx.CreateMessage(ctx, m)
 	if err != nil {
@@ -271,11 +263,20 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 		CustomerID: customerID, Channel: channel, Template: "appointment_confirmation",
 		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
 	})
+	if fault.CodeOf(err) == fault.InvalidInput {
+		// The tenant's own appointment_confirmation did not render for this
+		// booking (its text too long for an SMS, say): the booking stands.
+		return TemplateNotApplicable, nil
+	}
 	if err != nil {
 		return "", err
 	}
 	return res.Reason, nil
 }
+
+// TemplateNotApplicable is the fate of a booking's confirmation when the
+// tenant's appointment_confirmation template could not be rendered for it.
+const TemplateNotApplicable = "TEMPLATE_NOT_APPLICABLE"
 
 // ConfirmationFollowUp is the remote form of Confirm: a message.send step on
 // the messaging capability after the booking step succeeded.

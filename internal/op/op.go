@@ -74,7 +74,11 @@ type Remote[In any] struct {
 	FollowUps func(in In) []FollowUp
 	// Reserve, when set, runs in the claim's transaction before the write
 	// is recorded: the local checks and holds the remote write needs (the
-	// approved, uncaptured intent of this tenant, held for this action).
+	// approved, uncaptured intent of this tenant, held for this action), and
+	// what the write carries from the tenant's data (a message template's
+	// text): its Payload is recorded with the step and sent by every
+	// dispatch and recovery, so a later change of that data never changes
+	// the write. An error (a *fault.Error for bad input) rolls the claim back.
 	Reserve func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (Reservation, error)
 	// Settle, when set, runs in the transaction that completes the action
 	// from the provider's answer or an operator's decision, with the result
@@ -402,3 +406,4 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 	}
 	return steps, nil
 }
+

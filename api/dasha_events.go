@@ -1,0 +1,86 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/canon"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+)
+
+// dashaEventPayload is what oncecall reads of a Dasha result webhook (the
+// agent's CompletedWebHookPayload or FailedWebHookPayload). Other fields and
+// other payload types are tolerated and ignored.
+type dashaEventPayload struct {
+	Type   string `json:"type"`
+	Status string `json:"status"`
+	CallID string `json:"callId"`
+	OrgID  string `json:"orgId"`
+}
+
+// The result webhooks that end a call, and the timeline event each leaves
+// on the call's unfinished actions.
+var callEndings = map[string]string{
+	"CompletedWebHookPayload": "dasha_call_completed",
+	"FailedWebHookPayload":    "dasha_call_failed",
+}
+
+// dashaEventAnswer is the answer to a result webhook.
+type dashaEventAnswer struct {
+	// NudgedActions counts the call's unfinished actions whose open steps
+	// were made due for the reconciler.
+	NudgedActions int `json:"nudged_actions"`
+}
+
+// dashaEvent answers POST /v1/dasha/events, the optional receiver of a Dasha
+// agent's result webhook. When a call completes or fails, the tenant's
+// unfinished actions that the call claimed have their open steps made due
+// now, so the reconciler settles them at its next pass instead of after its
+// backoff. It does nothing else: no provider is called here, and the answer
+// is quick. The orgId binding is enforced like on the tool routes.
+func (s *Server) dashaEvent(w http.ResponseWriter, r *http.Request) {
+	body, err := readRaw(r)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	c, err := canon.Canonical(body)
+	if err != nil {
+		writeError(w, r, fault.Wrap(fault.InvalidJSON, err, err.Error()))
+		return
+	}
+	var p dashaEventPayload
+	if len(c) == 0 || c[0] != '{' {
+		writeError(w, r, fault.New(fault.InvalidJSON, "the request body must be a Dasha webhook payload (a JSON object)"))
+		return
+	}
+	if err := json.Unmarshal(c, &p); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			writeError(w, r, fault.Field(typeErr.Field, "must be a string"))
+			return
+		}
+		writeError(w, r, fault.Wrap(fault.InvalidJSON, err, "the request body is not a Dasha webhook payload"))
+		return
+	}
+	tenant := tenantFrom(r.Context())
+	if tenant.DashaOrgID != "" && p.OrgID != tenant.DashaOrgID {
+		writeError(w, r, fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId"))
+		return
+	}
+	event, ends := callEndings[p.Type]
+	if !ends || p.CallID == "" || len(p.CallID) > 200 || idem.ValidateKey(p.CallID) != nil {
+		writeJSON(w, http.StatusOK, dashaEventAnswer{})
+		return
+	}
+	infoFrom(r.Context()).callID = p.CallID
+	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, p.CallID, event)
+	if err != nil {
+		writeError(w, r, dashaError(db.Fault(err)))
+		return
+	}
+	writeJSON(w, http.StatusOK, dashaEventAnswer{NudgedActions: n})
+}
