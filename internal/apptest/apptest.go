@@ -41,7 +41,15 @@ type Env struct {
 // (DatabaseURL, Addr and Log are set by Start unless cfg sets them).
 func Start(t testing.TB, cfg ...func(*app.Config)) *Env {
 	t.Helper()
-	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &simtest.Buffer{}}
+	return StartOn(t, pgtest.NewDB(t), cfg...)
+}
+
+// StartOn is Start on the database at dbURL (from pgtest.NewDB), for tests
+// that reach it in another way too: cfg may point DatabaseURL at a proxy of
+// it, and DBURL stays the direct URL.
+func StartOn(t testing.TB, dbURL string, cfg ...func(*app.Config)) *Env {
+	t.Helper()
+	e := &Env{t: t, DBURL: dbURL, Logs: &simtest.Buffer{}}
 	e.Contract = NewContract(t, nil)
 	e.Client = &http.Client{Transport: e.Contract}
 	c := app.Config{

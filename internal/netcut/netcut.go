@@ -1,11 +1,12 @@
 // Package netcut is a TCP proxy for tests that sits between a PostgreSQL
 // client (oncecall's pool) and the server and breaks the connection at the
-// moment that matters for an idempotency store: the client's COMMIT. It reads
-// the frontend protocol (simple queries, and Parse/Bind of the extended
-// protocol, so a COMMIT sent as a cached prepared statement is seen too) and,
-// when armed, cuts the connection just before the COMMIT reaches the server
-// (the commit certainly did not happen), just after it (the commit happened
-// but the client never hears so), or stalls it (a network partition: the
+// moment that matters for an idempotency store: the client's COMMIT, or
+// another statement a test names. It reads the frontend protocol (simple
+// queries, and Parse/Bind of the extended protocol, so a statement sent as a
+// cached prepared statement is seen too) and, when armed, cuts the
+// connection just before the statement reaches the server (a COMMIT then
+// certainly did not happen), just after it (the COMMIT happened but the
+// client never hears so), or stalls it (a network partition: the
 // transaction stays open on the server). Only tests use it.
 package netcut
 
@@ -17,42 +18,44 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// Mode is what an armed proxy does at the next COMMIT.
+// Mode is what an armed proxy does at the statement it waits for.
 type Mode int
 
 const (
-	// BeforeCommit drops the client's messages that carry the COMMIT and
-	// closes both sides: the server rolls the transaction back.
-	BeforeCommit Mode = iota + 1
-	// AfterCommit forwards the COMMIT, waits for the server's answer, drops
-	// it and closes both sides: the transaction is committed, and the client
-	// sees its connection break.
-	AfterCommit
-	// StallCommit forwards nothing more in either direction on that
-	// connection and keeps both sides open, like a network partition: the
-	// server holds the open transaction until something ends it.
-	StallCommit
+	// Before drops the client's messages that carry the statement (and
+	// those written with it) and closes both sides: at a COMMIT, the server
+	// rolls the transaction back.
+	Before Mode = iota + 1
+	// After forwards the statement, waits for the server's answer, drops it
+	// and closes both sides: a COMMIT is committed, and the client sees its
+	// connection break.
+	After
+	// Stall forwards nothing more in either direction on that connection
+	// and keeps both sides open, like a network partition: the server holds
+	// the open transaction until something ends it.
+	Stall
 )
 
 func (m Mode) String() string {
 	switch m {
-	case BeforeCommit:
-		return "before commit"
-	case AfterCommit:
-		return "after commit"
-	case StallCommit:
-		return "stall at commit"
+	case Before:
+		return "before"
+	case After:
+		return "after"
+	case Stall:
+		return "stall"
 	}
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
-// answerWait bounds how long AfterCommit waits for the server's answer
+// answerWait bounds how long After waits for the server's answer
 // before it cuts anyway.
 const answerWait = 10 * time.Second
 
@@ -66,7 +69,8 @@ type Proxy struct {
 
 	mu    sync.Mutex
 	armed Mode
-	fired chan struct{} // closed when the armed mode has acted
+	match func(sql string) bool // the statement armed waits for
+	fired chan struct{}         // closed when the armed mode has acted
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup
 }
@@ -96,22 +100,29 @@ func Start(t testing.TB, databaseURL string) *Proxy {
 }
 
 // Arm makes the next COMMIT on any connection act as mode says. The channel
-// is closed once it has: after the cut for BeforeCommit and AfterCommit,
-// when the connection stalls for StallCommit.
-func (p *Proxy) Arm(mode Mode) <-chan struct{} {
+// is closed once it has: after the cut for Before and After, when the
+// connection stalls for Stall.
+func (p *Proxy) Arm(mode Mode) <-chan struct{} { return p.ArmAt(mode, IsCommit) }
+
+// ArmAt is Arm at the next statement whose SQL match accepts.
+func (p *Proxy) ArmAt(mode Mode, match func(sql string) bool) <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.fired = mode, make(chan struct{})
+	p.armed, p.match, p.fired = mode, match, make(chan struct{})
 	return p.fired
 }
 
-// take disarms the proxy and returns the mode and the channel to close when
-// it has acted; zero when it was not armed.
-func (p *Proxy) take() (Mode, chan struct{}) {
+// take disarms the proxy if sqls hold the statement it waits for, and
+// returns the mode and the channel to close when it has acted; zero when it
+// does not act.
+func (p *Proxy) take(sqls []string) (Mode, chan struct{}) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.armed == 0 || !slices.ContainsFunc(sqls, p.match) {
+		return 0, nil
+	}
 	m, f := p.armed, p.fired
-	p.armed, p.fired = 0, nil
+	p.armed, p.match, p.fired = 0, nil, nil
 	return m, f
 }
 
@@ -167,7 +178,7 @@ type conn struct {
 	stmts map[string]string
 
 	mu        sync.Mutex
-	swallow   bool          // AfterCommit: drop the server's next answer and cut
+	swallow   bool          // After: drop the server's next answer and cut
 	answered  chan struct{} // closed when that answer arrived
 	stalled   bool
 	done      chan struct{} // closed by cut
@@ -193,14 +204,15 @@ func (c *conn) isStalled() bool {
 }
 
 // clientToServer forwards the client's messages in the batches the client
-// wrote them (what one read made available), looking for a COMMIT.
+// wrote them (what one read made available), looking for the armed
+// statement.
 func (c *conn) clientToServer() {
 	defer c.p.wg.Done()
 	defer c.cut()
 	r := bufio.NewReaderSize(c.client, 64<<10)
 	startup := true
 	var batch []byte
-	commit := false
+	var sqls []string // the statements the batch runs
 	for {
 		msg, err := readMessage(r, startup)
 		if err != nil {
@@ -211,35 +223,31 @@ func (c *conn) clientToServer() {
 			// message; anything else ends the startup phase.
 			code := binary.BigEndian.Uint32(msg[4:8])
 			startup = code == 80877103 || code == 80877104
-		} else if c.isCommit(msg) {
-			commit = true
+		} else if sql, ok := c.statement(msg); ok {
+			sqls = append(sqls, sql)
 		}
 		batch = append(batch, msg...)
 		if r.Buffered() > 0 {
 			continue // more of the same write: forward it together
 		}
 		if c.isStalled() {
-			batch = batch[:0] // partitioned: nothing passes
+			batch, sqls = batch[:0], sqls[:0] // partitioned: nothing passes
 			continue
 		}
-		var mode Mode
-		var fired chan struct{}
-		if commit {
-			mode, fired = c.p.take()
-		}
+		mode, fired := c.p.take(sqls)
 		switch mode {
-		case BeforeCommit:
+		case Before:
 			c.cut()
 			close(fired)
 			return
-		case StallCommit:
+		case Stall:
 			c.mu.Lock()
 			c.stalled = true
 			c.mu.Unlock()
 			close(fired)
-			batch = batch[:0]
+			batch, sqls = batch[:0], sqls[:0]
 			continue
-		case AfterCommit:
+		case After:
 			c.mu.Lock()
 			c.swallow = true
 			c.mu.Unlock()
@@ -255,12 +263,12 @@ func (c *conn) clientToServer() {
 		if _, err := c.server.Write(batch); err != nil {
 			return
 		}
-		batch, commit = batch[:0], false
+		batch, sqls = batch[:0], sqls[:0]
 	}
 }
 
-// serverToClient relays the server's answers, except the one an AfterCommit
-// cut swallows and anything after a stall.
+// serverToClient relays the server's answers, except the one an After cut
+// swallows and anything after a stall.
 func (c *conn) serverToClient() {
 	defer c.p.wg.Done()
 	defer c.cut()
@@ -293,28 +301,28 @@ func (c *conn) serverToClient() {
 	}
 }
 
-// isCommit reports whether a frontend message runs COMMIT: a simple Query,
-// or a Bind (or Parse) of a statement whose SQL is COMMIT.
-func (c *conn) isCommit(msg []byte) bool {
+// statement returns the SQL a frontend message runs: a simple Query, or a
+// Bind of a statement the connection prepared (a Parse only prepares it).
+func (c *conn) statement(msg []byte) (string, bool) {
 	body := msg[5:]
 	switch msg[0] {
 	case 'Q':
 		sql, _ := cstring(body)
-		return commitSQL(sql)
+		return sql, true
 	case 'P':
 		name, rest := cstring(body)
 		sql, _ := cstring(rest)
 		c.stmts[name] = sql
-		return false // the Bind that follows runs it
 	case 'B':
 		_, rest := cstring(body) // portal
 		name, _ := cstring(rest)
-		return commitSQL(c.stmts[name])
+		return c.stmts[name], true
 	}
-	return false
+	return "", false
 }
 
-func commitSQL(sql string) bool {
+// IsCommit reports whether sql is a COMMIT (or its synonym END).
+func IsCommit(sql string) bool {
 	s := strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(sql), ";"))
 	return strings.EqualFold(s, "commit") || strings.EqualFold(s, "end")
 }

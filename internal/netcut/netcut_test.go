@@ -67,7 +67,7 @@ func TestCutAtSimpleCommit(t *testing.T) {
 	for _, c := range []struct {
 		mode netcut.Mode
 		want int
-	}{{netcut.BeforeCommit, 0}, {netcut.AfterCommit, 1}} {
+	}{{netcut.Before, 0}, {netcut.After, 1}} {
 		t.Run(c.mode.String(), func(t *testing.T) {
 			t.Parallel()
 			direct, p := setup(t)
@@ -108,7 +108,7 @@ func TestCutAtCachedCommitInBatch(t *testing.T) {
 	if err := send(1); err != nil {
 		t.Fatal(err)
 	}
-	fired := p.Arm(netcut.AfterCommit)
+	fired := p.Arm(netcut.After)
 	if err := send(2); err == nil {
 		t.Fatal("a batch through a cut connection succeeded")
 	}
@@ -135,7 +135,7 @@ func TestStallAtCommit(t *testing.T) {
 	if _, err := tx.Exec(t.Context(), "INSERT INTO t VALUES (1)"); err != nil {
 		t.Fatal(err)
 	}
-	fired := p.Arm(netcut.StallCommit)
+	fired := p.Arm(netcut.Stall)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- tx.Commit(ctx) }()
