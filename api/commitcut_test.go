@@ -36,6 +36,9 @@ func setupCut(t *testing.T, cfg ...func(*app.Config)) cutEnv {
 	e := apptest.StartOn(t, url, append([]func(*app.Config){func(c *app.Config) {
 		c.DatabaseURL, c.ReconcileDisabled = proxy.URL, true
 	}}, cfg...)...)
+	// A stalled connection holds a request, and the request a pool
+	// connection, until the proxy lets go: cut before oncecall stops.
+	t.Cleanup(proxy.CutAll)
 	tenant, key, err := e.Store.CreateTenant(t.Context(), "acme", testOrg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/oncecall/oncecall/db"
 )
 
 // envDefaults reads flag defaults from environment variables and remembers
@@ -83,6 +86,29 @@ func (r *retention) check() error {
 	}
 	if r.batch < 1 || r.batch > 100000 {
 		return errors.New("--prune-batch must be between 1 and 100000")
+	}
+	return nil
+}
+
+// dbTimeoutFlags declares the PostgreSQL session timeouts of serve's pool
+// (db.Timeouts says what each one stops).
+func dbTimeoutFlags(fs *flag.FlagSet, envs *envDefaults) *db.Timeouts {
+	t := &db.Timeouts{}
+	d := db.DefaultTimeouts
+	fs.DurationVar(&t.Lock, "db-lock-timeout", envs.duration("ONCECALL_DB_LOCK_TIMEOUT", d.Lock),
+		"PostgreSQL lock_timeout of every pool connection: how long a statement waits for a row another transaction holds before the request answers 503 (env ONCECALL_DB_LOCK_TIMEOUT)")
+	fs.DurationVar(&t.Statement, "db-statement-timeout", envs.duration("ONCECALL_DB_STATEMENT_TIMEOUT", d.Statement),
+		"PostgreSQL statement_timeout of every pool connection; migrations run without it (env ONCECALL_DB_STATEMENT_TIMEOUT)")
+	fs.DurationVar(&t.IdleInTransaction, "db-idle-in-transaction-timeout", envs.duration("ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT", d.IdleInTransaction),
+		"PostgreSQL idle_in_transaction_session_timeout of every pool connection: a session cut off inside a transaction is ended and its locks freed after this (env ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT)")
+	return t
+}
+
+func checkTimeouts(t *db.Timeouts) error {
+	for _, d := range []time.Duration{t.Lock, t.Statement, t.IdleInTransaction} {
+		if d < time.Millisecond || d > time.Hour {
+			return fmt.Errorf("--db-lock-timeout, --db-statement-timeout and --db-idle-in-transaction-timeout must be between 1ms and 1h, not %v", d)
+		}
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
+	timeouts := dbTimeoutFlags(fs, &envs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,6 +43,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return envs.err
 	}
 	if err := keep.check(); err != nil {
+		return err
+	}
+	if err := checkTimeouts(timeouts); err != nil {
 		return err
 	}
 	if *maxBody < 1 || *maxBody > canon.MaxInputLen {
@@ -78,7 +82,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait,
-		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns),
+		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},

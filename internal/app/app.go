@@ -54,6 +54,9 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default DefaultMaxConns().
 	MaxConns int32
+	// DBTimeouts are the lock, statement and idle-in-transaction timeouts
+	// of every pool connection (db.Timeouts documents the defaults).
+	DBTimeouts db.Timeouts
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -143,7 +146,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.pg = pg
 		url = pg.URL("oncecall")
 	}
-	pool, err := OpenDB(ctx, url, cfg.MaxConns)
+	pool, err := OpenPool(ctx, url, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -215,8 +218,15 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	return pg, nil
 }
 
-// OpenDB connects to url, applies the migrations and returns a pool.
+// OpenDB connects to url, applies the migrations and returns a pool whose
+// connections have the default timeouts.
 func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenPool(ctx, url, maxConns, db.Timeouts{})
+}
+
+// OpenPool is OpenDB with the given timeouts. Migrations run on their own
+// connection first, without them.
+func OpenPool(ctx context.Context, url string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
 	if err := Migrate(ctx, url); err != nil {
 		return nil, err
 	}
@@ -226,6 +236,7 @@ func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, err
 	}
 	pcfg.MaxConns = cmp.Or(maxConns, DefaultMaxConns())
 	db.Configure(pcfg)
+	db.SetTimeouts(pcfg, timeouts)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)

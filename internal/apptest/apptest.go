@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -133,6 +134,17 @@ func (r Response) Replayed() bool { return r.Header.Get("Idempotent-Replayed") =
 // or any value (sent as JSON). headers are name/value pairs.
 func (e *Env) Request(method, path, apiKey string, body any, headers ...string) Response {
 	e.t.Helper()
+	r, err := e.RequestCtx(context.Background(), method, path, apiKey, body, headers...)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// RequestCtx is Request bound to ctx: it returns an error, ctx's when ctx
+// ended first, instead of failing the test when no answer arrives.
+func (e *Env) RequestCtx(ctx context.Context, method, path, apiKey string, body any, headers ...string) (Response, error) {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -147,7 +159,7 @@ func (e *Env) Request(method, path, apiKey string, body any, headers ...string) 
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.URL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, e.URL+path, rd)
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}
@@ -162,14 +174,14 @@ func (e *Env) Request(method, path, apiKey string, body any, headers ...string) 
 	}
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return Response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("read body: %v", err)
+		return Response{}, fmt.Errorf("read body: %w", err)
 	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 // Post sends a JSON write with an Idempotency-Key (none when idemKey is "").

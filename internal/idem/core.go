@@ -97,7 +97,8 @@ type Config struct {
 	// the same key whose transaction has not finished (PostgreSQL makes the
 	// second INSERT wait for the first). A request with its own Wait waits
 	// that long instead. Past it the attempt answers ErrInProgress.
-	// Default 10s.
+	// Default 10s. PostgreSQL's lock_timeout (db.Timeouts) ends the wait
+	// sooner when it is shorter, with the same answer.
 	ClaimWait time.Duration
 	// Observer, when set, is told how each request ended (metrics).
 	Observer Observer
@@ -232,7 +233,9 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		return &done, nil
 	})
 	switch {
-	case err != nil && claimCtx.Err() != nil && ctx.Err() == nil && !claimed:
+	// The claim waited out its bound, or PostgreSQL's lock timeout, for a
+	// concurrent attempt that holds the key in an open transaction.
+	case err != nil && !claimed && ctx.Err() == nil && (claimCtx.Err() != nil || db.LockTimeout(err)):
 		return Reply{}, errClaimWait
 	case err == nil && !claimed:
 		return Reply{}, errNotClaimed
