@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -49,6 +50,12 @@ type Config struct {
 	// disables the limit. RateBurst is the bucket size (default: the rate).
 	RateLimit float64
 	RateBurst int
+	// TenantRequests is how many requests of one tenant may run at once,
+	// so that one tenant cannot hold every database connection; zero
+	// disables the limit. A request waits up to TenantWait (default 1s)
+	// for its turn, then gets 503.
+	TenantRequests int
+	TenantWait     time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -56,6 +63,7 @@ type Server struct {
 	cfg     Config
 	keys    *keyCache
 	limiter *tenantLimiter // nil when unlimited
+	gate    *tenantGate    // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -75,6 +83,9 @@ func NewRouter(cfg Config) http.Handler {
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
+	}
+	if cfg.TenantRequests > 0 {
+		s.gate = newTenantGate(cfg.TenantRequests, cmp.Or(cfg.TenantWait, time.Second))
 	}
 
 	r := chi.NewRouter()
@@ -98,7 +109,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate, s.limitRate)
+		r.Use(s.limitBody, s.keys.authenticate, s.limitRate, s.shareDB)
 		r.Get("/actions/{action_id}", s.getAction)
 
 		r.Post("/slots", s.write("slot.create"))

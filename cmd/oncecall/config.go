@@ -112,3 +112,28 @@ func checkTimeouts(t *db.Timeouts) error {
 	}
 	return nil
 }
+
+// fairness holds serve's per-tenant share of the pool.
+type fairness struct {
+	requests int
+	wait     time.Duration
+}
+
+func fairnessFlags(fs *flag.FlagSet, envs *envDefaults) *fairness {
+	f := &fairness{}
+	fs.IntVar(&f.requests, "tenant-db-requests", envs.int("ONCECALL_TENANT_DB_REQUESTS", 0),
+		"how many requests of one tenant may run at once, so one tenant cannot hold every database connection; 0 means half of --db-max-conns (env ONCECALL_TENANT_DB_REQUESTS)")
+	fs.DurationVar(&f.wait, "tenant-db-wait", envs.duration("ONCECALL_TENANT_DB_WAIT", time.Second),
+		"how long a request waits for its tenant's turn before it gets 503 with Retry-After (env ONCECALL_TENANT_DB_WAIT)")
+	return f
+}
+
+func (f *fairness) check(maxConns int) error {
+	if f.requests < 0 || f.requests > maxConns {
+		return fmt.Errorf("--tenant-db-requests must be between 0 (half the pool) and --db-max-conns (%d)", maxConns)
+	}
+	if f.wait < time.Millisecond || f.wait > time.Minute {
+		return errors.New("--tenant-db-wait must be between 1ms and 1m")
+	}
+	return nil
+}

@@ -13,6 +13,8 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		{"--db-lock-timeout", "0"},
 		{"--db-statement-timeout", "2h"},
 		{"--db-idle-in-transaction-timeout", "-1s"},
+		{"--tenant-db-requests", "9", "--db-max-conns", "8"},
+		{"--tenant-db-wait", "0s"},
 	} {
 		var out bytes.Buffer
 		err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &out, &out)

@@ -36,6 +36,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
+	fair := fairnessFlags(fs, &envs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -60,6 +61,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *maxConns < 1 || *maxConns > 10000 {
 		return errors.New("--db-max-conns must be between 1 and 10000")
 	}
+	if err := fair.check(*maxConns); err != nil {
+		return err
+	}
 	if *rateLimit < 0 || *rateBurst < 0 {
 		return errors.New("--rate-limit and --rate-burst must not be negative")
 	}
@@ -83,6 +87,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait,
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
+		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},

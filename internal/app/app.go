@@ -84,6 +84,14 @@ type Config struct {
 	RateLimit float64
 	RateBurst int
 
+	// TenantDBRequests is how many requests of one tenant may run at once,
+	// so that one tenant's slow or stuck requests cannot hold every
+	// connection of the pool. Default half of MaxConns (at least 1);
+	// negative disables the limit. A request waits up to TenantDBWait
+	// (default 1s) for its turn, then gets 503 with Retry-After.
+	TenantDBRequests int
+	TenantDBWait     time.Duration
+
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
 	// MetricsCacheTTL is how long the action counts behind the actions
@@ -146,6 +154,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.pg = pg
 		url = pg.URL("oncecall")
 	}
+	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns())
+	cfg.TenantDBRequests = cmp.Or(cfg.TenantDBRequests, max(1, int(cfg.MaxConns)/2))
 	pool, err := OpenPool(ctx, url, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
@@ -182,6 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
+		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
