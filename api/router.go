@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/metrics"
@@ -40,8 +41,13 @@ type Config struct {
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
 	// the same action that is still running before answering pending.
-	// Default 5s, well under the tools' 15s timeout.
+	// Default 5s, within DashaBudget.
 	DashaWait time.Duration
+	// DashaBudget is the time a Dasha tool call has from its arrival to its
+	// answer; whatever is still running then (a slow remote provider) goes
+	// on without it and the call answers pending. Default
+	// dashatool.AnswerBudget (8s), under Dasha's 10s webhook limit.
+	DashaBudget time.Duration
 	// Metrics, when set, counts requests and is served at /metrics.
 	Metrics *metrics.Metrics
 	// MetricsToken, when set, is the Bearer token /metrics requires.
@@ -80,6 +86,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.DashaWait <= 0 {
 		cfg.DashaWait = 5 * time.Second
 	}
+	cfg.DashaBudget = cmp.Or(cfg.DashaBudget, dashatool.AnswerBudget)
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
@@ -109,7 +116,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate, s.limitRate, s.shareDB)
+		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate, s.limitRate, s.shareDB)
 		r.Get("/actions/{action_id}", s.getAction)
 
 		r.Post("/slots", s.write("slot.create"))

@@ -15,6 +15,8 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		{"--db-idle-in-transaction-timeout", "-1s"},
 		{"--tenant-db-requests", "9", "--db-max-conns", "8"},
 		{"--tenant-db-wait", "0s"},
+		{"--dasha-budget", "10s"},
+		{"--dasha-wait", "8s", "--dasha-budget", "8s"},
 	} {
 		var out bytes.Buffer
 		err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &out, &out)

@@ -50,7 +50,8 @@ type Config struct {
 	Core idem.Config
 	// MaxBodyBytes limits request bodies. Default 64 KiB.
 	MaxBodyBytes int64
-	// ShutdownTimeout bounds the drain of in-flight requests. Default 15s.
+	// ShutdownTimeout bounds the drain of in-flight requests and of the
+	// remote writes that outlived their requests. Default 15s.
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default DefaultMaxConns().
 	MaxConns int32
@@ -71,6 +72,9 @@ type Config struct {
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
 	DashaWait time.Duration
+	// DashaBudget is the time a Dasha tool call has, from its arrival to
+	// its answer; see api.Config. Default dashatool.AnswerBudget (8s).
+	DashaBudget time.Duration
 
 	// Server timeouts against slow clients: reading the request headers,
 	// reading the whole request, writing the answer (keep it above
@@ -112,6 +116,7 @@ type Main struct {
 	ops        *op.Registry
 	driver     *step.Driver
 	reconciler *reconcile.Reconciler
+	core       *idem.Core
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
 	store      *db.Store
@@ -187,9 +192,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m.reconciler.Observe = m.metrics.ReconcileResult
 	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
+	m.core = core
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
+		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait, DashaBudget: cfg.DashaBudget,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
@@ -316,6 +322,11 @@ func (m *Main) Serve(ctx context.Context) error {
 	defer cancel()
 	if err := m.srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("drain requests: %w", err)
+	}
+	// Remote writes that outlived their requests record their results
+	// before the pool closes.
+	if err := m.core.Drain(shutdown); err != nil {
+		return fmt.Errorf("drain remote writes: %w", err)
 	}
 	return nil
 }

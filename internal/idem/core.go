@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,6 +110,8 @@ type Core struct {
 	store  *db.Store
 	cfg    Config
 	driver Driver
+	// background counts drives that outlived their request (see Drain).
+	background sync.WaitGroup
 }
 
 // SetDriver installs the driver of remote steps.
@@ -249,18 +252,32 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 // drive hands a freshly claimed remote action to the driver. From here on
 // the request can no longer fail: whatever goes wrong leaves the action for
 // the reconciler and the caller hears pending.
+//
+// The driver runs apart from the request, so that neither a caller hanging
+// up nor the request's deadline (a Dasha tool call's budget) cuts a
+// provider call in half: when ctx ends first, the caller hears pending
+// (the action is still running) while the driver goes on and records the
+// provider's answer. Drain waits for such drives.
 func (c *Core) drive(ctx context.Context, a db.Action) Reply {
 	if c.driver == nil {
 		a.State = db.Unknown
 		return Reply{Action: a}
 	}
-	// A caller hanging up must not cut a provider call in half.
-	driven, err := c.driver.Drive(context.WithoutCancel(ctx), a)
-	if err != nil {
-		a.State = db.Unknown
+	done := make(chan Reply, 1)
+	c.background.Go(func() {
+		driven, err := c.driver.Drive(context.WithoutCancel(ctx), a)
+		if err != nil {
+			driven = a
+			driven.State = db.Unknown
+		}
+		done <- Reply{Action: driven}
+	})
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
 		return Reply{Action: a}
 	}
-	return Reply{Action: driven}
 }
 
 // claimSteps records the remote steps with their provider keys in the
