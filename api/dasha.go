@@ -197,7 +197,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 		return dashatool.Answer{}, err
 	}
 	info.keyHash = idem.KeyHash(key)
-	req, err := s.request(r, prep, key, s.cfg.DashaWait)
+	req, err := s.request(r, prep, key, s.dashaWait(ctx))
 	if err != nil {
 		return dashatool.Answer{}, err
 	}

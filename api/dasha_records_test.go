@@ -161,6 +161,7 @@ func TestDashaChargeRetriedWhileTheFirstAttemptRunsChargesOnce(t *testing.T) {
 	d := setupDasha(t, func(c *app.Config) {
 		c.Core.ClaimWait = 100 * time.Millisecond
 		c.DashaWait = 2 * time.Second
+		c.DBTimeouts.Lock = time.Minute // the first delivery waits on the held lock for the whole test
 	})
 	ctx := t.Context()
 	intent := d.intent(t, 1500)

@@ -184,6 +184,7 @@ func TestDashaOverlappingDeliveriesExecuteOnce(t *testing.T) {
 	d := setupDasha(t, func(c *app.Config) {
 		c.Core.ClaimWait = 100 * time.Millisecond
 		c.DashaWait = 2 * time.Second
+		c.DBTimeouts.Lock = time.Minute // the first delivery waits on the held lock for the whole test
 	})
 	ctx := t.Context()
 	// Hold the slot's row lock: the booking's foreign-key check waits on it,

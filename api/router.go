@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/metrics"
@@ -39,8 +41,13 @@ type Config struct {
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
 	// the same action that is still running before answering pending.
-	// Default 5s, well under the tools' 15s timeout.
+	// Default 5s, within DashaBudget.
 	DashaWait time.Duration
+	// DashaBudget is the time a Dasha tool call has from its arrival to its
+	// answer; whatever is still running then (a slow remote provider) goes
+	// on without it and the call answers pending. Default
+	// dashatool.AnswerBudget (8s), under Dasha's 10s webhook limit.
+	DashaBudget time.Duration
 	// Metrics, when set, counts requests and is served at /metrics.
 	Metrics *metrics.Metrics
 	// MetricsToken, when set, is the Bearer token /metrics requires.
@@ -54,6 +61,12 @@ type Config struct {
 	// Retry-After instead of 429. Zero DashaRateLimit disables it.
 	DashaRateLimit float64
 	DashaRateBurst int
+	// TenantRequests is how many requests of one tenant may run at once,
+	// so that one tenant cannot hold every database connection; zero
+	// disables the limit. A request waits up to TenantWait (default 1s)
+	// for its turn, then gets 503.
+	TenantRequests int
+	TenantWait     time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -63,6 +76,7 @@ type Server struct {
 	limiter *tenantLimiter // nil when unlimited
 	// dashaLimiter is the Dasha webhooks' budget; nil when unlimited.
 	dashaLimiter *tenantLimiter
+	gate    *tenantGate    // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -79,12 +93,16 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.DashaWait <= 0 {
 		cfg.DashaWait = 5 * time.Second
 	}
+	cfg.DashaBudget = cmp.Or(cfg.DashaBudget, dashatool.AnswerBudget)
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
 	}
 	if cfg.DashaRateLimit > 0 {
 		s.dashaLimiter = newTenantLimiter(cfg.DashaRateLimit, cfg.DashaRateBurst)
+	}
+	if cfg.TenantRequests > 0 {
+		s.gate = newTenantGate(cfg.TenantRequests, cmp.Or(cfg.TenantWait, time.Second))
 	}
 
 	r := chi.NewRouter()
@@ -108,9 +126,9 @@ func NewRouter(cfg Config) http.Handler {
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.keys.authenticate)
+		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
-			r.Use(fullScopeOnly, s.limitRate)
+			r.Use(fullScopeOnly, s.limitRate, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
 
 			r.Post("/slots", s.write("slot.create"))
@@ -139,7 +157,7 @@ func NewRouter(cfg Config) http.Handler {
 		})
 		// What a key of scope dasha may call, on the Dasha budget.
 		r.Group(func(r chi.Router) {
-			r.Use(s.limitDasha)
+			r.Use(s.limitDasha, s.shareDB)
 			r.Post("/dasha/tools", s.dashaTool)
 			r.Post("/dasha/tools/{toolName}", s.dashaTool)
 			r.Post("/dasha/events", s.dashaEvent)

@@ -3,7 +3,9 @@ package db
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -26,42 +28,123 @@ func Retryable(err error) bool {
 	return false
 }
 
-// Unavailable reports whether err means PostgreSQL could not be reached or
-// refused work for operational reasons, so that nothing was done and the
-// caller may retry later.
+// LockTimeout reports whether PostgreSQL ended a statement because it
+// waited longer than lock_timeout for a lock.
+func LockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// Unavailable reports whether err means PostgreSQL could not do the work
+// for operational reasons rather than because of the request: it could not
+// be reached, the connection broke, it refused work or ran out of
+// resources, or a lock, statement or idle-in-transaction timeout ended the
+// statement. The caller may retry later.
 func Unavailable(err error) bool {
 	if err == nil {
 		return false
 	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch pgErr.Code[:2] {
-		case "08", "53", "57": // connection exception, insufficient resources, operator intervention
+		case "08", "53", "57", "58": // connection exception, insufficient resources, operator intervention (statement timeout), system error
 			return true
 		}
+		switch pgErr.Code {
+		case "55P03", "25P03": // lock timeout, idle-in-transaction timeout
+			return true
+		}
+		return false
 	}
-	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
+	return connLost(err)
 }
 
-// Fault maps a storage failure to the client-facing vocabulary: an
-// unreachable database is SERVICE_UNAVAILABLE (nothing was done; the caller
-// may retry); errors that already carry a code, cancellations and anything
-// else are returned as they are (internal errors stay internal).
-func Fault(err error) error {
-	var fe *fault.Error
-	if errors.As(err, &fe) || errors.Is(err, context.Canceled) || !Unavailable(err) {
+// connLost reports whether err is a failure of the connection itself, not
+// an answer of the server: it could not be opened, it was reset or closed,
+// it ended in the middle of an answer, or a deadline cut it.
+func connLost(err error) bool {
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	// Every error pgconn raises about the connection says whether anything
+	// had been sent (SafeToRetry); PgError, the server's answer, does not.
+	var pgconnErr interface{ SafeToRetry() bool }
+	return errors.As(err, &connErr) || errors.As(err, &netErr) || errors.As(err, &pgconnErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)
+}
+
+// commitUnknownError is a failure after COMMIT was sent and before its
+// answer arrived: the transaction may or may not be committed.
+type commitUnknownError struct{ err error }
+
+func (e *commitUnknownError) Error() string {
+	return "the connection broke after COMMIT was sent, so the transaction may or may not be committed: " + e.err.Error()
+}
+
+func (e *commitUnknownError) Unwrap() error { return e.err }
+
+// OutcomeUnknown reports whether err says that a COMMIT was sent but its
+// answer was lost, so nobody knows whether the transaction took effect.
+func OutcomeUnknown(err error) bool {
+	var e *commitUnknownError
+	return errors.As(err, &e)
+}
+
+// afterCommit classifies an error met once a COMMIT was handed to the
+// connection (alone, or at the end of a batch): it leaves the outcome
+// unknown unless it proves that nothing was committed, which an ERROR from
+// the server (the transaction rolled back) and a failure pgconn reports as
+// safe to retry (nothing was sent) do.
+func afterCommit(err error) error {
+	if err == nil || pgconn.SafeToRetry(err) {
 		return err
 	}
-	return fault.Wrap(fault.Unavailable, err, "the database is unavailable; nothing was done, retry later")
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// FATAL or PANIC: the server ended the session, perhaps with the
+		// commit already durable.
+		if sev := pgErr.SeverityUnlocalized; sev == "FATAL" || sev == "PANIC" || pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC" {
+			return &commitUnknownError{err: err}
+		}
+		return err
+	}
+	if connLost(err) || errors.Is(err, context.Canceled) {
+		return &commitUnknownError{err: err}
+	}
+	return err
+}
+
+// What a client hears when the database failed it: the two cases differ in
+// whether the request may have been stored.
+const (
+	unavailableMessage = "the database is unavailable; nothing was stored for this request. " +
+		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"
+	unknownMessage = "the connection to the database broke while this request was being committed, so its outcome is unknown: " +
+		"it may or may not have been stored. Retry after the delay in Retry-After with the same Idempotency-Key " +
+		"(or the same tool call): the retry answers with the stored result, or runs the request once if it was not stored"
+)
+
+// Fault is the one mapping of storage failures to the client-facing
+// vocabulary. A lost COMMIT answer is SERVICE_UNAVAILABLE saying the
+// outcome is unknown; any other failure of the database (unreachable,
+// connection lost before COMMIT, a lock or statement timeout, no
+// resources) is SERVICE_UNAVAILABLE saying nothing was stored, which is
+// true because PostgreSQL rolls back a transaction whose COMMIT it never
+// got. Errors that already carry a code, cancellations and anything else
+// are returned as they are (internal errors stay internal).
+func Fault(err error) error {
+	var fe *fault.Error
+	switch {
+	case err == nil || errors.As(err, &fe):
+		return err
+	case OutcomeUnknown(err):
+		return fault.Wrap(fault.Unavailable, err, unknownMessage)
+	case errors.Is(err, context.Canceled):
+		return err
+	case Unavailable(err):
+		return fault.Wrap(fault.Unavailable, err, unavailableMessage)
+	}
+	return err
 }

@@ -107,7 +107,7 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 	}
 	if done == nil {
 		if err := tx.Commit(ctx); err != nil {
-			return true, fmt.Errorf("commit: %w", err)
+			return true, fmt.Errorf("commit: %w", afterCommit(err))
 		}
 		return true, nil
 	}
@@ -115,6 +115,8 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 }
 
 // completeAndCommit sends the completion and COMMIT in one round trip.
+// From the moment the batch is sent, a lost connection leaves the outcome
+// unknown (see afterCommit), even while the completion's answer is read.
 func completeAndCommit(ctx context.Context, conn *pgx.Conn, id uuid.UUID, done Completion) error {
 	b := &pgx.Batch{}
 	if err := record(b, func(q *dbsqlc.Queries) error { return q.CompleteAction(ctx, completeParams(id, done)) }); err != nil {
@@ -125,14 +127,14 @@ func completeAndCommit(ctx context.Context, conn *pgx.Conn, id uuid.UUID, done C
 	_, err := br.Exec()
 	if err != nil {
 		br.Close() //nolint:errcheck // the first error is the one to report
-		return fmt.Errorf("complete action: %w", err)
+		return fmt.Errorf("complete action: %w", afterCommit(err))
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", afterCommit(err))
 	}
 	if tag.String() != "COMMIT" {
 		return fmt.Errorf("commit: the transaction ended with %s", tag)

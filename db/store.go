@@ -53,7 +53,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return fmt.Errorf("commit: %w", afterCommit(err))
 	}
 	return nil
 }

@@ -1907,8 +1907,11 @@ export interface components {
             };
         };
         /**
-         * @description The database is unavailable (`SERVICE_UNAVAILABLE`); nothing ran without its claim. Retry after
-         *     `Retry-After` with the same key.
+         * @description The database is unavailable, or the request waited too long for it (`SERVICE_UNAVAILABLE`). Retry
+         *     after `Retry-After` with the same key. `detail` says which of two cases it is: usually nothing was
+         *     stored (nothing runs without its claim); but when the connection broke while the request was being
+         *     committed, its outcome is unknown: it may or may not have been stored. Either way the retry with the
+         *     same key answers with the stored result, or runs the request once if it was not stored.
          */
         Unavailable: {
             headers: {
@@ -1921,7 +1924,7 @@ export interface components {
                  *       "type": "about:blank",
                  *       "title": "Service Unavailable",
                  *       "status": 503,
-                 *       "detail": "the action store is unavailable; nothing was done, retry later",
+                 *       "detail": "the database is unavailable; nothing was stored for this request. Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)",
                  *       "code": "SERVICE_UNAVAILABLE"
                  *     }
                  */

@@ -93,7 +93,8 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 		b.closers = append(b.closers, pg.Stop)
 		dbURL = pg.URL("oncecall")
 	}
-	b.pool, err = app.OpenDB(ctx, dbURL, poolSize)
+	// The harness's own pool bulk-loads and vacuums: no statement timeout.
+	b.pool, err = app.OpenPool(ctx, dbURL, poolSize, db.Timeouts{Statement: -1})
 	if err != nil {
 		return nil, err
 	}

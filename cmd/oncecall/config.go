@@ -2,10 +2,13 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/oncecall/oncecall/db"
 )
 
 // envDefaults reads flag defaults from environment variables and remembers
@@ -83,6 +86,54 @@ func (r *retention) check() error {
 	}
 	if r.batch < 1 || r.batch > 100000 {
 		return errors.New("--prune-batch must be between 1 and 100000")
+	}
+	return nil
+}
+
+// dbTimeoutFlags declares the PostgreSQL session timeouts of serve's pool
+// (db.Timeouts says what each one stops).
+func dbTimeoutFlags(fs *flag.FlagSet, envs *envDefaults) *db.Timeouts {
+	t := &db.Timeouts{}
+	d := db.DefaultTimeouts
+	fs.DurationVar(&t.Lock, "db-lock-timeout", envs.duration("ONCECALL_DB_LOCK_TIMEOUT", d.Lock),
+		"PostgreSQL lock_timeout of every pool connection: how long a statement waits for a row another transaction holds before the request answers 503 (env ONCECALL_DB_LOCK_TIMEOUT)")
+	fs.DurationVar(&t.Statement, "db-statement-timeout", envs.duration("ONCECALL_DB_STATEMENT_TIMEOUT", d.Statement),
+		"PostgreSQL statement_timeout of every pool connection; migrations run without it (env ONCECALL_DB_STATEMENT_TIMEOUT)")
+	fs.DurationVar(&t.IdleInTransaction, "db-idle-in-transaction-timeout", envs.duration("ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT", d.IdleInTransaction),
+		"PostgreSQL idle_in_transaction_session_timeout of every pool connection: a session cut off inside a transaction is ended and its locks freed after this (env ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT)")
+	return t
+}
+
+func checkTimeouts(t *db.Timeouts) error {
+	for _, d := range []time.Duration{t.Lock, t.Statement, t.IdleInTransaction} {
+		if d < time.Millisecond || d > time.Hour {
+			return fmt.Errorf("--db-lock-timeout, --db-statement-timeout and --db-idle-in-transaction-timeout must be between 1ms and 1h, not %v", d)
+		}
+	}
+	return nil
+}
+
+// fairness holds serve's per-tenant share of the pool.
+type fairness struct {
+	requests int
+	wait     time.Duration
+}
+
+func fairnessFlags(fs *flag.FlagSet, envs *envDefaults) *fairness {
+	f := &fairness{}
+	fs.IntVar(&f.requests, "tenant-db-requests", envs.int("ONCECALL_TENANT_DB_REQUESTS", 0),
+		"how many requests of one tenant may run at once, so one tenant cannot hold every database connection; 0 means half of --db-max-conns (env ONCECALL_TENANT_DB_REQUESTS)")
+	fs.DurationVar(&f.wait, "tenant-db-wait", envs.duration("ONCECALL_TENANT_DB_WAIT", time.Second),
+		"how long a request waits for its tenant's turn before it gets 503 with Retry-After (env ONCECALL_TENANT_DB_WAIT)")
+	return f
+}
+
+func (f *fairness) check(maxConns int) error {
+	if f.requests < 0 || f.requests > maxConns {
+		return fmt.Errorf("--tenant-db-requests must be between 0 (half the pool) and --db-max-conns (%d)", maxConns)
+	}
+	if f.wait < time.Millisecond || f.wait > time.Minute {
+		return errors.New("--tenant-db-wait must be between 1ms and 1m")
 	}
 	return nil
 }

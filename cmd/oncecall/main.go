@@ -42,6 +42,11 @@ Environment:
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
+  ONCECALL_DASHA_BUDGET             time a Dasha tool call has until its answer (default 8s)
+  ONCECALL_DB_LOCK_TIMEOUT, ONCECALL_DB_STATEMENT_TIMEOUT, ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT
+                    PostgreSQL timeouts of every pool connection (2s, 5s, 10s); see docs/database.md
+  ONCECALL_TENANT_DB_REQUESTS, ONCECALL_TENANT_DB_WAIT
+                    requests of one tenant at once (half the pool) and the wait for a turn (1s)
   LOG_LEVEL         debug, info, warn or error (default info)
   ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider

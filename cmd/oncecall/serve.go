@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/canon"
+	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/prune"
 )
@@ -28,7 +29,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	read := fs.Duration("read-timeout", envs.duration("ONCECALL_READ_TIMEOUT", 15*time.Second), "time allowed to read a whole request (env ONCECALL_READ_TIMEOUT)")
 	write := fs.Duration("write-timeout", envs.duration("ONCECALL_WRITE_TIMEOUT", 30*time.Second), "time allowed from the end of the headers to the end of the answer (env ONCECALL_WRITE_TIMEOUT)")
 	idle := fs.Duration("idle-timeout", envs.duration("ONCECALL_IDLE_TIMEOUT", 120*time.Second), "how long an idle keep-alive connection stays open (env ONCECALL_IDLE_TIMEOUT)")
-	shutdown := fs.Duration("shutdown-timeout", envs.duration("ONCECALL_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a stop waits for in-flight requests (env ONCECALL_SHUTDOWN_TIMEOUT)")
+	shutdown := fs.Duration("shutdown-timeout", envs.duration("ONCECALL_SHUTDOWN_TIMEOUT", 15*time.Second), "how long a stop waits for in-flight requests and the remote writes they started (env ONCECALL_SHUTDOWN_TIMEOUT)")
 	maxConns := fs.Int("db-max-conns", envs.int("ONCECALL_DB_MAX_CONNS", int(app.DefaultMaxConns())), "PostgreSQL connection pool size; default 3 per CPU, at least 4 (env ONCECALL_DB_MAX_CONNS)")
 	rateLimit := fs.Float64("rate-limit", envs.float("ONCECALL_RATE_LIMIT", 50), "requests per second each tenant may sustain on /v1; 0 disables (env ONCECALL_RATE_LIMIT)")
 	rateBurst := fs.Int("rate-burst", envs.int("ONCECALL_RATE_BURST", 100), "requests a tenant may send in one burst (token bucket size) (env ONCECALL_RATE_BURST)")
@@ -36,8 +37,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dashaBurst := fs.Int("dasha-rate-burst", envs.int("ONCECALL_DASHA_RATE_BURST", 400), "Dasha webhook calls a tenant may send in one burst (env ONCECALL_DASHA_RATE_BURST)")
 	metricsToken := fs.String("metrics-token", os.Getenv("ONCECALL_METRICS_TOKEN"), "Bearer token required by /metrics; empty leaves it open (env ONCECALL_METRICS_TOKEN, preferred: flags are visible in ps)")
 	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
+	dashaBudget := fs.Duration("dasha-budget", envs.duration("ONCECALL_DASHA_BUDGET", dashatool.AnswerBudget), "the time a Dasha tool call has from its arrival to its answer; a slow provider's write then goes on and the call answers pending; under Dasha's 10s webhook limit (env ONCECALL_DASHA_BUDGET)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
+	timeouts := dbTimeoutFlags(fs, &envs)
+	fair := fairnessFlags(fs, &envs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -47,17 +51,26 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := keep.check(); err != nil {
 		return err
 	}
+	if err := checkTimeouts(timeouts); err != nil {
+		return err
+	}
 	if *maxBody < 1 || *maxBody > canon.MaxInputLen {
 		return fmt.Errorf("--max-body-bytes must be between 1 and %d", canon.MaxInputLen)
 	}
 	if min(*readHeader, *read, *write, *idle, *shutdown) <= 0 {
 		return errors.New("server timeouts must be positive")
 	}
-	if *dashaWait <= 0 || *dashaWait > time.Minute {
-		return fmt.Errorf("--dasha-wait %v must be a duration from 1ms to 1m, such as 5s", *dashaWait)
+	if *dashaBudget < 100*time.Millisecond || *dashaBudget >= 10*time.Second {
+		return fmt.Errorf("--dasha-budget %v must be from 100ms to under Dasha's 10s webhook limit, such as 8s", *dashaBudget)
+	}
+	if *dashaWait <= 0 || *dashaWait >= *dashaBudget {
+		return fmt.Errorf("--dasha-wait %v must be positive and shorter than --dasha-budget %v, such as 5s", *dashaWait, *dashaBudget)
 	}
 	if *maxConns < 1 || *maxConns > 10000 {
 		return errors.New("--db-max-conns must be between 1 and 10000")
+	}
+	if err := fair.check(*maxConns); err != nil {
+		return err
 	}
 	if *rateLimit < 0 || *rateBurst < 0 || *dashaRate < 0 || *dashaBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --dasha-rate-limit and --dasha-rate-burst must not be negative")
@@ -80,8 +93,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
-		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait,
-		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns),
+		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait, DashaBudget: *dashaBudget,
+		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
+		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
 		DashaRateLimit: *dashaRate, DashaRateBurst: *dashaBurst,

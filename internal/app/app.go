@@ -50,10 +50,14 @@ type Config struct {
 	Core idem.Config
 	// MaxBodyBytes limits request bodies. Default 64 KiB.
 	MaxBodyBytes int64
-	// ShutdownTimeout bounds the drain of in-flight requests. Default 15s.
+	// ShutdownTimeout bounds the drain of in-flight requests and of the
+	// remote writes that outlived their requests. Default 15s.
 	ShutdownTimeout time.Duration
 	// MaxConns sizes the connection pool. Default DefaultMaxConns().
 	MaxConns int32
+	// DBTimeouts are the lock, statement and idle-in-transaction timeouts
+	// of every pool connection (db.Timeouts documents the defaults).
+	DBTimeouts db.Timeouts
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -68,6 +72,9 @@ type Config struct {
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
 	DashaWait time.Duration
+	// DashaBudget is the time a Dasha tool call has, from its arrival to
+	// its answer; see api.Config. Default dashatool.AnswerBudget (8s).
+	DashaBudget time.Duration
 
 	// Server timeouts against slow clients: reading the request headers,
 	// reading the whole request, writing the answer (keep it above
@@ -86,6 +93,14 @@ type Config struct {
 	// retries, never 429. Zero DashaRateLimit disables it.
 	DashaRateLimit float64
 	DashaRateBurst int
+
+	// TenantDBRequests is how many requests of one tenant may run at once,
+	// so that one tenant's slow or stuck requests cannot hold every
+	// connection of the pool. Default half of MaxConns (at least 1);
+	// negative disables the limit. A request waits up to TenantDBWait
+	// (default 1s) for its turn, then gets 503 with Retry-After.
+	TenantDBRequests int
+	TenantDBWait     time.Duration
 
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
@@ -107,6 +122,7 @@ type Main struct {
 	ops        *op.Registry
 	driver     *step.Driver
 	reconciler *reconcile.Reconciler
+	core       *idem.Core
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
 	dbURL      string // the database in use
@@ -150,7 +166,9 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.pg = pg
 		url = pg.URL("oncecall")
 	}
-	pool, err := OpenDB(ctx, url, cfg.MaxConns)
+	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns())
+	cfg.TenantDBRequests = cmp.Or(cfg.TenantDBRequests, max(1, int(cfg.MaxConns)/2))
+	pool, err := OpenPool(ctx, url, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -181,12 +199,14 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m.reconciler.Observe = m.metrics.ReconcileResult
 	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
+	m.core = core
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait,
+		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait, DashaBudget: cfg.DashaBudget,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
+		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
@@ -223,8 +243,15 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	return pg, nil
 }
 
-// OpenDB connects to url, applies the migrations and returns a pool.
+// OpenDB connects to url, applies the migrations and returns a pool whose
+// connections have the default timeouts.
 func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenPool(ctx, url, maxConns, db.Timeouts{})
+}
+
+// OpenPool is OpenDB with the given timeouts. Migrations run on their own
+// connection first, without them.
+func OpenPool(ctx context.Context, url string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
 	if err := Migrate(ctx, url); err != nil {
 		return nil, err
 	}
@@ -234,6 +261,7 @@ func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, err
 	}
 	pcfg.MaxConns = cmp.Or(maxConns, DefaultMaxConns())
 	db.Configure(pcfg)
+	db.SetTimeouts(pcfg, timeouts)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
@@ -302,6 +330,11 @@ func (m *Main) Serve(ctx context.Context) error {
 	defer cancel()
 	if err := m.srv.Shutdown(shutdown); err != nil {
 		return fmt.Errorf("drain requests: %w", err)
+	}
+	// Remote writes that outlived their requests record their results
+	// before the pool closes.
+	if err := m.core.Drain(shutdown); err != nil {
+		return fmt.Errorf("drain remote writes: %w", err)
 	}
 	return nil
 }

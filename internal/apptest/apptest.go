@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -41,7 +42,15 @@ type Env struct {
 // (DatabaseURL, Addr and Log are set by Start unless cfg sets them).
 func Start(t testing.TB, cfg ...func(*app.Config)) *Env {
 	t.Helper()
-	e := &Env{t: t, DBURL: pgtest.NewDB(t), Logs: &simtest.Buffer{}}
+	return StartOn(t, pgtest.NewDB(t), cfg...)
+}
+
+// StartOn is Start on the database at dbURL (from pgtest.NewDB), for tests
+// that reach it in another way too: cfg may point DatabaseURL at a proxy of
+// it, and DBURL stays the direct URL.
+func StartOn(t testing.TB, dbURL string, cfg ...func(*app.Config)) *Env {
+	t.Helper()
+	e := &Env{t: t, DBURL: dbURL, Logs: &simtest.Buffer{}}
 	e.Contract = NewContract(t, nil)
 	e.Client = &http.Client{Transport: e.Contract}
 	c := app.Config{
@@ -125,6 +134,17 @@ func (r Response) Replayed() bool { return r.Header.Get("Idempotent-Replayed") =
 // or any value (sent as JSON). headers are name/value pairs.
 func (e *Env) Request(method, path, apiKey string, body any, headers ...string) Response {
 	e.t.Helper()
+	r, err := e.RequestCtx(context.Background(), method, path, apiKey, body, headers...)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return r
+}
+
+// RequestCtx is Request bound to ctx: it returns an error, ctx's when ctx
+// ended first, instead of failing the test when no answer arrives.
+func (e *Env) RequestCtx(ctx context.Context, method, path, apiKey string, body any, headers ...string) (Response, error) {
+	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -139,7 +159,7 @@ func (e *Env) Request(method, path, apiKey string, body any, headers ...string) 
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequest(method, e.URL+path, rd)
+	req, err := http.NewRequestWithContext(ctx, method, e.URL+path, rd)
 	if err != nil {
 		e.t.Fatalf("new request: %v", err)
 	}
@@ -154,14 +174,14 @@ func (e *Env) Request(method, path, apiKey string, body any, headers ...string) 
 	}
 	resp, err := e.Client.Do(req)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return Response{}, err
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	if err != nil {
-		e.t.Fatalf("read body: %v", err)
+		return Response{}, fmt.Errorf("read body: %w", err)
 	}
-	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, nil
 }
 
 // Post sends a JSON write with an Idempotency-Key (none when idemKey is "").

@@ -9,20 +9,25 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/oncecall/oncecall/internal/op"
 )
 
-// Tool definition settings. A retry of a slow first attempt waits up to the
-// server's Dasha wait (default 5 s; the core's claim wait, default 10 s,
-// while the first attempt's claim is uncommitted) and then answers pending,
-// so an answer is due within 15 s even when the first delivery was slow;
-// 2 retries (with Dasha's backoff) cover a lost connection or a 503 without
-// leaving the caller waiting for long. Every retry is safe: it maps to the
-// same action.
+// Tool definition settings. Dasha documents that a tool webhook must answer
+// in under 10 seconds, so that is the tools' timeout; oncecall answers
+// every tool call within AnswerBudget, below it, with pending when a slow
+// provider or a running attempt of the same action would make it wait
+// longer (the provider's write goes on and is recorded; check_action_status
+// learns its outcome). 2 retries (with Dasha's backoff) cover a lost
+// connection or a 503 without leaving the caller waiting for long. Every
+// retry is safe: it maps to the same action.
 const (
-	TimeoutSeconds = 15
+	TimeoutSeconds = 10
 	RetryCount     = 2
+	// AnswerBudget is the default time a tool call has from its arrival to
+	// its answer (the server's --dasha-budget).
+	AnswerBudget = 8 * time.Second
 )
 
 // DefaultAPIKeyPlaceholder stands for the tenant's API key in exported

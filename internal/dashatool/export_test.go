@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/dashatool"
@@ -73,6 +74,11 @@ func TestDefinitionsFollowDashaRules(t *testing.T) {
 		}
 		if d.TimeoutSeconds < 1 || d.TimeoutSeconds > 300 || d.RetryCount < 0 || d.RetryCount > 5 {
 			t.Errorf("%s: timeoutSeconds %d retryCount %d outside Dasha's limits", d.Name, d.TimeoutSeconds, d.RetryCount)
+		}
+		// Dasha's webhook limit is "under 10 seconds"; the answer budget
+		// leaves a margin for the network below the tool's timeout.
+		if d.TimeoutSeconds > 10 || dashatool.AnswerBudget > time.Duration(d.TimeoutSeconds)*time.Second-time.Second {
+			t.Errorf("%s: timeoutSeconds %d and answer budget %v do not fit Dasha's 10s limit", d.Name, d.TimeoutSeconds, dashatool.AnswerBudget)
 		}
 		checkPending(t, d.Name+" fallBackResult", d.FallBackResult)
 		props, _ := d.Schema["properties"].(map[string]any)

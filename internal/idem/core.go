@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -110,7 +111,8 @@ type Config struct {
 	// the same key whose transaction has not finished (PostgreSQL makes the
 	// second INSERT wait for the first). A request with its own Wait waits
 	// that long instead. Past it the attempt answers ErrInProgress.
-	// Default 10s.
+	// Default 10s. PostgreSQL's lock_timeout (db.Timeouts) ends the wait
+	// sooner when it is shorter, with the same answer.
 	ClaimWait time.Duration
 	// Observer, when set, is told how each request ended (metrics).
 	Observer Observer
@@ -121,6 +123,8 @@ type Core struct {
 	store  *db.Store
 	cfg    Config
 	driver Driver
+	// background counts drives that outlived their request (see Drain).
+	background sync.WaitGroup
 }
 
 // SetDriver installs the driver of remote steps.
@@ -261,7 +265,9 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		return &done, nil
 	})
 	switch {
-	case err != nil && claimCtx.Err() != nil && ctx.Err() == nil && !claimed:
+	// The claim waited out its bound, or PostgreSQL's lock timeout, for a
+	// concurrent attempt that holds the key in an open transaction.
+	case err != nil && !claimed && ctx.Err() == nil && (claimCtx.Err() != nil || db.LockTimeout(err)):
 		return Reply{}, errClaimWait
 	case err == nil && !claimed:
 		return Reply{}, errNotClaimed
@@ -275,18 +281,32 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 // drive hands a freshly claimed remote action to the driver. From here on
 // the request can no longer fail: whatever goes wrong leaves the action for
 // the reconciler and the caller hears pending.
+//
+// The driver runs apart from the request, so that neither a caller hanging
+// up nor the request's deadline (a Dasha tool call's budget) cuts a
+// provider call in half: when ctx ends first, the caller hears pending
+// (the action is still running) while the driver goes on and records the
+// provider's answer. Drain waits for such drives.
 func (c *Core) drive(ctx context.Context, a db.Action, owner uuid.UUID) Reply {
 	if c.driver == nil {
 		a.State = db.Unknown
 		return Reply{Action: a}
 	}
-	// A caller hanging up must not cut a provider call in half.
-	driven, err := c.driver.Drive(context.WithoutCancel(ctx), a, owner)
-	if err != nil {
-		a.State = db.Unknown
+	done := make(chan Reply, 1)
+	c.background.Go(func() {
+		driven, err := c.driver.Drive(context.WithoutCancel(ctx), a, owner)
+		if err != nil {
+			driven = a
+			driven.State = db.Unknown
+		}
+		done <- Reply{Action: driven}
+	})
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
 		return Reply{Action: a}
 	}
-	return Reply{Action: driven}
 }
 
 // claimSteps records the remote steps with their provider keys in the

@@ -1,0 +1,221 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/netcut"
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+// cutEnv is oncecall whose pool reaches PostgreSQL through a netcut proxy,
+// with a direct pool to look at what was stored.
+type cutEnv struct {
+	dashaEnv
+	proxy  *netcut.Proxy
+	direct *pgxpool.Pool
+}
+
+// setupCut starts oncecall behind a proxy. The reconciler is off, so the
+// only COMMITs the proxy sees are those of the requests under test.
+func setupCut(t *testing.T, cfg ...func(*app.Config)) cutEnv {
+	t.Helper()
+	url := pgtest.NewDB(t)
+	proxy := netcut.Start(t, url)
+	direct, err := pgxpool.New(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(direct.Close)
+	e := apptest.StartOn(t, url, append([]func(*app.Config){func(c *app.Config) {
+		c.DatabaseURL, c.ReconcileDisabled = proxy.URL, true
+	}}, cfg...)...)
+	// A stalled connection holds a request, and the request a pool
+	// connection, until the proxy lets go: cut before oncecall stops.
+	t.Cleanup(proxy.CutAll)
+	tenant, key, err := e.Store.CreateTenant(t.Context(), "acme", testOrg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := dashaEnv{Env: e, key: key, tenant: tenant.ID, customer: e.Customer(tenant.ID), slot: e.Slot(tenant.ID, 1)}
+	return cutEnv{dashaEnv: d, proxy: proxy, direct: direct}
+}
+
+// waitCut fails the test unless the armed proxy has cut.
+func waitCut(t *testing.T, fired <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-fired:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the proxy never saw a COMMIT")
+	}
+}
+
+// count runs a count query on the direct pool, past the proxy.
+func (c cutEnv) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := c.direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("count: %v", err)
+	}
+	return n
+}
+
+// assertUnavailable checks a 503 problem with Retry-After and returns its
+// detail.
+func assertUnavailable(t *testing.T, r apptest.Response) string {
+	t.Helper()
+	p := r.JSON(t)
+	if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" || p["code"] != "SERVICE_UNAVAILABLE" {
+		t.Fatalf("want 503 SERVICE_UNAVAILABLE with Retry-After, got %d %q: %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+	}
+	detail, _ := p["detail"].(string)
+	return detail
+}
+
+// assertOutcomeUnknown fails unless detail says the outcome is unknown and
+// to retry with the same key, and never that nothing was stored.
+func assertOutcomeUnknown(t *testing.T, detail string) {
+	t.Helper()
+	d := strings.ToLower(detail)
+	if !strings.Contains(d, "outcome is unknown") || !strings.Contains(d, "same idempotency-key") || !strings.Contains(d, "same tool call") {
+		t.Errorf("a lost COMMIT answer does not say the outcome is unknown and how to retry: %q", detail)
+	}
+	if strings.Contains(d, "nothing was stored") || strings.Contains(d, "nothing was done") {
+		t.Errorf("a lost COMMIT answer claims nothing was stored: %q", detail)
+	}
+}
+
+// The connection breaks after the booking's COMMIT reached PostgreSQL: the
+// booking is stored, but oncecall cannot know. It answers 503 saying the
+// outcome is unknown, and the retry with the same key replays the booking.
+func TestRESTCommitCutAfterIsUnknownAndReplays(t *testing.T) {
+	t.Parallel()
+	c := setupCut(t)
+	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	fired := c.proxy.Arm(netcut.After)
+	r := c.Post("/v1/appointments", c.key, "cut-after", body)
+	waitCut(t, fired)
+	assertOutcomeUnknown(t, assertUnavailable(t, r))
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("the cut COMMIT should have stored the booking: appointments = %d", n)
+	}
+
+	retry := c.Post("/v1/appointments", c.key, "cut-after", body)
+	if retry.Status != http.StatusCreated || !retry.Replayed() {
+		t.Fatalf("retry after an unknown outcome: %d replayed=%v %s", retry.Status, retry.Replayed(), retry.Body)
+	}
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("appointments = %d, want 1", n)
+	}
+	if n := c.count(t, "SELECT count(*) FROM actions"); n != 1 {
+		t.Fatalf("actions = %d, want 1", n)
+	}
+}
+
+// The connection breaks after oncecall sent the COMMIT but before it reached
+// PostgreSQL: nothing was stored, yet oncecall cannot tell this from the
+// case above, so it answers the same. The retry runs the booking, once.
+func TestRESTCommitCutBeforeIsUnknownAndRunsOnce(t *testing.T) {
+	t.Parallel()
+	c := setupCut(t)
+	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	fired := c.proxy.Arm(netcut.Before)
+	r := c.Post("/v1/appointments", c.key, "cut-before", body)
+	waitCut(t, fired)
+	assertOutcomeUnknown(t, assertUnavailable(t, r))
+	if n := c.count(t, "SELECT count(*) FROM actions"); n != 0 {
+		t.Fatalf("a COMMIT cut before the server stored %d actions", n)
+	}
+	retry := c.Post("/v1/appointments", c.key, "cut-before", body)
+	if retry.Status != http.StatusCreated || retry.Replayed() {
+		t.Fatalf("retry after nothing was stored: %d replayed=%v %s", retry.Status, retry.Replayed(), retry.Body)
+	}
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("appointments = %d, want 1", n)
+	}
+	if n := c.count(t, "SELECT count(*) FROM actions"); n != 1 {
+		t.Fatalf("actions = %d, want 1", n)
+	}
+}
+
+// isClaim matches the claim's INSERT.
+func isClaim(sql string) bool { return strings.Contains(sql, "INSERT INTO actions") }
+
+// The connection breaks while the claim is sent, before any COMMIT: nothing
+// can have been stored, and the answer says so.
+func TestRESTClaimCutSaysNothingStored(t *testing.T) {
+	t.Parallel()
+	c := setupCut(t)
+	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	for _, mode := range []netcut.Mode{netcut.Before, netcut.After} {
+		fired := c.proxy.ArmAt(mode, isClaim)
+		r := c.Post("/v1/appointments", c.key, "cut-claim", body)
+		waitCut(t, fired)
+		if detail := assertUnavailable(t, r); !strings.Contains(detail, "nothing was stored") {
+			t.Errorf("cut %s the claim: the answer does not say nothing was stored: %q", mode, detail)
+		}
+		if n := c.count(t, "SELECT count(*) FROM actions"); n != 0 {
+			t.Fatalf("cut %s the claim: %d actions stored", mode, n)
+		}
+	}
+	retry := c.Post("/v1/appointments", c.key, "cut-claim", body)
+	if retry.Status != http.StatusCreated || retry.Replayed() {
+		t.Fatalf("retry after nothing was stored: %d replayed=%v %s", retry.Status, retry.Replayed(), retry.Body)
+	}
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("appointments = %d, want 1", n)
+	}
+}
+
+// The same over the Dasha route: Dasha retries a 503 with the same call,
+// which then answers with the stored booking.
+func TestDashaCommitCutAfterIsUnknownAndReplays(t *testing.T) {
+	t.Parallel()
+	c := setupCut(t)
+	args := c.bookArgs(c.slot)
+	fired := c.proxy.Arm(netcut.After)
+	r := c.call("book_appointment", "call_cut", args)
+	waitCut(t, fired)
+	assertOutcomeUnknown(t, assertUnavailable(t, r))
+
+	retry := c.call("book_appointment", "call_cut", args)
+	a := decodeAnswer(t, retry)
+	if a.Outcome != "confirmed" || !retry.Replayed() {
+		t.Fatalf("Dasha's retry after an unknown outcome: replayed=%v %s", retry.Replayed(), retry.Body)
+	}
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("appointments = %d, want 1", n)
+	}
+	if n := c.count(t, "SELECT count(*) FROM actions"); n != 1 {
+		t.Fatalf("actions = %d, want 1", n)
+	}
+}
+
+func TestDashaClaimCutSaysNothingStored(t *testing.T) {
+	t.Parallel()
+	c := setupCut(t)
+	args := c.bookArgs(c.slot)
+	fired := c.proxy.ArmAt(netcut.After, isClaim)
+	r := c.call("book_appointment", "call_cut", args)
+	waitCut(t, fired)
+	if detail := assertUnavailable(t, r); !strings.Contains(detail, "nothing was stored") {
+		t.Errorf("a failure before COMMIT does not say nothing was stored: %q", detail)
+	}
+	if n := c.count(t, "SELECT count(*) FROM actions"); n != 0 {
+		t.Fatalf("a cut before COMMIT stored %d actions", n)
+	}
+	retry := c.call("book_appointment", "call_cut", args)
+	if a := decodeAnswer(t, retry); a.Outcome != "confirmed" || retry.Replayed() {
+		t.Fatalf("Dasha's retry after nothing was stored: replayed=%v %s", retry.Replayed(), retry.Body)
+	}
+	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+		t.Fatalf("appointments = %d, want 1", n)
+	}
+}

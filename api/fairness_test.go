@@ -1,0 +1,135 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/apptest"
+)
+
+// Tenant A floods requests that are stuck behind a row lock held outside
+// oncecall, more of them than the pool has connections, and with a lock
+// timeout long enough that only fairness can help. Tenant B's requests are
+// served meanwhile; A's either finish or are refused with 503 and store
+// nothing.
+func TestOneTenantCannotExhaustThePool(t *testing.T) {
+	t.Parallel()
+	const poolSize, flood = 4, 10
+	e := apptest.Start(t, func(c *app.Config) {
+		c.MaxConns = poolSize
+		c.DBTimeouts.Lock = time.Minute
+	})
+	direct, err := pgxpool.New(t.Context(), e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	count := func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	a, aKey := e.Tenant("tenant-a")
+	b, bKey, err := e.Store.CreateTenant(t.Context(), "tenant-b", testOrg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aCustomer, bCustomer := e.Customer(a.ID), e.Customer(b.ID)
+	aSlots := make([]uuid.UUID, flood)
+	for i := range aSlots {
+		aSlots[i] = e.Slot(a.ID, i+1)
+	}
+	bSlots := []uuid.UUID{e.Slot(b.ID, 1), e.Slot(b.ID, 2)}
+	// Warm both API keys into the cache.
+	for _, k := range []string{aKey, bKey} {
+		if r := e.Get("/v1/actions/"+uuid.NewString(), k); r.Status != http.StatusNotFound {
+			t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+		}
+	}
+
+	holder, err := pgx.Connect(t.Context(), e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close(context.WithoutCancel(t.Context()))
+	lock, err := holder.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(context.WithoutCancel(t.Context())) //nolint:errcheck
+	if _, err := lock.Exec(t.Context(), "SELECT id FROM customers WHERE id = $1 FOR UPDATE", aCustomer); err != nil {
+		t.Fatal(err)
+	}
+
+	answers := make([]apptest.Response, flood)
+	errs := make([]error, flood)
+	var wg sync.WaitGroup
+	for i := range flood {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			answers[i], errs[i] = e.RequestCtx(ctx, http.MethodPost, "/v1/appointments", aKey,
+				map[string]any{"customer_id": aCustomer, "slot_id": aSlots[i]}, "Idempotency-Key", fmt.Sprintf("flood-%d", i))
+		})
+	}
+	// A's requests hold connections, waiting on the lock.
+	deadline := time.Now().Add(10 * time.Second)
+	for count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("tenant A's requests never waited on the lock")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+
+	// B is served promptly, over REST and Dasha.
+	const prompt = 5 * time.Second
+	rest := within(t, e, prompt, http.MethodPost, "/v1/appointments", bKey,
+		map[string]any{"customer_id": bCustomer, "slot_id": bSlots[0]}, "Idempotency-Key", "b-1")
+	if rest.Status != http.StatusCreated {
+		t.Fatalf("tenant B during A's flood: %d %s", rest.Status, rest.Body)
+	}
+	dasha := within(t, e, prompt, http.MethodPost, "/v1/dasha/tools/book_appointment", bKey,
+		payload("book_appointment", "call_b", map[string]any{"customer_id": bCustomer, "slot_id": bSlots[1]}))
+	if a := decodeAnswer(t, dasha); a.Outcome != "confirmed" {
+		t.Fatalf("tenant B's tool call during A's flood: %s", dasha.Body)
+	}
+	if n := count("SELECT count(*) FROM appointments WHERE tenant_id = $1", b.ID); n != 2 {
+		t.Fatalf("tenant B's appointments = %d, want 2", n)
+	}
+
+	if err := lock.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	booked := 0
+	for i, r := range answers {
+		switch {
+		case errs[i] != nil:
+			t.Errorf("tenant A's request %d got no answer: %v", i, errs[i])
+		case r.Status == http.StatusCreated:
+			booked++
+		case r.Status == http.StatusServiceUnavailable && r.Header.Get("Retry-After") != "":
+		default:
+			t.Errorf("tenant A's request %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if n := count("SELECT count(*) FROM appointments WHERE tenant_id = $1", a.ID); n != booked {
+		t.Errorf("tenant A: %d appointments for %d bookings answered 201", n, booked)
+	}
+	if n := count("SELECT count(*) FROM actions WHERE tenant_id = $1", a.ID); n != booked {
+		t.Errorf("tenant A: %d actions for %d bookings answered 201", n, booked)
+	}
+}

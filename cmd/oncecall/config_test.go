@@ -1,0 +1,27 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// Bad database settings stop serve before it opens anything.
+func TestServeRejectsBadDatabaseSettings(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--db-lock-timeout", "0"},
+		{"--db-statement-timeout", "2h"},
+		{"--db-idle-in-transaction-timeout", "-1s"},
+		{"--tenant-db-requests", "9", "--db-max-conns", "8"},
+		{"--tenant-db-wait", "0s"},
+		{"--dasha-budget", "10s"},
+		{"--dasha-wait", "8s", "--dasha-budget", "8s"},
+	} {
+		var out bytes.Buffer
+		err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &out, &out)
+		if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(args[0], "--")) {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
