@@ -47,6 +47,14 @@ func setupCut(t *testing.T, cfg ...func(*app.Config)) cutEnv {
 	return cutEnv{dashaEnv: d, proxy: proxy, direct: direct}
 }
 
+// txBooking is a booking written statement by statement in one
+// transaction that ends with an explicit COMMIT (a booking that also queues
+// its confirmation message is written in Go); a plain booking travels in one
+// round trip, claim to completion (see the one-round-trip tests below).
+func (c cutEnv) txBooking() map[string]any {
+	return map[string]any{"customer_id": c.customer, "slot_id": c.slot, "notify": "sms"}
+}
+
 // waitCut fails the test unless the armed proxy has cut.
 func waitCut(t *testing.T, fired <-chan struct{}) {
 	t.Helper()
@@ -98,7 +106,7 @@ func assertOutcomeUnknown(t *testing.T, detail string) {
 func TestRESTCommitCutAfterIsUnknownAndReplays(t *testing.T) {
 	t.Parallel()
 	c := setupCut(t)
-	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	body := c.txBooking()
 	fired := c.proxy.Arm(netcut.After)
 	r := c.Post("/v1/appointments", c.key, "cut-after", body)
 	waitCut(t, fired)
@@ -125,7 +133,7 @@ func TestRESTCommitCutAfterIsUnknownAndReplays(t *testing.T) {
 func TestRESTCommitCutBeforeIsUnknownAndRunsOnce(t *testing.T) {
 	t.Parallel()
 	c := setupCut(t)
-	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	body := c.txBooking()
 	fired := c.proxy.Arm(netcut.Before)
 	r := c.Post("/v1/appointments", c.key, "cut-before", body)
 	waitCut(t, fired)
@@ -153,7 +161,7 @@ func isClaim(sql string) bool { return strings.Contains(sql, "INSERT INTO action
 func TestRESTClaimCutSaysNothingStored(t *testing.T) {
 	t.Parallel()
 	c := setupCut(t)
-	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	body := c.txBooking()
 	for _, mode := range []netcut.Mode{netcut.Before, netcut.After} {
 		fired := c.proxy.ArmAt(mode, isClaim)
 		r := c.Post("/v1/appointments", c.key, "cut-claim", body)
@@ -179,7 +187,7 @@ func TestRESTClaimCutSaysNothingStored(t *testing.T) {
 func TestDashaCommitCutAfterIsUnknownAndReplays(t *testing.T) {
 	t.Parallel()
 	c := setupCut(t)
-	args := c.bookArgs(c.slot)
+	args := c.txBooking()
 	fired := c.proxy.Arm(netcut.After)
 	r := c.call("book_appointment", "call_cut", args)
 	waitCut(t, fired)
@@ -201,7 +209,7 @@ func TestDashaCommitCutAfterIsUnknownAndReplays(t *testing.T) {
 func TestDashaClaimCutSaysNothingStored(t *testing.T) {
 	t.Parallel()
 	c := setupCut(t)
-	args := c.bookArgs(c.slot)
+	args := c.txBooking()
 	fired := c.proxy.ArmAt(netcut.After, isClaim)
 	r := c.call("book_appointment", "call_cut", args)
 	waitCut(t, fired)
@@ -217,5 +225,42 @@ func TestDashaClaimCutSaysNothingStored(t *testing.T) {
 	}
 	if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
 		t.Fatalf("appointments = %d, want 1", n)
+	}
+}
+
+// A plain booking is claimed, written and completed in one round trip, one
+// implicit transaction that commits when the batch ends: once the batch is
+// on its way, a broken connection leaves the outcome unknown whether the
+// batch reached PostgreSQL (After: stored) or not (Before: nothing stored).
+// Either way the answer says so, and the retry with the same key gives the
+// one booking.
+func TestOneRoundTripCutIsUnknownAndRetriesOnce(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		mode   netcut.Mode
+		stored int
+	}{{netcut.Before, 0}, {netcut.After, 1}} {
+		t.Run(tc.mode.String(), func(t *testing.T) {
+			t.Parallel()
+			c := setupCut(t)
+			body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+			fired := c.proxy.ArmAt(tc.mode, isClaim)
+			r := c.Post("/v1/appointments", c.key, "one-trip", body)
+			waitCut(t, fired)
+			assertOutcomeUnknown(t, assertUnavailable(t, r))
+			if n := c.count(t, "SELECT count(*) FROM actions"); n != tc.stored {
+				t.Fatalf("cut %s the batch: %d actions stored, want %d", tc.mode, n, tc.stored)
+			}
+			retry := c.Post("/v1/appointments", c.key, "one-trip", body)
+			if retry.Status != http.StatusCreated || retry.Replayed() != (tc.stored == 1) {
+				t.Fatalf("retry: %d replayed=%v %s", retry.Status, retry.Replayed(), retry.Body)
+			}
+			if n := c.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", c.slot); n != 1 {
+				t.Fatalf("appointments = %d, want 1", n)
+			}
+			if n := c.count(t, "SELECT count(*) FROM actions"); n != 1 {
+				t.Fatalf("actions = %d, want 1", n)
+			}
+		})
 	}
 }

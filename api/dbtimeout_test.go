@@ -118,7 +118,7 @@ func TestPartitionedClaimIsInProgressUntilTheIdleTimeoutEndsIt(t *testing.T) {
 	c := setupCut(t, func(cfg *app.Config) {
 		cfg.DBTimeouts = db.Timeouts{Lock: 300 * time.Millisecond, IdleInTransaction: 2 * time.Second}
 	})
-	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	body := c.txBooking()
 	// Warm the API key cache.
 	if r := c.Get("/v1/actions/"+uuid.NewString(), c.key); r.Status != http.StatusNotFound {
 		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
@@ -134,7 +134,7 @@ func TestPartitionedClaimIsInProgressUntilTheIdleTimeoutEndsIt(t *testing.T) {
 		t.Fatalf("REST attempt during the partition: %d %s", r.Status, r.Body)
 	}
 	dasha := within(t, c.Env, bound, http.MethodPost, "/v1/dasha/tools/book_appointment", c.key,
-		payload("book_appointment", "call_p", c.bookArgs(c.slot)), "Idempotency-Key", "partitioned")
+		payload("book_appointment", "call_p", body), "Idempotency-Key", "partitioned")
 	if a := decodeAnswer(t, dasha); a.Outcome != "pending" {
 		t.Fatalf("Dasha attempt during the partition: %s", dasha.Body)
 	}

@@ -76,7 +76,7 @@ type Server struct {
 	limiter *tenantLimiter // nil when unlimited
 	// dashaLimiter is the Dasha webhooks' budget; nil when unlimited.
 	dashaLimiter *tenantLimiter
-	gate    *tenantGate    // nil when unlimited
+	gate         *tenantGate // nil when unlimited
 }
 
 // NewRouter returns oncecall's HTTP handler.

@@ -102,3 +102,48 @@ WHERE NOT EXISTS (
     WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.resource = sqlc.arg(resource)
       AND s.starts_at = u.starts_at AND s.ends_at = u.ends_at
 );
+
+-- name: BookClaimed :exec
+-- BookSlot as the write of an action claimed in the same transaction, sent
+-- with the claim in one round trip: it does nothing unless the claim
+-- inserted the action (a fresh id exists only then).
+INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
+SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(action_id)
+FROM customers c, slots s
+WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
+  AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
+  AND EXISTS (SELECT 1 FROM actions WHERE actions.id = sqlc.arg(action_id))
+ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING;
+
+-- name: CompleteBooking :exec
+-- Completes a booking claimed in this transaction from what BookClaimed did:
+-- confirmed with the appointment, or rejected with CUSTOMER_NOT_FOUND,
+-- SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the answer's body written as the Go
+-- store writes it. Nothing happens unless the claim inserted the action.
+UPDATE actions
+SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
+    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
+    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+FROM (
+    SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN ap.id IS NOT NULL THEN NULL
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
+                    THEN 'CUSTOMER_NOT_FOUND'
+                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id))
+                    THEN 'SLOT_NOT_FOUND'
+                ELSE 'SLOT_UNAVAILABLE' END AS reason,
+           CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           ap.id::text AS resource_id,
+           CASE WHEN ap.id IS NOT NULL THEN
+                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
+                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
+                    ',"status":' || to_json(ap.status) || ',"starts_at":' || to_json(oncecall_time(sl.starts_at)) ||
+                    ',"ends_at":' || to_json(oncecall_time(sl.ends_at)) || '}'
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
+                    THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
+    FROM (SELECT 1) AS one
+    LEFT JOIN appointments ap ON ap.id = sqlc.arg(appointment_id) AND ap.action_id = sqlc.arg(action_id)
+    LEFT JOIN slots sl ON sl.id = ap.slot_id
+) AS r
+WHERE actions.id = sqlc.arg(action_id) AND actions.state = 'running';

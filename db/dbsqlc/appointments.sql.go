@@ -48,6 +48,40 @@ func (q *Queries) AppointmentByID(ctx context.Context, arg AppointmentByIDParams
 	return i, err
 }
 
+const bookClaimed = `-- name: BookClaimed :exec
+INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
+SELECT $1, $2, c.id, s.id, $3, $4
+FROM customers c, slots s
+WHERE c.tenant_id = $2 AND c.id = $5
+  AND s.tenant_id = $2 AND s.id = $6 AND s.starts_at > now()
+  AND EXISTS (SELECT 1 FROM actions WHERE actions.id = $4)
+ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+`
+
+type BookClaimedParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	Service    string
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+	SlotID     uuid.UUID
+}
+
+// BookSlot as the write of an action claimed in the same transaction, sent
+// with the claim in one round trip: it does nothing unless the claim
+// inserted the action (a fresh id exists only then).
+func (q *Queries) BookClaimed(ctx context.Context, arg BookClaimedParams) error {
+	_, err := q.db.Exec(ctx, bookClaimed,
+		arg.ID,
+		arg.TenantID,
+		arg.Service,
+		arg.ActionID,
+		arg.CustomerID,
+		arg.SlotID,
+	)
+	return err
+}
+
 const bookSlot = `-- name: BookSlot :one
 WITH c AS (
     SELECT customers.id FROM customers
@@ -154,6 +188,59 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 		&i.EndsAt,
 	)
 	return i, err
+}
+
+const completeBooking = `-- name: CompleteBooking :exec
+UPDATE actions
+SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
+    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
+    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+FROM (
+    SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN ap.id IS NOT NULL THEN NULL
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $2 AND c.id = $3)
+                    THEN 'CUSTOMER_NOT_FOUND'
+                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $2 AND s.id = $4)
+                    THEN 'SLOT_NOT_FOUND'
+                ELSE 'SLOT_UNAVAILABLE' END AS reason,
+           CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           ap.id::text AS resource_id,
+           CASE WHEN ap.id IS NOT NULL THEN
+                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
+                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
+                    ',"status":' || to_json(ap.status) || ',"starts_at":' || to_json(oncecall_time(sl.starts_at)) ||
+                    ',"ends_at":' || to_json(oncecall_time(sl.ends_at)) || '}'
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $2 AND c.id = $3)
+                    THEN '{"customer_id":' || to_json($3::uuid) || '}'
+                ELSE '{"slot_id":' || to_json($4::uuid) || '}' END AS body
+    FROM (SELECT 1) AS one
+    LEFT JOIN appointments ap ON ap.id = $5 AND ap.action_id = $1
+    LEFT JOIN slots sl ON sl.id = ap.slot_id
+) AS r
+WHERE actions.id = $1 AND actions.state = 'running'
+`
+
+type CompleteBookingParams struct {
+	ActionID      uuid.UUID
+	TenantID      uuid.UUID
+	CustomerID    uuid.UUID
+	SlotID        uuid.UUID
+	AppointmentID uuid.UUID
+}
+
+// Completes a booking claimed in this transaction from what BookClaimed did:
+// confirmed with the appointment, or rejected with CUSTOMER_NOT_FOUND,
+// SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the answer's body written as the Go
+// store writes it. Nothing happens unless the claim inserted the action.
+func (q *Queries) CompleteBooking(ctx context.Context, arg CompleteBookingParams) error {
+	_, err := q.db.Exec(ctx, completeBooking,
+		arg.ActionID,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.SlotID,
+		arg.AppointmentID,
+	)
+	return err
 }
 
 const countActiveAppointments = `-- name: CountActiveAppointments :one

@@ -84,6 +84,13 @@ var Book = op.Define(op.Spec[BookInput]{
 		}
 		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: a, Confirmation: cmp.Or(notified, "queued")})
 	},
+	Local: func(l *db.Local, in BookInput) bool {
+		if in.Notify != "" {
+			return false // the confirmation message is rendered in Go
+		}
+		l.Book(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
+		return true
+	},
 	Remote: bookRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",

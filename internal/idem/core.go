@@ -61,6 +61,9 @@ type Request struct {
 	Wait time.Duration
 	// Run performs the operation's writes inside the claim's transaction.
 	Run func(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
+	// Local, when set, expresses Run in SQL for one round trip (see
+	// op.Spec.Local); it reports whether it could, and Run is used when not.
+	Local func(l *db.Local) bool
 	// Steps, when set, makes the action remote: the steps and their
 	// provider keys are committed with the claim, before any dispatch, and
 	// the Driver performs them; Run is not called.
@@ -178,14 +181,17 @@ var errSuperseded = errors.New("the action under this key was superseded")
 func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
-	// claim below is the only decision.
-	if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
-		reply, err := c.follow(ctx, &req, a)
-		if !errors.Is(err, errSuperseded) {
-			return reply, err
+	// claim below is the only decision. A local operation written in SQL
+	// skips it: its claim's round trip ends with the same read.
+	if req.Local == nil || len(req.Steps) > 0 {
+		if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
+			reply, err := c.follow(ctx, &req, a)
+			if !errors.Is(err, errSuperseded) {
+				return reply, err
+			}
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return Reply{}, db.Fault(err)
 		}
-	} else if !errors.Is(err, db.ErrNotFound) {
-		return Reply{}, db.Fault(err)
 	}
 
 	for attempt := 0; ; attempt++ {
@@ -196,12 +202,14 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 		case errors.Is(err, errClaimWait):
 			return Reply{}, &InProgressError{RetryAfter: time.Second}
 		case errors.Is(err, errNotClaimed):
-			a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
-			if errors.Is(err, db.ErrNotFound) {
-				continue // the claimer rolled back: the key is free again
+			a := reply.Action // read with the claim, when it was
+			if a.ID == uuid.Nil {
+				if a, err = c.store.ActionByKey(ctx, req.TenantID, req.Key); err != nil && !errors.Is(err, db.ErrNotFound) {
+					return Reply{}, db.Fault(err)
+				}
 			}
-			if err != nil {
-				return Reply{}, db.Fault(err)
+			if a.ID == uuid.Nil {
+				continue // the claimer rolled back: the key is free again
 			}
 			reply, err := c.follow(ctx, &req, a)
 			if errors.Is(err, errSuperseded) && attempt < c.cfg.Retries {
@@ -232,6 +240,11 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner, CallID: req.CallID,
+	}
+	if req.Local != nil && len(req.Steps) == 0 {
+		if l := db.NewLocal(id, req.TenantID); req.Local(l) {
+			return c.executeLocal(ctx, claim, c.claimWait(req), l)
+		}
 	}
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
 		x := Exec{TenantID: req.TenantID, ActionID: id}
@@ -276,6 +289,26 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		return reply, err
 	}
 	return c.drive(ctx, reply.Action, owner), nil
+}
+
+// executeLocal claims the action and runs its local writes and completion,
+// written in SQL, in one round trip that also reads what the key names; a
+// key found taken answers errNotClaimed with that action in the reply.
+func (c *Core) executeLocal(ctx context.Context, claim db.Claim, claimWait time.Duration, l *db.Local) (Reply, error) {
+	claimed, a, err := c.store.ClaimLocal(ctx, claim, claimWait, l)
+	switch {
+	// The claim waited out its bound for a concurrent attempt that holds
+	// the key in an open transaction.
+	case errors.Is(err, db.ErrAtClaim) && ctx.Err() == nil && db.LockTimeout(err):
+		return Reply{}, errClaimWait
+	case errors.Is(err, db.ErrNotFound):
+		return Reply{}, errNotClaimed // the claimer rolled back: read again
+	case err != nil:
+		return Reply{}, err
+	case !claimed:
+		return Reply{Action: a}, errNotClaimed
+	}
+	return Reply{Action: a}, nil
 }
 
 // drive hands a freshly claimed remote action to the driver. From here on

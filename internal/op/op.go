@@ -46,6 +46,12 @@ type Spec[In any] struct {
 	PerCall bool
 	// Execute performs the operation's writes inside the claim's transaction.
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
+	// Local, when set, expresses Execute in SQL: it queues the writes and
+	// the completion (the outcome and answer decided in SQL) to be sent with
+	// the claim in one round trip, and reports whether it did; an input it
+	// cannot express (false, nothing queued) runs through Execute. Both must
+	// store the same answer for the same database state.
+	Local func(l *db.Local, in In) bool
 	// Standing tells what became of the object a completed, confirmed
 	// action describes: "" while its answer still holds (the booked
 	// appointment is active in that slot), otherwise a word for what changed
@@ -144,6 +150,9 @@ type Prepared struct {
 	// Identity lists the identity field values, in declaration order.
 	Identity []string
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
+	// Local queues the writes and completion in SQL (see Spec.Local); nil
+	// when the operation has no SQL form.
+	Local func(l *db.Local) bool
 	// Capability is the provider capability of the operation's required
 	// write; empty for operations that are always local.
 	Capability string
@@ -205,6 +214,9 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
 			return o.s.Execute(ctx, tx, x, in)
 		},
+	}
+	if o.s.Local != nil {
+		p.Local = func(l *db.Local) bool { return o.s.Local(l, in) }
 	}
 	if r := o.s.Remote; r != nil {
 		p.Capability = r.Capability
@@ -406,4 +418,3 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 	}
 	return steps, nil
 }
-
