@@ -200,3 +200,25 @@ func TestRetryByActionIDSaysTheBookingWasCancelled(t *testing.T) {
 		t.Fatalf("appointments in the slot = %d, want 1 (the retry must not book)", n)
 	}
 }
+
+// An agent is not read back contact data it does not need: the answers to
+// create_customer and send_message carry ids, not the phone or e-mail.
+func TestDashaAnswersWithholdContactData(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	const phone, email = "+447700900999", "ana@example.com"
+	created := d.call("create_customer", "call-1", map[string]any{"name": "Ana", "phone": phone, "email": email})
+	a := decodeAnswer(t, created)
+	if a.Outcome != "confirmed" || strings.Contains(string(created.Body), phone) || strings.Contains(string(created.Body), email) {
+		t.Fatalf("create_customer answer: %s", created.Body)
+	}
+	sent := d.call("send_message", "call-1", map[string]any{
+		"customer_id": detailID(t, a), "channel": "sms", "template": "generic", "variables": map[string]string{"body": "See you soon"},
+	})
+	if m := decodeAnswer(t, sent); m.Outcome != "confirmed" || strings.Contains(string(sent.Body), phone) {
+		t.Fatalf("send_message answer: %s", sent.Body)
+	}
+	if n := d.Count("SELECT count(*) FROM messages WHERE recipient = $1", phone); n != 1 {
+		t.Fatalf("outbox rows to the customer = %d, want 1", n)
+	}
+}

@@ -1408,7 +1408,11 @@ export interface components {
             reason?: components["schemas"]["DashaReason"] | string;
             /** @description Guidance for the model. */
             say: string;
-            /** @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids. */
+            /**
+             * @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or
+             *     the rejection's ids. Contact data the agent does not need is left out: a message's recipient, a customer's
+             *     phone and e-mail.
+             */
             details: {
                 [key: string]: unknown;
             };

@@ -984,7 +984,9 @@ type DashaAnswer struct {
 	// (its `action_id` or `Idempotency-Key`). A repeat without either starts a new request instead.
 	Current *string `json:"current,omitempty"`
 
-	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or the rejection's ids.
+	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or
+	// the rejection's ids. Contact data the agent does not need is left out: a message's recipient, a customer's
+	// phone and e-mail.
 	Details map[string]interface{} `json:"details"`
 
 	// Outcome What the caller may be told. Only `confirmed` means the effect happened.

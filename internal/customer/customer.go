@@ -108,6 +108,8 @@ var Create = op.Define(op.Spec[CreateInput]{
 		},
 		Pending: pending,
 		Changed: changed,
+		// Contact data is not read back to the agent (see get_customer).
+		Withhold: contactFields,
 	},
 })
 
@@ -192,6 +194,8 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		},
 		Pending: pending,
 		Changed: changed,
+		// Contact data is not read back to the agent (see get_customer).
+		Withhold: contactFields,
 	},
 })
 
@@ -297,6 +301,9 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			"do not quote a new balance.",
 	},
 })
+
+// contactFields are the customer fields a voice agent is not read back.
+var contactFields = []string{"phone", "email"}
 
 // changed is what an agent may say of a customer change that a later one
 // overtook.

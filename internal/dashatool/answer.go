@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -95,7 +96,7 @@ func ForAction(a db.Action, p op.Phrases) Answer {
 	}
 	switch {
 	case a.Result != nil:
-		ans.Details = a.Result
+		ans.Details = withhold(a.Result, p.Withhold)
 	case a.ResourceID != "":
 		ans.Details, _ = json.Marshal(map[string]string{"id": a.ResourceID})
 	}
@@ -111,6 +112,28 @@ func Changed(ans Answer, p op.Phrases, current string) Answer {
 	}
 	ans.Current, ans.Say = current, cmp.Or(p.Changed, defaultChanged)
 	return ans
+}
+
+// withhold removes the named fields from a JSON object and from the
+// objects it holds; anything else is returned as it is. The result is a
+// function of its input, so a replay answers like the first.
+func withhold(body json.RawMessage, fields []string) json.RawMessage {
+	var m map[string]json.RawMessage
+	if len(fields) == 0 || json.Unmarshal(body, &m) != nil {
+		return body
+	}
+	for k, v := range m {
+		if slices.Contains(fields, k) {
+			delete(m, k)
+		} else if len(v) > 0 && v[0] == '{' {
+			m[k] = withhold(v, fields)
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return body
+	}
+	return out
 }
 
 // InProgress is pending for an action another attempt still runs; id is

@@ -89,6 +89,8 @@ var Send = op.Define(op.Spec[SendInput]{
 		},
 		Pending: "The message is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
 			"do not promise that it will arrive.",
+		// The recipient's number or address is not read back to the agent.
+		Withhold: []string{"recipient", "to"},
 	},
 })
 

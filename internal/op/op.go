@@ -125,6 +125,10 @@ type Phrases struct {
 	// has changed since (see Spec.Standing): it must not repeat the
 	// confirmation as current.
 	Changed string
+	// Withhold names fields of the result a voice agent is not given
+	// (contact data it does not need to read back), at the top level and in
+	// the objects the result holds.
+	Withhold []string
 }
 
 // Operation is a Spec with its input type erased.
