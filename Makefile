@@ -64,6 +64,7 @@ bench-short:
 FUZZTIME ?= 30s
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/canon
+	go test -run '^$$' -fuzz '^FuzzEncoder$$' -fuzztime $(FUZZTIME) ./internal/canon
 	go test -run '^$$' -fuzz '^FuzzValidateKey$$' -fuzztime $(FUZZTIME) ./internal/idem
 	go test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./internal/app
 	go test -run '^$$' -fuzz '^FuzzDecodePayload$$' -fuzztime $(FUZZTIME) ./api
