@@ -93,7 +93,7 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 		b.closers = append(b.closers, pg.Stop)
 		dbURL = pg.URL("oncecall")
 	}
-	b.pool, err = app.OpenDB(ctx, dbURL, poolSize)
+	b.pool, err = app.OpenDB(ctx, dbURL, "", poolSize)
 	if err != nil {
 		return nil, err
 	}

@@ -41,7 +41,14 @@ type Config struct {
 	// Addr is the listen address. Default ":8080"; "127.0.0.1:0" picks a port.
 	Addr string
 	// DatabaseURL selects an existing database; empty starts the embedded one.
+	// Its default_query_exec_mode option picks how pgx sends statements
+	// (docs/performance.md, "Behind PgBouncer").
 	DatabaseURL string
+	// MigrateDatabaseURL, when set, is where the migrations run instead of
+	// DatabaseURL: a direct connection when DatabaseURL goes through a
+	// transaction-pooling proxy, or a role allowed to change the schema.
+	// Ignored with the embedded database.
+	MigrateDatabaseURL string
 	// DataDir holds the embedded database. Default ".oncecall".
 	DataDir string
 	// Log receives JSON logs.
@@ -134,16 +141,16 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 30*time.Second)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	m := &Main{cfg: cfg}
-	url := cfg.DatabaseURL
+	url, migrateURL := cfg.DatabaseURL, cfg.MigrateDatabaseURL
 	if url == "" {
 		pg, err := StartEmbedded(ctx, cfg.DataDir, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
 		m.pg = pg
-		url = pg.URL("oncecall")
+		url, migrateURL = pg.URL("oncecall"), ""
 	}
-	pool, err := OpenDB(ctx, url, cfg.MaxConns)
+	pool, err := OpenDB(ctx, url, migrateURL, cfg.MaxConns)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -215,9 +222,10 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	return pg, nil
 }
 
-// OpenDB connects to url, applies the migrations and returns a pool.
-func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	if err := Migrate(ctx, url); err != nil {
+// OpenDB applies the migrations on migrateURL (url when empty), then
+// returns a pool on url.
+func OpenDB(ctx context.Context, url, migrateURL string, maxConns int32) (*pgxpool.Pool, error) {
+	if err := Migrate(ctx, cmp.Or(migrateURL, url)); err != nil {
 		return nil, err
 	}
 	pcfg, err := pgxpool.ParseConfig(url)
