@@ -42,7 +42,7 @@ type Config struct {
 	Addr string
 	// DatabaseURL selects an existing database; empty starts the embedded one.
 	// Its default_query_exec_mode option picks how pgx sends statements
-	// (docs/performance.md, "Behind PgBouncer").
+	// (docs/pgbouncer.md).
 	DatabaseURL string
 	// MigrateDatabaseURL, when set, is where the migrations run instead of
 	// DatabaseURL: a direct connection when DatabaseURL goes through a
