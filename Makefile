@@ -53,12 +53,15 @@ tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
 
-# The load benchmark (a few minutes): see README, "Performance".
+# The load benchmark (a few minutes): see README, "Performance". It builds
+# and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.
+# BENCH_FLAGS='--json bench.json' or '--server inprocess --cpuprofile prof'.
+BENCH_FLAGS ?=
 bench:
-	go run ./cmd/bench
+	go run ./cmd/bench $(BENCH_FLAGS)
 
 bench-short:
-	go run ./cmd/bench --duration 3s --preload 100000
+	go run ./cmd/bench --duration 3s --preload 100000 $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
 FUZZTIME ?= 30s
