@@ -122,7 +122,7 @@ func writeProblem(w http.ResponseWriter, p Problem) {
 		var err error
 		body = append(body[:len(body)-1], `,"details":`...)
 		if body, err = appendRawJSON(body, details); err != nil {
-			body = nil // what encoding/json's error left here before
+			body = nil // not JSON: an empty body, as encoding/json left it
 		} else {
 			body = append(body, '}')
 		}
