@@ -57,20 +57,25 @@ tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
 
-# The load benchmark (a few minutes): see docs/performance.md.
+# The load benchmark (a few minutes): see docs/performance.md. It builds
+# and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.
+# BENCH_FLAGS='--json bench.json' or '--server inprocess --cpuprofile prof'.
+BENCH_FLAGS ?=
 bench:
-	go run ./cmd/bench
+	go run ./cmd/bench $(BENCH_FLAGS)
 
 bench-short:
-	go run ./cmd/bench --duration 3s --preload 100000
+	go run ./cmd/bench --duration 3s --preload 100000 $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
 FUZZTIME ?= 30s
 fuzz:
 	go test -run '^$$' -fuzz '^FuzzCanonical$$' -fuzztime $(FUZZTIME) ./internal/canon
+	go test -run '^$$' -fuzz '^FuzzEncoder$$' -fuzztime $(FUZZTIME) ./internal/canon
 	go test -run '^$$' -fuzz '^FuzzValidateKey$$' -fuzztime $(FUZZTIME) ./internal/idem
 	go test -run '^$$' -fuzz '^FuzzPrepare$$' -fuzztime $(FUZZTIME) ./internal/app
 	go test -run '^$$' -fuzz '^FuzzDecodePayload$$' -fuzztime $(FUZZTIME) ./api
+	go test -run '^$$' -fuzz '^FuzzAppendRawJSON$$' -fuzztime $(FUZZTIME) ./api
 	go test -run '^$$' -fuzz '^FuzzPhonePattern$$' -fuzztime $(FUZZTIME) ./internal/op
 
 # Three replicas, a faulty provider, kills and a database restart, then the

@@ -115,7 +115,21 @@ func retryAfterSeconds(d time.Duration) string {
 func writeProblem(w http.ResponseWriter, p Problem) {
 	p.Type = "about:blank"
 	p.Title = http.StatusText(p.Status)
+	// Details, the last member, is a stored rejection's body: it is copied
+	// as it is (see appendRawJSON) rather than compacted again by
+	// encoding/json on every replay.
+	details := p.Details
+	p.Details = nil
 	body, _ := json.Marshal(p) // fixed struct of strings: cannot fail
+	if len(details) > 0 {
+		var err error
+		body = append(body[:len(body)-1], `,"details":`...)
+		if body, err = appendRawJSON(body, details); err != nil {
+			body = nil // not JSON: an empty body, as encoding/json left it
+		} else {
+			body = append(body, '}')
+		}
+	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
 	w.Write(body) //nolint:errcheck // nothing to do about a failed write

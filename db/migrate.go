@@ -69,25 +69,35 @@ func LatestVersion() string {
 }
 
 // Migrate applies every embedded migration not yet applied, each in its own
-// transaction, holding a session advisory lock so that concurrent callers
-// apply each migration exactly once.
+// transaction. Each transaction first takes a transaction-scoped advisory
+// lock, so concurrent callers apply each migration exactly once; a lock held
+// by the transaction, not the session, also holds through a proxy that lends
+// server connections per transaction (PgBouncer's transaction pooling),
+// where a session lock could be taken on one server connection, left on it
+// and meet the next migrator there.
 func Migrate(ctx context.Context, conn *pgx.Conn) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("read migrations: %w", err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockID)); err != nil {
-		return fmt.Errorf("take migration lock: %w", err)
+	locked := func(step func(tx pgx.Tx) error) error {
+		return pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrateLockID)); err != nil {
+				return fmt.Errorf("take migration lock: %w", err)
+			}
+			return step(tx)
+		})
 	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockID))
-
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version text PRIMARY KEY,
-		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+	if err := locked(func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version text PRIMARY KEY,
+			applied_at timestamptz NOT NULL DEFAULT now())`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("create schema_migrations: %w", err)
 	}
 	for _, m := range ms {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		err := locked(func(tx pgx.Tx) error {
 			tag, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version) VALUES ($1) ON CONFLICT DO NOTHING", m.version)
 			if err != nil || tag.RowsAffected() == 0 {
 				return err

@@ -19,10 +19,9 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 )
 
-// poolSize is the bench's own pool (fixtures, ceiling, select, checks). It
-// matches the server's default pool, so the SQL-only scenarios get no more
-// database connections than the server has.
-const poolSize = 20
+// The bench's own pool (fixtures, ceiling, select, checks) has as many
+// connections as the server's default pool (app.DefaultMaxConns), so the
+// SQL-only scenarios get no more database connections than the server has.
 
 // bench is one benchmark session: the database, the servers under test and
 // the results so far.
@@ -51,6 +50,8 @@ type bench struct {
 	firsts     []sentBooking
 	results    []result
 	violations []string
+	// load is the machine's load average when the run started and ended.
+	machineLoad struct{ before, after loadAvg }
 }
 
 // result is one scenario at one concurrency.
@@ -67,6 +68,7 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 		cfg: cfg, stdout: stdout, stderr: stderr, bareKeys: newKeyMap(),
 		warmup: min(cfg.duration/5, time.Second),
 	}
+	b.machineLoad.before = loadAverage()
 	defer func() {
 		if err != nil {
 			b.close()
@@ -94,18 +96,23 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 		dbURL = pg.URL("oncecall")
 	}
 	// The harness's own pool bulk-loads and vacuums: no statement timeout.
-	b.pool, err = app.OpenPool(ctx, dbURL, poolSize, db.Timeouts{Statement: -1})
+	b.pool, err = app.OpenPool(ctx, dbURL, "", app.DefaultMaxConns(), db.Timeouts{Statement: -1})
 	if err != nil {
 		return nil, err
 	}
 	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
 	b.store = db.New(b.pool)
 
-	if cfg.url == "" {
+	switch {
+	case cfg.url == "" && cfg.server == serverProcess:
+		if err := b.startProcess(ctx, dbURL); err != nil {
+			return nil, err
+		}
+	case cfg.url == "":
 		if err := b.startServer(ctx, dbURL); err != nil {
 			return nil, err
 		}
-	} else {
+	default:
 		b.base = cfg.url
 		b.serverRSS, b.rssNote = remoteRSS(cfg.url)
 	}
@@ -119,12 +126,10 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 	return b, nil
 }
 
-// startServer runs oncecall in this process with its default configuration
-// on a database that is durable, as in production. Its logs are formatted as
-// in production and discarded.
-//
-// app.Config has no rate limit yet; when it gains one, this is where the
-// benchmark must raise it.
+// startServer runs oncecall in this process (--server inprocess) with its
+// default configuration on a database that is durable, as in production.
+// Its logs are formatted as in production and discarded. app.Config's rate
+// limit is off unless set.
 func (b *bench) startServer(ctx context.Context, dbURL string) error {
 	m, err := app.Start(ctx, app.Config{
 		Addr: "127.0.0.1:0", DatabaseURL: dbURL,

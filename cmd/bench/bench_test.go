@@ -52,7 +52,11 @@ func TestParseFlags(t *testing.T) {
 	if cfg.duration != 10*time.Second || cfg.preload != 1_000_000 {
 		t.Errorf("defaults: duration %v preload %d", cfg.duration, cfg.preload)
 	}
+	if cfg.server != serverProcess {
+		t.Errorf("default server %q, want %s", cfg.server, serverProcess)
+	}
 	for _, args := range [][]string{
+		{"--server", "docker"},
 		{"--scenarios", "first,nope"},
 		{"--concurrency", "0"},
 		{"--url", "http://127.0.0.1:8080"}, // without --database-url
@@ -64,29 +68,11 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestBenchRuns runs every scenario briefly against the real server and
-// checks the report and the JSON file.
+// TestBenchRuns runs every scenario briefly against `oncecall serve` built
+// and started as in make bench, and checks the report and the JSON file.
 func TestBenchRuns(t *testing.T) {
 	t.Parallel()
-	out := filepath.Join(t.TempDir(), "bench.json")
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{
-		"--duration", "300ms", "--concurrency", "2,8", "--preload", "2000",
-		"--database-url", pgtest.NewDB(t), "--json", out,
-	}, &stdout, &stderr)
-	t.Log(stderr.String())
-	t.Log(stdout.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep jsonReport
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(data, &rep); err != nil {
-		t.Fatalf("JSON report: %v\n%s", err, data)
-	}
+	stdout, rep := runBench(t, "--duration", "300ms", "--concurrency", "2,8", "--preload", "2000")
 	if got, want := len(rep.Scenarios), len(scenarioOrder)*2; got != want {
 		t.Fatalf("%d scenario results, want %d", got, want)
 	}
@@ -101,17 +87,62 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("%s at %d: rps %v, errors %d, p50 %v, p99 %v", s.Name, s.Concurrency, s.RPS, s.Errors, s.P50, s.P99)
 		}
 	}
-	for _, r := range []string{"first/ceiling", "first/ceiling_tx", "first/bare", "replay/select", "grown/first"} {
-		if rep.Ratios[r] <= 0 {
-			t.Errorf("ratio %s missing: %v", r, rep.Ratios)
+	for _, r := range ratios {
+		got := rep.Ratios[r.name]
+		if got.Target != r.target || got.Clients["2"] <= 0 || got.Clients["8"] <= 0 {
+			t.Errorf("ratio %s at 2 and 8 clients: %+v", r.name, got)
 		}
 	}
-	if rep.ServerMaxRSSMiB == nil || *rep.ServerMaxRSSMiB <= 0 {
-		t.Errorf("server_max_rss_mib missing")
+	if rep.Server != serverProcess || rep.ServerMaxRSSMiB == nil || *rep.ServerMaxRSSMiB <= 0 ||
+		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
+		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	if !strings.Contains(stdout.String(), "first/ceiling") || strings.Contains(stderr.String(), "DUPLICATE") {
-		t.Errorf("report:\n%s\n%s", stdout.String(), stderr.String())
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "server_max_rss_mib", "load average"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
 	}
+}
+
+// TestBenchRunsInProcess runs oncecall inside the bench, as --cpuprofile
+// needs to profile it.
+func TestBenchRunsInProcess(t *testing.T) {
+	t.Parallel()
+	prof := t.TempDir()
+	_, rep := runBench(t, "--server", "inprocess", "--duration", "300ms", "--concurrency", "2",
+		"--scenarios", "select,replay", "--cpuprofile", prof)
+	if rep.Server != serverInProcess || rep.Ratios["replay/select"].Clients["2"] <= 0 || len(rep.Scenarios) != 2 {
+		t.Errorf("in-process report: %+v", rep)
+	}
+	if fi, err := os.Stat(filepath.Join(prof, "replay-c2.pprof")); err != nil || fi.Size() == 0 {
+		t.Errorf("replay profile: %v", err)
+	}
+}
+
+// runBench runs the bench with args on a fresh database and returns what
+// it printed and its JSON report; any duplicate or lost effect fails.
+func runBench(t *testing.T, args ...string) (string, jsonReport) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "bench.json")
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), append(args, "--database-url", pgtest.NewDB(t), "--json", out), &stdout, &stderr)
+	t.Log(stderr.String())
+	t.Log(stdout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stderr.String(), "DUPLICATE") {
+		t.Fatalf("a run reported a duplicate or lost effect")
+	}
+	var rep jsonReport
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, data)
+	}
+	return stdout.String(), rep
 }
 
 // TestEffectCheckFindsDuplicates proves the check fails a run whose

@@ -1,9 +1,11 @@
 // Command bench measures oncecall under load and checks that load never
 // produces a duplicate effect. It starts what it needs (an embedded
-// PostgreSQL unless --database-url is given, an in-process oncecall unless
-// --url is given, and a baseline HTTP handler without idempotency), runs
-// each scenario for --duration at each --concurrency, prints one table and
-// the ratios that matter, and optionally writes them as JSON.
+// PostgreSQL unless --database-url is given, `oncecall serve` as a child
+// process unless --url is given or --server inprocess asks for it inside the
+// bench, and a baseline HTTP handler without idempotency), runs each
+// scenario for --duration at each --concurrency, prints one table, the
+// ratios that matter at every concurrency side by side, the server's peak
+// RSS and the machine's load, and optionally writes them as JSON.
 //
 // Scenarios, in the order they run:
 //
@@ -49,7 +51,16 @@ type config struct {
 	jsonPath    string
 	scenarios   []string
 	cpuprofile  string
+	// server is how oncecall runs when url is empty: serverProcess or
+	// serverInProcess.
+	server string
 }
+
+// How the bench runs oncecall.
+const (
+	serverProcess   = "process"
+	serverInProcess = "inprocess"
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -97,7 +108,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.url, "url", "", "base URL of a running oncecall (default: one in this process); needs --database-url naming its database")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	scen := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated subset of: "+strings.Join(scenarioOrder, ", "))
-	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof (of the bench process: add --server inprocess to profile oncecall too)")
+	fs.StringVar(&cfg.server, "server", serverProcess, "how to run oncecall without --url: process (build and start `oncecall serve`, whose peak RSS is reported) or inprocess (inside the bench, for --cpuprofile)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -109,6 +121,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.preload < 0 {
 		return config{}, errors.New("--preload must not be negative")
+	}
+	if cfg.server != serverProcess && cfg.server != serverInProcess {
+		return config{}, fmt.Errorf("--server: %q is neither %s nor %s", cfg.server, serverProcess, serverInProcess)
 	}
 	if cfg.url != "" && cfg.databaseURL == "" {
 		return config{}, errors.New("--url needs --database-url naming that server's database (to create tenants and slots and to count effects)")

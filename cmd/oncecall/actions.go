@@ -29,7 +29,7 @@ func actionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	open := func() (*pgxpool.Pool, error) { return app.OpenDB(ctx, url, 2) }
+	open := func() (*pgxpool.Pool, error) { return app.OpenDB(ctx, url, migrateDatabaseURL(), 2) }
 	switch args[0] {
 	case "list":
 		return actionsList(ctx, open, args[1:], stdout, stderr)

@@ -63,7 +63,7 @@ func openStore(ctx context.Context) (*db.Store, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := app.OpenDB(ctx, url, 2)
+	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -39,6 +39,8 @@ Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
 Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
+                    (behind PgBouncer add ?default_query_exec_mode=cache_describe)
+  ONCECALL_MIGRATE_DATABASE_URL  where migrations run instead (a direct connection)
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
@@ -123,6 +125,10 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	return fs
 }
+
+// migrateDatabaseURL is where migrations run when DATABASE_URL goes through
+// a transaction-pooling proxy; empty means DATABASE_URL.
+func migrateDatabaseURL() string { return os.Getenv("ONCECALL_MIGRATE_DATABASE_URL") }
 
 // needDatabaseURL returns DATABASE_URL or an error saying how to set it.
 func needDatabaseURL() (string, error) {

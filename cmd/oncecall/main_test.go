@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
@@ -132,5 +133,40 @@ func TestPruneCommand(t *testing.T) {
 	}
 	if count(); left != 2 || bodies != 1 || !strings.Contains(out.String(), "deleted 1 actions") {
 		t.Fatalf("after prune: %d actions, %d bodies; printed %s", left, bodies, out.String())
+	}
+}
+
+// Not parallel: it changes the environment.
+func TestMigrationsRunOnMigrateDatabaseURL(t *testing.T) {
+	const unreachable = "postgres://postgres@127.0.0.1:1/none?sslmode=disable&connect_timeout=2"
+	var out bytes.Buffer
+
+	empty := pgtest.NewEmptyDB(t)
+	t.Setenv("DATABASE_URL", unreachable)
+	t.Setenv("ONCECALL_MIGRATE_DATABASE_URL", empty)
+	if err := run(t.Context(), []string{"migrate"}, &out, &out); err != nil {
+		t.Fatalf("migrate on ONCECALL_MIGRATE_DATABASE_URL: %v", err)
+	}
+	conn, err := pgx.Connect(t.Context(), empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	if ok, err := db.Applied(t.Context(), conn); err != nil || !ok {
+		t.Fatalf("migrations applied on ONCECALL_MIGRATE_DATABASE_URL: %v %v", ok, err)
+	}
+
+	// serve migrates there too, before it opens its pool on DATABASE_URL.
+	t.Setenv("DATABASE_URL", pgtest.NewDB(t))
+	t.Setenv("ONCECALL_MIGRATE_DATABASE_URL", unreachable)
+	err = run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0"}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "connect to database") {
+		t.Fatalf("serve with an unreachable ONCECALL_MIGRATE_DATABASE_URL: %v", err)
+	}
+
+	t.Setenv("DATABASE_URL", "")
+	err = run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "ONCECALL_MIGRATE_DATABASE_URL is set but DATABASE_URL is not") {
+		t.Fatalf("serve with only ONCECALL_MIGRATE_DATABASE_URL: %v", err)
 	}
 }

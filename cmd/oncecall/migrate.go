@@ -13,9 +13,12 @@ func migrate(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := newFlags("migrate", stderr).Parse(args); err != nil {
 		return err
 	}
-	url, err := needDatabaseURL()
-	if err != nil {
-		return err
+	url := migrateDatabaseURL()
+	if url == "" {
+		var err error
+		if url, err = needDatabaseURL(); err != nil {
+			return err
+		}
 	}
 	if err := app.Migrate(ctx, url); err != nil {
 		return err

@@ -39,7 +39,7 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, 2)
+	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, 4)
+	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 4)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rateLimit < 0 || *rateBurst < 0 || *dashaRate < 0 || *dashaBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --dasha-rate-limit and --dasha-rate-burst must not be negative")
 	}
-	url := os.Getenv("DATABASE_URL")
+	url, migrateURL := os.Getenv("DATABASE_URL"), migrateDatabaseURL()
+	if url == "" && migrateURL != "" {
+		return errors.New("ONCECALL_MIGRATE_DATABASE_URL is set but DATABASE_URL is not: the embedded database needs neither; with your own PostgreSQL set DATABASE_URL too")
+	}
 	if url == "" && *requireURL {
 		return errors.New("DATABASE_URL is not set and --require-database-url (ONCECALL_REQUIRE_DATABASE_URL) forbids the embedded database: point DATABASE_URL at your PostgreSQL, e.g. postgres://user:pass@host:5432/oncecall")
 	}
@@ -93,7 +96,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
-		Addr: *addr, DatabaseURL: url, DataDir: *dataDir, Log: log, DashaWait: *dashaWait, DashaBudget: *dashaBudget,
+		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, Log: log,
+		DashaWait: *dashaWait, DashaBudget: *dashaBudget,
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
 		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,

@@ -41,7 +41,7 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, 2)
+	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -97,7 +98,7 @@ type ClaimActionParams struct {
 	IdempotencyKey string
 	Operation      string
 	Fingerprint    string
-	Request        []byte
+	Request        json.RawMessage
 	LeaseOwner     *uuid.UUID
 	Lease          pgtype.Interval
 	CallID         *string

@@ -5,6 +5,7 @@
 package dbsqlc
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,7 +17,7 @@ type Action struct {
 	IdempotencyKey string
 	Operation      string
 	Fingerprint    string
-	Request        []byte
+	Request        json.RawMessage
 	State          string
 	NeedsOperator  bool
 	Outcome        *string
@@ -38,7 +39,7 @@ type ActionEvent struct {
 	At       time.Time
 	Kind     string
 	Step     *string
-	Detail   []byte
+	Detail   json.RawMessage
 }
 
 type ActionStep struct {
@@ -50,7 +51,7 @@ type ActionStep struct {
 	Operation   string
 	ProviderKey string
 	ExternalRef string
-	Payload     []byte
+	Payload     json.RawMessage
 	State       string
 	ProviderRef *string
 	RejectCode  *string

@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,7 +53,7 @@ type AddEventParams struct {
 	ActionID uuid.UUID
 	Kind     string
 	Step     *string
-	Detail   []byte
+	Detail   json.RawMessage
 }
 
 func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
@@ -188,7 +189,7 @@ type InsertStepParams struct {
 	Operation   string
 	ProviderKey string
 	ExternalRef string
-	Payload     []byte
+	Payload     json.RawMessage
 }
 
 func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) error {
@@ -504,7 +505,7 @@ type StepsOfActionRow struct {
 	Operation       string
 	ProviderKey     string
 	ExternalRef     string
-	Payload         []byte
+	Payload         json.RawMessage
 	State           string
 	ProviderRef     *string
 	RejectCode      *string

@@ -41,7 +41,14 @@ type Config struct {
 	// Addr is the listen address. Default ":8080"; "127.0.0.1:0" picks a port.
 	Addr string
 	// DatabaseURL selects an existing database; empty starts the embedded one.
+	// Its default_query_exec_mode option picks how pgx sends statements
+	// (docs/pgbouncer.md).
 	DatabaseURL string
+	// MigrateDatabaseURL, when set, is where the migrations run instead of
+	// DatabaseURL: a direct connection when DatabaseURL goes through a
+	// transaction-pooling proxy, or a role allowed to change the schema.
+	// Ignored with the embedded database.
+	MigrateDatabaseURL string
 	// DataDir holds the embedded database. Default ".oncecall".
 	DataDir string
 	// Log receives JSON logs.
@@ -157,18 +164,18 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	cfg.WriteTimeout = cmp.Or(cfg.WriteTimeout, 30*time.Second)
 	cfg.IdleTimeout = cmp.Or(cfg.IdleTimeout, 120*time.Second)
 	m := &Main{cfg: cfg}
-	url := cfg.DatabaseURL
+	url, migrateURL := cfg.DatabaseURL, cfg.MigrateDatabaseURL
 	if url == "" {
 		pg, err := StartEmbedded(ctx, cfg.DataDir, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
 		m.pg = pg
-		url = pg.URL("oncecall")
+		url, migrateURL = pg.URL("oncecall"), ""
 	}
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns())
 	cfg.TenantDBRequests = cmp.Or(cfg.TenantDBRequests, max(1, int(cfg.MaxConns)/2))
-	pool, err := OpenPool(ctx, url, cfg.MaxConns, cfg.DBTimeouts)
+	pool, err := OpenPool(ctx, url, migrateURL, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
 		return nil, err
@@ -243,16 +250,17 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	return pg, nil
 }
 
-// OpenDB connects to url, applies the migrations and returns a pool whose
-// connections have the default timeouts.
-func OpenDB(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
-	return OpenPool(ctx, url, maxConns, db.Timeouts{})
+// OpenDB connects to url, applies the migrations (on migrateURL when it is
+// set, url otherwise) and returns a pool on url whose connections have the
+// default timeouts.
+func OpenDB(ctx context.Context, url, migrateURL string, maxConns int32) (*pgxpool.Pool, error) {
+	return OpenPool(ctx, url, migrateURL, maxConns, db.Timeouts{})
 }
 
 // OpenPool is OpenDB with the given timeouts. Migrations run on their own
 // connection first, without them.
-func OpenPool(ctx context.Context, url string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
-	if err := Migrate(ctx, url); err != nil {
+func OpenPool(ctx context.Context, url, migrateURL string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
+	if err := Migrate(ctx, cmp.Or(migrateURL, url)); err != nil {
 		return nil, err
 	}
 	pcfg, err := pgxpool.ParseConfig(url)

@@ -476,11 +476,12 @@ func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // appendString appends s (valid UTF-8) as a JSON string with minimal
 // escaping. Runs of bytes needing no escape are copied in one append.
-func appendString(dst, s []byte) []byte {
+func appendString[S string | []byte](dst []byte, s S) []byte {
 	const hex = "0123456789abcdef"
 	dst = append(dst, '"')
 	run := 0
-	for i, c := range s {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
 		if c >= 0x20 && c != '"' && c != '\\' {
 			continue
 		}

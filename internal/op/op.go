@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -179,10 +180,16 @@ type Prepared struct {
 	Standing func(ctx context.Context, s *db.Store, a db.Action) (string, error)
 }
 
-type spec[In any] struct{ s Spec[In] }
+type spec[In any] struct {
+	s Spec[In]
+	// enc writes the canonical input that the fingerprint hashes.
+	enc *canon.Encoder
+}
 
 // Define turns a Spec into an Operation.
-func Define[In any](s Spec[In]) Operation { return spec[In]{s} }
+func Define[In any](s Spec[In]) Operation {
+	return spec[In]{s: s, enc: canon.NewEncoder(reflect.TypeFor[In]())}
+}
 
 func (o spec[In]) Name() string        { return o.s.Name }
 func (o spec[In]) Tool() string        { return o.s.Tool }
@@ -207,7 +214,7 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 			return nil, err
 		}
 	}
-	input, err := canon.Marshal(in)
+	input, err := o.enc.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s input: %w", o.s.Name, err)
 	}

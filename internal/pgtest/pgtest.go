@@ -171,11 +171,23 @@ func migrate(ctx context.Context, adminURL, dbname string) error {
 func NewDB(t testing.TB) string {
 	t.Helper()
 	e := ready(t)
+	return newDB(t, e, " TEMPLATE "+pgx.Identifier{e.template}.Sanitize())
+}
+
+// NewEmptyDB creates a database without the migrations (for tests of the
+// migrations themselves), dropped when the test ends, and returns its URL.
+func NewEmptyDB(t testing.TB) string {
+	t.Helper()
+	return newDB(t, ready(t), "")
+}
+
+func newDB(t testing.TB, e *environment, options string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), cloneTimeout)
 	defer cancel()
 
 	name := "oncecall_test_" + randomSuffix()
-	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + " TEMPLATE " + pgx.Identifier{e.template}.Sanitize()
+	create := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize() + options
 	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
 		_, err := e.admin.Exec(ctx, create)
 		if err == nil {

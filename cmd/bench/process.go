@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// serveStartTimeout bounds building oncecall and its start until /readyz
+// answers 200.
+const serveStartTimeout = 5 * time.Minute
+
+// startProcess builds oncecall as `make build` does and runs `oncecall
+// serve` on dbURL as a process of its own, as in production: its default
+// configuration except the per-tenant rate limit (off: the benchmark is one
+// tenant sending as fast as it can), JSON logs at info level (written to a
+// pipe that the bench drains, keeping the last lines for errors).
+func (b *bench) startProcess(ctx context.Context, dbURL string) error {
+	ctx, cancel := context.WithTimeout(ctx, serveStartTimeout)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "oncecall-bench-bin-")
+	if err != nil {
+		return err
+	}
+	b.closers = append(b.closers, func() error { return os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "oncecall")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	b.logf("building oncecall (CGO_ENABLED=0 go build -trimpath -ldflags='-s -w', as make build)")
+	build := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/oncecall/oncecall/cmd/oncecall")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build oncecall: %w\n%s", err, out)
+	}
+
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	cmd := exec.Command(bin, "serve")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ONCECALL_ADDR="+addr, "ONCECALL_RATE_LIMIT=0", "ONCECALL_DASHA_RATE_LIMIT=0",
+		"ONCECALL_REQUIRE_DATABASE_URL=1", "LOG_LEVEL=info")
+	logs := &tail{size: 16 << 10}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start oncecall serve: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	b.closers = append(b.closers, func() error {
+		cmd.Process.Signal(syscall.SIGTERM) //nolint:errcheck // it may have exited already
+		select {
+		case err := <-exited:
+			var exit *exec.ExitError
+			if errors.As(err, &exit) && !exit.Exited() { // ended by the signal
+				return nil
+			}
+			return err
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill() //nolint:errcheck
+			<-exited
+			return fmt.Errorf("oncecall serve did not stop within 30s of SIGTERM")
+		}
+	})
+
+	ready := "http://" + addr + "/readyz"
+	for {
+		if resp, err := http.Get(ready); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case err := <-exited:
+			exited <- err // for the closer
+			return fmt.Errorf("oncecall serve exited (%v):\n%s", err, logs)
+		case <-ctx.Done():
+			return fmt.Errorf("oncecall serve not ready at %s: %w\n%s", ready, ctx.Err(), logs)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	b.base = "http://" + addr
+	b.serverRSS = func() (float64, bool) { return peakRSS(pid) }
+	b.rssNote = "oncecall serve, pid " + pid
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail keeps the last max bytes written to it.
+type tail struct {
+	mu   sync.Mutex
+	size int
+	buf  []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	// Trimmed only past twice the size, so a long run copies little.
+	if len(t.buf) > 2*t.size {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.size:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(bytes.TrimSpace(t.buf[max(0, len(t.buf)-t.size):]))
+}
