@@ -66,6 +66,28 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 	})
 }
 
+// AddPoints queues a change of customer's loyalty balance by delta and the
+// action's completion: confirmed with the ledger entry, or rejected as
+// AddPoints's caller would.
+func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		l.err = err
+		return
+	}
+	ctx := context.Background() // recorded, not run
+	l.queue(func(q *dbsqlc.Queries) error {
+		return q.AddPointsClaimed(ctx, dbsqlc.AddPointsClaimedParams{
+			ID: id, TenantID: l.tenant, CustomerID: customer, Delta: delta, Reason: reason, ActionID: l.action,
+		})
+	})
+	l.queue(func(q *dbsqlc.Queries) error {
+		return q.CompletePoints(ctx, dbsqlc.CompletePointsParams{
+			ActionID: l.action, TenantID: l.tenant, CustomerID: customer, Delta: delta, EntryID: id,
+		})
+	})
+}
+
 // ErrAtClaim marks a ClaimLocal error raised by the claim itself (not by
 // the local writes after it): a lock or a deadline met there is a
 // concurrent attempt of the same key holding it in an open transaction.

@@ -46,3 +46,46 @@ INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_af
 SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason), c.points, sqlc.arg(action_id)
 FROM c
 RETURNING *;
+
+-- name: AddPointsClaimed :exec
+-- AddPoints as the write of an action claimed in the same transaction, sent
+-- with the claim in one round trip: nothing unless the claim inserted the
+-- action.
+WITH c AS (
+    UPDATE customers
+    SET points = points + sqlc.arg(delta), updated_at = now()
+    WHERE customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+      AND points + sqlc.arg(delta) >= 0
+      AND EXISTS (SELECT 1 FROM actions WHERE actions.id = sqlc.arg(action_id))
+    RETURNING customers.id, customers.points
+)
+INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
+SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason), c.points, sqlc.arg(action_id)
+FROM c;
+
+-- name: CompletePoints :exec
+-- Completes a points change claimed in this transaction from what
+-- AddPointsClaimed did: confirmed with the ledger entry, or rejected with
+-- CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance), the body
+-- written as the Go store writes it.
+UPDATE actions
+SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
+    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
+    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+FROM (
+    SELECT CASE WHEN e.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN e.id IS NOT NULL THEN NULL WHEN cu.id IS NULL THEN 'CUSTOMER_NOT_FOUND' ELSE 'INSUFFICIENT_POINTS' END AS reason,
+           CASE WHEN e.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           e.id::text AS resource_id,
+           CASE WHEN e.id IS NOT NULL THEN
+                    '{"id":' || to_json(e.id) || ',"customer_id":' || to_json(e.customer_id) || ',"delta":' || e.delta ||
+                    ',"reason":' || to_json(e.reason) || ',"balance":' || e.balance_after ||
+                    ',"created_at":' || to_json(oncecall_time(e.created_at)) || '}'
+                WHEN cu.id IS NULL THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) ||
+                     ',"delta":' || sqlc.arg(delta)::bigint || '}' END AS body
+    FROM (SELECT 1) AS one
+    LEFT JOIN points_ledger e ON e.id = sqlc.arg(entry_id) AND e.action_id = sqlc.arg(action_id)
+    LEFT JOIN customers cu ON cu.tenant_id = sqlc.arg(tenant_id) AND cu.id = sqlc.arg(customer_id)
+) AS r
+WHERE actions.id = sqlc.arg(action_id) AND actions.state = 'running';

@@ -60,6 +60,44 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 	return i, err
 }
 
+const addPointsClaimed = `-- name: AddPointsClaimed :exec
+WITH c AS (
+    UPDATE customers
+    SET points = points + $3, updated_at = now()
+    WHERE customers.tenant_id = $2 AND customers.id = $6
+      AND points + $3 >= 0
+      AND EXISTS (SELECT 1 FROM actions WHERE actions.id = $5)
+    RETURNING customers.id, customers.points
+)
+INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
+SELECT $1, $2, c.id, $3, $4, c.points, $5
+FROM c
+`
+
+type AddPointsClaimedParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	Delta      int64
+	Reason     string
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+}
+
+// AddPoints as the write of an action claimed in the same transaction, sent
+// with the claim in one round trip: nothing unless the claim inserted the
+// action.
+func (q *Queries) AddPointsClaimed(ctx context.Context, arg AddPointsClaimedParams) error {
+	_, err := q.db.Exec(ctx, addPointsClaimed,
+		arg.ID,
+		arg.TenantID,
+		arg.Delta,
+		arg.Reason,
+		arg.ActionID,
+		arg.CustomerID,
+	)
+	return err
+}
+
 const appendCustomerNote = `-- name: AppendCustomerNote :one
 INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
 VALUES ($1, $2, $3, $4, $5)
@@ -92,6 +130,53 @@ func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNote
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const completePoints = `-- name: CompletePoints :exec
+UPDATE actions
+SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
+    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
+    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+FROM (
+    SELECT CASE WHEN e.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN e.id IS NOT NULL THEN NULL WHEN cu.id IS NULL THEN 'CUSTOMER_NOT_FOUND' ELSE 'INSUFFICIENT_POINTS' END AS reason,
+           CASE WHEN e.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           e.id::text AS resource_id,
+           CASE WHEN e.id IS NOT NULL THEN
+                    '{"id":' || to_json(e.id) || ',"customer_id":' || to_json(e.customer_id) || ',"delta":' || e.delta ||
+                    ',"reason":' || to_json(e.reason) || ',"balance":' || e.balance_after ||
+                    ',"created_at":' || to_json(oncecall_time(e.created_at)) || '}'
+                WHEN cu.id IS NULL THEN '{"customer_id":' || to_json($2::uuid) || '}'
+                ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json($2::uuid) ||
+                     ',"delta":' || $3::bigint || '}' END AS body
+    FROM (SELECT 1) AS one
+    LEFT JOIN points_ledger e ON e.id = $4 AND e.action_id = $1
+    LEFT JOIN customers cu ON cu.tenant_id = $5 AND cu.id = $2
+) AS r
+WHERE actions.id = $1 AND actions.state = 'running'
+`
+
+type CompletePointsParams struct {
+	ActionID   uuid.UUID
+	CustomerID uuid.UUID
+	Delta      int64
+	EntryID    uuid.UUID
+	TenantID   uuid.UUID
+}
+
+// Completes a points change claimed in this transaction from what
+// AddPointsClaimed did: confirmed with the ledger entry, or rejected with
+// CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance), the body
+// written as the Go store writes it.
+func (q *Queries) CompletePoints(ctx context.Context, arg CompletePointsParams) error {
+	_, err := q.db.Exec(ctx, completePoints,
+		arg.ActionID,
+		arg.CustomerID,
+		arg.Delta,
+		arg.EntryID,
+		arg.TenantID,
+	)
+	return err
 }
 
 const createCustomer = `-- name: CreateCustomer :one

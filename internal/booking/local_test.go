@@ -1,10 +1,9 @@
 package booking_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
-	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,14 +12,14 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op/optest"
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// A booking written in SQL (one round trip, op.Spec.Local) must store the
-// answer the Go writes (Execute) store, for every outcome: the same outcome,
-// reason, status and body. Each case runs both ways on twin slots of the
+// A booking written in SQL (one round trip) stores what the Go writes
+// store, for every outcome. Each case runs both ways on twin slots of the
 // same database state.
 func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	t.Parallel()
@@ -63,69 +62,21 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 		{"customer missing", missingCustomer, func() uuid.UUID { return slot(start) }, "", db.Rejected, booking.CustomerNotFound},
 	}
 	for _, c := range cases {
-		var got [2]db.Action
-		var slots [2]uuid.UUID
-		for i, inSQL := range []bool{true, false} {
-			slots[i] = c.slot()
-			input, _ := json.Marshal(map[string]any{"customer_id": c.customer, "slot_id": slots[i], "service": c.service})
-			p, err := booking.Book.Prepare(input, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			req := idem.Request{TenantID: tenant.ID, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run}
+		var slots [2][]string
+		got := optest.Run(t, core, store, tenant.ID, booking.Book, func(inSQL bool) []byte {
+			s := c.slot()
 			if inSQL {
-				if p.Local == nil {
-					t.Fatal("appointment.book has no SQL form")
-				}
-				req.Local = p.Local
+				slots[0] = []string{s.String()}
+			} else {
+				slots[1] = []string{s.String()}
 			}
-			reply, err := core.Do(t.Context(), req)
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			// What is stored, as a replay reads it.
-			if got[i], err = store.ActionByID(t.Context(), tenant.ID, reply.Action.ID); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got[i].Result, reply.Action.Result) {
-				t.Errorf("%s: the answer %s is not what was stored %s", c.name, reply.Action.Result, got[i].Result)
-			}
-		}
-		sql, goes := got[0], got[1]
-		if sql.Outcome != c.outcome || sql.Reason != c.reason {
-			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, sql.Outcome, sql.Reason, c.outcome, c.reason)
-		}
-		if sql.State != goes.State || sql.Outcome != goes.Outcome || sql.Reason != goes.Reason || sql.Status != goes.Status {
-			t.Errorf("%s: in SQL %s %s %s %d, in Go %s %s %s %d", c.name,
-				sql.State, sql.Outcome, sql.Reason, sql.Status, goes.State, goes.Outcome, goes.Reason, goes.Status)
-		}
-		// The bodies name their own appointment and slot; with those made
-		// equal they must be the same JSON, and the same bytes unless the
-		// text holds characters Go escapes for HTML (<, >, &).
-		norm := func(a db.Action, slot uuid.UUID) []byte {
-			b := bytes.ReplaceAll(a.Result, []byte(slot.String()), []byte("SLOT"))
-			if a.ResourceID != "" {
-				b = bytes.ReplaceAll(b, []byte(a.ResourceID), []byte("RESOURCE"))
-			}
+			b, _ := json.Marshal(map[string]any{"customer_id": c.customer, "slot_id": s, "service": c.service})
 			return b
+		})
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.reason)
 		}
-		bs, bg := norm(sql, slots[0]), norm(goes, slots[1])
-		var js, jg any
-		if err := json.Unmarshal(bs, &js); err != nil {
-			t.Fatalf("%s: the body in SQL is not JSON: %s", c.name, bs)
-		}
-		if err := json.Unmarshal(bg, &jg); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(js, jg) {
-			t.Errorf("%s: bodies differ:\n in SQL %s\n in Go  %s", c.name, bs, bg)
-		}
-		if !bytes.ContainsAny([]byte(c.service), "<>&") && !bytes.Equal(bs, bg) {
-			t.Errorf("%s: bodies differ in bytes:\n in SQL %s\n in Go  %s", c.name, bs, bg)
-		}
-		if (sql.ResourceID == "") != (goes.ResourceID == "") {
-			t.Errorf("%s: resource ids %q and %q", c.name, sql.ResourceID, goes.ResourceID)
-		}
+		optest.Same(t, c.name, got, slots, strings.ContainsAny(c.service, "<>&"))
 	}
 }
 

@@ -269,6 +269,10 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 	},
 	PerCall:  true,
 	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason} },
+	Local: func(l *db.Local, in PointsInput) bool {
+		l.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PointsInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		e, ok, err := tx.AddPoints(ctx, db.PointsChange{

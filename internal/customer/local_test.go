@@ -1,0 +1,82 @@
+package customer_test
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/customer"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op/optest"
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// A points change written in SQL (one round trip) stores what the Go
+// writes store, for every outcome. Each case runs both ways on twin
+// customers with the same balance.
+func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	store := db.New(pgtest.NewPool(t))
+	core := idem.New(store, idem.Config{})
+	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withBalance := func(points int64) func() uuid.UUID {
+		return func() uuid.UUID {
+			c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant.ID, Name: "Ana"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if points != 0 {
+				if _, ok, err := store.AddPoints(t.Context(), db.PointsChange{TenantID: tenant.ID, ActionID: uuid.New(), CustomerID: c.ID, Delta: points, Reason: "start"}); err != nil || !ok {
+					t.Fatalf("starting balance: %v %v", ok, err)
+				}
+			}
+			return c.ID
+		}
+	}
+	missing := uuid.New()
+	cases := []struct {
+		name     string
+		customer func() uuid.UUID
+		delta    int64
+		reason   string
+		outcome  db.Outcome
+		code     string
+	}{
+		{"add", withBalance(0), 25, "visit", db.Confirmed, ""},
+		{"redeem", withBalance(40), -30, "free coffee", db.Confirmed, ""},
+		{"text to escape", withBalance(0), 5, `<birthday & "bonus"> é`, db.Confirmed, ""},
+		{"insufficient", withBalance(10), -30, "free lunch", db.Rejected, customer.InsufficientPoints},
+		{"customer missing", func() uuid.UUID { return missing }, 5, "visit", db.Rejected, customer.NotFound},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := optest.Run(t, core, store, tenant.ID, customer.AddPoints, func(inSQL bool) []byte {
+			id := c.customer()
+			ids[map[bool]int{true: 0, false: 1}[inSQL]] = []string{id.String()}
+			b, _ := json.Marshal(map[string]any{"customer_id": id, "delta": c.delta, "reason": c.reason})
+			return b
+		})
+		// Each run's ledger entry has its own time.
+		for i, a := range got {
+			var e struct {
+				CreatedAt string `json:"created_at"`
+			}
+			if json.Unmarshal(a.Result, &e) == nil && e.CreatedAt != "" {
+				ids[i] = append(ids[i], e.CreatedAt)
+			}
+		}
+		if got[0].Outcome != c.outcome || got[0].Reason != c.code {
+			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.code)
+		}
+		optest.Same(t, c.name, got, ids, strings.ContainsAny(c.reason, "<>&"))
+	}
+}

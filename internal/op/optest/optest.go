@@ -1,0 +1,90 @@
+// Package optest checks, against a real database, that an operation's SQL
+// form (op.Spec.Local, one round trip) stores what its Go form (Execute)
+// stores.
+package optest
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+)
+
+// Run runs o once in SQL and once in Go, with the input input(true) and
+// input(false) makes (inputs naming twin objects of the same database
+// state), and returns the actions as stored: [0] in SQL, [1] in Go.
+func Run(t *testing.T, core *idem.Core, store *db.Store, tenant uuid.UUID, o op.Operation, input func(inSQL bool) []byte) [2]db.Action {
+	t.Helper()
+	var got [2]db.Action
+	for i, inSQL := range []bool{true, false} {
+		p, err := o.Prepare(input(inSQL), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := idem.Request{TenantID: tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run}
+		if inSQL {
+			if p.Local == nil {
+				t.Fatalf("%s has no SQL form", o.Name())
+			}
+			req.Local = p.Local
+		}
+		reply, err := core.Do(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i], err = store.ActionByID(t.Context(), tenant, reply.Action.ID); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[i].Result, reply.Action.Result) {
+			t.Errorf("the answer %s is not what was stored %s", reply.Action.Result, got[i].Result)
+		}
+	}
+	return got
+}
+
+// Same fails unless the two stored actions agree: state, outcome, reason,
+// status, whether they name a resource, and the body. Bodies are compared
+// after each one's own ids (its resource id and the given per-run ids)
+// are replaced by placeholders: as JSON values always, and as bytes unless
+// escapes is set (the SQL form does not escape <, > and & for HTML as Go's
+// encoding/json does).
+func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes bool) {
+	t.Helper()
+	sql, goes := got[0], got[1]
+	if sql.State != goes.State || sql.Outcome != goes.Outcome || sql.Reason != goes.Reason || sql.Status != goes.Status {
+		t.Errorf("%s: in SQL %s %s %s %d, in Go %s %s %s %d", name,
+			sql.State, sql.Outcome, sql.Reason, sql.Status, goes.State, goes.Outcome, goes.Reason, goes.Status)
+	}
+	if (sql.ResourceID == "") != (goes.ResourceID == "") {
+		t.Errorf("%s: resource ids %q and %q", name, sql.ResourceID, goes.ResourceID)
+	}
+	norm := func(a db.Action, ids []string) []byte {
+		b := a.Result
+		for i, id := range append(ids, a.ResourceID) {
+			if id != "" {
+				b = bytes.ReplaceAll(b, []byte(id), []byte{'#', byte('A' + i)})
+			}
+		}
+		return b
+	}
+	bs, bg := norm(sql, own[0]), norm(goes, own[1])
+	var js, jg any
+	if err := json.Unmarshal(bs, &js); err != nil {
+		t.Fatalf("%s: the body in SQL is not JSON: %s", name, bs)
+	}
+	if err := json.Unmarshal(bg, &jg); err != nil {
+		t.Fatalf("%s: the body in Go is not JSON: %s", name, bg)
+	}
+	if !reflect.DeepEqual(js, jg) {
+		t.Errorf("%s: bodies differ:\n in SQL %s\n in Go  %s", name, bs, bg)
+	}
+	if !escapes && !bytes.Equal(bs, bg) {
+		t.Errorf("%s: bodies differ in bytes:\n in SQL %s\n in Go  %s", name, bs, bg)
+	}
+}
