@@ -44,8 +44,17 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 	return set, nil
 }
 
-func stepConfig() step.Config {
-	return step.Config{}
+// stepConfig reads how unresolved remote steps are re-checked.
+func stepConfig() (step.Config, error) {
+	var c step.Config
+	var err error
+	if c.Backoff, err = durationVar(envLookup, "ONCECALL_STEP_BACKOFF", time.Second); err != nil {
+		return c, err
+	}
+	if c.MaxBackoff, err = durationVar(envLookup, "ONCECALL_STEP_MAX_BACKOFF", time.Minute); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 func reconcileConfig() (reconcile.Config, error) {

@@ -29,6 +29,10 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	sc, err := stepConfig()
+	if err != nil {
+		return err
+	}
 	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 4)
 	if err != nil {
 		return err
@@ -36,7 +40,7 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer pool.Close()
 	log := logger(stderr)
 	store := dbStore(pool)
-	r := reconcile.New(store, step.NewDriver(store, app.Operations(), providers, stepConfig(), log), rc, log)
+	r := reconcile.New(store, step.NewDriver(store, app.Operations(), providers, sc, log), rc, log)
 	if !*once {
 		return r.Run(ctx)
 	}

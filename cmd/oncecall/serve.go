@@ -91,6 +91,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sc, err := stepConfig()
+	if err != nil {
+		return err
+	}
 	if *lease <= 0 {
 		return errors.New("--lease must be positive")
 	}
@@ -106,7 +110,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease},
-		Providers:     providers, Steps: stepConfig(), Reconcile: rc, ReconcileDisabled: *noReconcile,
+		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"),
 	})
 	if err != nil {

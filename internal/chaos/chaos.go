@@ -365,6 +365,9 @@ func replicaEnv(dbURL, simURL string, trustMessagingKeys bool) []string {
 		"ONCECALL_LEASE=2s",
 		"ONCECALL_RECONCILE_INTERVAL=250ms",
 		"ONCECALL_RECONCILE_LEASE=1s",
+		// Re-checks back off to at most 5s, so every unresolved step is
+		// checked again within the settle phase.
+		"ONCECALL_STEP_MAX_BACKOFF=5s",
 		"ONCECALL_RATE_LIMIT=0",
 		"ONCECALL_PRUNE_INTERVAL=0",
 		"ONCECALL_DASHA_WAIT=1s",
