@@ -45,22 +45,30 @@ func (l *Local) queue(call func(q *dbsqlc.Queries) error) {
 	}
 }
 
-// Book queues a booking of slot for customer and the action's completion:
-// confirmed with the appointment, or rejected as BookSlot's caller would.
-func (l *Local) Book(customer, slot uuid.UUID, service string) {
+// write queues an operation's local write and its completion, both about
+// the row of the fresh id the write creates.
+func (l *Local) write(write, complete func(q *dbsqlc.Queries, id uuid.UUID) error) {
 	id, err := uuid.NewV7()
 	if err != nil {
 		l.err = err
 		return
 	}
-	ctx := context.Background() // recorded, not run
-	l.queue(func(q *dbsqlc.Queries) error {
-		return q.BookClaimed(ctx, dbsqlc.BookClaimedParams{
+	l.queue(func(q *dbsqlc.Queries) error { return write(q, id) })
+	l.queue(func(q *dbsqlc.Queries) error { return complete(q, id) })
+}
+
+// recorded is the context of a statement that is recorded, not run.
+var recorded = context.Background()
+
+// Book queues a booking of slot for customer and the action's completion:
+// confirmed with the appointment, or rejected as BookSlot's caller would.
+func (l *Local) Book(customer, slot uuid.UUID, service string) {
+	l.write(func(q *dbsqlc.Queries, id uuid.UUID) error {
+		return q.BookClaimed(recorded, dbsqlc.BookClaimedParams{
 			ID: id, TenantID: l.tenant, CustomerID: customer, SlotID: slot, Service: service, ActionID: l.action,
 		})
-	})
-	l.queue(func(q *dbsqlc.Queries) error {
-		return q.CompleteBooking(ctx, dbsqlc.CompleteBookingParams{
+	}, func(q *dbsqlc.Queries, id uuid.UUID) error {
+		return q.CompleteBooking(recorded, dbsqlc.CompleteBookingParams{
 			ActionID: l.action, TenantID: l.tenant, CustomerID: customer, SlotID: slot, AppointmentID: id,
 		})
 	})
@@ -70,19 +78,12 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 // action's completion: confirmed with the ledger entry, or rejected as
 // AddPoints's caller would.
 func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		l.err = err
-		return
-	}
-	ctx := context.Background() // recorded, not run
-	l.queue(func(q *dbsqlc.Queries) error {
-		return q.AddPointsClaimed(ctx, dbsqlc.AddPointsClaimedParams{
+	l.write(func(q *dbsqlc.Queries, id uuid.UUID) error {
+		return q.AddPointsClaimed(recorded, dbsqlc.AddPointsClaimedParams{
 			ID: id, TenantID: l.tenant, CustomerID: customer, Delta: delta, Reason: reason, ActionID: l.action,
 		})
-	})
-	l.queue(func(q *dbsqlc.Queries) error {
-		return q.CompletePoints(ctx, dbsqlc.CompletePointsParams{
+	}, func(q *dbsqlc.Queries, id uuid.UUID) error {
+		return q.CompletePoints(recorded, dbsqlc.CompletePointsParams{
 			ActionID: l.action, TenantID: l.tenant, CustomerID: customer, Delta: delta, EntryID: id,
 		})
 	})

@@ -11,7 +11,6 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
-	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op/optest"
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
@@ -23,16 +22,12 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // same database state.
 func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	t.Parallel()
-	store := db.New(pgtest.NewPool(t))
-	core := idem.New(store, idem.Config{})
-	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	customer := newCustomer(t, store, tenant.ID)
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	customer := newCustomer(t, store, tenant)
 	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
 	slot := func(at time.Time) uuid.UUID {
-		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant.ID, StartsAt: at, EndsAt: at.Add(time.Hour)})
+		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +35,7 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	}
 	taken := func() uuid.UUID {
 		s := slot(start)
-		if _, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant.ID, ActionID: uuid.New(), CustomerID: newCustomer(t, store, tenant.ID), SlotID: s}); err != nil || ok != db.BookedOK {
+		if _, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: newCustomer(t, store, tenant), SlotID: s}); err != nil || ok != db.BookedOK {
 			t.Fatalf("book the slot beforehand: %v %v", ok, err)
 		}
 		return s
@@ -63,7 +58,7 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	}
 	for _, c := range cases {
 		var slots [2][]string
-		got := optest.Run(t, core, store, tenant.ID, booking.Book, func(inSQL bool) []byte {
+		got := e.Run(t, booking.Book, func(inSQL bool) []byte {
 			s := c.slot()
 			if inSQL {
 				slots[0] = []string{s.String()}

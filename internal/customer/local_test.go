@@ -10,7 +10,6 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
-	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op/optest"
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
@@ -22,20 +21,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // customers with the same balance.
 func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
 	t.Parallel()
-	store := db.New(pgtest.NewPool(t))
-	core := idem.New(store, idem.Config{})
-	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
 	withBalance := func(points int64) func() uuid.UUID {
 		return func() uuid.UUID {
-			c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant.ID, Name: "Ana"})
+			c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant, Name: "Ana"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if points != 0 {
-				if _, ok, err := store.AddPoints(t.Context(), db.PointsChange{TenantID: tenant.ID, ActionID: uuid.New(), CustomerID: c.ID, Delta: points, Reason: "start"}); err != nil || !ok {
+				if _, ok, err := store.AddPoints(t.Context(), db.PointsChange{TenantID: tenant, ActionID: uuid.New(), CustomerID: c.ID, Delta: points, Reason: "start"}); err != nil || !ok {
 					t.Fatalf("starting balance: %v %v", ok, err)
 				}
 			}
@@ -59,7 +54,7 @@ func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
 	}
 	for _, c := range cases {
 		var ids [2][]string
-		got := optest.Run(t, core, store, tenant.ID, customer.AddPoints, func(inSQL bool) []byte {
+		got := e.Run(t, customer.AddPoints, func(inSQL bool) []byte {
 			id := c.customer()
 			ids[map[bool]int{true: 0, false: 1}[inSQL]] = []string{id.String()}
 			b, _ := json.Marshal(map[string]any{"customer_id": id, "delta": c.delta, "reason": c.reason})

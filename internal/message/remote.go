@@ -3,7 +3,6 @@ package message
 import (
 	"context"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -44,13 +43,4 @@ func sendRemote() *op.Remote[SendInput] {
 // repeats.
 const maxEchoedName = 40
 
-func shortName(name string) string {
-	if len(name) <= maxEchoedName {
-		return name
-	}
-	cut := maxEchoedName
-	for cut > 0 && !utf8.RuneStart(name[cut]) {
-		cut--
-	}
-	return name[:cut] + "…"
-}
+func shortName(name string) string { return op.Shorten(name, maxEchoedName) }

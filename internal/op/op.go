@@ -291,11 +291,15 @@ func Decode(raw []byte, v any) error {
 // enough to find it, never a vehicle for sending large input back.
 const maxEchoedName = 64
 
-func shorten(name string) string {
-	if len(name) <= maxEchoedName {
+func shorten(name string) string { return Shorten(name, maxEchoedName) }
+
+// Shorten cuts name to at most max bytes (at a character boundary, with an
+// ellipsis) for an error that names an unknown field or variable.
+func Shorten(name string, max int) string {
+	if len(name) <= max {
 		return name
 	}
-	cut := maxEchoedName
+	cut := max
 	for cut > 0 && !utf8.RuneStart(name[cut]) {
 		cut--
 	}

@@ -14,12 +14,31 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/pgtest"
 )
+
+// Env is a store on a fresh database, a core on it and a tenant.
+type Env struct {
+	Store  *db.Store
+	Core   *idem.Core
+	Tenant uuid.UUID
+}
+
+// Setup returns an Env; the test's package must run pgtest.Main.
+func Setup(t *testing.T) Env {
+	t.Helper()
+	store := db.New(pgtest.NewPool(t))
+	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Env{Store: store, Core: idem.New(store, idem.Config{}), Tenant: tenant.ID}
+}
 
 // Run runs o once in SQL and once in Go, with the input input(true) and
 // input(false) makes (inputs naming twin objects of the same database
 // state), and returns the actions as stored: [0] in SQL, [1] in Go.
-func Run(t *testing.T, core *idem.Core, store *db.Store, tenant uuid.UUID, o op.Operation, input func(inSQL bool) []byte) [2]db.Action {
+func (e Env) Run(t *testing.T, o op.Operation, input func(inSQL bool) []byte) [2]db.Action {
 	t.Helper()
 	var got [2]db.Action
 	for i, inSQL := range []bool{true, false} {
@@ -27,18 +46,18 @@ func Run(t *testing.T, core *idem.Core, store *db.Store, tenant uuid.UUID, o op.
 		if err != nil {
 			t.Fatal(err)
 		}
-		req := idem.Request{TenantID: tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run}
+		req := idem.Request{TenantID: e.Tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run}
 		if inSQL {
 			if p.Local == nil {
 				t.Fatalf("%s has no SQL form", o.Name())
 			}
 			req.Local = p.Local
 		}
-		reply, err := core.Do(t.Context(), req)
+		reply, err := e.Core.Do(t.Context(), req)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got[i], err = store.ActionByID(t.Context(), tenant, reply.Action.ID); err != nil {
+		if got[i], err = e.Store.ActionByID(t.Context(), e.Tenant, reply.Action.ID); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got[i].Result, reply.Action.Result) {
