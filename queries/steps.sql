@@ -98,16 +98,20 @@ WHERE a.id IN (
 RETURNING a.id, a.tenant_id;
 
 -- name: LeaseDue :many
--- Actions with a step due for an attempt or a check, not leased by another
--- driver and not waiting for an operator.
+-- Actions with a step due for an attempt or a check, or unknown actions
+-- whose required step is already resolved (their driver recorded the answer
+-- and died before completing them), not leased by another driver and not
+-- waiting for an operator.
 UPDATE actions a SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
 WHERE a.id IN (
     SELECT x.id FROM actions x
     WHERE NOT x.needs_operator
       AND (x.lease_until IS NULL OR x.lease_until < now())
       AND x.state <> 'running'
-      AND EXISTS (SELECT 1 FROM action_steps s
-                  WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown') AND s.next_check_at <= now())
+      AND (EXISTS (SELECT 1 FROM action_steps s
+                   WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown') AND s.next_check_at <= now())
+           OR x.state = 'unknown' AND NOT EXISTS (SELECT 1 FROM action_steps s
+                   WHERE s.action_id = x.id AND s.required AND s.state IN ('pending', 'unknown')))
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE SKIP LOCKED
 )

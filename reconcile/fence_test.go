@@ -132,3 +132,33 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 		<-time.After(5 * time.Millisecond) // poll interval of a condition wait
 	}
 }
+
+// A driver can die between recording a step's answer and completing its
+// action (two transactions): the step is resolved, the action still
+// unknown. A later pass must settle it from the recorded answer.
+func TestAResolvedStepOfAnUnfinishedActionIsSettled(t *testing.T) {
+	t.Parallel()
+	r := setupRemote(t, providersim.Config{}, keyed(), provider.Calendar)
+	r.sim.Fault(provider.Calendar, "drop_response", 1)
+	resp := r.writeOf(t, provider.Calendar, "recorded-not-settled")
+	if resp.Status != http.StatusAccepted {
+		t.Fatalf("booking with its answer lost: %d %s", resp.Status, resp.Body)
+	}
+	id := resp.JSON(t)["action_id"].(string)
+	ledger := r.sim.Ledger(provider.Calendar)
+	if len(ledger) != 1 {
+		t.Fatalf("ledger holds %d writes, want 1", len(ledger))
+	}
+	// What a driver killed right after recording the evidence leaves.
+	if _, err := r.Store.Pool().Exec(context.Background(),
+		`UPDATE action_steps SET state = 'succeeded', provider_ref = $2, version = version + 1 WHERE action_id = $1`, id, ledger[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	a := r.untilConfirmed(t, id, 10*time.Second)
+	if got := a["result"].(map[string]any)["provider_ref"]; got != ledger[0].ID {
+		t.Fatalf("confirmed with provider_ref %v, want %s", got, ledger[0].ID)
+	}
+	if l := r.sim.Ledger(provider.Calendar); len(l) != 1 || l[0].Requests != 1 {
+		t.Fatalf("ledger %+v: settling sent the write again", l)
+	}
+}

@@ -261,8 +261,10 @@ WHERE a.id IN (
     WHERE NOT x.needs_operator
       AND (x.lease_until IS NULL OR x.lease_until < now())
       AND x.state <> 'running'
-      AND EXISTS (SELECT 1 FROM action_steps s
-                  WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown') AND s.next_check_at <= now())
+      AND (EXISTS (SELECT 1 FROM action_steps s
+                   WHERE s.action_id = x.id AND s.state IN ('pending', 'unknown') AND s.next_check_at <= now())
+           OR x.state = 'unknown' AND NOT EXISTS (SELECT 1 FROM action_steps s
+                   WHERE s.action_id = x.id AND s.required AND s.state IN ('pending', 'unknown')))
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
@@ -280,8 +282,10 @@ type LeaseDueRow struct {
 	TenantID uuid.UUID
 }
 
-// Actions with a step due for an attempt or a check, not leased by another
-// driver and not waiting for an operator.
+// Actions with a step due for an attempt or a check, or unknown actions
+// whose required step is already resolved (their driver recorded the answer
+// and died before completing them), not leased by another driver and not
+// waiting for an operator.
 func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueRow, error) {
 	rows, err := q.db.Query(ctx, leaseDue, arg.Owner, arg.Lease, arg.MaxRows)
 	if err != nil {
