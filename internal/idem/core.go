@@ -232,11 +232,6 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		return Reply{}, err
 	}
 	owner := uuid.New()
-	var reply Reply
-	// The claim waits while another attempt's uncommitted claim holds the
-	// key; bound that wait so a caller is never held past its patience.
-	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
-	defer cancel()
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner, CallID: req.CallID,
@@ -246,17 +241,25 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 			return c.executeLocal(ctx, claim, c.claimWait(req), l)
 		}
 	}
+	var reply Reply
+	// The claim waits while another attempt's uncommitted claim holds the
+	// key; bound that wait so a caller is never held past its patience.
+	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
+	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
 		x := Exec{TenantID: req.TenantID, ActionID: id}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)
-			if err != nil || rejected == nil {
+			if err != nil {
+				return nil, err
+			}
+			if rejected == nil {
 				reply = Reply{Action: db.Action{
 					ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 					Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input,
 				}}
-				return nil, err
+				return nil, nil
 			}
 			res = *rejected
 		} else if res, err = req.Run(ctx, tx, x); err != nil {
