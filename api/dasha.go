@@ -62,8 +62,8 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 	}
 	info.callID = p.CallID
 	tenant := tenantFrom(r.Context())
-	if tenant.DashaOrgID != "" && p.OrgID != tenant.DashaOrgID {
-		writeError(w, r, fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId"))
+	if err := checkOrg(tenant, p.OrgID); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	var ans dashatool.Answer
@@ -102,19 +102,8 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 // invalid UTF-8 and duplicate keys are rejected before anything reads it.
 func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 	var p dashaPayload
-	c, err := canon.Canonical(body)
-	if err != nil {
-		return p, fault.Wrap(fault.InvalidJSON, err, err.Error())
-	}
-	if len(c) == 0 || c[0] != '{' {
-		return p, fault.New(fault.InvalidJSON, "the request body must be a ToolWebHookPayload JSON object")
-	}
-	if err := json.Unmarshal(c, &p); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			return p, fault.Field(typeErr.Field, "must be a string")
-		}
-		return p, fault.Wrap(fault.InvalidJSON, err, "the request body is not a ToolWebHookPayload")
+	if err := decodeWebhook(body, &p, "a ToolWebHookPayload"); err != nil {
+		return p, err
 	}
 	if p.Type != toolPayloadType {
 		return p, fault.Field("type", "must be %s", toolPayloadType)
@@ -134,6 +123,57 @@ func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 		return p, fault.Field("callId", "must be at most 200 printable ASCII characters")
 	}
 	return p, nil
+}
+
+// decodeWebhook decodes a Dasha webhook body (what, e.g. "a
+// ToolWebHookPayload", names it in errors) into v, whose fields are
+// strings or raw JSON. The body is canonicalised first, so invalid UTF-8
+// and duplicate keys are rejected before anything reads it; unknown fields
+// are tolerated: Dasha may add some.
+func decodeWebhook(body []byte, v any, what string) error {
+	c, err := canon.Canonical(body)
+	if err != nil {
+		return fault.Wrap(fault.InvalidJSON, err, err.Error())
+	}
+	if len(c) == 0 || c[0] != '{' {
+		return fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
+	}
+	if err := json.Unmarshal(c, v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return fault.Field(typeErr.Field, "must be a string")
+		}
+		return fault.Wrap(fault.InvalidJSON, err, "the request body is not "+what)
+	}
+	return nil
+}
+
+// checkOrg refuses a webhook from another Dasha orgId than the one the
+// tenant is bound to, if it is bound to one.
+func checkOrg(tenant db.Tenant, orgID string) error {
+	if tenant.DashaOrgID != "" && orgID != tenant.DashaOrgID {
+		return fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId")
+	}
+	return nil
+}
+
+// toolInput decodes a read-only tool's arguments into in and normalises
+// them. ok is false when they are bad: ans is then the invalid_arguments
+// answer, or err a failure.
+func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (ans dashatool.Answer, ok bool, err error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return *bad, false, nil
+	}
+	if err := decodeArgs(args, in); err != nil {
+		ans, err := invalid(err)
+		return ans, false, err
+	}
+	if err := in.Normalize(); err != nil {
+		ans, err := invalid(err)
+		return ans, false, err
+	}
+	return dashatool.Answer{}, true, nil
 }
 
 // toolArguments returns the arguments as a JSON object; absent or null
@@ -300,16 +340,9 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 }
 
 func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
-	args, bad := toolArguments(raw)
-	if bad != nil {
-		return *bad, nil
-	}
 	var in dashatool.StatusInput
-	if err := decodeArgs(args, &in); err != nil {
-		return invalid(err)
-	}
-	if err := in.Normalize(); err != nil {
-		return invalid(err)
+	if ans, ok, err := toolInput(raw, &in); !ok {
+		return ans, err
 	}
 	a, err := s.cfg.Store.ActionByID(ctx, tenant.ID, uuid.MustParse(in.ActionID))
 	if errors.Is(err, db.ErrNotFound) {
@@ -327,16 +360,9 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 }
 
 func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
-	args, bad := toolArguments(raw)
-	if bad != nil {
-		return *bad, nil
-	}
 	var in dashatool.SlotsInput
-	if err := decodeArgs(args, &in); err != nil {
-		return invalid(err)
-	}
-	if err := in.Normalize(); err != nil {
-		return invalid(err)
+	if ans, ok, err := toolInput(raw, &in); !ok {
+		return ans, err
 	}
 	from, n := in.Window(time.Now())
 	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})

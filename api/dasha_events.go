@@ -1,13 +1,9 @@
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"net/http"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/canon"
-	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 )
 
@@ -47,28 +43,14 @@ func (s *Server) dashaEvent(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	c, err := canon.Canonical(body)
-	if err != nil {
-		writeError(w, r, fault.Wrap(fault.InvalidJSON, err, err.Error()))
-		return
-	}
 	var p dashaEventPayload
-	if len(c) == 0 || c[0] != '{' {
-		writeError(w, r, fault.New(fault.InvalidJSON, "the request body must be a Dasha webhook payload (a JSON object)"))
-		return
-	}
-	if err := json.Unmarshal(c, &p); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) {
-			writeError(w, r, fault.Field(typeErr.Field, "must be a string"))
-			return
-		}
-		writeError(w, r, fault.Wrap(fault.InvalidJSON, err, "the request body is not a Dasha webhook payload"))
+	if err := decodeWebhook(body, &p, "a Dasha webhook payload"); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	tenant := tenantFrom(r.Context())
-	if tenant.DashaOrgID != "" && p.OrgID != tenant.DashaOrgID {
-		writeError(w, r, fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId"))
+	if err := checkOrg(tenant, p.OrgID); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	event, ends := callEndings[p.Type]

@@ -18,16 +18,9 @@ import (
 // findCustomer looks a customer up by the phone argument or, without one,
 // by the number the call comes from (the payload's endpoint).
 func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, p dashaPayload) (dashatool.Answer, error) {
-	args, bad := toolArguments(p.Arguments)
-	if bad != nil {
-		return *bad, nil
-	}
 	var in dashatool.FindCustomerInput
-	if err := decodeArgs(args, &in); err != nil {
-		return invalid(err)
-	}
-	if err := in.Normalize(); err != nil {
-		return invalid(err)
+	if ans, ok, err := toolInput(p.Arguments, &in); !ok {
+		return ans, err
 	}
 	phone, source := in.Phone, dashatool.FromArgument
 	if phone == "" {
@@ -48,16 +41,9 @@ func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, p dashaPayl
 }
 
 func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
-	args, bad := toolArguments(raw)
-	if bad != nil {
-		return *bad, nil
-	}
 	var in dashatool.CustomerInput
-	if err := decodeArgs(args, &in); err != nil {
-		return invalid(err)
-	}
-	if err := in.Normalize(); err != nil {
-		return invalid(err)
+	if ans, ok, err := toolInput(raw, &in); !ok {
+		return ans, err
 	}
 	c, err := s.cfg.Store.CustomerByID(ctx, tenant.ID, uuid.MustParse(in.CustomerID))
 	if errors.Is(err, db.ErrNotFound) {
@@ -70,16 +56,9 @@ func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json
 }
 
 func (s *Server) listAppointmentsTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
-	args, bad := toolArguments(raw)
-	if bad != nil {
-		return *bad, nil
-	}
 	var in dashatool.AppointmentsInput
-	if err := decodeArgs(args, &in); err != nil {
-		return invalid(err)
-	}
-	if err := in.Normalize(); err != nil {
-		return invalid(err)
+	if ans, ok, err := toolInput(raw, &in); !ok {
+		return ans, err
 	}
 	customer := uuid.MustParse(in.CustomerID)
 	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
