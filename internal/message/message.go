@@ -178,17 +178,13 @@ func variables(in *SendInput) error {
 // queues it with that text and template version: the outbox row and the
 // stored result keep them, so a replay never renders again.
 func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Result, error) {
-	t, err := lookup(ctx, tx, x.TenantID, in.Template)
-	if err != nil {
-		return idem.Result{}, err
-	}
-	subject, body, err := t.fill(in)
+	text, err := render(ctx, tx, x.TenantID, in)
 	if err != nil {
 		return idem.Result{}, err
 	}
 	m := db.NewMessage{
 		TenantID: x.TenantID, ActionID: x.ActionID, Recipient: in.To, Channel: in.Channel, Template: in.Template,
-		SubjectLine: subject, Body: body, TemplateVersion: t.version, SubjectID: in.SubjectID, SendRef: in.SendRef,
+		SubjectLine: text.subject, Body: text.body, TemplateVersion: text.version, SubjectID: in.SubjectID, SendRef: in.SendRef,
 	}
 	if in.CustomerID != "" {
 		id := op.MustUUID(in.CustomerID)

@@ -26,15 +26,11 @@ type remoteSend struct {
 func sendRemote() *op.Remote[SendInput] {
 	r := op.SendInput[SendInput](provider.Messaging, http.StatusCreated)
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (op.Reservation, error) {
-		t, err := lookup(ctx, tx, x.TenantID, in.Template)
+		text, err := render(ctx, tx, x.TenantID, in)
 		if err != nil {
 			return op.Reservation{}, err
 		}
-		subject, body, err := t.fill(in)
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		return op.Reservation{Payload: remoteSend{SendInput: in, TemplateVersion: t.version, SubjectLine: subject, Body: body}}, nil
+		return op.Reservation{Payload: remoteSend{SendInput: in, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body}}, nil
 	}
 	return r
 }

@@ -195,6 +195,24 @@ func lookup(ctx context.Context, tx *db.Tx, tenant uuid.UUID, name string) (*mes
 	return nil, fault.Field("template", "names no template of this business; use one of %s", strings.Join(names, ", "))
 }
 
+// rendered is a send's text as the tenant's template makes it now, with
+// the template version it came from (0 for a built-in).
+type rendered struct {
+	subject, body string
+	version       int
+}
+
+// render reads the template a send names, in the claim's transaction, and
+// fills it with the send's variables.
+func render(ctx context.Context, tx *db.Tx, tenant uuid.UUID, in SendInput) (rendered, error) {
+	t, err := lookup(ctx, tx, tenant, in.Template)
+	if err != nil {
+		return rendered{}, err
+	}
+	subject, body, err := t.fill(in)
+	return rendered{subject: subject, body: body, version: t.version}, err
+}
+
 func fromStored(s db.Template) (*messageTemplate, error) {
 	t, err := parseTemplate(s.Name, s.Subject, s.Body, s.Required, s.Optional)
 	if err != nil {

@@ -66,17 +66,8 @@ var CreateTemplate = op.Define(op.Spec[TemplateInput]{
 	Version:     1,
 	Description: "Create a message template of this tenant.",
 	Normalize:   normalizeTemplate,
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
-		t, created, err := tx.CreateTemplate(ctx, newTemplate(x, in))
-		if err != nil || !created {
-			if err == nil {
-				return op.Reject(TemplateExists, map[string]string{"name": in.Name})
-			}
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, templateRef(t), view(t))
-	},
-	Say: templatePhrases,
+	Execute:     saveTemplate((*db.Tx).CreateTemplate, http.StatusCreated, TemplateExists),
+	Say:         templatePhrases,
 })
 
 // UpdateTemplate stores the next version of a tenant's template. Messages
@@ -86,18 +77,25 @@ var UpdateTemplate = op.Define(op.Spec[TemplateInput]{
 	Version:     1,
 	Description: "Replace a message template of this tenant with a new version.",
 	Normalize:   normalizeTemplate,
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
-		t, added, err := tx.AddTemplateVersion(ctx, newTemplate(x, in))
-		if err != nil || !added {
-			if err == nil {
-				return op.Reject(TemplateNotFound, map[string]string{"name": in.Name})
-			}
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusOK, templateRef(t), view(t))
-	},
-	Say: templatePhrases,
+	Execute:     saveTemplate((*db.Tx).AddTemplateVersion, http.StatusOK, TemplateNotFound),
+	Say:         templatePhrases,
 })
+
+// saveTemplate is the Execute of a template write: write stores a version
+// and reports whether it could; when not, the action is rejected with
+// reason, naming the template.
+func saveTemplate(write func(*db.Tx, context.Context, db.NewTemplate) (db.Template, bool, error), status int, reason string) func(context.Context, *db.Tx, idem.Exec, TemplateInput) (idem.Result, error) {
+	return func(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
+		t, saved, err := write(tx, ctx, newTemplate(x, in))
+		switch {
+		case err != nil:
+			return idem.Result{}, err
+		case !saved:
+			return op.Reject(reason, map[string]string{"name": in.Name})
+		}
+		return op.Confirm(status, templateRef(t), view(t))
+	}
+}
 
 // templateRef is a template version's resource id, kept with the compact
 // action once its body is pruned.
