@@ -11,7 +11,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/app"
 )
 
 const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]"
@@ -55,19 +54,6 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "API key for tenant %s (%s), scope %s (shown once, store it now): %s\n", t.Name, t.ID, scope, k)
 	return nil
-}
-
-// openStore opens DATABASE_URL (applying migrations) for a command.
-func openStore(ctx context.Context) (*db.Store, func(), error) {
-	url, err := needDatabaseURL()
-	if err != nil {
-		return nil, nil, err
-	}
-	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
-	if err != nil {
-		return nil, nil, err
-	}
-	return db.New(pool), pool.Close, nil
 }
 
 // findTenant finds a tenant by id, or by name (the oldest of that name).

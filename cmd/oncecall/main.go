@@ -16,6 +16,9 @@ import (
 	_ "time/tzdata"
 
 	"github.com/rs/zerolog"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
 )
 
 const usage = `oncecall: exactly-once side effects for voice-agent tool webhooks.
@@ -137,4 +140,17 @@ func needDatabaseURL() (string, error) {
 		return "", errors.New("DATABASE_URL is not set: point it at your PostgreSQL, e.g. DATABASE_URL=postgres://user@host:5432/oncecall (serve alone can start an embedded database)")
 	}
 	return url, nil
+}
+
+// openStore opens DATABASE_URL (applying migrations) for a command.
+func openStore(ctx context.Context) (*db.Store, func(), error) {
+	url, err := needDatabaseURL()
+	if err != nil {
+		return nil, nil, err
+	}
+	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
+	if err != nil {
+		return nil, nil, err
+	}
+	return db.New(pool), pool.Close, nil
 }

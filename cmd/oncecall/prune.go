@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/prune"
 )
 
@@ -35,16 +33,11 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := keep.check(); err != nil {
 		return err
 	}
-	url, err := needDatabaseURL()
+	store, closeDB, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	store := db.New(pool)
+	defer closeDB()
 	p := prune.New(store, prune.Config{
 		ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch,
 	})

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -37,16 +36,12 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := schedule.ParseZone(*zone); err != nil {
 		return fmt.Errorf("--timezone: %w", err)
 	}
-	url, err := needDatabaseURL()
+	store, closeDB, err := openStore(ctx)
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	t, key, err := db.New(pool).CreateTenantWith(ctx, db.NewTenant{
+	defer closeDB()
+	t, key, err := store.CreateTenantWith(ctx, db.NewTenant{
 		Name: strings.TrimSpace(*name), DashaOrgID: strings.TrimSpace(*org), Timezone: *zone, Scope: scope,
 	})
 	if err != nil {
