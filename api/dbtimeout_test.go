@@ -51,19 +51,7 @@ func TestPoolConnectionsHaveDatabaseTimeouts(t *testing.T) {
 func TestHeldCustomerRowAnswers503WithinTheLockTimeout(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
-	holder, err := pgx.Connect(t.Context(), d.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(context.WithoutCancel(t.Context()))
-	lock, err := holder.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.WithoutCancel(t.Context())) //nolint:errcheck
-	if _, err := lock.Exec(t.Context(), "SELECT id FROM customers WHERE id = $1 FOR UPDATE", d.customer); err != nil {
-		t.Fatal(err)
-	}
+	lock := holdCustomer(t, d.DBURL, d.customer)
 	// Warm the API key cache: the answer must come from the blocked write.
 	if a := decodeAnswer(t, d.call("find_available_slots", "c", map[string]any{})); a.Outcome != "confirmed" {
 		t.Fatal(a)
@@ -164,4 +152,24 @@ func TestPartitionedClaimIsInProgressUntilTheIdleTimeoutEndsIt(t *testing.T) {
 	if n := c.count(t, "SELECT count(*) FROM actions"); n != 1 {
 		t.Fatalf("actions = %d, want 1", n)
 	}
+}
+
+// holdCustomer holds a customer's row lock in a transaction of its own, as
+// an operator's psql session would, until the test rolls it back or ends.
+func holdCustomer(t *testing.T, dbURL string, customer any) pgx.Tx {
+	t.Helper()
+	holder, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Close(context.WithoutCancel(t.Context())) })
+	lock, err := holder.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Rollback(context.WithoutCancel(t.Context())) }) //nolint:errcheck
+	if _, err := lock.Exec(t.Context(), "SELECT id FROM customers WHERE id = $1 FOR UPDATE", customer); err != nil {
+		t.Fatal(err)
+	}
+	return lock
 }

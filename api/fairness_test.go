@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/internal/app"
@@ -60,19 +59,7 @@ func TestOneTenantCannotExhaustThePool(t *testing.T) {
 		}
 	}
 
-	holder, err := pgx.Connect(t.Context(), e.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Close(context.WithoutCancel(t.Context()))
-	lock, err := holder.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Rollback(context.WithoutCancel(t.Context())) //nolint:errcheck
-	if _, err := lock.Exec(t.Context(), "SELECT id FROM customers WHERE id = $1 FOR UPDATE", aCustomer); err != nil {
-		t.Fatal(err)
-	}
+	lock := holdCustomer(t, e.DBURL, aCustomer)
 
 	answers := make([]apptest.Response, flood)
 	errs := make([]error, flood)
