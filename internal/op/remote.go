@@ -73,7 +73,7 @@ func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a db.Action, res idem.
 // was pruned, or whose operation declares nothing, holds.
 func (r *Registry) Standing(ctx context.Context, s *db.Store, a db.Action) (string, error) {
 	o, ok := r.Get(a.Operation)
-	if !ok || a.State != db.Completed || a.Outcome != db.Confirmed {
+	if !ok {
 		return "", nil
 	}
 	p, err := o.Prepare(a.Request, nil)

@@ -118,8 +118,11 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 	Identity: func(in ChargeInput) []string { return []string{in.PaymentIntentID} },
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
 		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
-		if err != nil || rejected != nil {
-			return deref(rejected), err
+		switch {
+		case err != nil:
+			return idem.Result{}, err
+		case rejected != nil:
+			return *rejected, nil
 		}
 		status, declineCode := localCharge(pi.PaymentMethod)
 		p, err := tx.CreatePayment(ctx, db.NewPayment{
@@ -164,6 +167,15 @@ func localCharge(method string) (status, declineCode string) {
 	return db.PaymentSucceeded, ""
 }
 
+// amountOf is the amount a charge asks of intent pi: its own, or the
+// intent's whole amount.
+func (in ChargeInput) amountOf(pi db.PaymentIntent) int64 {
+	if in.Amount != "" {
+		return in.Amount.Int64()
+	}
+	return pi.Amount
+}
+
 // chargeable locks the tenant's intent (charges of one intent take turns)
 // and checks that it may be charged the requested amount: approved, not
 // captured, no remote charge of it in flight, the amount within the
@@ -191,10 +203,7 @@ func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (db
 	case pi.ChargingAction != uuid.Nil && pi.ChargingAction != x.ActionID:
 		return reject(ChargeInProgress, map[string]string{"payment_intent_id": in.PaymentIntentID, "charging_action_id": pi.ChargingAction.String()})
 	}
-	amount := pi.Amount
-	if in.Amount != "" {
-		amount = in.Amount.Int64()
-	}
+	amount := in.amountOf(pi)
 	if amount > pi.Amount {
 		return reject(AmountExceedsIntent, map[string]any{
 			"payment_intent_id": in.PaymentIntentID, "intent_amount": pi.Amount, "currency": pi.Currency,
@@ -244,10 +253,7 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		if pi.ChargingAction != x.ActionID {
 			return nil // recorded already
 		}
-		amount := pi.Amount
-		if in.Amount != "" {
-			amount = in.Amount.Int64()
-		}
+		amount := in.amountOf(pi)
 		p := db.NewPayment{
 			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
 			Status: db.PaymentSucceeded, ProviderRef: providerRef,
@@ -264,11 +270,4 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		return err
 	}
 	return r
-}
-
-func deref(r *idem.Result) idem.Result {
-	if r == nil {
-		return idem.Result{}
-	}
-	return *r
 }
