@@ -23,13 +23,3 @@ WHERE id = $1;
 -- keeps its id (and its status URL) under a key no request can derive.
 UPDATE actions SET idempotency_key = idempotency_key || '~' || id::text, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND idempotency_key = $3 AND state = 'completed';
-
--- name: SetClaimLockTimeout :exec
--- Bounds, for the rest of the transaction, how long the claim waits for a
--- concurrent attempt of the same key; the connection's own lock_timeout is
--- kept aside for RestoreLockTimeout.
-SELECT set_config('oncecall.lock_timeout', current_setting('lock_timeout'), true),
-       set_config('lock_timeout', sqlc.arg(claim_wait)::text, true);
-
--- name: RestoreLockTimeout :exec
-SELECT set_config('lock_timeout', current_setting('oncecall.lock_timeout'), true);

@@ -103,28 +103,30 @@ WHERE NOT EXISTS (
       AND s.starts_at = u.starts_at AND s.ends_at = u.ends_at
 );
 
--- name: BookClaimed :exec
--- BookSlot as the write of an action claimed in the same transaction, sent
--- with the claim in one round trip: it does nothing unless the claim
--- inserted the action (a fresh id exists only then).
-INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(action_id)
-FROM customers c, slots s
-WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
-  AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
-  AND EXISTS (SELECT 1 FROM actions WHERE actions.id = sqlc.arg(action_id))
-ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING;
-
--- name: CompleteBooking :exec
--- Completes a booking claimed in this transaction from what BookClaimed did:
--- confirmed with the appointment, or rejected with CUSTOMER_NOT_FOUND,
--- SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the answer's body written as the Go
--- store writes it. Nothing happens unless the claim inserted the action.
-UPDATE actions
-SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
-    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
-    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-FROM (
+-- name: ClaimAndBook :one
+-- A booking's one round trip (see db.Local): claim, booking, completion and
+-- the key's action in one statement, which is its own transaction. When the
+-- key is already taken (seen in the statement's snapshot) it writes nothing
+-- and returns the stored action. Otherwise it books the slot unless it is
+-- taken (the partial unique index decides between concurrent bookings) and
+-- inserts the action already completed: confirmed with the appointment, or
+-- rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the
+-- answer's body written as the Go store writes it. A concurrent attempt of
+-- the same key makes the action's INSERT fail on the key's unique index,
+-- which rolls the booking back with it. The claim's lock wait is bounded by
+-- the shorter of claim_wait and the connection's lock_timeout.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), booked AS (
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
+    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(id)
+    FROM customers c, slots s
+    WHERE (SELECT yes FROM fresh)
+      AND c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
+      AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
+    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
            CASE WHEN ap.id IS NOT NULL THEN NULL
                 WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
@@ -142,8 +144,21 @@ FROM (
                 WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
                     THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
-    FROM (SELECT 1) AS one
-    LEFT JOIN appointments ap ON ap.id = sqlc.arg(appointment_id) AND ap.action_id = sqlc.arg(action_id)
+    FROM fresh
+    LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
-) AS r
-WHERE actions.id = sqlc.arg(action_id) AND actions.state = 'running';
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);

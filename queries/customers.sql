@@ -47,32 +47,28 @@ SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason
 FROM c
 RETURNING *;
 
--- name: AddPointsClaimed :exec
--- AddPoints as the write of an action claimed in the same transaction, sent
--- with the claim in one round trip: nothing unless the claim inserted the
--- action.
-WITH c AS (
+-- name: ClaimAndAddPoints :one
+-- A points change's one round trip, as ClaimAndBook: when the key is not
+-- taken, it changes the balance unless it would go below zero and inserts
+-- the action already completed: confirmed with the ledger entry, or
+-- rejected with CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance
+-- the statement saw), the body written as the Go store writes it.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), changed AS (
     UPDATE customers
-    SET points = points + sqlc.arg(delta), updated_at = now()
-    WHERE customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
-      AND points + sqlc.arg(delta) >= 0
-      AND EXISTS (SELECT 1 FROM actions WHERE actions.id = sqlc.arg(action_id))
+    SET points = customers.points + sqlc.arg(delta), updated_at = now()
+    WHERE (SELECT yes FROM fresh)
+      AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+      AND customers.points + sqlc.arg(delta) >= 0
     RETURNING customers.id, customers.points
-)
-INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
-SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason), c.points, sqlc.arg(action_id)
-FROM c;
-
--- name: CompletePoints :exec
--- Completes a points change claimed in this transaction from what
--- AddPointsClaimed did: confirmed with the ledger entry, or rejected with
--- CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance), the body
--- written as the Go store writes it.
-UPDATE actions
-SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
-    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
-    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-FROM (
+), entry AS (
+    INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
+    SELECT sqlc.arg(entry_id), sqlc.arg(tenant_id), changed.id, sqlc.arg(delta), sqlc.arg(reason), changed.points, sqlc.arg(id)
+    FROM changed
+    RETURNING points_ledger.id, points_ledger.customer_id, points_ledger.delta, points_ledger.reason,
+              points_ledger.balance_after, points_ledger.created_at
+), answer AS (
     SELECT CASE WHEN e.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
            CASE WHEN e.id IS NOT NULL THEN NULL WHEN cu.id IS NULL THEN 'CUSTOMER_NOT_FOUND' ELSE 'INSUFFICIENT_POINTS' END AS reason,
            CASE WHEN e.id IS NULL THEN 422 ELSE 201 END AS http_status,
@@ -84,8 +80,21 @@ FROM (
                 WHEN cu.id IS NULL THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
                 ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) ||
                      ',"delta":' || sqlc.arg(delta)::bigint || '}' END AS body
-    FROM (SELECT 1) AS one
-    LEFT JOIN points_ledger e ON e.id = sqlc.arg(entry_id) AND e.action_id = sqlc.arg(action_id)
+    FROM fresh
+    LEFT JOIN entry e ON true
     LEFT JOIN customers cu ON cu.tenant_id = sqlc.arg(tenant_id) AND cu.id = sqlc.arg(customer_id)
-) AS r
-WHERE actions.id = sqlc.arg(action_id) AND actions.state = 'running';
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);

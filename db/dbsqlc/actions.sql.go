@@ -150,15 +150,6 @@ func (q *Queries) CompleteAction(ctx context.Context, arg CompleteActionParams) 
 	return err
 }
 
-const restoreLockTimeout = `-- name: RestoreLockTimeout :exec
-SELECT set_config('lock_timeout', current_setting('oncecall.lock_timeout'), true)
-`
-
-func (q *Queries) RestoreLockTimeout(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, restoreLockTimeout)
-	return err
-}
-
 const retireKey = `-- name: RetireKey :execrows
 UPDATE actions SET idempotency_key = idempotency_key || '~' || id::text, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND idempotency_key = $3 AND state = 'completed'
@@ -179,17 +170,4 @@ func (q *Queries) RetireKey(ctx context.Context, arg RetireKeyParams) (int64, er
 		return 0, err
 	}
 	return result.RowsAffected(), nil
-}
-
-const setClaimLockTimeout = `-- name: SetClaimLockTimeout :exec
-SELECT set_config('oncecall.lock_timeout', current_setting('lock_timeout'), true),
-       set_config('lock_timeout', $1::text, true)
-`
-
-// Bounds, for the rest of the transaction, how long the claim waits for a
-// concurrent attempt of the same key; the connection's own lock_timeout is
-// kept aside for RestoreLockTimeout.
-func (q *Queries) SetClaimLockTimeout(ctx context.Context, claimWait string) error {
-	_, err := q.db.Exec(ctx, setClaimLockTimeout, claimWait)
-	return err
 }

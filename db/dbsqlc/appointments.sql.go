@@ -7,6 +7,7 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,40 +47,6 @@ func (q *Queries) AppointmentByID(ctx context.Context, arg AppointmentByIDParams
 		&i.EndsAt,
 	)
 	return i, err
-}
-
-const bookClaimed = `-- name: BookClaimed :exec
-INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-SELECT $1, $2, c.id, s.id, $3, $4
-FROM customers c, slots s
-WHERE c.tenant_id = $2 AND c.id = $5
-  AND s.tenant_id = $2 AND s.id = $6 AND s.starts_at > now()
-  AND EXISTS (SELECT 1 FROM actions WHERE actions.id = $4)
-ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
-`
-
-type BookClaimedParams struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	Service    string
-	ActionID   uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-}
-
-// BookSlot as the write of an action claimed in the same transaction, sent
-// with the claim in one round trip: it does nothing unless the claim
-// inserted the action (a fresh id exists only then).
-func (q *Queries) BookClaimed(ctx context.Context, arg BookClaimedParams) error {
-	_, err := q.db.Exec(ctx, bookClaimed,
-		arg.ID,
-		arg.TenantID,
-		arg.Service,
-		arg.ActionID,
-		arg.CustomerID,
-		arg.SlotID,
-	)
-	return err
 }
 
 const bookSlot = `-- name: BookSlot :one
@@ -190,17 +157,24 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 	return i, err
 }
 
-const completeBooking = `-- name: CompleteBooking :exec
-UPDATE actions
-SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
-    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
-    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-FROM (
+const claimAndBook = `-- name: ClaimAndBook :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), booked AS (
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
+    SELECT $4, $1, c.id, s.id, $5, $6
+    FROM customers c, slots s
+    WHERE (SELECT yes FROM fresh)
+      AND c.tenant_id = $1 AND c.id = $7
+      AND s.tenant_id = $1 AND s.id = $8 AND s.starts_at > now()
+    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
            CASE WHEN ap.id IS NOT NULL THEN NULL
-                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $2 AND c.id = $3)
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $7)
                     THEN 'CUSTOMER_NOT_FOUND'
-                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $2 AND s.id = $4)
+                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $1 AND s.id = $8)
                     THEN 'SLOT_NOT_FOUND'
                 ELSE 'SLOT_UNAVAILABLE' END AS reason,
            CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
@@ -210,37 +184,115 @@ FROM (
                     ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
                     ',"status":' || to_json(ap.status) || ',"starts_at":' || to_json(oncecall_time(sl.starts_at)) ||
                     ',"ends_at":' || to_json(oncecall_time(sl.ends_at)) || '}'
-                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $2 AND c.id = $3)
-                    THEN '{"customer_id":' || to_json($3::uuid) || '}'
-                ELSE '{"slot_id":' || to_json($4::uuid) || '}' END AS body
-    FROM (SELECT 1) AS one
-    LEFT JOIN appointments ap ON ap.id = $5 AND ap.action_id = $1
+                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $7)
+                    THEN '{"customer_id":' || to_json($7::uuid) || '}'
+                ELSE '{"slot_id":' || to_json($8::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
-) AS r
-WHERE actions.id = $1 AND actions.state = 'running'
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $9, $10,
+           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
 `
 
-type CompleteBookingParams struct {
-	ActionID      uuid.UUID
-	TenantID      uuid.UUID
-	CustomerID    uuid.UUID
-	SlotID        uuid.UUID
-	AppointmentID uuid.UUID
+type ClaimAndBookParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	AppointmentID  uuid.UUID
+	Service        string
+	ID             uuid.UUID
+	CustomerID     uuid.UUID
+	SlotID         uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
 }
 
-// Completes a booking claimed in this transaction from what BookClaimed did:
-// confirmed with the appointment, or rejected with CUSTOMER_NOT_FOUND,
-// SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the answer's body written as the Go
-// store writes it. Nothing happens unless the claim inserted the action.
-func (q *Queries) CompleteBooking(ctx context.Context, arg CompleteBookingParams) error {
-	_, err := q.db.Exec(ctx, completeBooking,
-		arg.ActionID,
+type ClaimAndBookRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A booking's one round trip (see db.Local): claim, booking, completion and
+// the key's action in one statement, which is its own transaction. When the
+// key is already taken (seen in the statement's snapshot) it writes nothing
+// and returns the stored action. Otherwise it books the slot unless it is
+// taken (the partial unique index decides between concurrent bookings) and
+// inserts the action already completed: confirmed with the appointment, or
+// rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the
+// answer's body written as the Go store writes it. A concurrent attempt of
+// the same key makes the action's INSERT fail on the key's unique index,
+// which rolls the booking back with it. The claim's lock wait is bounded by
+// the shorter of claim_wait and the connection's lock_timeout.
+func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (ClaimAndBookRow, error) {
+	row := q.db.QueryRow(ctx, claimAndBook,
 		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.AppointmentID,
+		arg.Service,
+		arg.ID,
 		arg.CustomerID,
 		arg.SlotID,
-		arg.AppointmentID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
 	)
-	return err
+	var i ClaimAndBookRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
 }
 
 const countActiveAppointments = `-- name: CountActiveAppointments :one

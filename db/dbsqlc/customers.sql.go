@@ -7,6 +7,8 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -60,44 +62,6 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 	return i, err
 }
 
-const addPointsClaimed = `-- name: AddPointsClaimed :exec
-WITH c AS (
-    UPDATE customers
-    SET points = points + $3, updated_at = now()
-    WHERE customers.tenant_id = $2 AND customers.id = $6
-      AND points + $3 >= 0
-      AND EXISTS (SELECT 1 FROM actions WHERE actions.id = $5)
-    RETURNING customers.id, customers.points
-)
-INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
-SELECT $1, $2, c.id, $3, $4, c.points, $5
-FROM c
-`
-
-type AddPointsClaimedParams struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	Delta      int64
-	Reason     string
-	ActionID   uuid.UUID
-	CustomerID uuid.UUID
-}
-
-// AddPoints as the write of an action claimed in the same transaction, sent
-// with the claim in one round trip: nothing unless the claim inserted the
-// action.
-func (q *Queries) AddPointsClaimed(ctx context.Context, arg AddPointsClaimedParams) error {
-	_, err := q.db.Exec(ctx, addPointsClaimed,
-		arg.ID,
-		arg.TenantID,
-		arg.Delta,
-		arg.Reason,
-		arg.ActionID,
-		arg.CustomerID,
-	)
-	return err
-}
-
 const appendCustomerNote = `-- name: AppendCustomerNote :one
 INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
 VALUES ($1, $2, $3, $4, $5)
@@ -132,12 +96,23 @@ func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNote
 	return i, err
 }
 
-const completePoints = `-- name: CompletePoints :exec
-UPDATE actions
-SET state = 'completed', outcome = r.outcome, reason = r.reason, http_status = r.http_status,
-    resource_id = r.resource_id, result = convert_to(r.body, 'UTF8'),
-    lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-FROM (
+const claimAndAddPoints = `-- name: ClaimAndAddPoints :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), changed AS (
+    UPDATE customers
+    SET points = customers.points + $4, updated_at = now()
+    WHERE (SELECT yes FROM fresh)
+      AND customers.tenant_id = $1 AND customers.id = $5
+      AND customers.points + $4 >= 0
+    RETURNING customers.id, customers.points
+), entry AS (
+    INSERT INTO points_ledger (id, tenant_id, customer_id, delta, reason, balance_after, action_id)
+    SELECT $6, $1, changed.id, $4, $7, changed.points, $8
+    FROM changed
+    RETURNING points_ledger.id, points_ledger.customer_id, points_ledger.delta, points_ledger.reason,
+              points_ledger.balance_after, points_ledger.created_at
+), answer AS (
     SELECT CASE WHEN e.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
            CASE WHEN e.id IS NOT NULL THEN NULL WHEN cu.id IS NULL THEN 'CUSTOMER_NOT_FOUND' ELSE 'INSUFFICIENT_POINTS' END AS reason,
            CASE WHEN e.id IS NULL THEN 422 ELSE 201 END AS http_status,
@@ -146,37 +121,109 @@ FROM (
                     '{"id":' || to_json(e.id) || ',"customer_id":' || to_json(e.customer_id) || ',"delta":' || e.delta ||
                     ',"reason":' || to_json(e.reason) || ',"balance":' || e.balance_after ||
                     ',"created_at":' || to_json(oncecall_time(e.created_at)) || '}'
-                WHEN cu.id IS NULL THEN '{"customer_id":' || to_json($2::uuid) || '}'
-                ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json($2::uuid) ||
-                     ',"delta":' || $3::bigint || '}' END AS body
-    FROM (SELECT 1) AS one
-    LEFT JOIN points_ledger e ON e.id = $4 AND e.action_id = $1
-    LEFT JOIN customers cu ON cu.tenant_id = $5 AND cu.id = $2
-) AS r
-WHERE actions.id = $1 AND actions.state = 'running'
+                WHEN cu.id IS NULL THEN '{"customer_id":' || to_json($5::uuid) || '}'
+                ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json($5::uuid) ||
+                     ',"delta":' || $4::bigint || '}' END AS body
+    FROM fresh
+    LEFT JOIN entry e ON true
+    LEFT JOIN customers cu ON cu.tenant_id = $1 AND cu.id = $5
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $8, $1, $2, $9, $10,
+           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
 `
 
-type CompletePointsParams struct {
-	ActionID   uuid.UUID
-	CustomerID uuid.UUID
-	Delta      int64
-	EntryID    uuid.UUID
-	TenantID   uuid.UUID
+type ClaimAndAddPointsParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	Delta          int64
+	CustomerID     uuid.UUID
+	EntryID        uuid.UUID
+	Reason         string
+	ID             uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
 }
 
-// Completes a points change claimed in this transaction from what
-// AddPointsClaimed did: confirmed with the ledger entry, or rejected with
-// CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance), the body
-// written as the Go store writes it.
-func (q *Queries) CompletePoints(ctx context.Context, arg CompletePointsParams) error {
-	_, err := q.db.Exec(ctx, completePoints,
-		arg.ActionID,
-		arg.CustomerID,
-		arg.Delta,
-		arg.EntryID,
+type ClaimAndAddPointsRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A points change's one round trip, as ClaimAndBook: when the key is not
+// taken, it changes the balance unless it would go below zero and inserts
+// the action already completed: confirmed with the ledger entry, or
+// rejected with CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance
+// the statement saw), the body written as the Go store writes it.
+func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (ClaimAndAddPointsRow, error) {
+	row := q.db.QueryRow(ctx, claimAndAddPoints,
 		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.Delta,
+		arg.CustomerID,
+		arg.EntryID,
+		arg.Reason,
+		arg.ID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
 	)
-	return err
+	var i ClaimAndAddPointsRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
 }
 
 const createCustomer = `-- name: CreateCustomer :one
