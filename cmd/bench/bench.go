@@ -129,10 +129,11 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 // startServer runs oncecall in this process (--server inprocess) with its
 // default configuration on a database that is durable, as in production.
 // Its logs are formatted as in production and discarded. app.Config's rate
-// limit is off unless set.
+// limit is off unless set; the tenant's share of the pool is the whole pool,
+// as for the process.
 func (b *bench) startServer(ctx context.Context, dbURL string) error {
 	m, err := app.Start(ctx, app.Config{
-		Addr: "127.0.0.1:0", DatabaseURL: dbURL,
+		Addr: "127.0.0.1:0", DatabaseURL: dbURL, TenantDBRequests: int(app.DefaultMaxConns()),
 		Log: zerolog.New(io.Discard).With().Timestamp().Logger(),
 	})
 	if err != nil {
@@ -152,14 +153,22 @@ func (b *bench) startServer(ctx context.Context, dbURL string) error {
 	return nil
 }
 
-// startBare runs the baseline handler on a port of its own.
+// startBare runs the baseline handler on a port of its own. Its access
+// lines go through a pipe that is drained, as `oncecall serve`'s do, so
+// writing them costs what it costs the server.
 func (b *bench) startBare() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
+	logR, logW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	go io.Copy(io.Discard, logR) //nolint:errcheck // ends when the pipe closes
+	b.closers = append(b.closers, func() error { return errors.Join(logW.Close(), logR.Close()) })
 	srv := &http.Server{
-		Handler:           newBare(b.store, b.bareKeys, zerolog.New(io.Discard).With().Timestamp().Logger()),
+		Handler:           newBare(b.store, b.bareKeys, zerolog.New(logW).With().Timestamp().Logger()),
 		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
 		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 32 << 10,
 	}

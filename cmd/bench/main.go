@@ -9,8 +9,8 @@
 //
 // Scenarios, in the order they run:
 //
-//	ceiling     claim + booking + completion as one pgx Batch: one round trip, no HTTP
-//	ceiling_tx  the same statements one at a time in one transaction, no HTTP
+//	ceiling     the one statement of a first booking (claim, booking, completion), no HTTP
+//	ceiling_tx  claim, booking, completion one at a time in one transaction, no HTTP
 //	select      the read of an action by key that a replay needs, no HTTP
 //	bare        an HTTP handler on the same stack doing only the booking write
 //	first       REST bookings with fresh Idempotency-Keys

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/app"
 )
 
 // serveStartTimeout bounds building oncecall and its start until /readyz
@@ -23,8 +25,10 @@ const serveStartTimeout = 5 * time.Minute
 
 // startProcess builds oncecall as `make build` does and runs `oncecall
 // serve` on dbURL as a process of its own, as in production: its default
-// configuration except the per-tenant rate limit (off: the benchmark is one
-// tenant sending as fast as it can), JSON logs at info level (written to a
+// configuration except the per-tenant limits (the rate limits off and the
+// tenant's share of the pool the whole pool: the benchmark is one tenant
+// sending as fast as it can, and the SQL-only scenarios get the whole pool
+// too), JSON logs at info level (written to a
 // pipe that the bench drains, keeping the last lines for errors).
 func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	ctx, cancel := context.WithTimeout(ctx, serveStartTimeout)
@@ -53,6 +57,7 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ONCECALL_ADDR="+addr, "ONCECALL_RATE_LIMIT=0", "ONCECALL_DASHA_RATE_LIMIT=0",
+		"ONCECALL_TENANT_DB_REQUESTS="+strconv.Itoa(int(app.DefaultMaxConns())),
 		"ONCECALL_REQUIRE_DATABASE_URL=1", "LOG_LEVEL=info")
 	logs := &tail{size: 16 << 10}
 	cmd.Stdout, cmd.Stderr = logs, logs
