@@ -40,7 +40,7 @@ type Local struct {
 }
 
 // NewLocal returns a Local for the action id that tenant is about to claim;
-// one of its operation methods (Book, AddPoints) says what it does.
+// one of its operation methods (Book, Cancel, AddPoints) says what it does.
 func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
 
 // Action is the id of the action being claimed.
@@ -61,6 +61,18 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+		})
+		return dbsqlc.Action(row), err
+	}
+}
+
+// Cancel makes l a cancellation of appointment: confirmed with the
+// appointment, or rejected as CancelAppointment's caller would.
+func (l *Local) Cancel(appointment uuid.UUID) {
+	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
+			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
 		return dbsqlc.Action(row), err
 	}

@@ -137,16 +137,65 @@ WITH fresh AS (
            CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
            ap.id::text AS resource_id,
            CASE WHEN ap.id IS NOT NULL THEN
-                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
-                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
-                    ',"status":' || to_json(ap.status) || ',"starts_at":' || to_json(oncecall_time(sl.starts_at)) ||
-                    ',"ends_at":' || to_json(oncecall_time(sl.ends_at)) || '}'
+                    oncecall_appointment(ap.id, ap.customer_id, ap.slot_id, ap.service, ap.status, sl.starts_at, sl.ends_at)
                 WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
                     THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);
+
+-- name: ClaimAndCancel :one
+-- A cancellation's one round trip, as ClaimAndBook: when the key is not
+-- taken, it cancels the appointment if it is active and inserts the action
+-- already completed: confirmed with the appointment, or rejected with
+-- APPOINTMENT_NOT_FOUND or APPOINTMENT_NOT_ACTIVE (with the appointment as
+-- it is: read with a share lock, so a cancellation another transaction
+-- committed during this statement is seen, as the Go form's later read
+-- sees it).
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), cancelled AS (
+    UPDATE appointments SET status = 'cancelled', updated_at = now()
+    WHERE (SELECT yes FROM fresh)
+      AND appointments.tenant_id = sqlc.arg(tenant_id) AND appointments.id = sqlc.arg(appointment_id)
+      AND appointments.status = 'active'
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
+    SELECT CASE WHEN ca.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN ca.id IS NOT NULL THEN NULL WHEN cur.id IS NULL THEN 'APPOINTMENT_NOT_FOUND'
+                ELSE 'APPOINTMENT_NOT_ACTIVE' END AS reason,
+           CASE WHEN ca.id IS NULL THEN 422 ELSE 200 END AS http_status,
+           ca.id::text AS resource_id,
+           CASE WHEN ca.id IS NOT NULL THEN
+                    oncecall_appointment(ca.id, ca.customer_id, ca.slot_id, ca.service, ca.status, sl.starts_at, sl.ends_at)
+                WHEN cur.id IS NOT NULL THEN
+                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+                ELSE '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN cancelled ca ON true
+    LEFT JOIN slots sl ON sl.id = ca.slot_id
+    LEFT JOIN LATERAL (
+        SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+        FROM appointments a JOIN slots s ON s.id = a.slot_id
+        WHERE ca.id IS NULL AND a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(appointment_id)
+        FOR SHARE OF a
+    ) AS cur ON true
     WHERE fresh.yes
 ), claim AS (
     INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,

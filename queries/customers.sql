@@ -52,7 +52,9 @@ RETURNING *;
 -- taken, it changes the balance unless it would go below zero and inserts
 -- the action already completed: confirmed with the ledger entry, or
 -- rejected with CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance
--- the statement saw), the body written as the Go store writes it.
+-- as it is: read with a share lock, so a change another transaction
+-- committed during this statement is seen, as the Go form's later read sees
+-- it), the body written as the Go store writes it.
 WITH fresh AS (
     SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
 ), changed AS (
@@ -82,7 +84,11 @@ WITH fresh AS (
                      ',"delta":' || sqlc.arg(delta)::bigint || '}' END AS body
     FROM fresh
     LEFT JOIN entry e ON true
-    LEFT JOIN customers cu ON cu.tenant_id = sqlc.arg(tenant_id) AND cu.id = sqlc.arg(customer_id)
+    LEFT JOIN LATERAL (
+        SELECT customers.id, customers.points FROM customers
+        WHERE e.id IS NULL AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+        FOR SHARE
+    ) AS cu ON true
     WHERE fresh.yes
 ), claim AS (
     INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,

@@ -180,10 +180,7 @@ WITH fresh AS (
            CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
            ap.id::text AS resource_id,
            CASE WHEN ap.id IS NOT NULL THEN
-                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
-                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
-                    ',"status":' || to_json(ap.status) || ',"starts_at":' || to_json(oncecall_time(sl.starts_at)) ||
-                    ',"ends_at":' || to_json(oncecall_time(sl.ends_at)) || '}'
+                    oncecall_appointment(ap.id, ap.customer_id, ap.slot_id, ap.service, ap.status, sl.starts_at, sl.ends_at)
                 WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $7)
                     THEN '{"customer_id":' || to_json($7::uuid) || '}'
                 ELSE '{"slot_id":' || to_json($8::uuid) || '}' END AS body
@@ -271,6 +268,130 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		arg.CallID,
 	)
 	var i ClaimAndBookRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
+const claimAndCancel = `-- name: ClaimAndCancel :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), cancelled AS (
+    UPDATE appointments SET status = 'cancelled', updated_at = now()
+    WHERE (SELECT yes FROM fresh)
+      AND appointments.tenant_id = $1 AND appointments.id = $4
+      AND appointments.status = 'active'
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
+    SELECT CASE WHEN ca.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN ca.id IS NOT NULL THEN NULL WHEN cur.id IS NULL THEN 'APPOINTMENT_NOT_FOUND'
+                ELSE 'APPOINTMENT_NOT_ACTIVE' END AS reason,
+           CASE WHEN ca.id IS NULL THEN 422 ELSE 200 END AS http_status,
+           ca.id::text AS resource_id,
+           CASE WHEN ca.id IS NOT NULL THEN
+                    oncecall_appointment(ca.id, ca.customer_id, ca.slot_id, ca.service, ca.status, sl.starts_at, sl.ends_at)
+                WHEN cur.id IS NOT NULL THEN
+                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+                ELSE '{"appointment_id":' || to_json($4::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN cancelled ca ON true
+    LEFT JOIN slots sl ON sl.id = ca.slot_id
+    LEFT JOIN LATERAL (
+        SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+        FROM appointments a JOIN slots s ON s.id = a.slot_id
+        WHERE ca.id IS NULL AND a.tenant_id = $1 AND a.id = $4
+        FOR SHARE OF a
+    ) AS cur ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $5, $1, $2, $6, $7,
+           $8, $9, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
+`
+
+type ClaimAndCancelParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	AppointmentID  uuid.UUID
+	ID             uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndCancelRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A cancellation's one round trip, as ClaimAndBook: when the key is not
+// taken, it cancels the appointment if it is active and inserts the action
+// already completed: confirmed with the appointment, or rejected with
+// APPOINTMENT_NOT_FOUND or APPOINTMENT_NOT_ACTIVE (with the appointment as
+// it is: read with a share lock, so a cancellation another transaction
+// committed during this statement is seen, as the Go form's later read
+// sees it).
+func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) (ClaimAndCancelRow, error) {
+	row := q.db.QueryRow(ctx, claimAndCancel,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.AppointmentID,
+		arg.ID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndCancelRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

@@ -126,7 +126,11 @@ WITH fresh AS (
                      ',"delta":' || $4::bigint || '}' END AS body
     FROM fresh
     LEFT JOIN entry e ON true
-    LEFT JOIN customers cu ON cu.tenant_id = $1 AND cu.id = $5
+    LEFT JOIN LATERAL (
+        SELECT customers.id, customers.points FROM customers
+        WHERE e.id IS NULL AND customers.tenant_id = $1 AND customers.id = $5
+        FOR SHARE
+    ) AS cu ON true
     WHERE fresh.yes
 ), claim AS (
     INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
@@ -185,7 +189,9 @@ type ClaimAndAddPointsRow struct {
 // taken, it changes the balance unless it would go below zero and inserts
 // the action already completed: confirmed with the ledger entry, or
 // rejected with CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance
-// the statement saw), the body written as the Go store writes it.
+// as it is: read with a share lock, so a change another transaction
+// committed during this statement is seen, as the Go form's later read sees
+// it), the body written as the Go store writes it.
 func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (ClaimAndAddPointsRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAddPoints,
 		arg.TenantID,

@@ -25,3 +25,13 @@ BEGIN
     RETURN NOT EXISTS (SELECT 1 FROM actions a WHERE a.tenant_id = tenant AND a.idempotency_key = key);
 END
 $$;
+
+-- An appointment as oncecall's answers write it (db.Appointment's JSON),
+-- for local operations whose answer is built in SQL.
+CREATE FUNCTION oncecall_appointment(id uuid, customer_id uuid, slot_id uuid, service text, status text,
+                                     starts_at timestamptz, ends_at timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT '{"id":' || to_json(id) || ',"customer_id":' || to_json(customer_id) ||
+             ',"slot_id":' || to_json(slot_id) || ',"service":' || to_json(service) ||
+             ',"status":' || to_json(status) || ',"starts_at":' || to_json(oncecall_time(starts_at)) ||
+             ',"ends_at":' || to_json(oncecall_time(ends_at)) || '}' $$;

@@ -195,6 +195,10 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	Description: "Cancel an existing appointment after the caller has confirmed they want it cancelled.",
 	Normalize:   func(in *CancelInput) error { return op.ID("appointment_id", &in.AppointmentID) },
 	Identity:    func(in CancelInput) []string { return []string{in.AppointmentID} },
+	Local: func(l *db.Local, in CancelInput) bool {
+		l.Cancel(op.MustUUID(in.AppointmentID))
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
 		id := op.MustUUID(in.AppointmentID)
 		a, ok, err := tx.CancelAppointment(ctx, x.TenantID, id)

@@ -83,3 +83,63 @@ func newCustomer(t *testing.T, store *db.Store, tenant uuid.UUID) uuid.UUID {
 	}
 	return c.ID
 }
+
+// A cancellation written in SQL stores what the Go writes store, for every
+// outcome, each case on twin appointments of the same database state.
+func TestCancelInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	customer := newCustomer(t, store, tenant)
+	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
+	// booked returns an appointment's id and its slot's.
+	booked := func(service string, cancelled bool) []uuid.UUID {
+		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: start, EndsAt: start.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: s.ID, Service: service})
+		if err != nil || ok != db.BookedOK {
+			t.Fatalf("book beforehand: %v %v", ok, err)
+		}
+		if cancelled {
+			if _, ok, err := store.CancelAppointment(t.Context(), tenant, a.ID); err != nil || !ok {
+				t.Fatalf("cancel beforehand: %v %v", ok, err)
+			}
+		}
+		return []uuid.UUID{a.ID, s.ID}
+	}
+	cases := []struct {
+		name        string
+		appointment func() []uuid.UUID
+		escapes     bool
+		outcome     db.Outcome
+		reason      string
+	}{
+		{"confirmed", func() []uuid.UUID { return booked("Cut", false) }, false, db.Confirmed, ""},
+		{"confirmed, text to escape", func() []uuid.UUID { return booked(`<Cut & "colour"> é`, false) }, true, db.Confirmed, ""},
+		{"already cancelled", func() []uuid.UUID { return booked("Cut", true) }, false, db.Rejected, booking.AppointmentNotActive},
+		{"missing", func() []uuid.UUID { return []uuid.UUID{uuid.New()} }, false, db.Rejected, booking.AppointmentNotFound},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := e.Run(t, booking.Cancel, func(inSQL bool) []byte {
+			a := c.appointment()
+			var own []string
+			for _, id := range a {
+				own = append(own, id.String())
+			}
+			if inSQL {
+				ids[0] = own
+			} else {
+				ids[1] = own
+			}
+			b, _ := json.Marshal(map[string]any{"appointment_id": a[0]})
+			return b
+		})
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.reason)
+		}
+		optest.Same(t, c.name, got, ids, c.escapes)
+	}
+}

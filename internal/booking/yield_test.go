@@ -106,3 +106,59 @@ func count(t *testing.T, store *db.Store, sql string, args ...any) int {
 	}
 	return n
 }
+
+// A cancellation in SQL that waits for another transaction cancelling the
+// same appointment is rejected as not active, and its answer shows the
+// appointment as that transaction left it (cancelled), not as it was when
+// the statement began.
+func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	customer := newCustomer(t, e.Store, e.Tenant)
+	at := time.Now().UTC().Truncate(time.Hour).Add(72 * time.Hour)
+	slot, err := e.Store.CreateSlot(t.Context(), db.NewSlot{TenantID: e.Tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok, err := e.Store.BookSlot(t.Context(), db.Booking{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: slot.ID})
+	if err != nil || ok != db.BookedOK {
+		t.Fatalf("book: %v %v", ok, err)
+	}
+	tx, err := e.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context()) //nolint:errcheck
+	if _, err := tx.Exec(t.Context(), "UPDATE appointments SET status = 'cancelled' WHERE id = $1", a.ID); err != nil {
+		t.Fatal(err)
+	}
+
+	body, _ := json.Marshal(map[string]any{"appointment_id": a.ID})
+	p, err := booking.Cancel.Prepare(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan idem.Reply, 1)
+	go func() {
+		r, err := e.Core.Do(t.Context(), idem.Request{
+			TenantID: e.Tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
+			Run: p.Run, Local: p.Local,
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	waitForLockWaiter(t, e.Store)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	var got db.Appointment
+	if err := json.Unmarshal(r.Action.Result, &got); err != nil {
+		t.Fatalf("answer %s: %v", r.Action.Result, err)
+	}
+	if r.Action.Reason != booking.AppointmentNotActive || got.Status != "cancelled" || got.ID != a.ID {
+		t.Fatalf("answer %s %s, want %s with the appointment cancelled", r.Action.Reason, r.Action.Result, booking.AppointmentNotActive)
+	}
+}

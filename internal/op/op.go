@@ -47,11 +47,12 @@ type Spec[In any] struct {
 	PerCall bool
 	// Execute performs the operation's writes inside the claim's transaction.
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
-	// Local, when set, expresses Execute in SQL: it queues the writes and
-	// the completion (the outcome and answer decided in SQL) to be sent with
-	// the claim in one round trip, and reports whether it did; an input it
-	// cannot express (false, nothing queued) runs through Execute. Both must
-	// store the same answer for the same database state.
+	// Local, when set, expresses Execute in SQL: it picks the operation's
+	// one statement (a db.Local method: claim, writes and completion with
+	// the outcome and answer decided in SQL, one round trip) and reports
+	// whether it did; an input it cannot express (false, nothing picked)
+	// runs through Execute. Both must store the same answer for the same
+	// database state (optest checks it).
 	Local func(l *db.Local, in In) bool
 	// Standing tells what became of the object a completed, confirmed
 	// action describes: "" while its answer still holds (the booked
@@ -155,7 +156,7 @@ type Prepared struct {
 	// Identity lists the identity field values, in declaration order.
 	Identity []string
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
-	// Local queues the writes and completion in SQL (see Spec.Local); nil
+	// Local picks the one statement in SQL (see Spec.Local); nil
 	// when the operation has no SQL form.
 	Local func(l *db.Local) bool
 	// Capability is the provider capability of the operation's required
