@@ -40,7 +40,8 @@ type Local struct {
 }
 
 // NewLocal returns a Local for the action id that tenant is about to claim;
-// one of its operation methods (Book, Cancel, AddPoints) says what it does.
+// one of its operation methods (Book, Cancel, AppendNote, AddPoints) says
+// what it does.
 func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
 
 // Action is the id of the action being claimed.
@@ -73,6 +74,23 @@ func (l *Local) Cancel(appointment uuid.UUID) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+		})
+		return dbsqlc.Action(row), err
+	}
+}
+
+// AppendNote makes l a note appended to customer's record: confirmed with
+// the note, or rejected as a missing customer.
+func (l *Local) AppendNote(customer uuid.UUID, text string) {
+	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+		note, err := uuid.NewV7()
+		if err != nil {
+			return dbsqlc.Action{}, err
+		}
+		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
+			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text,
+			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
+			Request: c.Request, CallID: ptr(c.CallID),
 		})
 		return dbsqlc.Action(row), err
 	}

@@ -47,6 +47,47 @@ SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason
 FROM c
 RETURNING *;
 
+-- name: ClaimAndAppendNote :one
+-- A note's one round trip, as ClaimAndBook: when the key is not taken, it
+-- appends the note to the tenant's customer and inserts the action already
+-- completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
+-- the body written as the Go store writes it.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), noted AS (
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
+    SELECT sqlc.arg(note_id), sqlc.arg(tenant_id), customers.id, sqlc.arg(text), sqlc.arg(id)
+    FROM customers
+    WHERE (SELECT yes FROM fresh)
+      AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+    RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
+), answer AS (
+    SELECT CASE WHEN n.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN n.id IS NULL THEN 'CUSTOMER_NOT_FOUND' END AS reason,
+           CASE WHEN n.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           n.id::text AS resource_id,
+           CASE WHEN n.id IS NOT NULL THEN
+                    '{"id":' || to_json(n.id) || ',"customer_id":' || to_json(n.customer_id) ||
+                    ',"text":' || to_json(n.text) || ',"created_at":' || to_json(oncecall_time(n.created_at)) || '}'
+                ELSE '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN noted n ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);
+
 -- name: ClaimAndAddPoints :one
 -- A points change's one round trip, as ClaimAndBook: when the key is not
 -- taken, it changes the balance unless it would go below zero and inserts

@@ -232,6 +232,123 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 	return i, err
 }
 
+const claimAndAppendNote = `-- name: ClaimAndAppendNote :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), noted AS (
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
+    SELECT $4, $1, customers.id, $5, $6
+    FROM customers
+    WHERE (SELECT yes FROM fresh)
+      AND customers.tenant_id = $1 AND customers.id = $7
+    RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
+), answer AS (
+    SELECT CASE WHEN n.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN n.id IS NULL THEN 'CUSTOMER_NOT_FOUND' END AS reason,
+           CASE WHEN n.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           n.id::text AS resource_id,
+           CASE WHEN n.id IS NOT NULL THEN
+                    '{"id":' || to_json(n.id) || ',"customer_id":' || to_json(n.customer_id) ||
+                    ',"text":' || to_json(n.text) || ',"created_at":' || to_json(oncecall_time(n.created_at)) || '}'
+                ELSE '{"customer_id":' || to_json($7::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN noted n ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $8, $9,
+           $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
+`
+
+type ClaimAndAppendNoteParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	NoteID         uuid.UUID
+	Text           string
+	ID             uuid.UUID
+	CustomerID     uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndAppendNoteRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A note's one round trip, as ClaimAndBook: when the key is not taken, it
+// appends the note to the tenant's customer and inserts the action already
+// completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
+// the body written as the Go store writes it.
+func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
+	row := q.db.QueryRow(ctx, claimAndAppendNote,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.NoteID,
+		arg.Text,
+		arg.ID,
+		arg.CustomerID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndAppendNoteRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
 const createCustomer = `-- name: CreateCustomer :one
 INSERT INTO customers (id, tenant_id, name, phone, email, external_ref)
 VALUES ($1, $2, $3, $4, $5, $6)

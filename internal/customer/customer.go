@@ -216,6 +216,10 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 	},
 	PerCall:  true,
 	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.Text} },
+	Local: func(l *db.Local, in NoteInput) bool {
+		l.AppendNote(op.MustUUID(in.CustomerID), in.Text)
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in NoteInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		ok, err := tx.CustomerExists(ctx, x.TenantID, id)

@@ -75,3 +75,55 @@ func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
 		optest.Same(t, c.name, got, ids, strings.ContainsAny(c.reason, "<>&"))
 	}
 }
+
+// A note written in SQL stores what the Go writes store, for every outcome.
+func TestNoteInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	fresh := func() uuid.UUID {
+		c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant, Name: "Ana"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	missing := uuid.New()
+	cases := []struct {
+		name     string
+		customer func() uuid.UUID
+		text     string
+		outcome  db.Outcome
+		reason   string
+	}{
+		{"confirmed", fresh, "Prefers mornings", db.Confirmed, ""},
+		{"confirmed, text to escape", fresh, "<Allergic> to \"latex\" & nuts\né\u2028", db.Confirmed, ""},
+		{"customer missing", func() uuid.UUID { return missing }, "Prefers mornings", db.Rejected, customer.NotFound},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := e.Run(t, customer.AppendNote, func(inSQL bool) []byte {
+			id := c.customer()
+			i := 1
+			if inSQL {
+				i = 0
+			}
+			ids[i] = []string{id.String()}
+			b, _ := json.Marshal(map[string]any{"customer_id": id, "text": c.text})
+			return b
+		})
+		// Each run's note has its own time.
+		for i, a := range got {
+			var n struct {
+				CreatedAt string `json:"created_at"`
+			}
+			if json.Unmarshal(a.Result, &n) == nil && n.CreatedAt != "" {
+				ids[i] = append(ids[i], n.CreatedAt)
+			}
+		}
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.reason)
+		}
+		optest.Same(t, c.name, got, ids, strings.ContainsAny(c.text, "<>&\u2028"))
+	}
+}
