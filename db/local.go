@@ -40,8 +40,8 @@ type Local struct {
 }
 
 // NewLocal returns a Local for the action id that tenant is about to claim;
-// one of its operation methods (Book, Cancel, AppendNote, AddPoints) says
-// what it does.
+// one of its operation methods (Book, Reschedule, Cancel, AppendNote,
+// AddPoints) says what it does.
 func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
 
 // Action is the id of the action being claimed.
@@ -62,6 +62,18 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+		})
+		return dbsqlc.Action(row), err
+	}
+}
+
+// Reschedule makes l a move of appointment to slot: confirmed with the
+// appointment, or rejected as the Go form of appointment.reschedule would.
+func (l *Local) Reschedule(appointment, slot uuid.UUID) {
+	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
+			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
 		return dbsqlc.Action(row), err
 	}

@@ -160,6 +160,72 @@ SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
   AND NOT (SELECT yes FROM fresh);
 
+-- name: ClaimAndReschedule :one
+-- A move's one round trip, as ClaimAndBook: when the key is not taken, it
+-- locks the appointment (seeing a change another transaction committed
+-- meanwhile), moves it to the new slot if it is active, the slot is the
+-- tenant's, in the future and free, and inserts the action already
+-- completed: confirmed with the appointment (unchanged when it is already
+-- in that slot), or rejected with APPOINTMENT_NOT_FOUND,
+-- APPOINTMENT_NOT_ACTIVE, SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent
+-- booking of the new slot makes the unique index fail; the idempotency core
+-- then runs the statement again with a fresh snapshot.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), cur AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(appointment_id)
+    FOR UPDATE OF a
+), moved AS (
+    UPDATE appointments a
+    SET slot_id = s.id, updated_at = now()
+    FROM slots s
+    WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> sqlc.arg(slot_id)::uuid)
+      AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = sqlc.arg(slot_id) AND o.status = 'active')
+    RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+), decided AS (
+    SELECT cur.id AS cur_id, cur.status AS cur_status, mv.id AS moved_id,
+           mv.id IS NOT NULL OR (cur.status = 'active' AND cur.slot_id = sqlc.arg(slot_id)) AS confirmed,
+           CASE WHEN mv.id IS NOT NULL THEN
+                    oncecall_appointment(mv.id, mv.customer_id, mv.slot_id, mv.service, mv.status, mv.starts_at, mv.ends_at)
+                WHEN cur.id IS NOT NULL THEN
+                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+           END AS appointment
+    FROM fresh
+    LEFT JOIN cur ON true
+    LEFT JOIN moved mv ON true
+    WHERE fresh.yes
+), answer AS (
+    SELECT CASE WHEN confirmed THEN 'confirmed' ELSE 'rejected' END AS outcome,
+           CASE WHEN confirmed THEN NULL
+                WHEN cur_id IS NULL THEN 'APPOINTMENT_NOT_FOUND'
+                WHEN cur_status <> 'active' THEN 'APPOINTMENT_NOT_ACTIVE'
+                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id))
+                    THEN 'SLOT_NOT_FOUND'
+                ELSE 'SLOT_UNAVAILABLE' END AS reason,
+           CASE WHEN confirmed THEN 200 ELSE 422 END AS http_status,
+           CASE WHEN confirmed THEN cur_id::text END AS resource_id,
+           CASE WHEN confirmed OR cur_status <> 'active' THEN appointment
+                WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}'
+                ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
+    FROM decided
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);
+
 -- name: ClaimAndCancel :one
 -- A cancellation's one round trip, as ClaimAndBook: when the key is not
 -- taken, it cancels the appointment if it is active and inserts the action

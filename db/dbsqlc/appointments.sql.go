@@ -416,6 +416,146 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 	return i, err
 }
 
+const claimAndReschedule = `-- name: ClaimAndReschedule :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), cur AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND a.tenant_id = $1 AND a.id = $4
+    FOR UPDATE OF a
+), moved AS (
+    UPDATE appointments a
+    SET slot_id = s.id, updated_at = now()
+    FROM slots s
+    WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> $5::uuid)
+      AND s.tenant_id = $1 AND s.id = $5 AND s.starts_at > now()
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = $5 AND o.status = 'active')
+    RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+), decided AS (
+    SELECT cur.id AS cur_id, cur.status AS cur_status, mv.id AS moved_id,
+           mv.id IS NOT NULL OR (cur.status = 'active' AND cur.slot_id = $5) AS confirmed,
+           CASE WHEN mv.id IS NOT NULL THEN
+                    oncecall_appointment(mv.id, mv.customer_id, mv.slot_id, mv.service, mv.status, mv.starts_at, mv.ends_at)
+                WHEN cur.id IS NOT NULL THEN
+                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+           END AS appointment
+    FROM fresh
+    LEFT JOIN cur ON true
+    LEFT JOIN moved mv ON true
+    WHERE fresh.yes
+), answer AS (
+    SELECT CASE WHEN confirmed THEN 'confirmed' ELSE 'rejected' END AS outcome,
+           CASE WHEN confirmed THEN NULL
+                WHEN cur_id IS NULL THEN 'APPOINTMENT_NOT_FOUND'
+                WHEN cur_status <> 'active' THEN 'APPOINTMENT_NOT_ACTIVE'
+                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $1 AND s.id = $5)
+                    THEN 'SLOT_NOT_FOUND'
+                ELSE 'SLOT_UNAVAILABLE' END AS reason,
+           CASE WHEN confirmed THEN 200 ELSE 422 END AS http_status,
+           CASE WHEN confirmed THEN cur_id::text END AS resource_id,
+           CASE WHEN confirmed OR cur_status <> 'active' THEN appointment
+                WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json($4::uuid) || '}'
+                ELSE '{"slot_id":' || to_json($5::uuid) || '}' END AS body
+    FROM decided
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $7, $8,
+           $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
+`
+
+type ClaimAndRescheduleParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	AppointmentID  uuid.UUID
+	SlotID         uuid.UUID
+	ID             uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndRescheduleRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A move's one round trip, as ClaimAndBook: when the key is not taken, it
+// locks the appointment (seeing a change another transaction committed
+// meanwhile), moves it to the new slot if it is active, the slot is the
+// tenant's, in the future and free, and inserts the action already
+// completed: confirmed with the appointment (unchanged when it is already
+// in that slot), or rejected with APPOINTMENT_NOT_FOUND,
+// APPOINTMENT_NOT_ACTIVE, SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent
+// booking of the new slot makes the unique index fail; the idempotency core
+// then runs the statement again with a fresh snapshot.
+func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndRescheduleParams) (ClaimAndRescheduleRow, error) {
+	row := q.db.QueryRow(ctx, claimAndReschedule,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.AppointmentID,
+		arg.SlotID,
+		arg.ID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndRescheduleRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
 const countActiveAppointments = `-- name: CountActiveAppointments :one
 SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active'
 `

@@ -146,6 +146,10 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in RescheduleInput, resourceID string) (string, error) {
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
+	Local: func(l *db.Local, in RescheduleInput) bool {
+		l.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput) (idem.Result, error) {
 		id, slot := op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID)
 		current, err := tx.AppointmentByID(ctx, x.TenantID, id)

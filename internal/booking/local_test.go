@@ -143,3 +143,84 @@ func TestCancelInSQLStoresWhatGoStores(t *testing.T) {
 		optest.Same(t, c.name, got, ids, c.escapes)
 	}
 }
+
+// A move written in SQL stores what the Go writes store, for every
+// outcome, each case on twin appointments and slots of the same state.
+func TestRescheduleInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	customer := newCustomer(t, store, tenant)
+	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
+	slot := func(at time.Time) uuid.UUID {
+		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	book := func(s uuid.UUID, cancelled bool) uuid.UUID {
+		a, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: s, Service: "Cut"})
+		if err != nil || ok != db.BookedOK {
+			t.Fatalf("book beforehand: %v %v", ok, err)
+		}
+		if cancelled {
+			if _, ok, err := store.CancelAppointment(t.Context(), tenant, a.ID); err != nil || !ok {
+				t.Fatalf("cancel beforehand: %v %v", ok, err)
+			}
+		}
+		return a.ID
+	}
+	// Each case makes an appointment and the slot to move it to, and
+	// returns [appointment, its slot, the new slot].
+	active := func(to func() uuid.UUID) func() []uuid.UUID {
+		return func() []uuid.UUID {
+			from := slot(start)
+			return []uuid.UUID{book(from, false), from, to()}
+		}
+	}
+	taken := func() uuid.UUID {
+		s := slot(start.Add(time.Hour))
+		book(s, false)
+		return s
+	}
+	missingSlot := uuid.New()
+	cases := []struct {
+		name    string
+		make    func() []uuid.UUID
+		outcome db.Outcome
+		reason  string
+	}{
+		{"moved", active(func() uuid.UUID { return slot(start.Add(2 * time.Hour)) }), db.Confirmed, ""},
+		{"already in that slot", func() []uuid.UUID { s := slot(start); return []uuid.UUID{book(s, false), s, s} }, db.Confirmed, ""},
+		{"appointment missing", func() []uuid.UUID { return []uuid.UUID{uuid.New(), slot(start)} }, db.Rejected, booking.AppointmentNotFound},
+		{"appointment cancelled", func() []uuid.UUID {
+			from := slot(start)
+			return []uuid.UUID{book(from, true), from, slot(start.Add(time.Hour))}
+		}, db.Rejected, booking.AppointmentNotActive},
+		{"slot taken", active(taken), db.Rejected, booking.SlotUnavailable},
+		{"slot in the past", active(func() uuid.UUID { return slot(time.Now().Add(-time.Hour)) }), db.Rejected, booking.SlotUnavailable},
+		{"slot missing", active(func() uuid.UUID { return missingSlot }), db.Rejected, booking.SlotNotFound},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := e.Run(t, booking.Reschedule, func(inSQL bool) []byte {
+			made := c.make()
+			var own []string
+			for _, id := range made {
+				own = append(own, id.String())
+			}
+			i := 1
+			if inSQL {
+				i = 0
+			}
+			ids[i] = own
+			b, _ := json.Marshal(map[string]any{"appointment_id": made[0], "slot_id": made[len(made)-1]})
+			return b
+		})
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.reason)
+		}
+		optest.Same(t, c.name, got, ids, false)
+	}
+}

@@ -162,3 +162,65 @@ func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
 		t.Fatalf("answer %s %s, want %s with the appointment cancelled", r.Action.Reason, r.Action.Result, booking.AppointmentNotActive)
 	}
 }
+
+// A move in SQL to a slot another transaction is booking waits for it; when
+// that booking commits, the move is run again and rejected as unavailable,
+// and the appointment stays where it was.
+func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	customer := newCustomer(t, e.Store, e.Tenant)
+	at := time.Now().UTC().Truncate(time.Hour).Add(72 * time.Hour)
+	var slots [2]uuid.UUID
+	for i := range slots {
+		s, err := e.Store.CreateSlot(t.Context(), db.NewSlot{TenantID: e.Tenant, StartsAt: at.Add(time.Duration(i) * time.Hour), EndsAt: at.Add(time.Duration(i+1) * time.Hour)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slots[i] = s.ID
+	}
+	a, ok, err := e.Store.BookSlot(t.Context(), db.Booking{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: slots[0]})
+	if err != nil || ok != db.BookedOK {
+		t.Fatalf("book: %v %v", ok, err)
+	}
+	tx, err := e.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context()) //nolint:errcheck
+	if _, err := tx.Exec(t.Context(), `INSERT INTO appointments (id, tenant_id, customer_id, slot_id, action_id)
+		VALUES ($1, $2, $3, $4, $5)`, uuid.New(), e.Tenant, customer, slots[1], uuid.New()); err != nil {
+		t.Fatal(err)
+	}
+
+	body, _ := json.Marshal(map[string]any{"appointment_id": a.ID, "slot_id": slots[1]})
+	p, err := booking.Reschedule.Prepare(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan idem.Reply, 1)
+	go func() {
+		r, err := e.Core.Do(t.Context(), idem.Request{
+			TenantID: e.Tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
+			Run: p.Run, Local: p.Local,
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- r
+	}()
+	waitForLockWaiter(t, e.Store)
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if r.Action.Reason != booking.SlotUnavailable {
+		t.Fatalf("answer %s %s %s, want %s", r.Action.Outcome, r.Action.Reason, r.Action.Result, booking.SlotUnavailable)
+	}
+	if n := count(t, e.Store, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", a.ID, slots[0]); n != 1 {
+		t.Fatal("the appointment left its slot")
+	}
+	if n := count(t, e.Store, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", slots[1]); n != 1 {
+		t.Fatalf("%d active appointments in the new slot, want 1", n)
+	}
+}
