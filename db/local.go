@@ -40,8 +40,8 @@ type Local struct {
 }
 
 // NewLocal returns a Local for the action id that tenant is about to claim;
-// one of its operation methods (Book, Reschedule, Cancel, AppendNote,
-// AddPoints) says what it does.
+// one of its operation methods (Book, Reschedule, Cancel, CreateCustomer,
+// AppendNote, AddPoints) says what it does.
 func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
 
 // Action is the id of the action being claimed.
@@ -86,6 +86,24 @@ func (l *Local) Cancel(appointment uuid.UUID) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+		})
+		return dbsqlc.Action(row), err
+	}
+}
+
+// CreateCustomer makes l the creation of c (its TenantID is l's tenant):
+// confirmed with the customer, or rejected as a phone or external reference
+// already on file.
+func (l *Local) CreateCustomer(c NewCustomer) {
+	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return dbsqlc.Action{}, err
+		}
+		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
+			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
+			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
+			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
 		return dbsqlc.Action(row), err
 	}

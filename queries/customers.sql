@@ -47,6 +47,66 @@ SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, sqlc.arg(delta), sqlc.arg(reason
 FROM c
 RETURNING *;
 
+-- name: ClaimAndCreateCustomer :one
+-- A customer's creation in one round trip, as ClaimAndBook: when the key is
+-- not taken, it creates the customer unless another of the tenant's
+-- customers already has the phone (first) or the external reference, and
+-- inserts the action already completed: confirmed with the customer, or
+-- rejected with CUSTOMER_EXISTS naming that customer and the field. A
+-- concurrent create of the same phone or reference makes the unique index
+-- fail; the idempotency core then runs the statement again, which sees it.
+-- Empty optional fields are stored as NULL and left out of the answer.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), held AS (
+    SELECT h.id, h.field FROM (
+        SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
+        WHERE sqlc.arg(phone)::text <> '' AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.phone = sqlc.arg(phone)::text
+        UNION ALL
+        SELECT customers.id, 'external_ref', 2 FROM customers
+        WHERE sqlc.arg(external_ref)::text <> '' AND customers.tenant_id = sqlc.arg(tenant_id)
+          AND customers.external_ref = sqlc.arg(external_ref)::text
+    ) AS h
+    WHERE (SELECT yes FROM fresh)
+    ORDER BY h.rank
+    LIMIT 1
+), created AS (
+    INSERT INTO customers (id, tenant_id, name, phone, email, external_ref)
+    SELECT sqlc.arg(customer_id), sqlc.arg(tenant_id), sqlc.arg(name), NULLIF(sqlc.arg(phone)::text, ''),
+           NULLIF(sqlc.arg(email)::text, ''), NULLIF(sqlc.arg(external_ref)::text, '')
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM held)
+    RETURNING customers.id, customers.name, customers.phone, customers.email, customers.external_ref,
+              customers.points, customers.created_at
+), answer AS (
+    SELECT CASE WHEN c.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN c.id IS NULL THEN 'CUSTOMER_EXISTS' END AS reason,
+           CASE WHEN c.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           c.id::text AS resource_id,
+           CASE WHEN c.id IS NOT NULL THEN
+                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
+                    COALESCE(',"phone":' || to_json(c.phone), '') || COALESCE(',"email":' || to_json(c.email), '') ||
+                    COALESCE(',"external_ref":' || to_json(c.external_ref), '') ||
+                    ',"points":' || c.points || ',"created_at":' || to_json(oncecall_time(c.created_at)) || '}'
+                ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
+           END AS body
+    FROM fresh
+    LEFT JOIN created c ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);
+
 -- name: ClaimAndAppendNote :one
 -- A note's one round trip, as ClaimAndBook: when the key is not taken, it
 -- appends the note to the tenant's customer and inserts the action already

@@ -349,6 +349,146 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 	return i, err
 }
 
+const claimAndCreateCustomer = `-- name: ClaimAndCreateCustomer :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), held AS (
+    SELECT h.id, h.field FROM (
+        SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
+        WHERE $4::text <> '' AND customers.tenant_id = $1 AND customers.phone = $4::text
+        UNION ALL
+        SELECT customers.id, 'external_ref', 2 FROM customers
+        WHERE $5::text <> '' AND customers.tenant_id = $1
+          AND customers.external_ref = $5::text
+    ) AS h
+    WHERE (SELECT yes FROM fresh)
+    ORDER BY h.rank
+    LIMIT 1
+), created AS (
+    INSERT INTO customers (id, tenant_id, name, phone, email, external_ref)
+    SELECT $6, $1, $7, NULLIF($4::text, ''),
+           NULLIF($8::text, ''), NULLIF($5::text, '')
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM held)
+    RETURNING customers.id, customers.name, customers.phone, customers.email, customers.external_ref,
+              customers.points, customers.created_at
+), answer AS (
+    SELECT CASE WHEN c.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN c.id IS NULL THEN 'CUSTOMER_EXISTS' END AS reason,
+           CASE WHEN c.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           c.id::text AS resource_id,
+           CASE WHEN c.id IS NOT NULL THEN
+                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
+                    COALESCE(',"phone":' || to_json(c.phone), '') || COALESCE(',"email":' || to_json(c.email), '') ||
+                    COALESCE(',"external_ref":' || to_json(c.external_ref), '') ||
+                    ',"points":' || c.points || ',"created_at":' || to_json(oncecall_time(c.created_at)) || '}'
+                ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
+           END AS body
+    FROM fresh
+    LEFT JOIN created c ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $9, $1, $2, $10, $11,
+           $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
+`
+
+type ClaimAndCreateCustomerParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	Phone          string
+	ExternalRef    string
+	CustomerID     uuid.UUID
+	Name           string
+	Email          string
+	ID             uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndCreateCustomerRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A customer's creation in one round trip, as ClaimAndBook: when the key is
+// not taken, it creates the customer unless another of the tenant's
+// customers already has the phone (first) or the external reference, and
+// inserts the action already completed: confirmed with the customer, or
+// rejected with CUSTOMER_EXISTS naming that customer and the field. A
+// concurrent create of the same phone or reference makes the unique index
+// fail; the idempotency core then runs the statement again, which sees it.
+// Empty optional fields are stored as NULL and left out of the answer.
+func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreateCustomerParams) (ClaimAndCreateCustomerRow, error) {
+	row := q.db.QueryRow(ctx, claimAndCreateCustomer,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.Phone,
+		arg.ExternalRef,
+		arg.CustomerID,
+		arg.Name,
+		arg.Email,
+		arg.ID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndCreateCustomerRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
 const createCustomer = `-- name: CreateCustomer :one
 INSERT INTO customers (id, tenant_id, name, phone, email, external_ref)
 VALUES ($1, $2, $3, $4, $5, $6)

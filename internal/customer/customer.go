@@ -85,6 +85,10 @@ var Create = op.Define(op.Spec[CreateInput]{
 			return c.Name == in.Name && c.Email == in.Email
 		})
 	},
+	Local: func(l *db.Local, in CreateInput) bool {
+		l.CreateCustomer(db.NewCustomer{TenantID: l.Tenant(), Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef})
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CreateInput) (idem.Result, error) {
 		if id, field, err := holder(ctx, tx, x.TenantID, uuid.Nil, in.Phone, in.ExternalRef); err != nil || id != uuid.Nil {
 			return exists(id, field, err)

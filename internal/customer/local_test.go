@@ -127,3 +127,74 @@ func TestNoteInSQLStoresWhatGoStores(t *testing.T) {
 		optest.Same(t, c.name, got, ids, strings.ContainsAny(c.text, "<>&\u2028"))
 	}
 }
+
+// A customer created in SQL is stored as the Go writes store it, for every
+// outcome. Twin runs use twin phones and references (the SQL run's end in
+// 1, the Go run's in 2) so that neither finds the other's customer.
+func TestCreateCustomerInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	existing := func(phone, ref string) uuid.UUID {
+		c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant, Name: "On file", Phone: phone, ExternalRef: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	cases := []struct {
+		name    string
+		before  func(twin string) []string // makes the database state; returns ids the body may name
+		input   func(twin string) map[string]any
+		outcome db.Outcome
+		reason  string
+	}{
+		{"all fields", nil, func(n string) map[string]any {
+			return map[string]any{"name": "Ana <Lima> & co", "phone": "+4420794609" + n + "0", "email": "ana" + n + "@example.com", "external_ref": "crm-" + n}
+		}, db.Confirmed, ""},
+		{"name only", nil, func(string) map[string]any { return map[string]any{"name": "Bo"} }, db.Confirmed, ""},
+		{"phone on file", func(n string) []string { return []string{existing("+4420794608"+n+"0", "").String()} },
+			func(n string) map[string]any {
+				return map[string]any{"name": "Ana", "phone": "+4420794608" + n + "0", "external_ref": "other-" + n}
+			}, db.Rejected, customer.Exists},
+		{"reference on file", func(n string) []string { return []string{existing("", "ref-"+n).String()} },
+			func(n string) map[string]any { return map[string]any{"name": "Ana", "external_ref": "ref-" + n} }, db.Rejected, customer.Exists},
+		{"phone first when both are on file", func(n string) []string {
+			return []string{existing("+4420794607"+n+"0", "").String(), existing("", "both-"+n).String()}
+		}, func(n string) map[string]any {
+			return map[string]any{"name": "Ana", "phone": "+4420794607" + n + "0", "external_ref": "both-" + n}
+		}, db.Rejected, customer.Exists},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := e.Run(t, customer.Create, func(inSQL bool) []byte {
+			twin, i := "2", 1
+			if inSQL {
+				twin, i = "1", 0
+			}
+			if c.before != nil {
+				ids[i] = c.before(twin)
+			}
+			in := c.input(twin)
+			for _, k := range []string{"phone", "email", "external_ref"} {
+				if v, ok := in[k].(string); ok {
+					ids[i] = append(ids[i], v)
+				}
+			}
+			b, _ := json.Marshal(in)
+			return b
+		})
+		for i, a := range got {
+			var v struct {
+				CreatedAt string `json:"created_at"`
+			}
+			if json.Unmarshal(a.Result, &v) == nil && v.CreatedAt != "" {
+				ids[i] = append(ids[i], v.CreatedAt)
+			}
+		}
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, got[0].Result, c.outcome, c.reason)
+		}
+		optest.Same(t, c.name, got, ids, c.name == "all fields")
+	}
+}
