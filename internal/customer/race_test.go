@@ -3,13 +3,12 @@ package customer_test
 import (
 	"encoding/json"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
-	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op/optest"
 )
 
@@ -26,56 +25,18 @@ func TestAPointsChangeInSQLRejectedByARaceGivesTheBalanceAsItIs(t *testing.T) {
 	if _, ok, err := e.Store.AddPoints(t.Context(), db.PointsChange{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: c.ID, Delta: 10, Reason: "start"}); err != nil || !ok {
 		t.Fatalf("starting balance: %v %v", ok, err)
 	}
-	tx, err := e.Store.Pool().Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(t.Context()) //nolint:errcheck
-	if _, err := tx.Exec(t.Context(), "UPDATE customers SET points = 2 WHERE id = $1", c.ID); err != nil {
-		t.Fatal(err)
-	}
-
 	body, _ := json.Marshal(map[string]any{"customer_id": c.ID, "delta": -5, "reason": "reward"})
-	p, err := customer.AddPoints.Prepare(body, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan idem.Reply, 1)
-	go func() {
-		r, err := e.Core.Do(t.Context(), idem.Request{
-			TenantID: e.Tenant, Key: uuid.NewString(), Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
-			Run: p.Run, Local: p.Local,
-		})
-		if err != nil {
-			t.Error(err)
-		}
-		done <- r
-	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var n int
-		if err := e.Store.Pool().QueryRow(t.Context(), "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'").Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the points change never waited for the other transaction")
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition
-	}
-	if err := tx.Commit(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	r := <-done
+	a := e.WhileHeld(t, customer.AddPoints, body, uuid.NewString(), func(tx pgx.Tx) error {
+		_, err := tx.Exec(t.Context(), "UPDATE customers SET points = 2 WHERE id = $1", c.ID)
+		return err
+	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })
 	var got struct {
 		Balance int64 `json:"balance"`
 	}
-	if err := json.Unmarshal(r.Action.Result, &got); err != nil {
-		t.Fatalf("answer %s: %v", r.Action.Result, err)
+	if err := json.Unmarshal(a.Result, &got); err != nil {
+		t.Fatalf("answer %s: %v", a.Result, err)
 	}
-	if r.Action.Reason != customer.InsufficientPoints || got.Balance != 2 {
-		t.Fatalf("answer %s %s, want %s with balance 2", r.Action.Reason, r.Action.Result, customer.InsufficientPoints)
+	if a.Reason != customer.InsufficientPoints || got.Balance != 2 {
+		t.Fatalf("answer %s %s, want %s with balance 2", a.Reason, a.Result, customer.InsufficientPoints)
 	}
 }

@@ -5,11 +5,14 @@ package optest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -106,4 +109,64 @@ func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes 
 	if !escapes && !bytes.Equal(bs, bg) {
 		t.Errorf("%s: bodies differ in bytes:\n in SQL %s\n in Go  %s", name, bs, bg)
 	}
+}
+
+// WhileHeld runs o's SQL form for input under key while another transaction
+// holds what the statement needs: hold runs in that transaction first;
+// once the statement waits on a lock, release ends the transaction (commits
+// or rolls it back). It returns the core's answer.
+func (e Env) WhileHeld(t *testing.T, o op.Operation, input []byte, key string, hold, release func(tx pgx.Tx) error) db.Action {
+	t.Helper()
+	p, err := o.Prepare(input, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Local == nil {
+		t.Fatalf("%s has no SQL form", o.Name())
+	}
+	tx, err := e.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(t.Context())) //nolint:errcheck // ended by release
+	if err := hold(tx); err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		reply idem.Reply
+		err   error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		r, err := e.Core.Do(t.Context(), idem.Request{
+			TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
+			Run: p.Run, Local: p.Local, Wait: 5 * time.Second,
+		})
+		done <- answer{r, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Count(t, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the statement never waited for the other transaction")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+	if err := release(tx); err != nil {
+		t.Fatal(err)
+	}
+	a := <-done
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	return a.reply.Action
+}
+
+// Count runs a query that counts.
+func (e Env) Count(t *testing.T, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.Store.Pool().QueryRow(t.Context(), sql, args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
