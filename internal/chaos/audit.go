@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/internal/provider"
@@ -21,23 +22,27 @@ type Report struct {
 	// Kills counts replicas SIGKILLed; PGRestarts PostgreSQL restarts.
 	Kills, PGRestarts int
 
-	// Duplicates: logical actions with more than one provider write for
-	// one step.
+	// Duplicates: logical actions with more than one effect (a provider
+	// write, or a points entry) for one step, or a balance that holds more
+	// than the confirmed change.
 	Duplicates int
 	// Lost: logical actions a caller was told confirmed without exactly one
-	// provider write for the required step.
+	// effect for the required step, or a confirmed points change missing
+	// from the balance or the points ledger.
 	Lost int
 	// FalseConfirmations: logical actions a caller was told confirmed whose
-	// action ends rejected or has no provider write.
+	// action ends rejected or has no effect.
 	FalseConfirmations int
 	// NeedsOperator and StillUnknown count actions left for an operator,
 	// and unfinished actions not flagged for one, after the settle.
 	NeedsOperator, StillUnknown int
 
 	// Contradictions: a caller told both confirmed and rejected, or told
-	// rejected while the provider holds the write.
+	// rejected while the effect exists, or a points entry whose action does
+	// not end confirmed.
 	Contradictions int
-	// Unattributed: provider writes no logical action of the fleet asked for.
+	// Unattributed: effects (and points balances) no logical action of the
+	// fleet asked for.
 	Unattributed int
 	// ProtocolErrors: answers a well-behaved caller cannot act on (a 4xx
 	// other than a business rejection, a malformed body).
@@ -49,8 +54,9 @@ type Report struct {
 	// What callers last heard, by logical action; Unanswered never got an
 	// answer with an action id (every attempt failed).
 	Confirmed, Rejected, Pending, Unanswered int
-	// Writes are the provider's committed writes.
-	Writes int
+	// Writes are the provider's committed writes; Entries the rows of
+	// points_ledger.
+	Writes, Entries int
 
 	// Problems describes the first anomalies found, for investigation.
 	Problems []string
@@ -71,9 +77,9 @@ func (r Report) String() string {
 
 // Details is the line of further figures.
 func (r Report) Details() string {
-	return fmt.Sprintf("chaos: told confirmed=%d rejected=%d pending=%d unanswered=%d polls=%d provider_writes=%d "+
+	return fmt.Sprintf("chaos: told confirmed=%d rejected=%d pending=%d unanswered=%d polls=%d provider_writes=%d points_entries=%d "+
 		"pg_restarts=%d contradictions=%d unattributed=%d protocol_errors=%d open_follow_ups=%d",
-		r.Confirmed, r.Rejected, r.Pending, r.Unanswered, r.Polls, r.Writes,
+		r.Confirmed, r.Rejected, r.Pending, r.Unanswered, r.Polls, r.Writes, r.Entries,
 		r.PGRestarts, r.Contradictions, r.Unattributed, r.ProtocolErrors, r.OpenFollowUps)
 }
 
@@ -92,17 +98,41 @@ type storedAction struct {
 	Logical                       string // the logical action its request names
 }
 
-// requiredStep names the step that decides each kind's outcome (the step
-// is named by its capability).
-var requiredStep = map[string]string{kindBook: provider.Calendar, kindCharge: provider.Payments, kindSend: provider.Messaging}
+// stepPoints names a points change's only effect: its points_ledger row,
+// written with the balance by the statement that completes the action.
+const stepPoints = "points"
+
+// requiredStep names the step that decides each kind's outcome (a remote
+// step is named by its capability).
+var requiredStep = map[string]string{
+	kindBook: provider.Calendar, kindCharge: provider.Payments, kindSend: provider.Messaging, kindPoints: stepPoints,
+}
+
+// effect is one committed effect of a step of an action: a write the
+// provider holds, or a points_ledger row.
+type effect struct {
+	Ref      string // the provider's write id or the row's id
+	ActionID string
+	Step     string
+	Logical  string // the logical action it is for, by what was written
+	Delta    int64  // a points entry's delta
+}
+
+// points is what the database holds of points changes: the tenant's
+// points_ledger rows and its customers' balances by logical action name.
+type points struct {
+	entries  []effect
+	balances map[string]int64
+}
 
 // logicalOfRequest names the logical action an action's normalised request
-// is for: its slot, payment intent or send_ref.
+// is for: its slot, payment intent, send_ref or customer.
 func logicalOfRequest(operation string, request []byte) string {
 	var in struct {
 		SlotID          string `json:"slot_id"`
 		PaymentIntentID string `json:"payment_intent_id"`
 		SendRef         string `json:"send_ref"`
+		CustomerID      string `json:"customer_id"`
 	}
 	if json.Unmarshal(request, &in) != nil {
 		return ""
@@ -114,8 +144,22 @@ func logicalOfRequest(operation string, request []byte) string {
 		return kindCharge + ":" + in.PaymentIntentID
 	case "message.send":
 		return kindSend + ":" + in.SendRef
+	case "customer.points.add":
+		return kindPoints + ":" + in.CustomerID
 	}
 	return ""
+}
+
+// providerEffects reads the provider's writes as effects: the action and
+// step from the external reference, "<action id>/<step>", the logical
+// action from the step's payload.
+func providerEffects(ledger []providersim.LedgerEntry) []effect {
+	out := make([]effect, 0, len(ledger))
+	for _, w := range ledger {
+		actionID, step, _ := strings.Cut(w.ExternalRef, "/")
+		out = append(out, effect{Ref: w.ID, ActionID: actionID, Step: step, Logical: logicalOfWrite(step, w.Payload)})
+	}
+	return out
 }
 
 // logicalOfWrite names the logical action a provider write is for, from
@@ -150,19 +194,26 @@ func audit(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, ledger []p
 	if err != nil {
 		return Report{}, err
 	}
+	pts, err := loadPoints(ctx, pool, tenant)
+	if err != nil {
+		return Report{}, err
+	}
 	open, err := openFollowUps(ctx, pool, tenant)
 	if err != nil {
 		return Report{}, err
 	}
-	r := judge(stored, ledger, actions)
+	r := judge(stored, ledger, pts, actions)
 	r.OpenFollowUps = open
 	return r, nil
 }
 
 // judge is the audit proper: stored are the tenant's actions by id, ledger
-// the provider's committed writes, actions what the callers were told.
-func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, actions []*logical) Report {
+// the provider's committed writes, pts the points changes in the database,
+// actions what the callers were told.
+func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, pts points, actions []*logical) Report {
 	var r Report
+	// confirmed: logical actions one of whose actions ends confirmed.
+	confirmed := map[string]bool{}
 	for _, a := range stored {
 		switch {
 		case a.NeedsOperator:
@@ -171,23 +222,25 @@ func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, act
 			r.StillUnknown++
 			r.problem("action %s (%s) is still %s", a.ID, a.Operation, a.State)
 		}
+		if a.State == "completed" && a.Outcome == "confirmed" {
+			confirmed[a.Logical] = true
+		}
 	}
 
-	// writes[logical][step] are the provider's committed writes.
-	writes := map[string]map[string][]providersim.LedgerEntry{}
-	for _, w := range ledger {
-		r.Writes++
-		actionID, step := writeRef(w)
-		name := logicalOfWrite(step, w.Payload)
-		if a, ok := stored[actionID]; !ok || a.Logical != name {
+	// writes[logical][step] are the committed effects: the provider's
+	// writes and the points entries.
+	r.Writes, r.Entries = len(ledger), len(pts.entries)
+	writes := map[string]map[string][]effect{}
+	for _, e := range append(providerEffects(ledger), pts.entries...) {
+		if a, ok := stored[e.ActionID]; !ok || a.Logical != e.Logical {
 			r.Unattributed++
-			r.problem("provider write %s (%s) for %q matches no action of that request", w.ID, w.ExternalRef, name)
+			r.problem("effect %s (%s/%s) for %q matches no action of that request", e.Ref, e.ActionID, e.Step, e.Logical)
 			continue
 		}
-		if writes[name] == nil {
-			writes[name] = map[string][]providersim.LedgerEntry{}
+		if writes[e.Logical] == nil {
+			writes[e.Logical] = map[string][]effect{}
 		}
-		writes[name][step] = append(writes[name][step], w)
+		writes[e.Logical][e.Step] = append(writes[e.Logical][e.Step], e)
 	}
 
 	asked := map[string]bool{}
@@ -212,75 +265,114 @@ func judge(stored map[string]storedAction, ledger []providersim.LedgerEntry, act
 			r.Pending++
 		}
 
+		var dup, lost, contradiction bool
 		for step, ws := range writes[name] {
 			if len(ws) > 1 {
-				r.Duplicates++
-				r.problem("%s %s: %d provider writes for step %s: %s", l.Style, name, len(ws), step, refs(ws))
+				dup = true
+				r.problem("%s %s: %d effects for step %s: %s", l.Style, name, len(ws), step, refs(ws))
 				break
 			}
 		}
 		required := writes[name][requiredStep[l.Kind]]
-		var confirmed, rejected bool
+		var told, rejected bool
 		var falseConf string
 		for _, a := range l.Answers {
 			switch a.Outcome {
 			case "confirmed":
-				confirmed = true
+				told = true
 				if s, ok := stored[a.ActionID]; !ok || s.Outcome != "confirmed" {
 					falseConf = fmt.Sprintf("told confirmed for action %s, which ends %s %s", a.ActionID, s.State, s.Outcome)
 				} else if !writtenBy(required, a.ActionID) {
-					falseConf = fmt.Sprintf("told confirmed for action %s, which has no provider write", a.ActionID)
+					falseConf = fmt.Sprintf("told confirmed for action %s, which has no effect", a.ActionID)
 				}
 			case "rejected":
 				rejected = true
 			}
 		}
-		if confirmed && len(required) != 1 {
+		if told && len(required) != 1 {
+			lost = true
+			r.problem("%s %s: told confirmed, %d effects for the required step", l.Style, name, len(required))
+		}
+		if rejected && (told || len(required) > 0) {
+			contradiction = true
+			r.problem("%s %s: told rejected, yet told confirmed=%v with %d effects", l.Style, name, told, len(required))
+		}
+		if l.Kind == kindPoints {
+			d, lo, c := r.judgePoints(l, stored, required, confirmed[name], pts.balances[name])
+			dup, lost, contradiction = dup || d, lost || lo, contradiction || c
+		}
+		if dup {
+			r.Duplicates++
+		}
+		if lost {
 			r.Lost++
-			r.problem("%s %s: told confirmed, %d provider writes for the required step", l.Style, name, len(required))
 		}
 		if falseConf != "" {
 			r.FalseConfirmations++
 			r.problem("%s %s: %s", l.Style, name, falseConf)
 		}
-		if rejected && (confirmed || len(required) > 0) {
+		if contradiction {
 			r.Contradictions++
-			r.problem("%s %s: told rejected, yet told confirmed=%v with %d provider writes", l.Style, name, confirmed, len(required))
 		}
 	}
 	for name, steps := range writes {
 		if !asked[name] {
 			for _, ws := range steps {
 				r.Unattributed += len(ws)
-				r.problem("provider writes %s for %q that no caller asked for", refs(ws), name)
+				r.problem("effects %s for %q that no caller asked for", refs(ws), name)
 			}
+		}
+	}
+	for name, balance := range pts.balances {
+		if !asked[name] && balance != 0 {
+			r.Unattributed++
+			r.problem("a balance of %d for %q that no caller asked for", balance, name)
 		}
 	}
 	return r
 }
 
-// writeRef reads the action and step a provider write was made for from its
-// external reference, "<action id>/<step>".
-func writeRef(w providersim.LedgerEntry) (actionID, step string) {
-	actionID, step, _ = strings.Cut(w.ExternalRef, "/")
-	return actionID, step
+// judgePoints holds a points change to what its one statement promises
+// beyond the rules of every kind: no entry without its action confirmed,
+// and a balance that is the sum of the entries and the delta once if the
+// change was confirmed, else zero. entries are its points_ledger rows;
+// confirmed tells whether one of its actions ends confirmed. More than that
+// is a duplicate, less a lost change.
+func (r *Report) judgePoints(l *logical, stored map[string]storedAction, entries []effect, confirmed bool, balance int64) (dup, lost, contradiction bool) {
+	var sum int64
+	for _, e := range entries {
+		sum += e.Delta
+		if a := stored[e.ActionID]; a.State != "completed" || a.Outcome != "confirmed" {
+			contradiction = true
+			r.problem("%s %s: points entry %s of action %s, which ends %s %s", l.Style, l.key(), e.Ref, e.ActionID, a.State, a.Outcome)
+		}
+	}
+	var want int64
+	if confirmed {
+		want = l.Delta
+	}
+	if balance != want || sum != want {
+		dup, lost = balance > want || sum > want, balance < want || sum < want
+		r.problem("%s %s: balance %d, entries summing to %d, want %d (delta %d, confirmed %v)", l.Style, l.key(), balance, sum, want, l.Delta, confirmed)
+	}
+	return dup, lost, contradiction
 }
 
-// writtenBy reports whether one of ws (the writes of one logical action's
+// writtenBy reports whether one of es (the effects of one logical action's
 // required step) was made for actionID.
-func writtenBy(ws []providersim.LedgerEntry, actionID string) bool {
-	for _, w := range ws {
-		if id, _ := writeRef(w); id == actionID {
+func writtenBy(es []effect, actionID string) bool {
+	for _, e := range es {
+		if e.ActionID == actionID {
 			return true
 		}
 	}
 	return false
 }
 
-func refs(ws []providersim.LedgerEntry) string {
+func refs(es []effect) string {
 	var s []string
-	for _, w := range ws {
-		s = append(s, w.ID+"="+w.ExternalRef)
+	for _, e := range es {
+		s = append(s, e.Ref+"="+e.ActionID+"/"+e.Step)
 	}
 	return strings.Join(s, ", ")
 }
@@ -305,6 +397,38 @@ func loadActions(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (map
 		out[a.ID] = a
 	}
 	return out, rows.Err()
+}
+
+// loadPoints reads the tenant's points_ledger rows and its customers'
+// balances.
+func loadPoints(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (points, error) {
+	p := points{balances: map[string]int64{}}
+	e := effect{Step: stepPoints}
+	var customer string
+	rows, err := pool.Query(ctx, `SELECT id::text, action_id::text, customer_id::text, delta
+		FROM points_ledger WHERE tenant_id = $1`, tenant)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&e.Ref, &e.ActionID, &customer, &e.Delta}, func() error {
+			e.Logical = kindPoints + ":" + customer
+			p.entries = append(p.entries, e)
+			return nil
+		})
+	}
+	if err != nil {
+		return p, fmt.Errorf("read points_ledger: %w", err)
+	}
+	var balance int64
+	rows, err = pool.Query(ctx, `SELECT id::text, points FROM customers WHERE tenant_id = $1`, tenant)
+	if err == nil {
+		_, err = pgx.ForEachRow(rows, []any{&customer, &balance}, func() error {
+			p.balances[kindPoints+":"+customer] = balance
+			return nil
+		})
+	}
+	if err != nil {
+		return p, fmt.Errorf("read balances: %w", err)
+	}
+	return p, nil
 }
 
 // unsettled counts the tenant's actions still running or unknown without an

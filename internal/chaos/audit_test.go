@@ -14,6 +14,7 @@ const (
 	actB   = "01a22b6f-0000-7000-8000-00000000000b"
 	slot1  = "01a22b6f-0000-7000-8000-000000000001"
 	intent = "01a22b6f-0000-7000-8000-000000000002"
+	member = "01a22b6f-0000-7000-8000-000000000003"
 )
 
 func booking(id, state, outcome string) storedAction {
@@ -40,6 +41,24 @@ func told(answers ...answer) []*logical {
 	return []*logical{{N: 1, Kind: kindBook, Style: styleREST, Identity: slot1, Answers: answers, Attempts: len(answers)}}
 }
 
+func pointsChange(id, state, outcome string) storedAction {
+	return storedAction{ID: id, Operation: "customer.points.add", State: state, Outcome: outcome, Logical: kindPoints + ":" + member}
+}
+
+func entry(ref, actionID string) effect {
+	return effect{Ref: ref, ActionID: actionID, Step: stepPoints, Logical: kindPoints + ":" + member, Delta: 50}
+}
+
+// memberHolds is member's balance and its points_ledger rows.
+func memberHolds(balance int64, entries ...effect) points {
+	return points{entries: entries, balances: map[string]int64{kindPoints + ":" + member: balance}}
+}
+
+// toldPoints is a change of 50 points of member's.
+func toldPoints(answers ...answer) []*logical {
+	return []*logical{{N: 1, Kind: kindPoints, Style: styleDasha, Identity: member, Delta: 50, Answers: answers, Attempts: len(answers)}}
+}
+
 func TestJudge(t *testing.T) {
 	t.Parallel()
 	confirmedA := answer{Outcome: "confirmed", ActionID: actA}
@@ -48,6 +67,7 @@ func TestJudge(t *testing.T) {
 		name    string
 		stored  []storedAction
 		ledger  []providersim.LedgerEntry
+		points  points
 		actions []*logical
 		want    Report
 	}{{
@@ -117,6 +137,46 @@ func TestJudge(t *testing.T) {
 		stored:  nil,
 		actions: []*logical{{Kind: kindSend, Identity: "ref-1", Failure: "POST /v1/messages answered 400"}},
 		want:    Report{Unanswered: 1, ProtocolErrors: 1},
+	}, {
+		name:    "points kept: told confirmed, one entry, the balance is the delta",
+		stored:  []storedAction{pointsChange(actA, "completed", "confirmed")},
+		points:  memberHolds(50, entry("pl_1", actA)),
+		actions: toldPoints(pendingA, confirmedA),
+		want:    Report{Confirmed: 1},
+	}, {
+		name:    "points duplicate: two entries of one action",
+		stored:  []storedAction{pointsChange(actA, "completed", "confirmed")},
+		points:  memberHolds(100, entry("pl_1", actA), entry("pl_2", actA)),
+		actions: toldPoints(confirmedA),
+		want:    Report{Confirmed: 1, Duplicates: 1, Lost: 1},
+	}, {
+		name:    "points duplicate: the balance holds the change twice, the ledger once",
+		stored:  []storedAction{pointsChange(actA, "completed", "confirmed")},
+		points:  memberHolds(100, entry("pl_1", actA)),
+		actions: toldPoints(confirmedA),
+		want:    Report{Confirmed: 1, Duplicates: 1},
+	}, {
+		name:    "points lost and falsely confirmed: told confirmed, no entry",
+		stored:  []storedAction{pointsChange(actA, "completed", "confirmed")},
+		points:  memberHolds(0),
+		actions: toldPoints(confirmedA),
+		want:    Report{Confirmed: 1, Lost: 1, FalseConfirmations: 1},
+	}, {
+		name:    "points lost: the action ends confirmed, unheard, with no entry",
+		stored:  []storedAction{pointsChange(actA, "completed", "confirmed")},
+		points:  memberHolds(0),
+		actions: toldPoints(),
+		want:    Report{Unanswered: 1, Lost: 1},
+	}, {
+		name:    "points entry of a rejected action: a contradiction, and more than the confirmed change",
+		stored:  []storedAction{pointsChange(actA, "completed", "rejected")},
+		points:  memberHolds(50, entry("pl_1", actA)),
+		actions: toldPoints(answer{Outcome: "rejected", ActionID: actA, Reason: "INSUFFICIENT_POINTS"}),
+		want:    Report{Rejected: 1, Contradictions: 1, Duplicates: 1},
+	}, {
+		name:   "unattributed: points no caller asked for",
+		points: memberHolds(50),
+		want:   Report{Unattributed: 1},
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,13 +185,13 @@ func TestJudge(t *testing.T) {
 			for _, a := range tc.stored {
 				stored[a.ID] = a
 			}
-			got := judge(stored, tc.ledger, tc.actions)
+			got := judge(stored, tc.ledger, tc.points, tc.actions)
 			want := tc.want
 			want.Actions = len(tc.actions)
 			for _, l := range tc.actions {
 				want.Attempts += l.Attempts
 			}
-			want.Writes = len(tc.ledger)
+			want.Writes, want.Entries = len(tc.ledger), len(tc.points.entries)
 			problems := got.Problems
 			got.Problems = nil
 			if !reflect.DeepEqual(got, want) {

@@ -54,6 +54,10 @@ type Config struct {
 	// when they run out callers send messages instead. Default 150 per
 	// second of Duration, at least 3000.
 	Slots int
+	// Members is the number of customers created for points changes (one
+	// per change, so that each balance shows what its change did); when
+	// they run out callers send messages instead. Default as many as Slots.
+	Members int
 	// Seed makes the choices of callers and of the chaos repeatable
 	// (timing is not). Default: from the clock.
 	Seed uint64
@@ -97,6 +101,9 @@ func (c *Config) defaults() {
 	}
 	if c.Slots <= 0 {
 		c.Slots = max(3000, int(c.Duration.Seconds()*150))
+	}
+	if c.Members <= 0 {
+		c.Members = c.Slots
 	}
 	if c.Seed == 0 {
 		c.Seed = uint64(time.Now().UnixNano())
@@ -167,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	logf("seed %d, %d replicas, %d clients, run %v, a kill every ~%v, PostgreSQL down for %v at %v; files in %s",
 		cfg.Seed, cfg.Replicas, cfg.Clients, cfg.Duration, cfg.KillEvery, cfg.PGOutage, cfg.PGRestartAt, dir)
 
-	// PostgreSQL, migrated, with a tenant, customers and slots.
+	// PostgreSQL, migrated, with a tenant, customers, slots and members.
 	pgLog, err := os.Create(filepath.Join(dir, "postgres.log"))
 	if err != nil {
 		return rep, err
@@ -187,7 +194,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		return rep, err
 	}
 	defer pool.Close()
-	w, err := seed(ctx, db.New(pool), cfg.Slots)
+	w, err := seed(ctx, db.New(pool), cfg.Slots, cfg.Members)
 	if err != nil {
 		return rep, fmt.Errorf("seed the database: %w", err)
 	}
@@ -233,7 +240,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 
 	f := &fleet{
 		replicas: rs, hc: newHTTPClient(), apiKey: w.apiKey, org: w.org, run: strconv.FormatUint(cfg.Seed%1e6, 10),
-		customers: w.customers, slots: w.slots,
+		customers: w.customers, slots: w.slots, members: w.members,
 	}
 	defer f.hc.CloseIdleConnections()
 
@@ -381,17 +388,18 @@ func replicaEnv(dbURL, simURL string, trustMessagingKeys bool) []string {
 	return fleetEnv(env)
 }
 
-// world is what the callers use: the tenant's API key, its customers and
-// its free slots.
+// world is what the callers use: the tenant's API key, its customers, its
+// free slots and the customers kept for points changes.
 type world struct {
 	tenant    uuid.UUID
 	apiKey    string
 	org       string
 	customers []string
 	slots     []string
+	members   []string
 }
 
-func seed(ctx context.Context, store *db.Store, slots int) (world, error) {
+func seed(ctx context.Context, store *db.Store, slots, members int) (world, error) {
 	w := world{org: "chaos-org"}
 	t, key, err := store.CreateTenant(ctx, "chaos", w.org)
 	if err != nil {
@@ -419,6 +427,19 @@ func seed(ctx context.Context, store *db.Store, slots int) (world, error) {
 		rows[i] = []any{id, t.ID, at, at.Add(time.Hour)}
 		w.slots = append(w.slots, id.String())
 	}
-	_, err = store.Pool().CopyFrom(ctx, pgx.Identifier{"slots"}, []string{"id", "tenant_id", "starts_at", "ends_at"}, pgx.CopyFromRows(rows))
+	if _, err := store.Pool().CopyFrom(ctx, pgx.Identifier{"slots"}, []string{"id", "tenant_id", "starts_at", "ends_at"}, pgx.CopyFromRows(rows)); err != nil {
+		return w, err
+	}
+	// One customer per points change, with no points yet.
+	rows = make([][]any, members)
+	for i := range rows {
+		id, err := uuid.NewV7()
+		if err != nil {
+			return w, err
+		}
+		rows[i] = []any{id, t.ID, fmt.Sprintf("Member %d", i)}
+		w.members = append(w.members, id.String())
+	}
+	_, err = store.Pool().CopyFrom(ctx, pgx.Identifier{"customers"}, []string{"id", "tenant_id", "name"}, pgx.CopyFromRows(rows))
 	return w, err
 }

@@ -19,6 +19,7 @@ const (
 	kindBook   = "book"   // book_appointment / POST /v1/appointments on a slot of its own
 	kindCharge = "charge" // charge_payment / POST /v1/payments on a fresh payment intent
 	kindSend   = "send"   // send_message / POST /v1/messages with a send_ref of its own
+	kindPoints = "points" // add_loyalty_points / POST /v1/customers/{id}/points for a customer of its own
 )
 
 // How a caller talks to oncecall.
@@ -52,8 +53,9 @@ type logical struct {
 	N        int64
 	Kind     string
 	Style    string
-	Identity string // slot id, payment intent id or send_ref
+	Identity string // slot id, payment intent id, send_ref or customer id
 	Notify   bool   // a booking that also sends a confirmation message
+	Delta    int64  // the points a points change adds
 	Answers  []answer
 	Attempts int
 	Polls    int
@@ -94,15 +96,17 @@ func (l *logical) actionID() string {
 
 // fleet is the population of callers.
 type fleet struct {
-	replicas  *replicas
-	hc        *http.Client
-	apiKey    string
-	org       string
-	run       string // distinguishes this run's keys and references
-	customers []string
-	slots     []string
-	nextSlot  atomic.Int64
-	seq       atomic.Int64
+	replicas   *replicas
+	hc         *http.Client
+	apiKey     string
+	org        string
+	run        string // distinguishes this run's keys and references
+	customers  []string
+	slots      []string
+	nextSlot   atomic.Int64
+	members    []string // customers made for points changes, one per change
+	nextMember atomic.Int64
+	seq        atomic.Int64
 
 	attempts atomic.Int64 // write requests of logical actions
 	polls    atomic.Int64 // status checks
@@ -156,64 +160,81 @@ type caller struct {
 }
 
 // plan picks the next logical action: its kind, its style and its own slot,
-// payment intent or send_ref. nil when it could not be prepared.
+// payment intent, send_ref or customer. nil when it could not be prepared.
 func (c *caller) plan(ctx context.Context) *logical {
 	n := c.f.seq.Add(1)
 	l := &logical{N: n, Style: styleREST}
 	if c.rng.IntN(2) == 0 {
 		l.Style = styleDasha
 	}
-	switch r := c.rng.IntN(10); {
-	case r < 4:
-		l.Kind = kindBook
-		if i := c.f.nextSlot.Add(1) - 1; i < int64(len(c.f.slots)) {
-			l.Identity = c.f.slots[i]
-			l.Notify = c.rng.IntN(4) == 0
+	switch r := c.rng.IntN(20); {
+	case r < 6:
+		if id, ok := take(&c.f.nextSlot, c.f.slots); ok {
+			l.Kind, l.Identity, l.Notify = kindBook, id, c.rng.IntN(4) == 0
 			return l
 		}
-		fallthrough // out of slots: send a message instead
-	case r < 7:
-		l.Kind = kindSend
-		l.Identity = fmt.Sprintf("chaos-%s-%d", c.f.run, n)
-		return l
-	default:
-		l.Kind = kindCharge
+	case r < 11:
+		if id, ok := take(&c.f.nextMember, c.f.members); ok {
+			l.Kind, l.Identity, l.Delta = kindPoints, id, 1+c.rng.Int64N(500)
+			return l
+		}
+	case r >= 15:
 		id, ok := c.createIntent(ctx, n)
 		if !ok {
 			return nil
 		}
-		l.Identity = id
+		l.Kind, l.Identity = kindCharge, id
 		return l
 	}
+	// A message; also instead of a booking or a points change once the
+	// slots or customers made for them ran out.
+	l.Kind = kindSend
+	l.Identity = fmt.Sprintf("chaos-%s-%d", c.f.run, n)
+	return l
+}
+
+// take hands out the next of ids, each once.
+func take(next *atomic.Int64, ids []string) (string, bool) {
+	if i := next.Add(1) - 1; i < int64(len(ids)) {
+		return ids[i], true
+	}
+	return "", false
 }
 
 func (c *caller) customer() string { return c.f.customers[c.rng.IntN(len(c.f.customers))] }
 
-// arguments is the operation's input: the tool arguments and the REST body.
-func (c *caller) arguments(l *logical) (tool, path string, args map[string]any) {
+// arguments is the operation's input: the tool arguments, and the REST path
+// and body (the arguments less those the path carries).
+func (c *caller) arguments(l *logical) (tool, path string, args, body map[string]any) {
 	switch l.Kind {
 	case kindBook:
 		args = map[string]any{"customer_id": c.customer(), "slot_id": l.Identity}
 		if l.Notify {
 			args["notify"] = "sms"
 		}
-		return "book_appointment", "/v1/appointments", args
+		return "book_appointment", "/v1/appointments", args, args
 	case kindCharge:
-		return "charge_payment", "/v1/payments", map[string]any{"payment_intent_id": l.Identity}
+		args = map[string]any{"payment_intent_id": l.Identity}
+		return "charge_payment", "/v1/payments", args, args
+	case kindPoints:
+		body = map[string]any{"delta": l.Delta, "reason": "Chaos visit " + strconv.FormatInt(l.N, 10)}
+		args = map[string]any{"customer_id": l.Identity, "delta": body["delta"], "reason": body["reason"]}
+		return "add_loyalty_points", "/v1/customers/" + l.Identity + "/points", args, body
 	default:
-		return "send_message", "/v1/messages", map[string]any{
+		args = map[string]any{
 			"customer_id": c.customer(), "channel": "sms", "template": "generic",
 			"variables": map[string]string{"body": "Your reference is " + strconv.FormatInt(l.N, 10)},
 			"send_ref":  l.Identity,
 		}
+		return "send_message", "/v1/messages", args, args
 	}
 }
 
 func (c *caller) perform(ctx context.Context, l *logical) {
-	tool, path, args := c.arguments(l)
+	tool, path, args, restArgs := c.arguments(l)
 	deadline := time.Now().Add(actionBudget)
 	if l.Style == styleREST {
-		body, _ := json.Marshal(args) // maps of strings: cannot fail
+		body, _ := json.Marshal(restArgs) // maps of strings and numbers: cannot fail
 		key := fmt.Sprintf("chaos-%s-%d", c.f.run, l.N)
 		send := func(ctx context.Context, c *caller) reply { return c.restOnce(ctx, path, body, key) }
 		if id := c.write(ctx, l, send, deadline); id != "" {
