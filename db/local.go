@@ -41,7 +41,7 @@ type Local struct {
 
 // NewLocal returns a Local for the action id that tenant is about to claim;
 // one of its operation methods (Book, Reschedule, Cancel, CreateCustomer,
-// AppendNote, AddPoints) says what it does.
+// UpdateCustomer, AppendNote, AddPoints) says what it does.
 func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
 
 // Action is the id of the action being claimed.
@@ -104,6 +104,21 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
 			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
 			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
+		})
+		return dbsqlc.Action(row), err
+	}
+}
+
+// UpdateCustomer makes l the change c (its TenantID is l's tenant):
+// confirmed with the customer, or rejected as a missing customer or a phone
+// or external reference another customer holds.
+func (l *Local) UpdateCustomer(c CustomerChange) {
+	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
+			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
+			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
+			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
+			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
 		return dbsqlc.Action(row), err
 	}

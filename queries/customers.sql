@@ -83,14 +83,79 @@ WITH fresh AS (
            CASE WHEN c.id IS NULL THEN 422 ELSE 201 END AS http_status,
            c.id::text AS resource_id,
            CASE WHEN c.id IS NOT NULL THEN
-                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
-                    COALESCE(',"phone":' || to_json(c.phone), '') || COALESCE(',"email":' || to_json(c.email), '') ||
-                    COALESCE(',"external_ref":' || to_json(c.external_ref), '') ||
-                    ',"points":' || c.points || ',"created_at":' || to_json(oncecall_time(c.created_at)) || '}'
+                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
                 ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
            END AS body
     FROM fresh
     LEFT JOIN created c ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claim
+UNION ALL
+SELECT * FROM actions
+WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+  AND NOT (SELECT yes FROM fresh);
+
+-- name: ClaimAndUpdateCustomer :one
+-- A customer's change in one round trip, as ClaimAndBook: when the key is
+-- not taken, it sets the fields whose set_ flag is true (an empty phone,
+-- e-mail or reference clears it) unless another of the tenant's customers
+-- already has the new phone (first) or reference, and inserts the action
+-- already completed: confirmed with the customer, or rejected with
+-- CUSTOMER_NOT_FOUND or CUSTOMER_EXISTS naming the other customer and the
+-- field. A concurrent change to the same phone or reference makes the unique
+-- index fail; the idempotency core then runs the statement again.
+WITH fresh AS (
+    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+), held AS (
+    SELECT h.id, h.field FROM (
+        SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
+        WHERE sqlc.arg(phone)::text <> '' AND customers.tenant_id = sqlc.arg(tenant_id)
+          AND customers.phone = sqlc.arg(phone)::text AND customers.id <> sqlc.arg(customer_id)::uuid
+        UNION ALL
+        SELECT customers.id, 'external_ref', 2 FROM customers
+        WHERE sqlc.arg(external_ref)::text <> '' AND customers.tenant_id = sqlc.arg(tenant_id)
+          AND customers.external_ref = sqlc.arg(external_ref)::text AND customers.id <> sqlc.arg(customer_id)::uuid
+    ) AS h
+    WHERE (SELECT yes FROM fresh)
+    ORDER BY h.rank
+    LIMIT 1
+), changed AS (
+    UPDATE customers
+    SET name         = CASE WHEN sqlc.arg(set_name)::boolean THEN sqlc.arg(name)::text ELSE customers.name END,
+        phone        = CASE WHEN sqlc.arg(set_phone)::boolean THEN NULLIF(sqlc.arg(phone)::text, '') ELSE customers.phone END,
+        email        = CASE WHEN sqlc.arg(set_email)::boolean THEN NULLIF(sqlc.arg(email)::text, '') ELSE customers.email END,
+        external_ref = CASE WHEN sqlc.arg(set_external_ref)::boolean THEN NULLIF(sqlc.arg(external_ref)::text, '')
+                            ELSE customers.external_ref END,
+        updated_at   = now()
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM held)
+      AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)::uuid
+    RETURNING customers.id, customers.name, customers.phone, customers.email, customers.external_ref,
+              customers.points, customers.created_at
+), answer AS (
+    SELECT CASE WHEN c.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN c.id IS NOT NULL THEN NULL
+                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = sqlc.arg(tenant_id) AND cu.id = sqlc.arg(customer_id)::uuid)
+                    THEN 'CUSTOMER_NOT_FOUND'
+                ELSE 'CUSTOMER_EXISTS' END AS reason,
+           CASE WHEN c.id IS NULL THEN 422 ELSE 200 END AS http_status,
+           c.id::text AS resource_id,
+           CASE WHEN c.id IS NOT NULL THEN
+                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
+                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = sqlc.arg(tenant_id) AND cu.id = sqlc.arg(customer_id)::uuid)
+                    THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
+           END AS body
+    FROM fresh
+    LEFT JOIN changed c ON true
     WHERE fresh.yes
 ), claim AS (
     INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,

@@ -377,10 +377,7 @@ WITH fresh AS (
            CASE WHEN c.id IS NULL THEN 422 ELSE 201 END AS http_status,
            c.id::text AS resource_id,
            CASE WHEN c.id IS NOT NULL THEN
-                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
-                    COALESCE(',"phone":' || to_json(c.phone), '') || COALESCE(',"email":' || to_json(c.email), '') ||
-                    COALESCE(',"external_ref":' || to_json(c.external_ref), '') ||
-                    ',"points":' || c.points || ',"created_at":' || to_json(oncecall_time(c.created_at)) || '}'
+                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
                 ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
            END AS body
     FROM fresh
@@ -465,6 +462,162 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		arg.CallID,
 	)
 	var i ClaimAndCreateCustomerRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
+const claimAndUpdateCustomer = `-- name: ClaimAndUpdateCustomer :one
+WITH fresh AS (
+    SELECT oncecall_key_free($1, $2, $3) AS yes
+), held AS (
+    SELECT h.id, h.field FROM (
+        SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
+        WHERE $4::text <> '' AND customers.tenant_id = $1
+          AND customers.phone = $4::text AND customers.id <> $5::uuid
+        UNION ALL
+        SELECT customers.id, 'external_ref', 2 FROM customers
+        WHERE $6::text <> '' AND customers.tenant_id = $1
+          AND customers.external_ref = $6::text AND customers.id <> $5::uuid
+    ) AS h
+    WHERE (SELECT yes FROM fresh)
+    ORDER BY h.rank
+    LIMIT 1
+), changed AS (
+    UPDATE customers
+    SET name         = CASE WHEN $7::boolean THEN $8::text ELSE customers.name END,
+        phone        = CASE WHEN $9::boolean THEN NULLIF($4::text, '') ELSE customers.phone END,
+        email        = CASE WHEN $10::boolean THEN NULLIF($11::text, '') ELSE customers.email END,
+        external_ref = CASE WHEN $12::boolean THEN NULLIF($6::text, '')
+                            ELSE customers.external_ref END,
+        updated_at   = now()
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM held)
+      AND customers.tenant_id = $1 AND customers.id = $5::uuid
+    RETURNING customers.id, customers.name, customers.phone, customers.email, customers.external_ref,
+              customers.points, customers.created_at
+), answer AS (
+    SELECT CASE WHEN c.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           CASE WHEN c.id IS NOT NULL THEN NULL
+                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = $1 AND cu.id = $5::uuid)
+                    THEN 'CUSTOMER_NOT_FOUND'
+                ELSE 'CUSTOMER_EXISTS' END AS reason,
+           CASE WHEN c.id IS NULL THEN 422 ELSE 200 END AS http_status,
+           c.id::text AS resource_id,
+           CASE WHEN c.id IS NOT NULL THEN
+                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
+                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = $1 AND cu.id = $5::uuid)
+                    THEN '{"customer_id":' || to_json($5::uuid) || '}'
+                ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
+           END AS body
+    FROM fresh
+    LEFT JOIN changed c ON true
+    WHERE fresh.yes
+), claim AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $13, $1, $2, $14, $15,
+           $16, $17, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+  AND NOT (SELECT yes FROM fresh)
+`
+
+type ClaimAndUpdateCustomerParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	Phone          string
+	CustomerID     uuid.UUID
+	ExternalRef    string
+	SetName        bool
+	Name           string
+	SetPhone       bool
+	SetEmail       bool
+	Email          string
+	SetExternalRef bool
+	ID             uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndUpdateCustomerRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A customer's change in one round trip, as ClaimAndBook: when the key is
+// not taken, it sets the fields whose set_ flag is true (an empty phone,
+// e-mail or reference clears it) unless another of the tenant's customers
+// already has the new phone (first) or reference, and inserts the action
+// already completed: confirmed with the customer, or rejected with
+// CUSTOMER_NOT_FOUND or CUSTOMER_EXISTS naming the other customer and the
+// field. A concurrent change to the same phone or reference makes the unique
+// index fail; the idempotency core then runs the statement again.
+func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdateCustomerParams) (ClaimAndUpdateCustomerRow, error) {
+	row := q.db.QueryRow(ctx, claimAndUpdateCustomer,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.Phone,
+		arg.CustomerID,
+		arg.ExternalRef,
+		arg.SetName,
+		arg.Name,
+		arg.SetPhone,
+		arg.SetEmail,
+		arg.Email,
+		arg.SetExternalRef,
+		arg.ID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndUpdateCustomerRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

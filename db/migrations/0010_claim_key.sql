@@ -36,3 +36,14 @@ AS $$ SELECT '{"id":' || to_json(id) || ',"customer_id":' || to_json(customer_id
              ',"slot_id":' || to_json(slot_id) || ',"service":' || to_json(service) ||
              ',"status":' || to_json(status) || ',"starts_at":' || to_json(oncecall_time(starts_at)) ||
              ',"ends_at":' || to_json(oncecall_time(ends_at)) || '}' $$;
+
+-- A customer as oncecall's answers write it (db.Customer's JSON: empty
+-- contact fields left out).
+CREATE FUNCTION oncecall_customer(id uuid, name text, phone text, email text, external_ref text, points bigint,
+                                  created_at timestamptz) RETURNS text
+LANGUAGE sql STABLE PARALLEL SAFE
+AS $$ SELECT '{"id":' || to_json(id) || ',"name":' || to_json(name) ||
+             COALESCE(',"phone":' || to_json(NULLIF(phone, '')), '') ||
+             COALESCE(',"email":' || to_json(NULLIF(email, '')), '') ||
+             COALESCE(',"external_ref":' || to_json(NULLIF(external_ref, '')), '') ||
+             ',"points":' || points || ',"created_at":' || to_json(oncecall_time(created_at)) || '}' $$;

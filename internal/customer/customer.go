@@ -168,6 +168,10 @@ var Update = op.Define(op.Spec[UpdateInput]{
 			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
 		})
 	},
+	Local: func(l *db.Local, in UpdateInput) bool {
+		l.UpdateCustomer(changeOf(l.Tenant(), in))
+		return true
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in UpdateInput) (idem.Result, error) {
 		id := op.MustUUID(in.CustomerID)
 		if _, err := tx.CustomerByID(ctx, x.TenantID, id); errors.Is(err, db.ErrNotFound) {
@@ -179,10 +183,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		if err != nil || other != uuid.Nil {
 			return exists(other, field, err)
 		}
-		c, err := tx.UpdateCustomer(ctx, db.CustomerChange{
-			TenantID: x.TenantID, ID: id, Name: name(in.Name),
-			Phone: change(in.Phone), Email: change(in.Email), ExternalRef: change(in.ExternalRef),
-		})
+		c, err := tx.UpdateCustomer(ctx, changeOf(x.TenantID, in))
 		if err != nil {
 			return idem.Result{}, err
 		}
@@ -409,6 +410,14 @@ func name(p op.Patch) *string {
 }
 
 func change(p op.Patch) db.FieldChange { return db.FieldChange{Set: p.Set, Value: value(p)} }
+
+// changeOf is the change in tenant's records that in asks for.
+func changeOf(tenant uuid.UUID, in UpdateInput) db.CustomerChange {
+	return db.CustomerChange{
+		TenantID: tenant, ID: op.MustUUID(in.CustomerID), Name: name(in.Name),
+		Phone: change(in.Phone), Email: change(in.Email), ExternalRef: change(in.ExternalRef),
+	}
+}
 
 func nonEmpty(parts ...string) []string {
 	out := parts[:0]

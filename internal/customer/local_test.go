@@ -198,3 +198,77 @@ func TestCreateCustomerInSQLStoresWhatGoStores(t *testing.T) {
 		optest.Same(t, c.name, got, ids, c.name == "all fields")
 	}
 }
+
+// A customer changed in SQL is stored as the Go writes store it, for every
+// outcome. Twin runs change twin customers (phones and references ending in
+// 1 for the SQL run, 2 for the Go run).
+func TestUpdateCustomerInSQLStoresWhatGoStores(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	store, tenant := e.Store, e.Tenant
+	made := func(name, phone, ref string) uuid.UUID {
+		c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant, Name: name, Phone: phone, Email: "x@example.com", ExternalRef: ref})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.ID
+	}
+	cases := []struct {
+		name    string
+		make    func(n string) []uuid.UUID // [the customer to change, others the body may name]
+		input   func(n string) map[string]any
+		outcome db.Outcome
+		reason  string
+	}{
+		{"every field", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794601"+n+"0", "a-"+n)} },
+			func(n string) map[string]any {
+				return map[string]any{"name": "Ana <B> & C", "phone": "+4420794602" + n + "0", "email": "new" + n + "@example.com", "external_ref": "b-" + n}
+			}, db.Confirmed, ""},
+		{"fields removed", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794603"+n+"0", "c-"+n)} },
+			func(string) map[string]any { return map[string]any{"phone": nil, "email": nil, "external_ref": nil} }, db.Confirmed, ""},
+		{"its own phone again", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794604"+n+"0", "")} },
+			func(n string) map[string]any { return map[string]any{"phone": "+4420794604" + n + "0"} }, db.Confirmed, ""},
+		{"missing", func(string) []uuid.UUID { return []uuid.UUID{uuid.New()} },
+			func(string) map[string]any { return map[string]any{"name": "Bo"} }, db.Rejected, customer.NotFound},
+		{"phone on another", func(n string) []uuid.UUID {
+			return []uuid.UUID{made("Ana", "", ""), made("Other", "+4420794605"+n+"0", "")}
+		}, func(n string) map[string]any { return map[string]any{"phone": "+4420794605" + n + "0"} }, db.Rejected, customer.Exists},
+		{"reference on another", func(n string) []uuid.UUID {
+			return []uuid.UUID{made("Ana", "", ""), made("Other", "", "d-"+n)}
+		}, func(n string) map[string]any { return map[string]any{"external_ref": "d-" + n} }, db.Rejected, customer.Exists},
+	}
+	for _, c := range cases {
+		var ids [2][]string
+		got := e.Run(t, customer.Update, func(inSQL bool) []byte {
+			twin, i := "2", 1
+			if inSQL {
+				twin, i = "1", 0
+			}
+			made := c.make(twin)
+			for _, id := range made {
+				ids[i] = append(ids[i], id.String())
+			}
+			in := c.input(twin)
+			for _, k := range []string{"phone", "email", "external_ref"} {
+				if v, ok := in[k].(string); ok {
+					ids[i] = append(ids[i], v)
+				}
+			}
+			in["customer_id"] = made[0]
+			b, _ := json.Marshal(in)
+			return b
+		})
+		for i, a := range got {
+			var v struct {
+				CreatedAt string `json:"created_at"`
+			}
+			if json.Unmarshal(a.Result, &v) == nil && v.CreatedAt != "" {
+				ids[i] = append(ids[i], v.CreatedAt)
+			}
+		}
+		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
+			t.Errorf("%s: in SQL %s %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, got[0].Result, c.outcome, c.reason)
+		}
+		optest.Same(t, c.name, got, ids, c.name == "every field")
+	}
+}
