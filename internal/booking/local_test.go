@@ -26,13 +26,7 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	store, tenant := e.Store, e.Tenant
 	customer := newCustomer(t, store, tenant)
 	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
-	slot := func(at time.Time) uuid.UUID {
-		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.ID
-	}
+	slot := func(at time.Time) uuid.UUID { return newSlot(t, store, tenant, at) }
 	taken := func() uuid.UUID {
 		s := slot(start)
 		if _, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: newCustomer(t, store, tenant), SlotID: s}); err != nil || ok != db.BookedOK {
@@ -75,6 +69,16 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 	}
 }
 
+// newSlot makes an hour-long slot of tenant starting at at.
+func newSlot(t *testing.T, store *db.Store, tenant uuid.UUID, at time.Time) uuid.UUID {
+	t.Helper()
+	s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.ID
+}
+
 func newCustomer(t *testing.T, store *db.Store, tenant uuid.UUID) uuid.UUID {
 	t.Helper()
 	c, err := store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: tenant, Name: "Ana"})
@@ -94,11 +98,8 @@ func TestCancelInSQLStoresWhatGoStores(t *testing.T) {
 	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
 	// booked returns an appointment's id and its slot's.
 	booked := func(service string, cancelled bool) []uuid.UUID {
-		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: start, EndsAt: start.Add(time.Hour)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		a, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: s.ID, Service: service})
+		s := newSlot(t, store, tenant, start)
+		a, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: s, Service: service})
 		if err != nil || ok != db.BookedOK {
 			t.Fatalf("book beforehand: %v %v", ok, err)
 		}
@@ -107,7 +108,7 @@ func TestCancelInSQLStoresWhatGoStores(t *testing.T) {
 				t.Fatalf("cancel beforehand: %v %v", ok, err)
 			}
 		}
-		return []uuid.UUID{a.ID, s.ID}
+		return []uuid.UUID{a.ID, s}
 	}
 	cases := []struct {
 		name        string
@@ -152,13 +153,7 @@ func TestRescheduleInSQLStoresWhatGoStores(t *testing.T) {
 	store, tenant := e.Store, e.Tenant
 	customer := newCustomer(t, store, tenant)
 	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
-	slot := func(at time.Time) uuid.UUID {
-		s, err := store.CreateSlot(t.Context(), db.NewSlot{TenantID: tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.ID
-	}
+	slot := func(at time.Time) uuid.UUID { return newSlot(t, store, tenant, at) }
 	book := func(s uuid.UUID, cancelled bool) uuid.UUID {
 		a, ok, err := store.BookSlot(t.Context(), db.Booking{TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: s, Service: "Cut"})
 		if err != nil || ok != db.BookedOK {

@@ -107,12 +107,7 @@ func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
 // futureSlot makes a slot i hours after a time three days ahead.
 func futureSlot(t *testing.T, e optest.Env, i int) uuid.UUID {
 	t.Helper()
-	at := time.Now().UTC().Truncate(time.Hour).Add(72*time.Hour + time.Duration(i)*time.Hour)
-	s, err := e.Store.CreateSlot(t.Context(), db.NewSlot{TenantID: e.Tenant, StartsAt: at, EndsAt: at.Add(time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.ID
+	return newSlot(t, e.Store, e.Tenant, time.Now().UTC().Truncate(time.Hour).Add(72*time.Hour+time.Duration(i)*time.Hour))
 }
 
 // bookedIn books slot for a new customer and returns the appointment.

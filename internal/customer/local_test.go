@@ -60,15 +60,7 @@ func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"customer_id": id, "delta": c.delta, "reason": c.reason})
 			return b
 		})
-		// Each run's ledger entry has its own time.
-		for i, a := range got {
-			var e struct {
-				CreatedAt string `json:"created_at"`
-			}
-			if json.Unmarshal(a.Result, &e) == nil && e.CreatedAt != "" {
-				ids[i] = append(ids[i], e.CreatedAt)
-			}
-		}
+		optest.OwnTimes(got, &ids)
 		if got[0].Outcome != c.outcome || got[0].Reason != c.code {
 			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.code)
 		}
@@ -112,15 +104,7 @@ func TestNoteInSQLStoresWhatGoStores(t *testing.T) {
 			b, _ := json.Marshal(map[string]any{"customer_id": id, "text": c.text})
 			return b
 		})
-		// Each run's note has its own time.
-		for i, a := range got {
-			var n struct {
-				CreatedAt string `json:"created_at"`
-			}
-			if json.Unmarshal(a.Result, &n) == nil && n.CreatedAt != "" {
-				ids[i] = append(ids[i], n.CreatedAt)
-			}
-		}
+		optest.OwnTimes(got, &ids)
 		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
 			t.Errorf("%s: in SQL %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, c.outcome, c.reason)
 		}
@@ -184,14 +168,7 @@ func TestCreateCustomerInSQLStoresWhatGoStores(t *testing.T) {
 			b, _ := json.Marshal(in)
 			return b
 		})
-		for i, a := range got {
-			var v struct {
-				CreatedAt string `json:"created_at"`
-			}
-			if json.Unmarshal(a.Result, &v) == nil && v.CreatedAt != "" {
-				ids[i] = append(ids[i], v.CreatedAt)
-			}
-		}
+		optest.OwnTimes(got, &ids)
 		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
 			t.Errorf("%s: in SQL %s %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, got[0].Result, c.outcome, c.reason)
 		}
@@ -258,14 +235,7 @@ func TestUpdateCustomerInSQLStoresWhatGoStores(t *testing.T) {
 			b, _ := json.Marshal(in)
 			return b
 		})
-		for i, a := range got {
-			var v struct {
-				CreatedAt string `json:"created_at"`
-			}
-			if json.Unmarshal(a.Result, &v) == nil && v.CreatedAt != "" {
-				ids[i] = append(ids[i], v.CreatedAt)
-			}
-		}
+		optest.OwnTimes(got, &ids)
 		if got[0].Outcome != c.outcome || got[0].Reason != c.reason {
 			t.Errorf("%s: in SQL %s %s %s, want %s %s", c.name, got[0].Outcome, got[0].Reason, got[0].Result, c.outcome, c.reason)
 		}

@@ -111,6 +111,19 @@ func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes 
 	}
 }
 
+// OwnTimes adds to each run's own ids the created_at its answer gives:
+// rows made by the two runs have times of their own.
+func OwnTimes(got [2]db.Action, ids *[2][]string) {
+	for i, a := range got {
+		var v struct {
+			CreatedAt string `json:"created_at"`
+		}
+		if json.Unmarshal(a.Result, &v) == nil && v.CreatedAt != "" {
+			ids[i] = append(ids[i], v.CreatedAt)
+		}
+	}
+}
+
 // WhileHeld runs o's SQL form for input under key while another transaction
 // holds what the statement needs: hold runs in that transaction first;
 // once the statement waits on a lock, release ends the transaction (commits
