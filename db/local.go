@@ -17,8 +17,8 @@ import (
 // A local operation whose writes and answer can be decided in SQL needs no
 // round trip of its own: one statement (a data-modifying CTE per operation,
 // queries/*.sql `ClaimAnd...`) checks the key, does the operation's writes,
-// inserts the action already completed with its answer, and returns the
-// key's action. PostgreSQL runs a lone statement as its own transaction, so
+// inserts the action already completed with its answer (oncecall_complete),
+// and returns the key's action. PostgreSQL runs a lone statement as its own transaction, so
 // a first execution and a replay both cost one round trip, and the action
 // row is written once (no running row to update afterwards).
 //
@@ -58,12 +58,11 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
+		return q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -71,11 +70,10 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 // appointment, or rejected as the Go form of appointment.reschedule would.
 func (l *Local) Reschedule(appointment, slot uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
+		return q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -83,11 +81,10 @@ func (l *Local) Reschedule(appointment, slot uuid.UUID) {
 // appointment, or rejected as CancelAppointment's caller would.
 func (l *Local) Cancel(appointment uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
+		return q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -100,12 +97,11 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
+		return q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
 			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
 			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -114,13 +110,12 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 // or external reference another customer holds.
 func (l *Local) UpdateCustomer(c CustomerChange) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
+		return q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
 			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
 			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
 			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -132,12 +127,11 @@ func (l *Local) AppendNote(customer uuid.UUID, text string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
+		return q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text,
 			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
 			Request: c.Request, CallID: ptr(c.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -149,12 +143,11 @@ func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
+		return q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
 			EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
-		return dbsqlc.Action(row), err
 	}
 }
 
@@ -207,10 +200,11 @@ func takenMeanwhile(err error) bool {
 const actionsKeyConstraint = "actions_tenant_id_idempotency_key_key"
 
 // waitedForKey reports whether a lock timeout ended the wait for a
-// concurrent attempt of the same key: in oncecall_key_free, or on the key's
-// unique index (an attempt in the other form holds the key uncommitted),
-// not a wait for a row one of the operation's writes needs.
+// concurrent attempt of the same key: in oncecall_key_free, or in
+// oncecall_complete on the key's unique index (an attempt in the other form
+// holds the key uncommitted), not a wait for a row one of the operation's
+// writes needs.
 func waitedForKey(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.Contains(pgErr.Where, "oncecall_key_free") || strings.Contains(pgErr.Where, `"actions"`))
+	return errors.As(err, &pgErr) && (strings.Contains(pgErr.Where, "oncecall_key_free") || strings.Contains(pgErr.Where, "oncecall_complete"))
 }

@@ -145,16 +145,10 @@ WITH fresh AS (
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -211,16 +205,10 @@ WITH fresh AS (
                 WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM decided
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -263,16 +251,10 @@ WITH fresh AS (
         FOR SHARE OF a
     ) AS cur ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)

@@ -89,16 +89,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN created c ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -157,16 +151,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN changed c ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -198,16 +186,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -256,16 +238,10 @@ WITH fresh AS (
         FOR SHARE
     ) AS cu ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING *
 )
-SELECT * FROM claim
+SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
+    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT * FROM actions
 WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)

@@ -188,16 +188,10 @@ WITH fresh AS (
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $9, $10,
-           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
+    $9, $10, $11, $12, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -219,28 +213,6 @@ type ClaimAndBookParams struct {
 	CallID         *string
 }
 
-type ClaimAndBookRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A booking's one round trip (see db.Local): claim, booking, completion and
 // the key's action in one statement, which is its own transaction. When the
 // key is already taken (seen in the statement's snapshot) it writes nothing
@@ -252,7 +224,7 @@ type ClaimAndBookRow struct {
 // the same key makes the action's INSERT fail on the key's unique index,
 // which rolls the booking back with it. The claim's lock wait is bounded by
 // the shorter of claim_wait and the connection's lock_timeout.
-func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (ClaimAndBookRow, error) {
+func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndBook,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -267,7 +239,7 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndBookRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -322,16 +294,10 @@ WITH fresh AS (
         FOR SHARE OF a
     ) AS cur ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $5, $1, $2, $6, $7,
-           $8, $9, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($5, $1, $2,
+    $6, $7, $8, $9, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -350,28 +316,6 @@ type ClaimAndCancelParams struct {
 	CallID         *string
 }
 
-type ClaimAndCancelRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A cancellation's one round trip, as ClaimAndBook: when the key is not
 // taken, it cancels the appointment if it is active and inserts the action
 // already completed: confirmed with the appointment, or rejected with
@@ -379,7 +323,7 @@ type ClaimAndCancelRow struct {
 // it is: read with a share lock, so a cancellation another transaction
 // committed during this statement is seen, as the Go form's later read
 // sees it).
-func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) (ClaimAndCancelRow, error) {
+func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndCancel,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -391,7 +335,7 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndCancelRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -458,16 +402,10 @@ WITH fresh AS (
                 WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json($4::uuid) || '}'
                 ELSE '{"slot_id":' || to_json($5::uuid) || '}' END AS body
     FROM decided
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $7, $8,
-           $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
+    $7, $8, $9, $10, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -487,28 +425,6 @@ type ClaimAndRescheduleParams struct {
 	CallID         *string
 }
 
-type ClaimAndRescheduleRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A move's one round trip, as ClaimAndBook: when the key is not taken, it
 // locks the appointment (seeing a change another transaction committed
 // meanwhile), moves it to the new slot if it is active, the slot is the
@@ -518,7 +434,7 @@ type ClaimAndRescheduleRow struct {
 // APPOINTMENT_NOT_ACTIVE, SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent
 // booking of the new slot makes the unique index fail; the idempotency core
 // then runs the statement again with a fresh snapshot.
-func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndRescheduleParams) (ClaimAndRescheduleRow, error) {
+func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndRescheduleParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndReschedule,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -531,7 +447,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndRescheduleRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

@@ -8,7 +8,6 @@ package dbsqlc
 import (
 	"context"
 	"encoding/json"
-	"time"
 
 	"github.com/google/uuid"
 )
@@ -132,16 +131,10 @@ WITH fresh AS (
         FOR SHARE
     ) AS cu ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $8, $1, $2, $9, $10,
-           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($8, $1, $2,
+    $9, $10, $11, $12, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -163,28 +156,6 @@ type ClaimAndAddPointsParams struct {
 	CallID         *string
 }
 
-type ClaimAndAddPointsRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A points change's one round trip, as ClaimAndBook: when the key is not
 // taken, it changes the balance unless it would go below zero and inserts
 // the action already completed: confirmed with the ledger entry, or
@@ -192,7 +163,7 @@ type ClaimAndAddPointsRow struct {
 // as it is: read with a share lock, so a change another transaction
 // committed during this statement is seen, as the Go form's later read sees
 // it), the body written as the Go store writes it.
-func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (ClaimAndAddPointsRow, error) {
+func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndAddPoints,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -207,7 +178,7 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndAddPointsRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -254,16 +225,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $8, $9,
-           $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
+    $8, $9, $10, $11, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -284,33 +249,11 @@ type ClaimAndAppendNoteParams struct {
 	CallID         *string
 }
 
-type ClaimAndAppendNoteRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
 // appends the note to the tenant's customer and inserts the action already
 // completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
 // the body written as the Go store writes it.
-func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
+func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndAppendNote,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -324,7 +267,7 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndAppendNoteRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -383,16 +326,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN created c ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $9, $1, $2, $10, $11,
-           $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($9, $1, $2,
+    $10, $11, $12, $13, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -415,28 +352,6 @@ type ClaimAndCreateCustomerParams struct {
 	CallID         *string
 }
 
-type ClaimAndCreateCustomerRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A customer's creation in one round trip, as ClaimAndBook: when the key is
 // not taken, it creates the customer unless another of the tenant's
 // customers already has the phone (first) or the external reference, and
@@ -445,7 +360,7 @@ type ClaimAndCreateCustomerRow struct {
 // concurrent create of the same phone or reference makes the unique index
 // fail; the idempotency core then runs the statement again, which sees it.
 // Empty optional fields are stored as NULL and left out of the answer.
-func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreateCustomerParams) (ClaimAndCreateCustomerRow, error) {
+func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreateCustomerParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndCreateCustomer,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -461,7 +376,7 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndCreateCustomerRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -531,16 +446,10 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN changed c ON true
     WHERE fresh.yes
-), claim AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
-                         state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $13, $1, $2, $14, $15,
-           $16, $17, 'completed', answer.outcome, answer.reason, answer.http_status,
-           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
-    FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claim
+SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($13, $1, $2,
+    $14, $15, $16, $17, answer.outcome,
+    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
 UNION ALL
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
@@ -567,28 +476,6 @@ type ClaimAndUpdateCustomerParams struct {
 	CallID         *string
 }
 
-type ClaimAndUpdateCustomerRow struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	State          string
-	NeedsOperator  bool
-	Outcome        *string
-	Reason         *string
-	HTTPStatus     *int32
-	ResourceID     *string
-	Result         []byte
-	LeaseUntil     *time.Time
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	CompletedAt    *time.Time
-	LeaseOwner     *uuid.UUID
-	CallID         *string
-}
-
 // A customer's change in one round trip, as ClaimAndBook: when the key is
 // not taken, it sets the fields whose set_ flag is true (an empty phone,
 // e-mail or reference clears it) unless another of the tenant's customers
@@ -597,7 +484,7 @@ type ClaimAndUpdateCustomerRow struct {
 // CUSTOMER_NOT_FOUND or CUSTOMER_EXISTS naming the other customer and the
 // field. A concurrent change to the same phone or reference makes the unique
 // index fail; the idempotency core then runs the statement again.
-func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdateCustomerParams) (ClaimAndUpdateCustomerRow, error) {
+func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdateCustomerParams) (Action, error) {
 	row := q.db.QueryRow(ctx, claimAndUpdateCustomer,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -617,7 +504,7 @@ func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdate
 		arg.Request,
 		arg.CallID,
 	)
-	var i ClaimAndUpdateCustomerRow
+	var i Action
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

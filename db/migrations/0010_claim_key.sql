@@ -47,3 +47,21 @@ AS $$ SELECT '{"id":' || to_json(id) || ',"name":' || to_json(name) ||
              COALESCE(',"email":' || to_json(NULLIF(email, '')), '') ||
              COALESCE(',"external_ref":' || to_json(NULLIF(external_ref, '')), '') ||
              ',"points":' || points || ',"created_at":' || to_json(oncecall_time(created_at)) || '}' $$;
+
+-- The end of a local operation's one statement: inserts the claimed action
+-- already completed with its answer, and returns it. A concurrent attempt
+-- of the same key that committed first makes it fail on the key's unique
+-- index, which rolls the statement's writes back with it.
+CREATE FUNCTION oncecall_complete(id uuid, tenant uuid, key text, operation text, fingerprint text, request jsonb,
+                                  call_id text, outcome text, reason text, http_status integer, resource_id text,
+                                  body text) RETURNS SETOF actions
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RETURN QUERY
+    INSERT INTO actions AS a (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                              state, outcome, reason, http_status, resource_id, result, completed_at)
+    VALUES (id, tenant, key, operation, fingerprint, request, call_id,
+            'completed', outcome, reason, http_status, resource_id, convert_to(body, 'UTF8'), now())
+    RETURNING a.*;
+END
+$$;
