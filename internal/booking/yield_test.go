@@ -2,6 +2,7 @@ package booking_test
 
 import (
 	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op/optest"
 )
 
@@ -118,4 +120,39 @@ func bookedIn(t *testing.T, e optest.Env, slot uuid.UUID) uuid.UUID {
 		t.Fatalf("book: %v %v", ok, err)
 	}
 	return a.ID
+}
+
+// A booking in SQL whose key another transaction holds uncommitted for
+// longer than the lock timeout answers "in progress" (the key is taken by an
+// attempt still running), not "the database is unavailable", and books
+// nothing.
+func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T) {
+	t.Parallel()
+	e := optest.SetupWithTimeouts(t, db.Timeouts{Lock: 300 * time.Millisecond})
+	slot := futureSlot(t, e, 0)
+	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
+	p, err := booking.Book.Prepare(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := uuid.NewString()
+	tx, err := e.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context()) //nolint:errcheck
+	if _, err := tx.Exec(t.Context(), `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until)
+		VALUES ($1, $2, $3, $4, $5, $6, now() + interval '1 minute')`, uuid.New(), e.Tenant, key, p.Operation, p.Fingerprint, p.Input); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Core.Do(t.Context(), idem.Request{
+		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run, Local: p.Local,
+	})
+	var inProgress *idem.InProgressError
+	if !errors.As(err, &inProgress) {
+		t.Fatalf("got %v, want the action in progress", err)
+	}
+	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot); n != 0 {
+		t.Fatalf("%d appointments, want 0", n)
+	}
 }

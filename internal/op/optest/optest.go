@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -30,7 +31,29 @@ type Env struct {
 // Setup returns an Env; the test's package must run pgtest.Main.
 func Setup(t *testing.T) Env {
 	t.Helper()
-	store := db.New(pgtest.NewPool(t))
+	return setup(t, pgtest.NewPool(t))
+}
+
+// SetupWithTimeouts is Setup with the pool's connections starting with
+// timeouts, as the server's do.
+func SetupWithTimeouts(t *testing.T, timeouts db.Timeouts) Env {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetTimeouts(cfg, timeouts)
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return setup(t, pool)
+}
+
+func setup(t *testing.T, pool *pgxpool.Pool) Env {
+	t.Helper()
+	store := db.New(pool)
 	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
 	if err != nil {
 		t.Fatal(err)
