@@ -250,7 +250,29 @@ func (b *bench) profilePath(name string, c int) string {
 // load runs one measured run of scenario name at concurrency c with the
 // given number of workers (a storm worker is a group of clients).
 func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w *worker) bool) (stats, error) {
-	return load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), op)
+	// The WAL position is read when the warm-up ends and when the run does.
+	var from int64
+	var fromErr error
+	read := make(chan struct{})
+	timer := time.AfterFunc(b.warmup, func() { from, fromErr = b.walPosition(ctx); close(read) })
+	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), op)
+	if err != nil {
+		timer.Stop()
+		return st, err
+	}
+	<-read
+	to, toErr := b.walPosition(ctx)
+	if fromErr == nil && toErr == nil && st.requests > 0 {
+		st.walBytes, st.walOK = float64(to-from)/float64(st.requests), true
+	}
+	return st, nil
+}
+
+// walPosition is PostgreSQL's current WAL position in bytes.
+func (b *bench) walPosition(ctx context.Context) (int64, error) {
+	var pos int64
+	err := b.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").Scan(&pos)
+	return pos, err
 }
 
 // isLoopback reports whether a --url names this machine.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,12 @@ func TestBenchRuns(t *testing.T) {
 		if s.RPS <= 0 || s.Errors != 0 || s.P50 > s.P99 {
 			t.Errorf("%s at %d: rps %v, errors %d, p50 %v, p99 %v", s.Name, s.Concurrency, s.RPS, s.Errors, s.P50, s.P99)
 		}
+		// A write scenario writes WAL, at least a commit record per request;
+		// the read and the replays (one statement that writes nothing) do not.
+		readOnly := s.Name == "select" || s.Name == "replay"
+		if w := s.WALKBPerRequest; w == nil || readOnly != (*w < 0.05) {
+			t.Errorf("%s at %d: WAL per request %s KB", s.Name, s.Concurrency, show(w))
+		}
 	}
 	for _, r := range ratios {
 		got := rep.Ratios[r.name]
@@ -97,7 +104,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "server_max_rss_mib", "load average"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "server_max_rss_mib", "load average", "WAL KB/req"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
@@ -209,4 +216,11 @@ func TestEffectCheckFindsDuplicates(t *testing.T) {
 	if len(b.violations) != 2 || !strings.Contains(b.violations[1], "only 2 new appointments") {
 		t.Fatalf("violations = %v, want the lost effect", b.violations)
 	}
+}
+
+func show(v *float64) string {
+	if v == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*v, 'f', -1, 64)
 }

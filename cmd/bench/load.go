@@ -40,6 +40,11 @@ type stats struct {
 	p50, p99 time.Duration
 	// stoppedEarly: a worker ran out of prepared slots before the deadline.
 	stoppedEarly bool
+	// walBytes is the WAL PostgreSQL wrote per measured request (the whole
+	// server's, over the measured window); walOK is false when it could not
+	// be read.
+	walBytes float64
+	walOK    bool
 }
 
 // load runs op from n workers until warmup+measure have passed. op performs

@@ -43,6 +43,9 @@ func (r result) line() string {
 	}
 	s := fmt.Sprintf("%-10s %3d clients: %8.1f req/s  p50 %6.2f ms  p99 %7.2f ms  errors %d",
 		r.name, r.concurrency, r.rps, ms(r.p50), ms(r.p99), r.errors)
+	if r.walOK {
+		s += fmt.Sprintf("  WAL %.2f KB/req", r.walBytes/1024)
+	}
 	if r.note != "" {
 		s += " (" + r.note + ")"
 	}
@@ -83,13 +86,17 @@ func (b *bench) ratioValues() map[string]map[int]float64 {
 // file if asked.
 func (b *bench) report() error {
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\treq/s\tp50 ms\tp99 ms\terrors\t")
+	fmt.Fprintln(tw, "scenario\tclients\treq/s\tp50 ms\tp99 ms\terrors\tWAL KB/req\t")
 	for _, r := range b.results {
 		if r.skipped {
-			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\n", r.name, r.concurrency)
+			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\n", r.name, r.concurrency)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%d\t\n", r.name, r.concurrency, r.rps, ms(r.p50), ms(r.p99), r.errors)
+		wal := "-"
+		if r.walOK {
+			wal = fmt.Sprintf("%.2f", r.walBytes/1024)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%d\t%s\t\n", r.name, r.concurrency, r.rps, ms(r.p50), ms(r.p99), r.errors, wal)
 	}
 	tw.Flush()
 	for _, r := range b.results {
@@ -145,10 +152,15 @@ func (b *bench) report() error {
 		LoadBefore: b.machineLoad.before, LoadAfter: b.machineLoad.after, Server: b.serverKind(),
 	}
 	for _, r := range b.results {
-		out.Scenarios = append(out.Scenarios, jsonScenario{
+		js := jsonScenario{
 			Name: r.name, Concurrency: r.concurrency, RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99),
 			Errors: r.errors, Skipped: r.skipped, Note: r.note,
-		})
+		}
+		if r.walOK {
+			kb := round(r.walBytes/1024, 2)
+			js.WALKBPerRequest = &kb
+		}
+		out.Scenarios = append(out.Scenarios, js)
 	}
 	for _, r := range ratios {
 		if v := values[r.name]; v != nil {
@@ -214,6 +226,9 @@ type jsonScenario struct {
 	Errors      int     `json:"errors"`
 	Skipped     bool    `json:"skipped,omitempty"`
 	Note        string  `json:"note,omitempty"`
+	// WAL written per request over the measured window, the whole
+	// server's (absent when it could not be read).
+	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
 }
 
 // loadAvg is the 1, 5 and 15 minute load average (Linux; zeros elsewhere).
