@@ -87,10 +87,11 @@ func TestBenchRuns(t *testing.T) {
 		if s.RPS <= 0 || s.Errors != 0 || s.P50 > s.P99 {
 			t.Errorf("%s at %d: rps %v, errors %d, p50 %v, p99 %v", s.Name, s.Concurrency, s.RPS, s.Errors, s.P50, s.P99)
 		}
-		// A write scenario writes WAL, at least a commit record per request;
-		// the read and the replays (one statement that writes nothing) do not.
+		// A write scenario writes WAL, at least a commit record per request.
+		// (The figure is the whole server's, so background work such as
+		// autovacuum can add to any scenario: nothing is asserted of reads.)
 		readOnly := s.Name == "select" || s.Name == "replay"
-		if w := s.WALKBPerRequest; w == nil || readOnly != (*w < 0.05) {
+		if w := s.WALKBPerRequest; w == nil || (!readOnly && *w <= 0) {
 			t.Errorf("%s at %d: WAL per request %s KB", s.Name, s.Concurrency, show(w))
 		}
 	}
