@@ -165,11 +165,11 @@ func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (a
 	if bad != nil {
 		return *bad, false, nil
 	}
-	if err := decodeArgs(args, in); err != nil {
-		ans, err := invalid(err)
-		return ans, false, err
+	err = decodeArgs(args, in)
+	if err == nil {
+		err = in.Normalize()
 	}
-	if err := in.Normalize(); err != nil {
+	if err != nil {
 		ans, err := invalid(err)
 		return ans, false, err
 	}

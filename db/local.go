@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
@@ -18,9 +19,9 @@ import (
 // round trip of its own: one statement (a data-modifying CTE per operation,
 // queries/*.sql `ClaimAnd...`) checks the key, does the operation's writes,
 // inserts the action already completed with its answer (oncecall_complete),
-// and returns the key's action. PostgreSQL runs a lone statement as its own transaction, so
-// a first execution and a replay both cost one round trip, and the action
-// row is written once (no running row to update afterwards).
+// and returns the key's action. PostgreSQL runs a lone statement as its own
+// transaction, so a first execution and a replay both cost one round trip,
+// and the action row is written once (no running row to update afterwards).
 //
 // The statement starts with oncecall_key_free (migration 0010): it waits
 // for a concurrent attempt of the same key (an advisory lock of the key,
@@ -32,20 +33,16 @@ import (
 // included, rolls back; the caller then reads the winner's action.
 
 // Local is an operation's SQL form, bound to its input: what ClaimLocal
-// runs for the action that tenant is about to claim.
+// runs for an action that tenant is about to claim.
 type Local struct {
-	action uuid.UUID
 	tenant uuid.UUID
 	run    func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error)
 }
 
-// NewLocal returns a Local for the action id that tenant is about to claim;
-// one of its operation methods (Book, Reschedule, Cancel, CreateCustomer,
+// NewLocal returns a Local for an action that tenant is about to claim; one
+// of its operation methods (Book, Reschedule, Cancel, CreateCustomer,
 // UpdateCustomer, AppendNote, AddPoints) says what it does.
-func NewLocal(action, tenant uuid.UUID) *Local { return &Local{action: action, tenant: tenant} }
-
-// Action is the id of the action being claimed.
-func (l *Local) Action() uuid.UUID { return l.action }
+func NewLocal(tenant uuid.UUID) *Local { return &Local{tenant: tenant} }
 
 // Tenant is the claiming tenant.
 func (l *Local) Tenant() uuid.UUID { return l.tenant }
@@ -155,45 +152,48 @@ func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
 // concurrent attempt of the same key.
 var ErrAtClaim = errors.New("at the claim")
 
-// ClaimLocal claims c (whose ID must be l's action), runs l's writes,
-// completes the action and reads the action stored under c's key, in one
-// statement: one round trip and one transaction. The claim waits at most
-// the shorter of claimWait and the connection's lock_timeout for a
-// concurrent attempt of the same key, and fails then with a lock timeout
-// marked ErrAtClaim; the writes wait for their rows as long as the
-// connection's lock_timeout allows. claimed reports whether this call
-// inserted the action; a is the action the key names afterwards: this
-// call's, completed, or one stored before. When a concurrent attempt of the
-// key committed during the wait, nothing is written and a is the zero
-// Action, or ErrNotFound is returned (read it by key). Any error rolls
-// everything back, except
-// a broken connection, which leaves the outcome unknown (OutcomeUnknown):
-// the statement commits when it ends, and its end may have been reached.
+// ClaimLocal claims c (for l's tenant; c's lease is not used: the action
+// is inserted completed), runs l's writes, completes the action and reads
+// the action stored under c's key, in one statement: one round trip and one
+// transaction. The claim waits at most the shorter of claimWait and the
+// connection's lock_timeout for a concurrent attempt of the same key, and
+// fails then with a lock timeout marked ErrAtClaim; the writes wait for
+// their rows as long as the connection's lock_timeout allows. claimed
+// reports whether this call inserted the action; a is the action the key
+// names afterwards: this call's, completed, or one stored before. When a
+// concurrent attempt of the key committed first, nothing is written and a
+// is the zero Action: read it by key. Any error rolls everything back,
+// except a broken connection, which leaves the outcome unknown
+// (OutcomeUnknown): the statement commits when it ends, and its end may
+// have been reached.
 func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration, l *Local) (claimed bool, a Action, err error) {
 	if l.run == nil {
 		return false, Action{}, errors.New("a local operation without its SQL form")
 	}
-	if c.ID != l.action || c.TenantID != l.tenant {
-		return false, Action{}, errors.New("a local operation claimed under another action")
+	if c.TenantID != l.tenant {
+		return false, Action{}, errors.New("a local operation claimed for another tenant")
 	}
 	wait := strconv.FormatInt(max(claimWait.Milliseconds(), 1), 10) + "ms"
-	row, err := l.run(ctx, dbsqlc.New(s.pool), c, wait)
+	row, err := l.run(ctx, s.q, c, wait)
 	switch {
 	case takenMeanwhile(err):
 		return false, Action{}, nil
 	case LockTimeout(err) && waitedForKey(err):
 		return false, Action{}, fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
 	case err != nil:
-		return false, Action{}, afterCommit(fmt.Errorf("claim and run a local operation: %w", notFound(err)))
+		return false, Action{}, afterCommit(fmt.Errorf("claim and run a local operation: %w", err))
 	}
 	return row.ID == c.ID, action(row), nil
 }
 
-// takenMeanwhile reports whether err is the action's INSERT meeting a
-// concurrent attempt of the same key that committed first.
+// takenMeanwhile reports whether err says a concurrent attempt of the same
+// key committed first: the action's INSERT met its key (an attempt in the
+// Go form), or the statement's snapshot, taken before oncecall_key_free
+// waited for the attempt, does not hold the action that wait saw (no row).
 func takenMeanwhile(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == actionsKeyConstraint
+	return errors.Is(err, pgx.ErrNoRows) ||
+		errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == actionsKeyConstraint
 }
 
 // actionsKeyConstraint is the unique index of (tenant_id, idempotency_key).

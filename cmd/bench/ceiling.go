@@ -44,7 +44,7 @@ func (b *bench) ceilingBatch(ctx context.Context, tenant, customer, slot uuid.UU
 		return err
 	}
 	input := bookInput(customer, slot)
-	l := db.NewLocal(id, tenant)
+	l := db.NewLocal(tenant)
 	l.Book(customer, slot, "")
 	claimed, a, err := b.store.ClaimLocal(ctx, db.Claim{
 		ID: id, TenantID: tenant, Key: uuid.NewString(), Operation: "appointment.book",

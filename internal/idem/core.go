@@ -231,16 +231,18 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	if err != nil {
 		return Reply{}, err
 	}
-	owner := uuid.New()
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-		Fingerprint: req.Fingerprint, Request: req.Input, Lease: c.cfg.Lease, LeaseOwner: owner, CallID: req.CallID,
+		Fingerprint: req.Fingerprint, Request: req.Input, CallID: req.CallID,
 	}
 	if req.Local != nil && len(req.Steps) == 0 {
-		if l := db.NewLocal(id, req.TenantID); req.Local(l) {
+		if l := db.NewLocal(req.TenantID); req.Local(l) {
 			return c.executeLocal(ctx, claim, c.claimWait(req), l)
 		}
 	}
+	// Only an action claimed running has a lease, with its owner's token.
+	owner := uuid.New()
+	claim.Lease, claim.LeaseOwner = c.cfg.Lease, owner
 	var reply Reply
 	// The claim waits while another attempt's uncommitted claim holds the
 	// key; bound that wait so a caller is never held past its patience.
@@ -296,16 +298,14 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 
 // executeLocal claims the action and runs its local writes and completion,
 // written in SQL, in one round trip that also reads what the key names; a
-// key found taken answers errNotClaimed with that action in the reply.
+// key found taken answers errNotClaimed with that action in the reply (none
+// when it was taken meanwhile: do reads it).
 func (c *Core) executeLocal(ctx context.Context, claim db.Claim, claimWait time.Duration, l *db.Local) (Reply, error) {
 	claimed, a, err := c.store.ClaimLocal(ctx, claim, claimWait, l)
 	switch {
-	// The claim waited out its bound for a concurrent attempt that holds
-	// the key in an open transaction.
-	case errors.Is(err, db.ErrAtClaim) && ctx.Err() == nil && db.LockTimeout(err):
+	// The claim waited out its bound for a concurrent attempt of the key.
+	case errors.Is(err, db.ErrAtClaim) && ctx.Err() == nil:
 		return Reply{}, errClaimWait
-	case errors.Is(err, db.ErrNotFound):
-		return Reply{}, errNotClaimed // the claimer rolled back: read again
 	case err != nil:
 		return Reply{}, err
 	case !claimed:
