@@ -128,22 +128,24 @@ WITH fresh AS (
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
-           CASE WHEN ap.id IS NOT NULL THEN NULL
-                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
-                    THEN 'CUSTOMER_NOT_FOUND'
-                WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id))
-                    THEN 'SLOT_NOT_FOUND'
-                ELSE 'SLOT_UNAVAILABLE' END AS reason,
+           r.reason,
            CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
            ap.id::text AS resource_id,
            CASE WHEN ap.id IS NOT NULL THEN
                     oncecall_appointment(ap.id, ap.customer_id, ap.slot_id, ap.service, ap.status, sl.starts_at, sl.ends_at)
-                WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
-                    THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
+                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
+                        THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id))
+                        THEN 'SLOT_NOT_FOUND'
+                    ELSE 'SLOT_UNAVAILABLE' END AS reason
+    ) AS r
     WHERE fresh.yes
 )
 SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
@@ -180,7 +182,7 @@ WITH fresh AS (
       AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = sqlc.arg(slot_id) AND o.status = 'active')
     RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
 ), decided AS (
-    SELECT cur.id AS cur_id, cur.status AS cur_status, mv.id AS moved_id,
+    SELECT cur.id AS cur_id, cur.status AS cur_status,
            mv.id IS NOT NULL OR (cur.status = 'active' AND cur.slot_id = sqlc.arg(slot_id)) AS confirmed,
            CASE WHEN mv.id IS NOT NULL THEN
                     oncecall_appointment(mv.id, mv.customer_id, mv.slot_id, mv.service, mv.status, mv.starts_at, mv.ends_at)

@@ -431,20 +431,22 @@ WITH fresh AS (
               customers.points, customers.created_at
 ), answer AS (
     SELECT CASE WHEN c.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
-           CASE WHEN c.id IS NOT NULL THEN NULL
-                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = $1 AND cu.id = $5::uuid)
-                    THEN 'CUSTOMER_NOT_FOUND'
-                ELSE 'CUSTOMER_EXISTS' END AS reason,
+           r.reason,
            CASE WHEN c.id IS NULL THEN 422 ELSE 200 END AS http_status,
            c.id::text AS resource_id,
            CASE WHEN c.id IS NOT NULL THEN
                     oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
-                WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = $1 AND cu.id = $5::uuid)
-                    THEN '{"customer_id":' || to_json($5::uuid) || '}'
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($5::uuid) || '}'
                 ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
            END AS body
     FROM fresh
     LEFT JOIN changed c ON true
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN c.id IS NOT NULL THEN NULL
+                    WHEN NOT EXISTS (SELECT 1 FROM customers cu WHERE cu.tenant_id = $1 AND cu.id = $5::uuid)
+                        THEN 'CUSTOMER_NOT_FOUND'
+                    ELSE 'CUSTOMER_EXISTS' END AS reason
+    ) AS r
     WHERE fresh.yes
 )
 SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($13, $1, $2,
