@@ -48,7 +48,7 @@ func (b *bench) ceilingBatch(ctx context.Context, tenant, customer, slot uuid.UU
 	l.Book(customer, slot, "")
 	claimed, a, err := b.store.ClaimLocal(ctx, db.Claim{
 		ID: id, TenantID: tenant, Key: uuid.NewString(), Operation: "appointment.book",
-		Fingerprint: canon.Fingerprint("appointment.book", 1, input), Request: input, Lease: lease, LeaseOwner: uuid.New(),
+		Fingerprint: canon.Fingerprint("appointment.book", 1, input), Request: input,
 	}, claimWait, l)
 	if err != nil {
 		return err
