@@ -157,7 +157,7 @@ func TestRESTCommitCutBeforeIsUnknownAndRunsOnce(t *testing.T) {
 func isClaim(sql string) bool { return strings.Contains(sql, "INSERT INTO actions") }
 
 // isOneStatement matches the one statement of an operation's SQL form.
-func isOneStatement(sql string) bool { return strings.Contains(sql, "oncecall_complete(") }
+func isOneStatement(sql string) bool { return strings.Contains(sql, "oncecall_key_free(") }
 
 // The connection breaks while the claim is sent, before any COMMIT: nothing
 // can have been stored, and the answer says so.

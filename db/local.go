@@ -18,16 +18,17 @@ import (
 // A local operation whose writes and answer can be decided in SQL needs no
 // round trip of its own: one statement (a data-modifying CTE per operation,
 // queries/*.sql `ClaimAnd...`) checks the key, does the operation's writes,
-// inserts the action already completed with its answer (oncecall_complete),
-// and returns the key's action. PostgreSQL runs a lone statement as its own
-// transaction, so a first execution and a replay both cost one round trip,
-// and the action row is written once (no running row to update afterwards).
+// inserts the action already completed with its answer, and returns the
+// key's action. PostgreSQL runs a lone statement as its own transaction, so
+// a first execution and a replay both cost one round trip, and the action
+// row is written once (no running row to update afterwards).
 //
-// The statement starts with oncecall_key_free (migration 0010): it waits
-// for a concurrent attempt of the same key (an advisory lock of the key,
-// held to the end of the statement) and checks that the key is free. Every
-// write is gated on that, so a replay writes nothing and gets the stored
-// action back. The key's unique index remains the guarantee: an attempt in
+// The statement starts by reading the key's action. A key already taken (a
+// replay) is answered with it: nothing else runs. Otherwise
+// oncecall_key_free (migration 0010) waits for a concurrent attempt of the
+// same key (an advisory lock of the key, held to the end of the statement)
+// and checks that the key is still free. Every write is gated on that, so
+// a replay writes nothing and gets the stored action back. The key's unique index remains the guarantee: an attempt in
 // the other form (BEGIN, claim, writes, COMMIT) that commits the key first
 // makes the action's INSERT fail, and the whole statement, its writes
 // included, rolls back; the caller then reads the winner's action.
@@ -55,11 +56,12 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		return q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
+		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -67,10 +69,11 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 // appointment, or rejected as the Go form of appointment.reschedule would.
 func (l *Local) Reschedule(appointment, slot uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		return q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
+		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -78,10 +81,11 @@ func (l *Local) Reschedule(appointment, slot uuid.UUID) {
 // appointment, or rejected as CancelAppointment's caller would.
 func (l *Local) Cancel(appointment uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		return q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
+		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -94,11 +98,12 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		return q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
+		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
 			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
 			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -107,12 +112,13 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 // or external reference another customer holds.
 func (l *Local) UpdateCustomer(c CustomerChange) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
-		return q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
+		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
 			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
 			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
 			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -124,11 +130,12 @@ func (l *Local) AppendNote(customer uuid.UUID, text string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		return q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
+		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text,
 			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
 			Request: c.Request, CallID: ptr(c.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -140,11 +147,12 @@ func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
-		return q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
+		row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
 			EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
 		})
+		return dbsqlc.Action(row), err
 	}
 }
 
@@ -200,11 +208,12 @@ func takenMeanwhile(err error) bool {
 const actionsKeyConstraint = "actions_tenant_id_idempotency_key_key"
 
 // waitedForKey reports whether a lock timeout ended the wait for a
-// concurrent attempt of the same key: in oncecall_key_free, or in
-// oncecall_complete on the key's unique index (an attempt in the other form
-// holds the key uncommitted), not a wait for a row one of the operation's
-// writes needs.
+// concurrent attempt of the same key: in oncecall_key_free, or in the
+// action's INSERT on the key's unique index (an attempt in the other form
+// holds the key uncommitted; PostgreSQL names the index in the error's
+// context), not a wait for a row one of the operation's writes needs.
 func waitedForKey(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (strings.Contains(pgErr.Where, "oncecall_key_free") || strings.Contains(pgErr.Where, "oncecall_complete"))
+	return errors.As(err, &pgErr) &&
+		(strings.Contains(pgErr.Where, "oncecall_key_free") || strings.Contains(pgErr.Where, `"`+actionsKeyConstraint+`"`))
 }

@@ -115,8 +115,12 @@ WHERE NOT EXISTS (
 -- the same key makes the action's INSERT fail on the key's unique index,
 -- which rolls the booking back with it. The claim's lock wait is bounded by
 -- the shorter of claim_wait and the connection's lock_timeout.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), booked AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
     SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(id)
@@ -147,14 +151,18 @@ WITH fresh AS (
                     ELSE 'SLOT_UNAVAILABLE' END AS reason
     ) AS r
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;
 
 -- name: ClaimAndReschedule :one
 -- A move's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -166,8 +174,12 @@ WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc
 -- APPOINTMENT_NOT_ACTIVE, SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent
 -- booking of the new slot makes the unique index fail; the idempotency core
 -- then runs the statement again with a fresh snapshot.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), cur AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
     FROM appointments a JOIN slots s ON s.id = a.slot_id
@@ -207,14 +219,18 @@ WITH fresh AS (
                 WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM decided
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;
 
 -- name: ClaimAndCancel :one
 -- A cancellation's one round trip, as ClaimAndBook: when the key is not
@@ -224,8 +240,12 @@ WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc
 -- it is: read with a share lock, so a cancellation another transaction
 -- committed during this statement is seen, as the Go form's later read
 -- sees it).
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), cancelled AS (
     UPDATE appointments SET status = 'cancelled', updated_at = now()
     WHERE (SELECT yes FROM fresh)
@@ -253,11 +273,15 @@ WITH fresh AS (
         FOR SHARE OF a
     ) AS cur ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;

@@ -56,8 +56,12 @@ RETURNING *;
 -- concurrent create of the same phone or reference makes the unique index
 -- fail; the idempotency core then runs the statement again, which sees it.
 -- Empty optional fields are stored as NULL and left out of the answer.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), held AS (
     SELECT h.id, h.field FROM (
         SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
@@ -89,14 +93,18 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN created c ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;
 
 -- name: ClaimAndUpdateCustomer :one
 -- A customer's change in one round trip, as ClaimAndBook: when the key is
@@ -107,8 +115,12 @@ WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc
 -- CUSTOMER_NOT_FOUND or CUSTOMER_EXISTS naming the other customer and the
 -- field. A concurrent change to the same phone or reference makes the unique
 -- index fail; the idempotency core then runs the statement again.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), held AS (
     SELECT h.id, h.field FROM (
         SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
@@ -153,22 +165,30 @@ WITH fresh AS (
                     ELSE 'CUSTOMER_EXISTS' END AS reason
     ) AS r
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;
 
 -- name: ClaimAndAppendNote :one
 -- A note's one round trip, as ClaimAndBook: when the key is not taken, it
 -- appends the note to the tenant's customer and inserts the action already
 -- completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
 -- the body written as the Go store writes it.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), noted AS (
     INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
     SELECT sqlc.arg(note_id), sqlc.arg(tenant_id), customers.id, sqlc.arg(text), sqlc.arg(id)
@@ -188,14 +208,18 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;
 
 -- name: ClaimAndAddPoints :one
 -- A points change's one round trip, as ClaimAndBook: when the key is not
@@ -205,8 +229,12 @@ WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc
 -- as it is: read with a share lock, so a change another transaction
 -- committed during this statement is seen, as the Go form's later read sees
 -- it), the body written as the Go store writes it.
-WITH fresh AS (
-    SELECT oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) AS yes
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), changed AS (
     UPDATE customers
     SET points = customers.points + sqlc.arg(delta), updated_at = now()
@@ -240,11 +268,15 @@ WITH fresh AS (
         FOR SHARE
     ) AS cu ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
 )
-SELECT claimed.* FROM answer, oncecall_complete(sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key),
-    sqlc.arg(operation), sqlc.arg(fingerprint), sqlc.arg(request), sqlc.narg(call_id), answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT * FROM claimed
 UNION ALL
-SELECT * FROM actions
-WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
-  AND NOT (SELECT yes FROM fresh);
+SELECT * FROM prior;

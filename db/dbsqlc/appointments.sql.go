@@ -158,8 +158,12 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 }
 
 const claimAndBook = `-- name: ClaimAndBook :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), booked AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
     SELECT $4, $1, c.id, s.id, $5, $6
@@ -190,14 +194,18 @@ WITH fresh AS (
                     ELSE 'SLOT_UNAVAILABLE' END AS reason
     ) AS r
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $9, $10,
+           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
-    $9, $10, $11, $12, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndBookParams struct {
@@ -215,6 +223,28 @@ type ClaimAndBookParams struct {
 	CallID         *string
 }
 
+type ClaimAndBookRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A booking's one round trip (see db.Local): claim, booking, completion and
 // the key's action in one statement, which is its own transaction. When the
 // key is already taken (seen in the statement's snapshot) it writes nothing
@@ -226,7 +256,7 @@ type ClaimAndBookParams struct {
 // the same key makes the action's INSERT fail on the key's unique index,
 // which rolls the booking back with it. The claim's lock wait is bounded by
 // the shorter of claim_wait and the connection's lock_timeout.
-func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Action, error) {
+func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (ClaimAndBookRow, error) {
 	row := q.db.QueryRow(ctx, claimAndBook,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -241,7 +271,7 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Act
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndBookRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -267,8 +297,12 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Act
 }
 
 const claimAndCancel = `-- name: ClaimAndCancel :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), cancelled AS (
     UPDATE appointments SET status = 'cancelled', updated_at = now()
     WHERE (SELECT yes FROM fresh)
@@ -296,14 +330,18 @@ WITH fresh AS (
         FOR SHARE OF a
     ) AS cur ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $5, $1, $2, $6, $7,
+           $8, $9, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($5, $1, $2,
-    $6, $7, $8, $9, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndCancelParams struct {
@@ -318,6 +356,28 @@ type ClaimAndCancelParams struct {
 	CallID         *string
 }
 
+type ClaimAndCancelRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A cancellation's one round trip, as ClaimAndBook: when the key is not
 // taken, it cancels the appointment if it is active and inserts the action
 // already completed: confirmed with the appointment, or rejected with
@@ -325,7 +385,7 @@ type ClaimAndCancelParams struct {
 // it is: read with a share lock, so a cancellation another transaction
 // committed during this statement is seen, as the Go form's later read
 // sees it).
-func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) (Action, error) {
+func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) (ClaimAndCancelRow, error) {
 	row := q.db.QueryRow(ctx, claimAndCancel,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -337,7 +397,7 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndCancelRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -363,8 +423,12 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 }
 
 const claimAndReschedule = `-- name: ClaimAndReschedule :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), cur AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
     FROM appointments a JOIN slots s ON s.id = a.slot_id
@@ -404,14 +468,18 @@ WITH fresh AS (
                 WHEN cur_id IS NULL THEN '{"appointment_id":' || to_json($4::uuid) || '}'
                 ELSE '{"slot_id":' || to_json($5::uuid) || '}' END AS body
     FROM decided
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $7, $8,
+           $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
-    $7, $8, $9, $10, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndRescheduleParams struct {
@@ -427,6 +495,28 @@ type ClaimAndRescheduleParams struct {
 	CallID         *string
 }
 
+type ClaimAndRescheduleRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A move's one round trip, as ClaimAndBook: when the key is not taken, it
 // locks the appointment (seeing a change another transaction committed
 // meanwhile), moves it to the new slot if it is active, the slot is the
@@ -436,7 +526,7 @@ type ClaimAndRescheduleParams struct {
 // APPOINTMENT_NOT_ACTIVE, SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent
 // booking of the new slot makes the unique index fail; the idempotency core
 // then runs the statement again with a fresh snapshot.
-func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndRescheduleParams) (Action, error) {
+func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndRescheduleParams) (ClaimAndRescheduleRow, error) {
 	row := q.db.QueryRow(ctx, claimAndReschedule,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -449,7 +539,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndRescheduleRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,

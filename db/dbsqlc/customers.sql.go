@@ -8,6 +8,7 @@ package dbsqlc
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -96,8 +97,12 @@ func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNote
 }
 
 const claimAndAddPoints = `-- name: ClaimAndAddPoints :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), changed AS (
     UPDATE customers
     SET points = customers.points + $4, updated_at = now()
@@ -131,14 +136,18 @@ WITH fresh AS (
         FOR SHARE
     ) AS cu ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $8, $1, $2, $9, $10,
+           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($8, $1, $2,
-    $9, $10, $11, $12, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndAddPointsParams struct {
@@ -156,6 +165,28 @@ type ClaimAndAddPointsParams struct {
 	CallID         *string
 }
 
+type ClaimAndAddPointsRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A points change's one round trip, as ClaimAndBook: when the key is not
 // taken, it changes the balance unless it would go below zero and inserts
 // the action already completed: confirmed with the ledger entry, or
@@ -163,7 +194,7 @@ type ClaimAndAddPointsParams struct {
 // as it is: read with a share lock, so a change another transaction
 // committed during this statement is seen, as the Go form's later read sees
 // it), the body written as the Go store writes it.
-func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (Action, error) {
+func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (ClaimAndAddPointsRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAddPoints,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -178,7 +209,7 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndAddPointsRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -204,8 +235,12 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 }
 
 const claimAndAppendNote = `-- name: ClaimAndAppendNote :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), noted AS (
     INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
     SELECT $4, $1, customers.id, $5, $6
@@ -225,14 +260,18 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $6, $1, $2, $8, $9,
+           $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($6, $1, $2,
-    $8, $9, $10, $11, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndAppendNoteParams struct {
@@ -249,11 +288,33 @@ type ClaimAndAppendNoteParams struct {
 	CallID         *string
 }
 
+type ClaimAndAppendNoteRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
 // appends the note to the tenant's customer and inserts the action already
 // completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
 // the body written as the Go store writes it.
-func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (Action, error) {
+func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAppendNote,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -267,7 +328,7 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndAppendNoteRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -293,8 +354,12 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 }
 
 const claimAndCreateCustomer = `-- name: ClaimAndCreateCustomer :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), held AS (
     SELECT h.id, h.field FROM (
         SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
@@ -326,14 +391,18 @@ WITH fresh AS (
     FROM fresh
     LEFT JOIN created c ON true
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $9, $1, $2, $10, $11,
+           $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($9, $1, $2,
-    $10, $11, $12, $13, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndCreateCustomerParams struct {
@@ -352,6 +421,28 @@ type ClaimAndCreateCustomerParams struct {
 	CallID         *string
 }
 
+type ClaimAndCreateCustomerRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A customer's creation in one round trip, as ClaimAndBook: when the key is
 // not taken, it creates the customer unless another of the tenant's
 // customers already has the phone (first) or the external reference, and
@@ -360,7 +451,7 @@ type ClaimAndCreateCustomerParams struct {
 // concurrent create of the same phone or reference makes the unique index
 // fail; the idempotency core then runs the statement again, which sees it.
 // Empty optional fields are stored as NULL and left out of the answer.
-func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreateCustomerParams) (Action, error) {
+func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreateCustomerParams) (ClaimAndCreateCustomerRow, error) {
 	row := q.db.QueryRow(ctx, claimAndCreateCustomer,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -376,7 +467,7 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndCreateCustomerRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
@@ -402,8 +493,12 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 }
 
 const claimAndUpdateCustomer = `-- name: ClaimAndUpdateCustomer :one
-WITH fresh AS (
-    SELECT oncecall_key_free($1, $2, $3) AS yes
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), held AS (
     SELECT h.id, h.field FROM (
         SELECT customers.id, 'phone' AS field, 1 AS rank FROM customers
@@ -448,14 +543,18 @@ WITH fresh AS (
                     ELSE 'CUSTOMER_EXISTS' END AS reason
     ) AS r
     WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $13, $1, $2, $14, $15,
+           $16, $17, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
 )
-SELECT claimed.id, claimed.tenant_id, claimed.idempotency_key, claimed.operation, claimed.fingerprint, claimed.request, claimed.state, claimed.needs_operator, claimed.outcome, claimed.reason, claimed.http_status, claimed.resource_id, claimed.result, claimed.lease_until, claimed.created_at, claimed.updated_at, claimed.completed_at, claimed.lease_owner, claimed.call_id FROM answer, oncecall_complete($13, $1, $2,
-    $14, $15, $16, $17, answer.outcome,
-    answer.reason, answer.http_status, answer.resource_id, answer.body) AS claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
-WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
-  AND NOT (SELECT yes FROM fresh)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
 `
 
 type ClaimAndUpdateCustomerParams struct {
@@ -478,6 +577,28 @@ type ClaimAndUpdateCustomerParams struct {
 	CallID         *string
 }
 
+type ClaimAndUpdateCustomerRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
 // A customer's change in one round trip, as ClaimAndBook: when the key is
 // not taken, it sets the fields whose set_ flag is true (an empty phone,
 // e-mail or reference clears it) unless another of the tenant's customers
@@ -486,7 +607,7 @@ type ClaimAndUpdateCustomerParams struct {
 // CUSTOMER_NOT_FOUND or CUSTOMER_EXISTS naming the other customer and the
 // field. A concurrent change to the same phone or reference makes the unique
 // index fail; the idempotency core then runs the statement again.
-func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdateCustomerParams) (Action, error) {
+func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdateCustomerParams) (ClaimAndUpdateCustomerRow, error) {
 	row := q.db.QueryRow(ctx, claimAndUpdateCustomer,
 		arg.TenantID,
 		arg.IdempotencyKey,
@@ -506,7 +627,7 @@ func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdate
 		arg.Request,
 		arg.CallID,
 	)
-	var i Action
+	var i ClaimAndUpdateCustomerRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
