@@ -67,37 +67,27 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bareTenant{}, tenant)))
 		})
 	})
+	// The floor: the same request, read, decoded and checked, answered with
+	// a body of a booking answer's size and no database work at all.
+	r.Post("/v1/floor", func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := bareInput(w, r); !ok {
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		w.Write(floorBody) //nolint:errcheck
+	})
 	r.Post("/v1/appointments", func(w http.ResponseWriter, r *http.Request) {
-		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-			http.Error(w, "content type", http.StatusUnsupportedMediaType)
-			return
-		}
-		body, err := io.ReadAll(r.Body)
-		if err != nil {
-			http.Error(w, "body", http.StatusRequestEntityTooLarge)
-			return
-		}
-		var in booking.BookInput
-		if err := op.Decode(body, &in); err != nil {
-			http.Error(w, "invalid input", http.StatusBadRequest)
-			return
-		}
-		if err := op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
-			op.Text("service", &in.Service, 200, false)); err != nil {
-			http.Error(w, "invalid input", http.StatusBadRequest)
+		in, ok := bareInput(w, r)
+		if !ok {
 			return
 		}
 		tenant := r.Context().Value(bareTenant{}).(uuid.UUID)
-		// appointments.action_id is NOT NULL; without idempotency there is
-		// no action, so a random reference stands in for it.
-		a, ok, err := store.BookSlot(r.Context(), db.Booking{
-			TenantID: tenant, ActionID: uuid.New(), CustomerID: op.MustUUID(in.CustomerID),
-			SlotID: op.MustUUID(in.SlotID), Service: in.Service,
-		})
+		a, booked, err := bareBook(r.Context(), store, tenant, op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
 		switch {
 		case err != nil:
 			http.Error(w, "internal error", http.StatusInternalServerError)
-		case ok != db.BookedOK:
+		case booked != db.BookedOK:
 			http.Error(w, "slot unavailable", http.StatusUnprocessableEntity)
 		default:
 			out, _ := json.Marshal(a)
@@ -107,6 +97,47 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 		}
 	})
 	return r
+}
+
+// bareBook is the bare handler's one statement: the booking's INSERT,
+// without idempotency. The bare_sql scenario sends it without HTTP.
+func bareBook(ctx context.Context, store *db.Store, tenant, customer, slot uuid.UUID, service string) (db.Appointment, db.Booked, error) {
+	// appointments.action_id is NOT NULL; without idempotency there is no
+	// action, so a random reference stands in for it.
+	return store.BookSlot(ctx, db.Booking{
+		TenantID: tenant, ActionID: uuid.New(), CustomerID: customer, SlotID: slot, Service: service,
+	})
+}
+
+// floorBody is what the floor answers: an envelope of the size of a first
+// booking's answer.
+var floorBody = []byte(`{"action":{"id":"0197a3b0-0000-7000-8000-000000000003","operation":"appointment.book",` +
+	`"status_url":"/v1/actions/0197a3b0-0000-7000-8000-000000000003"},"outcome":"confirmed","result":` +
+	string(resultBody) + `}`)
+
+// bareInput reads and checks a booking's body as the server does; false
+// means the error has been answered.
+func bareInput(w http.ResponseWriter, r *http.Request) (booking.BookInput, bool) {
+	var in booking.BookInput
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		http.Error(w, "content type", http.StatusUnsupportedMediaType)
+		return in, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "body", http.StatusRequestEntityTooLarge)
+		return in, false
+	}
+	if err := op.Decode(body, &in); err != nil {
+		http.Error(w, "invalid input", http.StatusBadRequest)
+		return in, false
+	}
+	if err := op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
+		op.Text("service", &in.Service, 200, false)); err != nil {
+		http.Error(w, "invalid input", http.StatusBadRequest)
+		return in, false
+	}
+	return in, true
 }
 
 // bareLog writes one access line per request with the server's fields.

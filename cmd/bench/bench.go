@@ -223,6 +223,10 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runCeiling(ctx, c, false)
 	case "select":
 		return b.runSelect(ctx, c)
+	case "floor":
+		return b.runFloor(ctx, c)
+	case "bare_sql":
+		return b.runBareSQL(ctx, c)
 	case "bare":
 		return b.runBare(ctx, c)
 	case "first":

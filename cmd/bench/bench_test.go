@@ -90,7 +90,7 @@ func TestBenchRuns(t *testing.T) {
 		// A write scenario writes WAL, at least a commit record per request.
 		// (The figure is the whole server's, so background work such as
 		// autovacuum can add to any scenario: nothing is asserted of reads.)
-		readOnly := s.Name == "select" || s.Name == "replay"
+		readOnly := s.Name == "select" || s.Name == "replay" || s.Name == "floor"
 		if w := s.WALKBPerRequest; w == nil || (!readOnly && *w <= 0) {
 			t.Errorf("%s at %d: WAL per request %s KB", s.Name, s.Concurrency, show(w))
 		}
@@ -100,15 +100,43 @@ func TestBenchRuns(t *testing.T) {
 		if got.Target != r.target || got.Clients["2"] <= 0 || got.Clients["8"] <= 0 {
 			t.Errorf("ratio %s at 2 and 8 clients: %+v", r.name, got)
 		}
+		if hasBound := got.Bound["2"] > 0 && got.Bound["8"] > 0; hasBound != (r.bound != nil) {
+			t.Errorf("ratio %s: bound %v", r.name, got.Bound)
+		}
 	}
 	if rep.Server != serverProcess || rep.ServerMaxRSSMiB == nil || *rep.ServerMaxRSSMiB <= 0 ||
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "server_max_rss_mib", "load average", "WAL KB/req"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestBounds checks the bounds' arithmetic: a request that costs one floor
+// request and one select can run at most 1/(1/floor + 1/select) times a
+// second.
+func TestBounds(t *testing.T) {
+	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000}
+	get := func(name string) float64 { return rps[name] }
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"replay/select", replaySelectBound(get), 0.6},                           // 12,000 / 20,000
+		{"first/ceiling", firstCeilingBound(get), 0.909},                         // 2,727 / 3,000
+		{"first/bare", firstBareBound(get), round(0.0005/(0.00025+1.0/3000), 3)}, // 1/bare over bare - bare_sql + ceiling
+	} {
+		if c.got != c.want {
+			t.Errorf("%s bound = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	delete(rps, "floor")
+	if v := replaySelectBound(get); v != 0 {
+		t.Errorf("a bound without its runs = %v, want 0 (not known)", v)
 	}
 }
 

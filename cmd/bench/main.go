@@ -12,6 +12,8 @@
 //	ceiling     the one statement of a first booking (claim, booking, completion), no HTTP
 //	ceiling_tx  claim, booking, completion one at a time in one transaction, no HTTP
 //	select      the read of an action by key that a replay needs, no HTTP
+//	floor       the bare request answered from memory: HTTP on the same stack, no database
+//	bare_sql    bare's statement (the booking's INSERT), no HTTP
 //	bare        an HTTP handler on the same stack doing only the booking write
 //	first       REST bookings with fresh Idempotency-Keys
 //	replay      the requests of first again
@@ -39,7 +41,7 @@ import (
 	"time"
 )
 
-var scenarioOrder = []string{"ceiling", "ceiling_tx", "select", "bare", "first", "replay", "storm", "dasha", "grown"}
+var scenarioOrder = []string{"ceiling", "ceiling_tx", "select", "floor", "bare_sql", "bare", "first", "replay", "storm", "dasha", "grown"}
 
 // config is the command line.
 type config struct {

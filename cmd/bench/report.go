@@ -14,17 +14,53 @@ import (
 
 // ratio is one figure of merit: rps of num over rps of den at the same
 // concurrency, and the target it should meet (0: reported, no target).
+// bound, when set, is the highest value the ratio can have on this machine
+// by the runs' own figures (see bounds).
 type ratio struct {
 	name, num, den string
 	target         float64
+	bound          func(rps func(string) float64) float64
 }
 
 var ratios = []ratio{
-	{"first/ceiling", "first", "ceiling", 0.8},
-	{"first/bare", "first", "bare", 0.9},
-	{"replay/select", "replay", "select", 0.6},
-	{"grown/first", "grown", "first", 0.9},
-	{"first/ceiling_tx", "first", "ceiling_tx", 0},
+	{"first/ceiling", "first", "ceiling", 0.8, firstCeilingBound},
+	{"first/bare", "first", "bare", 0.9, firstBareBound},
+	{"replay/select", "replay", "select", 0.6, replaySelectBound},
+	{"grown/first", "grown", "first", 0.9, nil},
+	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil},
+}
+
+// The bounds take a saturated machine, where what requests cost in CPU
+// adds up: a scenario at x req/s costs 1/x of the machine per request.
+// A first execution costs at least an HTTP request on the server's stack
+// (floor: read, authenticated, decoded, answered, the client included) plus
+// its statement (ceiling); a replay at least floor plus its read (select).
+// bare is floor's work plus bare's statement (bare_sql), so a first
+// execution costs at least bare minus bare_sql plus ceiling. A bound is 0
+// (not known) when a run it needs is missing.
+
+func firstCeilingBound(rps func(string) float64) float64 {
+	return costRatio(rps("ceiling"), rps("floor"), rps("ceiling"))
+}
+
+func firstBareBound(rps func(string) float64) float64 {
+	bare, bareSQL, ceiling := rps("bare"), rps("bare_sql"), rps("ceiling")
+	if bare == 0 || bareSQL == 0 || ceiling == 0 {
+		return 0
+	}
+	return round((1/bare)/(max(1/bare-1/bareSQL, 0)+1/ceiling), 3)
+}
+
+func replaySelectBound(rps func(string) float64) float64 {
+	return costRatio(rps("select"), rps("floor"), rps("select"))
+}
+
+// costRatio is the rps of a request costing one of a and one of b, over den.
+func costRatio(den, a, b float64) float64 {
+	if den == 0 || a == 0 || b == 0 {
+		return 0
+	}
+	return round(1/(1/a+1/b)/den, 3)
 }
 
 // rssTargetMiB is the target for the server's peak RSS.
@@ -62,23 +98,33 @@ func (b *bench) find(name string, c int) (result, bool) {
 	return result{}, false
 }
 
-// ratioValues computes every ratio the runs allow, at every concurrency.
-func (b *bench) ratioValues() map[string]map[int]float64 {
-	out := map[string]map[int]float64{}
+// ratioValues computes every ratio the runs allow, at every concurrency,
+// and every bound.
+func (b *bench) ratioValues() (values, bounds map[string]map[int]float64) {
+	values, bounds = map[string]map[int]float64{}, map[string]map[int]float64{}
+	put := func(m map[string]map[int]float64, name string, c int, v float64) {
+		if m[name] == nil {
+			m[name] = map[int]float64{}
+		}
+		m[name][c] = v
+	}
 	for _, r := range ratios {
 		for _, c := range b.cfg.concurrency {
-			num, ok1 := b.find(r.num, c)
-			den, ok2 := b.find(r.den, c)
-			if !ok1 || !ok2 {
-				continue
+			rps := func(name string) float64 {
+				res, _ := b.find(name, c)
+				return res.rps
 			}
-			if out[r.name] == nil {
-				out[r.name] = map[int]float64{}
+			if num, den := rps(r.num), rps(r.den); num > 0 && den > 0 {
+				put(values, r.name, c, round(num/den, 3))
 			}
-			out[r.name][c] = round(num.rps/den.rps, 3)
+			if r.bound != nil {
+				if v := r.bound(rps); v > 0 {
+					put(bounds, r.name, c, v)
+				}
+			}
 		}
 	}
-	return out
+	return values, bounds
 }
 
 // report prints the table, the ratios at every concurrency against their
@@ -105,14 +151,18 @@ func (b *bench) report() error {
 		}
 	}
 
-	values := b.ratioValues()
+	values, bounds := b.ratioValues()
 	fmt.Fprintln(b.stdout)
 	tw = tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ratio")
 	for _, c := range b.cfg.concurrency {
 		fmt.Fprintf(tw, "\t%d clients", c)
 	}
-	fmt.Fprintln(tw, "\ttarget\t")
+	fmt.Fprint(tw, "\ttarget")
+	for _, c := range b.cfg.concurrency {
+		fmt.Fprintf(tw, "\tbound %d", c)
+	}
+	fmt.Fprintln(tw, "\t")
 	for _, r := range ratios {
 		fmt.Fprint(tw, r.name)
 		for _, c := range b.cfg.concurrency {
@@ -127,10 +177,18 @@ func (b *bench) report() error {
 			}
 		}
 		if r.target > 0 {
-			fmt.Fprintf(tw, "\t>= %.2f\t\n", r.target)
+			fmt.Fprintf(tw, "\t>= %.2f", r.target)
 		} else {
-			fmt.Fprint(tw, "\t\t\n")
+			fmt.Fprint(tw, "\t")
 		}
+		for _, c := range b.cfg.concurrency {
+			if v, ok := bounds[r.name][c]; ok {
+				fmt.Fprintf(tw, "\t%.3f", v)
+			} else {
+				fmt.Fprint(tw, "\t-")
+			}
+		}
+		fmt.Fprintln(tw, "\t")
 	}
 	rss, rssOK := b.serverRSS()
 	rss = round(rss, 1)
@@ -167,6 +225,12 @@ func (b *bench) report() error {
 			jr := jsonRatio{Target: r.target, Clients: map[string]float64{}}
 			for c, x := range v {
 				jr.Clients[strconv.Itoa(c)] = x
+			}
+			for c, x := range bounds[r.name] {
+				if jr.Bound == nil {
+					jr.Bound = map[string]float64{}
+				}
+				jr.Bound[strconv.Itoa(c)] = x
 			}
 			out.Ratios[r.name] = jr
 		}
@@ -215,6 +279,9 @@ type jsonRatio struct {
 	Target float64 `json:"target,omitempty"`
 	// Clients maps the number of clients to the ratio.
 	Clients map[string]float64 `json:"clients"`
+	// Bound maps the number of clients to the highest value the ratio
+	// can have by the run's own figures (absent without the runs it needs).
+	Bound map[string]float64 `json:"bound,omitempty"`
 }
 
 type jsonScenario struct {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
 )
 
 // selectActions is how many completed actions the select scenario reads
@@ -243,6 +246,73 @@ func (b *bench) runBare(ctx context.Context, c int) (result, error) {
 	}
 	b.maxRPS = max(b.maxRPS, st.rps)
 	return b.finish(ctx, "bare", c, st, []uuid.UUID{f.tenant}, before, &t, false)
+}
+
+// runBareSQL sends bare's statement (the booking's INSERT) without HTTP:
+// what bare costs the database, as ceiling is for first.
+func (b *bench) runBareSQL(ctx context.Context, c int) (result, error) {
+	f, err := b.bookingFixture(ctx, tenantName("bare_sql", c))
+	if err != nil {
+		return result{}, err
+	}
+	before, err := b.effects(ctx, []uuid.UUID{f.tenant})
+	if err != nil {
+		return result{}, err
+	}
+	var t tally
+	st, err := b.load(ctx, "bare_sql", c, c, func(w *worker) bool {
+		slot, customer, ok := f.take()
+		if !ok {
+			return false
+		}
+		start := time.Now()
+		_, booked, err := bareBook(context.Background(), b.store, f.tenant, customer, slot, "")
+		d := time.Since(start)
+		if err == nil && booked != db.BookedOK {
+			err = errors.New("a free slot was not booked")
+		}
+		if err == nil {
+			t.firsts.Add(1)
+		} else {
+			t.unexpected(answer{err: err})
+		}
+		w.observe(start, d, err == nil)
+		return true
+	})
+	if err != nil {
+		return result{}, err
+	}
+	return b.finish(ctx, "bare_sql", c, st, []uuid.UUID{f.tenant}, before, &t, false)
+}
+
+// runFloor sends bare's request to a handler on the same stack that checks
+// it and answers without the database: what the HTTP request alone costs
+// on this machine, client included.
+func (b *bench) runFloor(ctx context.Context, c int) (result, error) {
+	f, err := b.newTenant(ctx, tenantName("floor", c))
+	if err != nil {
+		return result{}, err
+	}
+	body := bookBody(f.customers[0], uuid.New())
+	var t tally
+	st, err := b.load(ctx, "floor", c, c, func(w *worker) bool {
+		start := time.Now()
+		a := b.post(b.bareURL+"/v1/floor", f.apiKey, "", body, false)
+		d := time.Since(start)
+		ok := a.err == nil && a.status == http.StatusCreated
+		if !ok {
+			t.unexpected(a)
+		}
+		w.observe(start, d, ok)
+		return true
+	})
+	if err != nil {
+		return result{}, err
+	}
+	if s := t.sample.Load(); s != nil {
+		b.logf("  first unexpected answer: %s", *s)
+	}
+	return result{stats: st}, nil
 }
 
 func (b *bench) runFirst(ctx context.Context, c int) (result, error) {
