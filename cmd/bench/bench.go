@@ -256,7 +256,9 @@ func (b *bench) profilePath(name string, c int) string {
 // load runs one measured run of scenario name at concurrency c with the
 // given number of workers (a storm worker is a group of clients).
 func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w *worker) bool) (stats, error) {
-	b.checkpoint(ctx)
+	if err := b.settle(ctx); err != nil {
+		return stats{}, err
+	}
 	// The WAL position is read when the warm-up ends and when the run does.
 	var from int64
 	var fromErr error
@@ -275,20 +277,25 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	return st, nil
 }
 
-// checkpoint makes PostgreSQL write a checkpoint before a run, so that
-// every run starts at the same point of the checkpoint cycle: one run's
-// WAL cannot trigger a checkpoint in the next (whose writes would then pay
-// for the full-page images that follow one), and the pages a run dirties
-// are its own. Without the right (CHECKPOINT needs a superuser or
-// pg_checkpoint) it says so once and runs on.
-func (b *bench) checkpoint(ctx context.Context) {
+// settle vacuums the database and makes PostgreSQL write a checkpoint
+// before a run, so that every run starts from the same state: no run pays
+// for the vacuum the rows of the runs before it call for (autovacuum would
+// do it during whichever run came next), and one run's WAL cannot trigger
+// a checkpoint in the next (whose writes would then pay for the full-page
+// images that follow one). Without the right (CHECKPOINT needs a superuser
+// or pg_checkpoint) it says so once and runs on.
+func (b *bench) settle(ctx context.Context) error {
+	if _, err := b.pool.Exec(ctx, "VACUUM"); err != nil {
+		return fmt.Errorf("vacuum before a run: %w", err)
+	}
 	if b.noCheckpoint {
-		return
+		return nil
 	}
 	if _, err := b.pool.Exec(ctx, "CHECKPOINT"); err != nil {
 		b.logf("CHECKPOINT before each run failed, runs start wherever the checkpoint cycle is: %v", err)
 		b.noCheckpoint = true
 	}
+	return nil
 }
 
 // walPosition is PostgreSQL's current WAL position in bytes.
