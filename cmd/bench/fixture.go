@@ -92,7 +92,7 @@ func (b *bench) bookingFixture(ctx context.Context, name string) (*fixture, erro
 // so far (or a generous guess before any run) over the whole run, with
 // headroom. A run that still runs out stops early and says so.
 func (b *bench) slotsPerRun() int {
-	rate := max(b.maxRPS, 4000)
+	rate := max(b.maxRPS, 8000)
 	secs := (b.warmup + b.cfg.duration).Seconds()
 	return int(rate*secs*1.5) + 1000
 }
