@@ -220,15 +220,15 @@ func (b *bench) runAll(ctx context.Context) error {
 func (b *bench) scenario(ctx context.Context, name string, c int) (result, error) {
 	switch name {
 	case "ceiling":
-		return b.runCeiling(ctx, c, true)
+		return b.runSQL(ctx, name, c, true, b.ceilingBatch)
 	case "ceiling_tx":
-		return b.runCeiling(ctx, c, false)
+		return b.runSQL(ctx, name, c, true, b.ceilingTx)
 	case "select":
 		return b.runSelect(ctx, c)
 	case "floor":
 		return b.runFloor(ctx, c)
 	case "bare_sql":
-		return b.runBareSQL(ctx, c)
+		return b.runSQL(ctx, name, c, false, b.bareSQL)
 	case "bare":
 		return b.runBare(ctx, c)
 	case "first":

@@ -138,11 +138,11 @@ func dashaBody(customer, slot uuid.UUID) []byte {
 		uuid.New(), customer, slot)
 }
 
-func (b *bench) runCeiling(ctx context.Context, c int, batch bool) (result, error) {
-	name := "ceiling_tx"
-	if batch {
-		name = "ceiling"
-	}
+// runSQL books slots with book, one statement or transaction per booking
+// and no HTTP, as scenario name; withActions says whether each booking
+// has its action (all but bare_sql's).
+func (b *bench) runSQL(ctx context.Context, name string, c int, withActions bool,
+	book func(ctx context.Context, tenant, customer, slot uuid.UUID) error) (result, error) {
 	f, err := b.bookingFixture(ctx, tenantName(name, c))
 	if err != nil {
 		return result{}, err
@@ -158,12 +158,7 @@ func (b *bench) runCeiling(ctx context.Context, c int, batch bool) (result, erro
 			return false
 		}
 		start := time.Now()
-		var err error
-		if batch {
-			err = b.ceilingBatch(context.Background(), f.tenant, customer, slot)
-		} else {
-			err = b.ceilingTx(context.Background(), f.tenant, customer, slot)
-		}
+		err := book(context.Background(), f.tenant, customer, slot)
 		d := time.Since(start)
 		// A failed statement rolls the whole unit back: no unknown outcomes.
 		if err == nil {
@@ -178,7 +173,7 @@ func (b *bench) runCeiling(ctx context.Context, c int, batch bool) (result, erro
 		return result{}, err
 	}
 	b.maxRPS = max(b.maxRPS, st.rps)
-	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, true)
+	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, withActions)
 }
 
 func (b *bench) runSelect(ctx context.Context, c int) (result, error) {
@@ -248,42 +243,14 @@ func (b *bench) runBare(ctx context.Context, c int) (result, error) {
 	return b.finish(ctx, "bare", c, st, []uuid.UUID{f.tenant}, before, &t, false)
 }
 
-// runBareSQL sends bare's statement (the booking's INSERT) without HTTP:
-// what bare costs the database, as ceiling is for first.
-func (b *bench) runBareSQL(ctx context.Context, c int) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName("bare_sql", c))
-	if err != nil {
-		return result{}, err
+// bareSQL books slot with bare's statement (the booking's INSERT) without
+// HTTP: what bare costs the database, as ceiling is for first.
+func (b *bench) bareSQL(ctx context.Context, tenant, customer, slot uuid.UUID) error {
+	_, booked, err := bareBook(ctx, b.store, tenant, customer, slot, "")
+	if err == nil && booked != db.BookedOK {
+		err = errors.New("a free slot was not booked")
 	}
-	before, err := b.effects(ctx, []uuid.UUID{f.tenant})
-	if err != nil {
-		return result{}, err
-	}
-	var t tally
-	st, err := b.load(ctx, "bare_sql", c, c, func(w *worker) bool {
-		slot, customer, ok := f.take()
-		if !ok {
-			return false
-		}
-		start := time.Now()
-		_, booked, err := bareBook(context.Background(), b.store, f.tenant, customer, slot, "")
-		d := time.Since(start)
-		if err == nil && booked != db.BookedOK {
-			err = errors.New("a free slot was not booked")
-		}
-		if err == nil {
-			t.firsts.Add(1)
-		} else {
-			t.unexpected(answer{err: err})
-		}
-		w.observe(start, d, err == nil)
-		return true
-	})
-	if err != nil {
-		return result{}, err
-	}
-	b.maxRPS = max(b.maxRPS, st.rps)
-	return b.finish(ctx, "bare_sql", c, st, []uuid.UUID{f.tenant}, before, &t, false)
+	return err
 }
 
 // runFloor sends bare's request to a handler on the same stack that checks
