@@ -25,13 +25,14 @@ import (
 //
 // The statement starts by reading the key's action. A key already taken (a
 // replay) is answered with it: nothing else runs. Otherwise
-// oncecall_key_free (migration 0010) waits for a concurrent attempt of the
+// oncecall_key_free (migration 0011) waits for a concurrent attempt of the
 // same key (an advisory lock of the key, held to the end of the statement)
 // and checks that the key is still free. Every write is gated on that, so
-// a replay writes nothing and gets the stored action back. The key's unique index remains the guarantee: an attempt in
-// the other form (BEGIN, claim, writes, COMMIT) that commits the key first
-// makes the action's INSERT fail, and the whole statement, its writes
-// included, rolls back; the caller then reads the winner's action.
+// a replay writes nothing and gets the stored action back. The key's
+// unique index remains the guarantee: an attempt in the other form (BEGIN,
+// claim, writes, COMMIT) that commits the key first makes the action's
+// INSERT fail, and the whole statement, its writes included, rolls back;
+// the caller then reads the winner's action.
 
 // Local is an operation's SQL form, bound to its input: what ClaimLocal
 // runs for an action that tenant is about to claim.
