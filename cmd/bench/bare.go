@@ -109,11 +109,11 @@ func bareBook(ctx context.Context, store *db.Store, tenant, customer, slot uuid.
 	})
 }
 
-// floorBody is what the floor answers: an envelope of the size of a first
-// booking's answer.
-var floorBody = []byte(`{"action":{"id":"0197a3b0-0000-7000-8000-000000000003","operation":"appointment.book",` +
-	`"status_url":"/v1/actions/0197a3b0-0000-7000-8000-000000000003"},"outcome":"confirmed","result":` +
-	string(resultBody) + `}`)
+// floorBody is what the floor answers: a first booking's answer as the
+// server writes it (api's envelope around an appointment).
+var floorBody = []byte(`{"action_id":"0197a3b0-0000-7000-8000-000000000003","operation":"appointment.book",` +
+	`"outcome":"confirmed","state":"completed","result":` + string(resultBody) +
+	`,"reason":null,"status_url":"/v1/actions/0197a3b0-0000-7000-8000-000000000003"}`)
 
 // bareInput reads and checks a booking's body as the server does; false
 // means the error has been answered.
