@@ -156,3 +156,90 @@ func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T
 		t.Fatalf("%d appointments, want 0", n)
 	}
 }
+
+// lockKey takes, in tx, the advisory lock a one-statement attempt of key
+// holds until it ends (oncecall_key_free's).
+func lockKey(t *testing.T, tx pgx.Tx, tenant uuid.UUID, key string) error {
+	_, err := tx.Exec(t.Context(), `SELECT pg_advisory_xact_lock(hashtextextended('idempotency-key/' || $1::text || '/' || $2, 0))`, tenant, key)
+	return err
+}
+
+// A booking in SQL whose key another one-statement attempt is working on
+// (the key's advisory lock held, its action inserted, not yet committed)
+// waits for it in oncecall_key_free. When that attempt commits, the answer
+// is its action and nothing is booked; when it rolls back, the statement
+// books, once.
+func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	customer := newCustomer(t, e.Store, e.Tenant)
+	for _, commit := range []bool{true, false} {
+		slot := futureSlot(t, e, 0)
+		body, _ := json.Marshal(map[string]any{"customer_id": customer, "slot_id": slot})
+		p, err := booking.Book.Prepare(body, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, holder := uuid.NewString(), uuid.New()
+		a := e.WhileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
+			if err := lockKey(t, tx, e.Tenant, key); err != nil {
+				return err
+			}
+			_, err := tx.Exec(t.Context(), `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request,
+				state, outcome, reason, http_status, result, completed_at)
+				VALUES ($1, $2, $3, $4, $5, $6, 'completed', 'rejected', 'SLOT_UNAVAILABLE', 422, '{}', now())`,
+				holder, e.Tenant, key, p.Operation, p.Fingerprint, p.Input)
+			return err
+		}, func(tx pgx.Tx) error {
+			if commit {
+				return tx.Commit(t.Context())
+			}
+			return tx.Rollback(t.Context())
+		})
+		booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+		actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+		switch {
+		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
+			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
+				a.ID, a.Reason, booked, actions)
+		case !commit && (a.ID == holder || a.Outcome != db.Confirmed || booked != 1 || actions != 1):
+			t.Errorf("after the other attempt rolled back: answer %v %s, %d appointments, %d actions; want a confirmed booking, 1, 1",
+				a.ID, a.Outcome, booked, actions)
+		}
+	}
+}
+
+// A booking in SQL that waits out its claim wait for another one-statement
+// attempt of its key answers "in progress" and stores nothing.
+func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
+	t.Parallel()
+	e := optest.Setup(t)
+	slot := futureSlot(t, e, 0)
+	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
+	p, err := booking.Book.Prepare(body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := uuid.NewString()
+	tx, err := e.Store.Pool().Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context()) //nolint:errcheck
+	if err := lockKey(t, tx, e.Tenant, key); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.Core.Do(t.Context(), idem.Request{
+		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
+		Run: p.Run, Local: p.Local, Wait: 300 * time.Millisecond,
+	})
+	var inProgress *idem.InProgressError
+	if !errors.As(err, &inProgress) {
+		t.Fatalf("got %v, want the action in progress", err)
+	}
+	booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+	actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+	if booked != 0 || actions != 0 {
+		t.Fatalf("%d appointments, %d actions; want 0, 0", booked, actions)
+	}
+}
