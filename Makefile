@@ -33,8 +33,8 @@ generate:
 
 # Fails when generated code is stale.
 check-generated: generate
-	git diff --exit-code -- db/dbsqlc internal/apiclient
-	@test -z "$$(git status --porcelain -- db/dbsqlc internal/apiclient)" || (echo "generated code is not committed" && exit 1)
+	git diff --exit-code -- db/dbsqlc apiclient
+	@test -z "$$(git status --porcelain -- db/dbsqlc apiclient)" || (echo "generated code is not committed" && exit 1)
 
 vet:
 	go vet ./...
