@@ -83,3 +83,23 @@ fuzz:
 DURATION ?= 60s
 chaos:
 	go run ./cmd/chaos --duration $(DURATION)
+
+# Lists every target, one line each (a test keeps the list whole).
+.PHONY: help
+help:
+	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
+	@echo 'make sim             run the provider simulator'
+	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use)'
+	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
+	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
+	@echo 'make check-generated fail when generated Go code is stale or not committed'
+	@echo 'make vet             go vet ./...'
+	@echo 'make ts-deps         install the pinned npm packages of clients/ts (Node.js 20+)'
+	@echo 'make generate-ts     regenerate the TypeScript client schema clients/ts/schema.d.ts'
+	@echo 'make lint-openapi    lint openapi.yaml with Redocly'
+	@echo 'make tools           regenerate the Dasha tool definitions in tools/'
+	@echo 'make bench           the load benchmark, a few minutes (BENCH_FLAGS adds flags)'
+	@echo 'make bench-short     a short load benchmark'
+	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
+	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make help            this list'
