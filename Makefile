@@ -19,9 +19,10 @@ run:
 sim:
 	go run ./cmd/providersim
 
+# go test -count=1 ./..., listing the skipped tests and why at the end.
 test:
 	go vet ./...
-	go test -count=1 ./...
+	go run ./cmd/testsummary -count=1 ./...
 
 build:
 	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
@@ -89,7 +90,7 @@ chaos:
 help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
 	@echo 'make sim             run the provider simulator'
-	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use)'
+	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
 	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
 	@echo 'make check-generated fail when generated Go code is stale or not committed'
