@@ -51,6 +51,9 @@ type Config struct {
 	MigrateDatabaseURL string
 	// DataDir holds the embedded database. Default ".oncecall".
 	DataDir string
+	// EmbeddedPort is the embedded database's TCP port on 127.0.0.1; 0
+	// picks a free one at every start. Ignored with DatabaseURL.
+	EmbeddedPort int
 	// Log receives JSON logs.
 	Log zerolog.Logger
 	// Core tunes the idempotency core.
@@ -166,7 +169,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m := &Main{cfg: cfg}
 	url, migrateURL := cfg.DatabaseURL, cfg.MigrateDatabaseURL
 	if url == "" {
-		pg, err := StartEmbedded(ctx, cfg.DataDir, cfg.Log)
+		pg, err := StartEmbeddedOn(ctx, cfg.DataDir, cfg.EmbeddedPort, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -230,8 +233,14 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	return m, nil
 }
 
-// StartEmbedded starts the embedded PostgreSQL with data under dataDir.
+// StartEmbedded starts the embedded PostgreSQL with data under dataDir, on
+// a free port.
 func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pgembed.Postgres, error) {
+	return StartEmbeddedOn(ctx, dataDir, 0, log)
+}
+
+// StartEmbeddedOn is StartEmbedded on the given port (0: a free one).
+func StartEmbeddedOn(ctx context.Context, dataDir string, port int, log zerolog.Logger) (*pgembed.Postgres, error) {
 	if dataDir == "" {
 		dataDir = ".oncecall"
 	}
@@ -239,8 +248,8 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("data_dir", abs).Msg("starting embedded PostgreSQL")
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs})
+	log.Info().Str("data_dir", abs).Int("port", port).Msg("starting embedded PostgreSQL")
+	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs, Port: port})
 	if err != nil {
 		if errors.Is(err, pgembed.ErrNoBinaries) {
 			return nil, err
