@@ -16,6 +16,7 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/step"
 )
 
 const opsToken = "console-test-operator-token"
@@ -30,15 +31,19 @@ type stack struct {
 	key    string
 }
 
-func startStack(t *testing.T, tenantName string) *stack {
+// keyRetention is how long the calendar keeps idempotency keys: past it a
+// reconciler pass cannot prove what became of a write and sends the action
+// to an operator.
+func startStack(t *testing.T, tenantName string, keyRetention time.Duration) *stack {
 	t.Helper()
-	sim := simtest.Start(t, providersim.Config{})
+	sim := simtest.Start(t, providersim.Config{KeyRetention: keyRetention})
 	e := apptest.Start(t, func(c *app.Config) {
 		c.Providers = provider.Set{provider.Calendar: provider.NewHTTP(provider.HTTPConfig{
 			BaseURL: sim.URL, Timeout: 2 * time.Second,
-			Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
+			Traits: provider.Traits{HonoursKeys: true, KeyRetention: keyRetention, AuthoritativeLookup: true},
 		})}
-		c.ReconcileDisabled = true
+		c.ReconcileDisabled = true // the test runs passes itself
+		c.Steps = step.Config{Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 		c.OperatorToken = opsToken
 	})
 	tenant, key := e.Tenant(tenantName)
@@ -105,4 +110,12 @@ func (s *stack) signedInClient(t *testing.T, name string) *http.Client {
 		t.Fatalf("sign in: %d %v", resp.StatusCode, resp.Header)
 	}
 	return c
+}
+
+// reconcile runs one reconciler pass.
+func (s *stack) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := s.e.Main.Reconciler().RunOnce(t.Context()); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
 }

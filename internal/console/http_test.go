@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/apptest"
@@ -63,7 +64,7 @@ func TestConsoleIsAbsentWithoutAnOperatorToken(t *testing.T) {
 // they show and list no phone or e-mail.
 func TestConsoleSessionsAndRefusals(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, `<script>alert("tenant")</script>`)
+	s := startStack(t, `<script>alert("tenant")</script>`, time.Hour)
 	plain := noRedirect()
 	cust, err := s.e.Store.CreateCustomer(t.Context(), db.NewCustomer{
 		TenantID: s.tenant.ID, Name: "Dana Example", Phone: "+15550100777", Email: "dana@example.com",
