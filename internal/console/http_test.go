@@ -10,6 +10,8 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
 )
 
 type answer struct {
@@ -177,5 +179,35 @@ func TestConsoleSessionsAndRefusals(t *testing.T) {
 		url.Values{"outcome": {"rejected"}, "note": {"again"}})
 	if a.status != http.StatusBadRequest || !strings.Contains(a.body, "already completed") {
 		t.Fatalf("resolve twice: %d", a.status)
+	}
+}
+
+// TestConsoleShowsTheCallAnActionCameFrom: a booking a Dasha tool call
+// left unknown is found by its call id, and its page names the platform,
+// the call and the tool.
+func TestConsoleShowsTheCallAnActionCameFrom(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, "Harbour Dental", time.Hour)
+	s.sim.Fault(provider.Calendar, providersim.FaultDropResponse, 1)
+	const callID = "call-7f3a-console"
+	r := s.e.Post("/v1/dasha/tools/book_appointment", s.key, "", map[string]any{
+		"type": "ToolWebHookPayload", "status": "Running", "callId": callID, "agentId": "agent_1", "orgId": "org_1",
+		"toolName": "book_appointment", "callAdditionalData": map[string]any{}, "agentAdditionalData": map[string]any{},
+		"arguments": map[string]any{"customer_id": s.e.Customer(s.tenant.ID), "slot_id": s.e.Slot(s.tenant.ID, 1)},
+	})
+	if r.Status != http.StatusOK || r.JSON(t)["outcome"] != "pending" {
+		t.Fatalf("tool call with a dropped provider answer: %d %s", r.Status, r.Body)
+	}
+	id := r.JSON(t)["action_id"].(string)
+	ops := s.signedInClient(t, "Ana")
+	a := send(t, ops, http.MethodGet, s.e.URL+"/console/search?q="+callID, nil)
+	if a.status != http.StatusOK || !strings.Contains(a.body, "By call id") || !strings.Contains(a.body, id) {
+		t.Fatalf("search by call id: %d\n%s", a.status, a.body)
+	}
+	a = send(t, ops, http.MethodGet, s.e.URL+"/console/actions/"+id, nil)
+	for _, want := range []string{`<dd id="platform">Dasha</dd>`, callID, "book_appointment", "(derived from the call)"} {
+		if a.status != http.StatusOK || !strings.Contains(a.body, want) {
+			t.Fatalf("action page without %q: %d\n%s", want, a.status, a.body)
+		}
 	}
 }
