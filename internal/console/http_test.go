@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
@@ -159,6 +161,22 @@ func TestConsoleSessionsAndRefusals(t *testing.T) {
 		if q == "Dana" && (strings.Contains(a.body, "5550100777") || strings.Contains(a.body, "dana@example.com")) {
 			t.Fatalf("search results list a phone or e-mail:\n%s", a.body)
 		}
+	}
+
+	// While someone holds the action: 409, as the API answers, and nothing changes.
+	if held, err := s.e.Store.TakeLease(t.Context(), id, uuid.New(), time.Minute); err != nil || !held {
+		t.Fatalf("hold the action: %v %v", held, err)
+	}
+	a = send(t, ops, http.MethodPost, s.e.URL+"/console/actions/"+id.String()+"/resolve",
+		url.Values{"outcome": {"rejected"}, "note": {"no booking at the provider"}})
+	if a.status != http.StatusConflict || !strings.Contains(a.body, "Someone is working on it") {
+		t.Fatalf("resolve a held action: %d", a.status)
+	}
+	if n := s.e.Count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'unknown'`, id); n != 1 {
+		t.Fatal("a refused resolution changed the action")
+	}
+	if _, err := s.e.Store.Pool().Exec(t.Context(), `UPDATE actions SET lease_owner = NULL, lease_until = NULL WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
 	}
 
 	// A rejection through the console: 303 to the action, rejected with

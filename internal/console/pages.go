@@ -359,8 +359,8 @@ func (c *Console) showAction(w http.ResponseWriter, r *http.Request, status int,
 }
 
 // resolve applies the operator's resolution through the same function as
-// POST /v1/ops/actions/{id}/resolve and answers with its rules: a bad form
-// 400, an action someone holds 409, an unknown one 404.
+// POST /v1/ops/actions/{id}/resolve and answers with the API's statuses: a
+// bad form 400, an action someone holds 409, an unknown one 404.
 func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 	id, ok := c.actionID(w, r)
 	if !ok {
@@ -383,19 +383,22 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 		http.Redirect(w, r, "/console/actions/"+a.ID.String()+"?resolved="+url.QueryEscape(form["outcome"]), http.StatusSeeOther)
 		return
 	}
-	p := page{Title: "Action " + id.String(), Session: s, Form: form}
-	status := http.StatusBadRequest
-	switch e := fault.As(err); {
-	case errors.Is(err, db.ErrNotFound):
-		c.fail(w, r, http.StatusNotFound, "No such action.")
-		return
-	case e.Code == fault.InFlight:
-		status, p.Error = http.StatusConflict, "Someone is working on it (a request, the reconciler or another operator holds the action; a step may be in flight). Look again in a moment: nothing was changed."
-	case e.Code == fault.InvalidInput:
-		p.Error = "Not resolved: " + e.Message + "."
-	default:
+	e := fault.As(err)
+	if errors.Is(err, db.ErrNotFound) {
+		e = fault.New(fault.NotFound, "no such action")
+	}
+	status := api.StatusOf(e.Code)
+	switch {
+	case status >= 500:
 		c.internal(w, r, err)
 		return
+	case e.Code == fault.NotFound:
+		c.fail(w, r, status, "No such action.")
+		return
+	}
+	p := page{Title: "Action " + id.String(), Session: s, Form: form, Error: "Not resolved: " + e.Message + "."}
+	if e.Code == fault.InFlight {
+		p.Error = "Someone is working on it (a request, the reconciler or another operator holds the action; a step may be in flight). Look again in a moment: nothing was changed."
 	}
 	c.showAction(w, r, status, id, p)
 }
