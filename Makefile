@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -58,6 +58,12 @@ tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
 
+# A PNG of each operator console page under testdata/screenshots/ (shown in docs/console.md), taken by
+# the console's browser test in chromium (CI=true: it fails instead of skipping without chromium).
+screenshots:
+	mkdir -p testdata/screenshots
+	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^TestConsoleInABrowser$$' ./internal/console
+
 # The load benchmark (a few minutes): see docs/performance.md. It builds
 # and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.
 # BENCH_FLAGS='--json bench.json' or '--server inprocess --cpuprofile prof'.
@@ -103,4 +109,5 @@ help:
 	@echo 'make bench-short     a short load benchmark'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
 	@echo 'make help            this list'

@@ -39,6 +39,8 @@ type Config struct {
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	// Console, when set, serves the operator console under /console/.
+	Console http.Handler
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
 	// the same action that is still running before answering pending.
 	// Default 5s, within DashaBudget.
@@ -119,6 +121,10 @@ func NewRouter(cfg Config) http.Handler {
 		r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	}
 
+	if cfg.Console != nil {
+		r.Handle("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+		r.Handle("/console/*", cfg.Console)
+	}
 	r.Route("/v1/ops", func(r chi.Router) {
 		r.Use(s.limitBody, s.operatorOnly)
 		r.Get("/actions", s.opsListActions)

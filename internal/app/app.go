@@ -23,6 +23,7 @@ import (
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/message"
@@ -77,7 +78,8 @@ type Config struct {
 	// running inside this process.
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
-	// OperatorToken enables /v1/ops for bearers of this token.
+	// OperatorToken enables /v1/ops for bearers of this token, and the
+	// operator console under /console/ for those who sign in with it.
 	OperatorToken string
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
@@ -210,6 +212,20 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
 	m.core = core
+	// One resolution for /v1/ops and the console: reconcile.Resolve.
+	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
+	}
+	var consoleHandler http.Handler
+	if cfg.OperatorToken != "" {
+		consoleHandler, err = console.New(console.Config{
+			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Resolve: resolve, Log: cfg.Log,
+		})
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait, DashaBudget: cfg.DashaBudget,
@@ -217,10 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
-		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
-			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
-		},
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
