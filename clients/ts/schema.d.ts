@@ -1602,8 +1602,10 @@ export interface components {
         };
         /** @description The customer comes from the URL. */
         AppendCustomerNoteInput: {
-            /** @description The note to add to the customer's record. */
+            /** @description The note to add to the customer's record. Within one call a later note replaces the text of the call's earlier one (same note_ref): give the whole note each time. */
             text: string;
+            /** @description Optional: a new value starts a separate note in this call, on purpose; leave it unchanged to amend the call's note or when retrying. */
+            note_ref?: string;
         };
         /** @description The customer comes from the URL. */
         AddCustomerPointsInput: {
@@ -1611,6 +1613,8 @@ export interface components {
             delta: number;
             /** @description Why the points change, e.g. the visit or reward. */
             reason: string;
+            /** @description Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying. */
+            points_ref?: string;
         };
     };
     responses: {

@@ -733,13 +733,19 @@ type AddCustomerPointsInput struct {
 	// Delta Points to add, or a negative number to redeem; not zero.
 	Delta int `json:"delta"`
 
+	// PointsRef Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying.
+	PointsRef *string `json:"points_ref,omitempty"`
+
 	// Reason Why the points change, e.g. the visit or reward.
 	Reason string `json:"reason"`
 }
 
 // AppendCustomerNoteInput The customer comes from the URL.
 type AppendCustomerNoteInput struct {
-	// Text The note to add to the customer's record.
+	// NoteRef Optional: a new value starts a separate note in this call, on purpose; leave it unchanged to amend the call's note or when retrying.
+	NoteRef *string `json:"note_ref,omitempty"`
+
+	// Text The note to add to the customer's record. Within one call a later note replaces the text of the call's earlier one (same note_ref): give the whole note each time.
 	Text string `json:"text"`
 }
 
