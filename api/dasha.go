@@ -364,7 +364,11 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw j
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	from, n := in.Window(time.Now())
+	_, loc, err := s.tenantZone(ctx, tenant.ID)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	from, n := in.Window(time.Now(), loc)
 	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
