@@ -223,8 +223,19 @@ func Unknown(id string) Answer {
 	}
 }
 
-// Fallback is the fallBackResult of every tool: what the model gets when
-// the webhook fails. It is pending and forbids claiming success.
+// Fallback is the fallBackResult of every tool that acts: what the model
+// gets when the webhook fails. It is pending and forbids claiming success.
 func Fallback() Answer {
 	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: fallbackSay, Details: json.RawMessage("{}")}
+}
+
+// readFallbackSay is the fallBackResult of a read-only tool: nothing can
+// have happened, only the look-up failed.
+const readFallbackSay = "oncecall did not answer, so nothing could be looked up: treat what you meant to check as NOT confirmed. " +
+	"Do not guess or tell the caller anything as if it were looked up. Call the tool again with the same arguments; if it " +
+	"fails again, tell the caller you cannot look it up right now and that someone will follow up."
+
+// ReadFallback is the fallBackResult of a read-only tool.
+func ReadFallback() Answer {
+	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: readFallbackSay, Details: json.RawMessage("{}")}
 }
