@@ -291,3 +291,49 @@ func TestFreeSlotsFromAPlainDate(t *testing.T) {
 		t.Fatalf("find_available_slots with a plain date: %+v", a)
 	}
 }
+
+// An agent finds the payment intent to charge: the customer's approved,
+// uncharged intents with speakable amounts, by tool and by REST.
+func TestOpenPaymentIntentsAreListed(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	charged, open := d.intent(t, 4500), d.intent(t, 1000)
+	if a := decodeAnswer(t, d.call("charge_payment", "call-1", map[string]any{"payment_intent_id": charged})); a.Outcome != "confirmed" {
+		t.Fatalf("charge: %+v", a)
+	}
+	type intent struct {
+		ID           string `json:"payment_intent_id"`
+		Amount       int64  `json:"amount"`
+		Currency     string `json:"currency"`
+		AmountSpoken string `json:"amount_spoken"`
+	}
+	a := decodeAnswer(t, d.call("list_payment_intents", "call-1", map[string]any{"customer_id": d.customer}))
+	var det struct {
+		Intents []intent `json:"payment_intents"`
+	}
+	if err := json.Unmarshal(a.Details, &det); err != nil || a.Outcome != "confirmed" || len(det.Intents) != 1 ||
+		det.Intents[0].ID != open || det.Intents[0].AmountSpoken != "10.00 euros" || det.Intents[0].Currency != "EUR" {
+		t.Fatalf("list_payment_intents: %+v %s (%v)", a, a.Details, err)
+	}
+	if !strings.Contains(a.Say, "charge_payment") {
+		t.Fatalf("say %q does not lead to charge_payment", a.Say)
+	}
+	r := d.Get("/v1/payment-intents?customer_id="+d.customer.String(), d.key)
+	var list struct {
+		Intents []struct {
+			ID           string `json:"id"`
+			AmountSpoken string `json:"amount_spoken"`
+		} `json:"payment_intents"`
+	}
+	if err := json.Unmarshal(r.Body, &list); err != nil || r.Status != 200 || len(list.Intents) != 1 ||
+		list.Intents[0].ID != open || list.Intents[0].AmountSpoken != "10.00 euros" {
+		t.Fatalf("GET /v1/payment-intents: %d %s", r.Status, r.Body)
+	}
+	if r := d.Get("/v1/payment-intents?customer_id="+d.customer.String()+"&customer_id=x", d.key); r.Status != 400 {
+		t.Fatalf("a parameter given twice: %d %s", r.Status, r.Body)
+	}
+	other := decodeAnswer(t, d.call("list_payment_intents", "call-1", map[string]any{"customer_id": uuid.NewString()}))
+	if other.Outcome != "rejected" || other.Reason != "customer_not_found" {
+		t.Fatalf("another customer id: %+v", other)
+	}
+}

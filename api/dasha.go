@@ -78,6 +78,8 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		ans, err = s.getCustomerTool(r.Context(), tenant, p.Arguments)
 	case dashatool.ListAppointments:
 		ans, err = s.listAppointmentsTool(r.Context(), tenant, p.Arguments)
+	case dashatool.ListPaymentIntents:
+		ans, err = s.listPaymentIntentsTool(r.Context(), tenant, p.Arguments)
 	default:
 		o, ok := s.cfg.Ops.ByTool(p.ToolName)
 		if !ok {

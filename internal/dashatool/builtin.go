@@ -104,4 +104,7 @@ var builtins = []struct {
 	{ListAppointments, "List a customer's upcoming appointments (soonest first) with their ids and local times. Call it when the " +
 		"caller asks about, wants to move or wants to cancel an appointment, to learn its appointment_id.",
 		AppointmentsInput{}},
+	{ListPaymentIntents, "List a customer's approved payments that are not charged yet (payment intents), with their amounts as " +
+		"they are said. Call it before charge_payment to learn the payment_intent_id of the payment the caller wants to make.",
+		IntentsInput{}},
 }
