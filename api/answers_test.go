@@ -8,6 +8,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
@@ -117,10 +121,33 @@ func TestChargeAnswerSpeaksTheAmount(t *testing.T) {
 	}
 }
 
+// A charge through a remote payments provider says its amount too, read
+// from the intent (the provider's answer holds only its reference).
+func TestRemoteChargeAnswerSpeaksTheAmount(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	d := setupDasha(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Payments: provider.NewHTTP(provider.HTTPConfig{
+			BaseURL: sim.URL, Timeout: 2 * time.Second,
+			Traits: provider.Traits{HonoursKeys: true, KeyRetention: 24 * time.Hour, AuthoritativeLookup: true},
+		})}
+		c.ReconcileDisabled = true
+	})
+	intent := d.intent(t, 4500)
+	charged := decodeAnswer(t, d.call("charge_payment", "call-1", map[string]any{"payment_intent_id": intent}))
+	got := answerDetails(t, charged)
+	if charged.Outcome != "confirmed" || got["amount_spoken"] != "45.00 euros" || got["currency"] != "EUR" || got["amount"] != float64(4500) {
+		t.Fatalf("remote charge answer details %s: want amount 4500, currency EUR, amount_spoken 45.00 euros", charged.Details)
+	}
+	if n := d.Count("SELECT count(*) FROM payments WHERE intent_id = $1 AND status = 'succeeded'", intent); n != 1 {
+		t.Fatalf("succeeded payments of the intent = %d, want 1", n)
+	}
+}
+
 // A re-planned request that restates the default (the intent's own amount)
 // is the same request; one with another detail is told what already stands
 // and not to try again, never that nothing was done.
-func TestConflictingRequestSaysWhatStands(t *testing.T) {
+func TestChargeRestatingTheIntentsAmountIsAReplay(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
 	intent := d.intent(t, 4500)
@@ -132,7 +159,11 @@ func TestConflictingRequestSaysWhatStands(t *testing.T) {
 	if n := d.Count("SELECT count(*) FROM payments WHERE intent_id = $1", intent); n != 1 {
 		t.Fatalf("payments = %d, want 1", n)
 	}
+}
 
+func TestConflictingBookingSaysWhatStands(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
 	booked := decodeAnswer(t, d.call("book_appointment", "call-1", d.bookArgs(d.slot)))
 	args := d.bookArgs(d.slot)
 	args["service"] = "haircut"
@@ -231,9 +262,9 @@ func TestRewordedNoteIsOneNotePerCall(t *testing.T) {
 	}
 }
 
-// After the response body is pruned, a status check of a cancelled booking
-// does not say it stands; before, its details are marked as of the action.
-func TestStatusOfACancelledBookingAfterPruning(t *testing.T) {
+// A status check of a cancelled booking does not show it active: its
+// details are marked as of the action.
+func TestStatusOfACancelledBookingMarksItsDetails(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
 	booked := decodeAnswer(t, d.call("book_appointment", "call-1", d.bookArgs(d.slot)))
@@ -250,6 +281,17 @@ func TestStatusOfACancelledBookingAfterPruning(t *testing.T) {
 	if err := json.Unmarshal(before.Details, &det); err != nil || before.Current != "cancelled" || det.Status == "active" ||
 		det.Current != "cancelled" || !strings.Contains(string(det.Then), d.slot.String()) {
 		t.Fatalf("status of a cancelled booking shows it active: %+v %s", before, before.Details)
+	}
+}
+
+// After the response body and request are pruned, a status check of a
+// cancelled booking does not say it stands.
+func TestStatusAfterPruningReportsACancelledBooking(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	booked := decodeAnswer(t, d.call("book_appointment", "call-1", d.bookArgs(d.slot)))
+	if a := decodeAnswer(t, d.call("cancel_appointment", "call-1", map[string]any{"appointment_id": detailID(t, booked)})); a.Outcome != "confirmed" {
+		t.Fatalf("cancel: %+v", a)
 	}
 	p := prune.New(d.Store, prune.Config{ResponseRetention: time.Hour, ActionRetention: 30 * 24 * time.Hour})
 	if c, err := p.Run(t.Context(), time.Now().Add(2*time.Hour)); err != nil || c.Responses == 0 {
