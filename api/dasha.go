@@ -78,6 +78,8 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		ans, err = s.getCustomerTool(r.Context(), tenant, p.Arguments)
 	case dashatool.ListAppointments:
 		ans, err = s.listAppointmentsTool(r.Context(), tenant, p.Arguments)
+	case dashatool.ListPaymentIntents:
+		ans, err = s.listPaymentIntentsTool(r.Context(), tenant, p.Arguments)
 	default:
 		o, ok := s.cfg.Ops.ByTool(p.ToolName)
 		if !ok {
@@ -255,19 +257,19 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 		}
 		return dashatool.InProgress(inProgress.Action.ID, o.Phrases()), nil
 	case errors.As(err, &reused):
-		return dashatool.Conflicting(reused.Action.ID), nil
+		return s.conflicting(ctx, tenant, prep, reused.Action)
 	case err != nil:
 		// Input the claim's transaction refused (a template's variables)
 		// claimed nothing: invalid_arguments like any other bad input.
 		return invalid(err)
 	}
 	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
-	ans := dashatool.ForAction(reply.Action, o.Phrases())
-	if reply.Replayed && !derived {
-		// A repeat that names its action hears what became of it.
-		return s.changed(ctx, ans, reply.Action, o.Phrases())
+	ans, err := s.speakable(ctx, tenant, reply.Action, reply.Replayed, dashatool.ForAction(reply.Action, o.Phrases()))
+	if err != nil || !reply.Replayed || derived {
+		return ans, err
 	}
-	return ans, nil
+	// A repeat that names its action hears what became of it.
+	return s.changed(ctx, ans, reply.Action, o.Phrases())
 }
 
 // stale is the Stale check of a request whose key was derived from
@@ -330,7 +332,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 		return key, false, err
 	}
 	parts := []string{"dasha", tenant.ID.String(), o.Name()}
-	if o.PerCall() {
+	if prep.PerCall {
 		if callID == "" {
 			return "", false, fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
 		}
@@ -356,7 +358,12 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	if o, ok := s.cfg.Ops.Get(a.Operation); ok {
 		phrases = o.Phrases()
 	}
-	return s.changed(ctx, dashatool.ForAction(a, phrases), a, phrases)
+	// A status check reads the action again: its figures are read now.
+	ans, err := s.speakable(ctx, tenant, a, true, dashatool.ForAction(a, phrases))
+	if err != nil {
+		return ans, err
+	}
+	return s.changed(ctx, ans, a, phrases)
 }
 
 func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
@@ -364,7 +371,11 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw j
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	from, n := in.Window(time.Now())
+	_, loc, err := s.tenantZone(ctx, tenant.ID)
+	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	from, n := in.Window(time.Now(), loc)
 	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)

@@ -123,6 +123,7 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"limit": 1},
 			map[string]any{"limit": 20, "from": "2030-01-02T09:00:00+02:00"},
 			map[string]any{"from": "2030-01-02t09:00:00.5z"},
+			map[string]any{"from": "2030-01-02"},
 			json.RawMessage(`{"limit": 2.0}`),
 		},
 		// Without phone, find_customer looks up the call's number; these
@@ -143,6 +144,11 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"customer_id": customer, "limit": 1},
 			map[string]any{"customer_id": id(), "limit": 20},
 			json.RawMessage(`{"customer_id": "` + customer + `", "limit": 3.0}`),
+		},
+		"list_payment_intents": {
+			map[string]any{"customer_id": customer},
+			map[string]any{"customer_id": customer, "limit": 20},
+			map[string]any{"customer_id": id(), "limit": 1}, // no such customer: customer_not_found, not invalid
 		},
 	}
 	invalid = map[string][]any{
@@ -232,6 +238,11 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"customer_id": customer, "limit": 0},
 			map[string]any{"customer_id": customer, "limit": 21},
 			map[string]any{"customer_id": customer, "limit": 2.5},
+		},
+		"list_payment_intents": {
+			map[string]any{},
+			map[string]any{"customer_id": "Ana Lima"},
+			map[string]any{"customer_id": customer, "limit": 21},
 		},
 	}
 	return valid, invalid

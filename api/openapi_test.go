@@ -152,14 +152,15 @@ func TestOpenAPIEnumsAreComplete(t *testing.T) {
 	}
 	sameSet(t, "ProblemCode", enum("ProblemCode"), append(slices.Clone(faults), reasons...))
 
-	dasha := []string{dashatool.InvalidArguments, dashatool.ConflictingRequest, dashatool.UnknownAction}
+	dasha := []string{dashatool.InvalidArguments, dashatool.ConflictingRequest, dashatool.UnknownAction, dashatool.NeedsOperator}
 	for _, r := range reasons {
 		dasha = append(dasha, strings.ToLower(r))
 	}
 	sameSet(t, "DashaReason", enum("DashaReason"), dasha)
 
 	var names []string
-	tools := []string{dashatool.CheckActionStatus, dashatool.FindAvailableSlots, dashatool.FindCustomer, dashatool.GetCustomer, dashatool.ListAppointments}
+	tools := []string{dashatool.CheckActionStatus, dashatool.FindAvailableSlots, dashatool.FindCustomer, dashatool.GetCustomer, dashatool.ListAppointments,
+		dashatool.ListPaymentIntents}
 	for _, o := range app.Operations().All() {
 		names = append(names, o.Name())
 		if o.Tool() != "" {

@@ -147,6 +147,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
 
 			r.Post("/payment-intents", s.write("payment_intent.create"))
+			r.Get("/payment-intents", s.listPaymentIntents)
 			r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
 			r.Post("/payments", s.write("payment.charge"))
 			r.Post("/messages", s.write("message.send"))

@@ -141,6 +141,7 @@ const (
 	IntentAlreadyCaptured  DashaReason = "intent_already_captured"
 	IntentChargeInProgress DashaReason = "intent_charge_in_progress"
 	InvalidArguments       DashaReason = "invalid_arguments"
+	NeedsOperator          DashaReason = "needs_operator"
 	PaymentDeclined        DashaReason = "payment_declined"
 	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
 	SlotNotFound           DashaReason = "slot_not_found"
@@ -176,6 +177,8 @@ func (e DashaReason) Valid() bool {
 	case IntentChargeInProgress:
 		return true
 	case InvalidArguments:
+		return true
+	case NeedsOperator:
 		return true
 	case PaymentDeclined:
 		return true
@@ -238,6 +241,39 @@ const (
 func (e MessageStatus) Valid() bool {
 	switch e {
 	case Queued:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenPaymentIntentPaymentMethod.
+const (
+	OpenPaymentIntentPaymentMethodPmCardDeclined OpenPaymentIntentPaymentMethod = "pm_card_declined"
+	OpenPaymentIntentPaymentMethodPmCardOk       OpenPaymentIntentPaymentMethod = "pm_card_ok"
+)
+
+// Valid indicates whether the value is a known member of the OpenPaymentIntentPaymentMethod enum.
+func (e OpenPaymentIntentPaymentMethod) Valid() bool {
+	switch e {
+	case OpenPaymentIntentPaymentMethodPmCardDeclined:
+		return true
+	case OpenPaymentIntentPaymentMethodPmCardOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OpenPaymentIntentStatus.
+const (
+	OpenPaymentIntentStatusRequiresCapture OpenPaymentIntentStatus = "requires_capture"
+)
+
+// Valid indicates whether the value is a known member of the OpenPaymentIntentStatus enum.
+func (e OpenPaymentIntentStatus) Valid() bool {
+	switch e {
+	case OpenPaymentIntentStatusRequiresCapture:
 		return true
 	default:
 		return false
@@ -659,6 +695,7 @@ const (
 	FindCustomer          ToolName = "find_customer"
 	GetCustomer           ToolName = "get_customer"
 	ListAppointments      ToolName = "list_appointments"
+	ListPaymentIntents    ToolName = "list_payment_intents"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
 	UpdateCustomer        ToolName = "update_customer"
@@ -688,6 +725,8 @@ func (e ToolName) Valid() bool {
 	case GetCustomer:
 		return true
 	case ListAppointments:
+		return true
+	case ListPaymentIntents:
 		return true
 	case RescheduleAppointment:
 		return true
@@ -733,13 +772,19 @@ type AddCustomerPointsInput struct {
 	// Delta Points to add, or a negative number to redeem; not zero.
 	Delta int `json:"delta"`
 
+	// PointsRef Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying.
+	PointsRef *string `json:"points_ref,omitempty"`
+
 	// Reason Why the points change, e.g. the visit or reward.
 	Reason string `json:"reason"`
 }
 
 // AppendCustomerNoteInput The customer comes from the URL.
 type AppendCustomerNoteInput struct {
-	// Text The note to add to the customer's record.
+	// NoteRef Optional: a new value starts a separate note in this call, on purpose; leave it unchanged to amend the call's note or when retrying.
+	NoteRef *string `json:"note_ref,omitempty"`
+
+	// Text The note to add to the customer's record. Within one call a later note replaces the text of the call's earlier one (same note_ref): give the whole note each time.
 	Text string `json:"text"`
 }
 
@@ -984,9 +1029,12 @@ type DashaAnswer struct {
 	// (its `action_id` or `Idempotency-Key`). A repeat without either starts a new request instead.
 	Current *string `json:"current,omitempty"`
 
-	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or
-	// the rejection's ids. Contact data the agent does not need is left out: a message's recipient, a customer's
-	// phone and e-mail.
+	// Details The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments,
+	// payment intents), or the rejection's ids. Contact data the agent does not need is left out: a message's
+	// recipient, a customer's phone and e-mail. Times also come in the tenant's timezone (`when`,
+	// `starts_at_local`, `timezone`), amounts as they are said (`amount_spoken`), a points change with
+	// `balance_now`. With `current` set, the stored details move under `as_of_the_action`; a
+	// `conflicting_request` gives what already stands under `existing` (`action_id`, `outcome`, `details`).
 	Details map[string]interface{} `json:"details"`
 
 	// Outcome What the caller may be told. Only `confirmed` means the effect happened.
@@ -1018,7 +1066,8 @@ type DashaEventPayload struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
-// DashaReason Why a tool call was rejected, lower-case; absent when not rejected.
+// DashaReason Why a tool call was rejected, lower-case; absent when not rejected, except `needs_operator`: a
+// pending answer that is final for the call (a person will follow up; stop checking).
 type DashaReason string
 
 // DashaToolPayload Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
@@ -1323,6 +1372,43 @@ type NotifiedAppointment struct {
 
 	// Status `active`, or `cancelled` (its slot is free again).
 	Status AppointmentStatus `json:"status"`
+}
+
+// OpenPaymentIntent An approved payment intent not charged yet, with its amount as it is said.
+type OpenPaymentIntent struct {
+	// Amount The approved amount in minor units of the currency.
+	Amount int64 `json:"amount"`
+
+	// AmountSpoken The amount as a person says it, e.g. "10.50 euros".
+	AmountSpoken string `json:"amount_spoken"`
+
+	// CapturedAmount Always null for an open intent.
+	CapturedAmount nullable.Nullable[int64] `json:"captured_amount"`
+
+	// ChargeInProgress A charge of this intent is waiting for the payments provider's outcome; do not charge it again meanwhile.
+	ChargeInProgress bool      `json:"charge_in_progress"`
+	CreatedAt        time.Time `json:"created_at"`
+
+	// Currency ISO 4217 code, upper-case.
+	Currency      string                         `json:"currency"`
+	CustomerId    openapi_types.UUID             `json:"customer_id"`
+	Description   string                         `json:"description"`
+	Id            openapi_types.UUID             `json:"id"`
+	PaymentMethod OpenPaymentIntentPaymentMethod `json:"payment_method"`
+	Status        OpenPaymentIntentStatus        `json:"status"`
+}
+
+// OpenPaymentIntentPaymentMethod defines model for OpenPaymentIntent.PaymentMethod.
+type OpenPaymentIntentPaymentMethod string
+
+// OpenPaymentIntentStatus defines model for OpenPaymentIntent.Status.
+type OpenPaymentIntentStatus string
+
+// OpenPaymentIntentList A customer's open payment intents, newest first.
+type OpenPaymentIntentList struct {
+	// HasMore More open intents follow beyond `limit`.
+	HasMore        bool                `json:"has_more"`
+	PaymentIntents []OpenPaymentIntent `json:"payment_intents"`
 }
 
 // OperationName The operation an action performs.
@@ -2112,6 +2198,15 @@ type ListOpsActionsParams struct {
 	NeedsOperator *bool `form:"needs_operator,omitempty" json:"needs_operator,omitempty"`
 
 	// Limit How many actions to list.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+}
+
+// ListPaymentIntentsParams defines parameters for ListPaymentIntents.
+type ListPaymentIntentsParams struct {
+	// CustomerId The customer whose open payment intents to list.
+	CustomerId openapi_types.UUID `form:"customer_id" json:"customer_id"`
+
+	// Limit How many payment intents to list at most.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
 
@@ -3741,6 +3836,18 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
 	ResolveOpsAction(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPaymentIntents List a customer's open payment intents
+	//
+	// A customer's approved payment intents that are not charged yet (`status: requires_capture`),
+	// newest first, each with its amount as it is said (`amount_spoken`, e.g. "45.00 euros") and
+	// whether a charge of it is waiting for the payments provider (`charge_in_progress`). At most
+	// `limit`; `has_more` says whether more follow. The id of another tenant's customer, or of no
+	// customer, lists nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	// Voice agents use the `list_payment_intents` tool.
+	//
+	// Corresponds with GET /v1/payment-intents (the `ListPaymentIntents` operationId).
+	ListPaymentIntents(ctx context.Context, params *ListPaymentIntentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreatePaymentIntentWithBody Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
@@ -4726,6 +4833,28 @@ func (c *Client) ResolveOpsActionWithBody(ctx context.Context, actionId ActionID
 // Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
 func (c *Client) ResolveOpsAction(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResolveOpsActionRequest(c.Server, actionId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPaymentIntents List a customer's open payment intents
+//
+// A customer's approved payment intents that are not charged yet (`status: requires_capture`),
+// newest first, each with its amount as it is said (`amount_spoken`, e.g. "45.00 euros") and
+// whether a charge of it is waiting for the payments provider (`charge_in_progress`). At most
+// `limit`; `has_more` says whether more follow. The id of another tenant's customer, or of no
+// customer, lists nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+// Voice agents use the `list_payment_intents` tool.
+//
+// Corresponds with GET /v1/payment-intents (the `ListPaymentIntents` operationId).
+func (c *Client) ListPaymentIntents(ctx context.Context, params *ListPaymentIntentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPaymentIntentsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -6335,6 +6464,68 @@ func NewResolveOpsActionRequestWithBody(server string, actionId ActionID, conten
 	return req, nil
 }
 
+// NewListPaymentIntentsRequest constructs an http.Request for the ListPaymentIntents method
+func NewListPaymentIntentsRequest(server string, params *ListPaymentIntentsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payment-intents")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_id", params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCreatePaymentIntentRequest calls the generic CreatePaymentIntent builder with application/json body
 func NewCreatePaymentIntentRequest(server string, params *CreatePaymentIntentParams, body CreatePaymentIntentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -7232,6 +7423,20 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/ops/actions/{action_id}/resolve (the `ResolveOpsAction` operationId).
 	ResolveOpsActionWithResponse(ctx context.Context, actionId ActionID, body ResolveOpsActionJSONRequestBody, reqEditors ...RequestEditorFn) (*ResolveOpsActionResponse, error)
+
+	// ListPaymentIntentsWithResponse List a customer's open payment intents
+	//
+	// A customer's approved payment intents that are not charged yet (`status: requires_capture`),
+	// newest first, each with its amount as it is said (`amount_spoken`, e.g. "45.00 euros") and
+	// whether a charge of it is waiting for the payments provider (`charge_in_progress`). At most
+	// `limit`; `has_more` says whether more follow. The id of another tenant's customer, or of no
+	// customer, lists nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	// Voice agents use the `list_payment_intents` tool.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/payment-intents (the `ListPaymentIntents` operationId).
+	ListPaymentIntentsWithResponse(ctx context.Context, params *ListPaymentIntentsParams, reqEditors ...RequestEditorFn) (*ListPaymentIntentsResponse, error)
 
 	// CreatePaymentIntentWithBodyWithResponse Approve a payment
 	//
@@ -10521,6 +10726,110 @@ func (r ResolveOpsActionResponse) ContentType() string {
 	return ""
 }
 
+// ListPaymentIntentsResponse401Headers the declared response headers of an HTTP 401 response for ListPaymentIntents
+type ListPaymentIntentsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListPaymentIntentsResponse429Headers the declared response headers of an HTTP 429 response for ListPaymentIntents
+type ListPaymentIntentsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListPaymentIntentsResponse503Headers the declared response headers of an HTTP 503 response for ListPaymentIntents
+type ListPaymentIntentsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListPaymentIntentsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *OpenPaymentIntentList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPaymentIntentsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPaymentIntentsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPaymentIntentsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPaymentIntentsResponse) GetJSON200() *OpenPaymentIntentList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPaymentIntentsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPaymentIntentsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPaymentIntentsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPaymentIntentsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPaymentIntentsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CreatePaymentIntentResponse201Headers the declared response headers of an HTTP 201 response for CreatePaymentIntent
 type CreatePaymentIntentResponse201Headers struct {
 	IdempotentReplayed *string
@@ -12147,6 +12456,26 @@ func (c *ClientWithResponses) ResolveOpsActionWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseResolveOpsActionResponse(rsp)
+}
+
+// ListPaymentIntentsWithResponse List a customer's open payment intents
+//
+// A customer's approved payment intents that are not charged yet (`status: requires_capture`),
+// newest first, each with its amount as it is said (`amount_spoken`, e.g. "45.00 euros") and
+// whether a charge of it is waiting for the payments provider (`charge_in_progress`). At most
+// `limit`; `has_more` says whether more follow. The id of another tenant's customer, or of no
+// customer, lists nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+// Voice agents use the `list_payment_intents` tool.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/payment-intents (the `ListPaymentIntents` operationId).
+func (c *ClientWithResponses) ListPaymentIntentsWithResponse(ctx context.Context, params *ListPaymentIntentsParams, reqEditors ...RequestEditorFn) (*ListPaymentIntentsResponse, error) {
+	rsp, err := c.ListPaymentIntents(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPaymentIntentsResponse(rsp)
 }
 
 // CreatePaymentIntentWithBodyWithResponse Approve a payment
@@ -15672,6 +16001,107 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 		response.Headers409 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOpsActionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListPaymentIntentsResponse parses an HTTP response from a ListPaymentIntentsWithResponse call
+func ParseListPaymentIntentsResponse(rsp *http.Response) (*ListPaymentIntentsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPaymentIntentsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest OpenPaymentIntentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPaymentIntentsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPaymentIntentsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPaymentIntentsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -124,9 +124,14 @@ type NewNote struct {
 	ActionID   uuid.UUID
 	CustomerID uuid.UUID
 	Text       string
+	// CallID, when set, makes the note the call's one note of the customer
+	// under NoteRef: a later note of the same call and NoteRef amends it.
+	CallID  string
+	NoteRef string
 }
 
-// AppendCustomerNote appends a note to a customer the caller checked exists.
+// AppendCustomerNote appends a note to a customer the caller checked exists,
+// or amends the call's note under the same note_ref.
 func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (Note, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -134,6 +139,7 @@ func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (Note, error
 	}
 	row, err := q.q.AppendCustomerNote(ctx, dbsqlc.AppendCustomerNoteParams{
 		ID: id, TenantID: n.TenantID, CustomerID: n.CustomerID, Text: n.Text, ActionID: n.ActionID,
+		CallID: ptr(n.CallID), NoteRef: n.NoteRef,
 	})
 	if err != nil {
 		return Note{}, err

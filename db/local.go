@@ -123,16 +123,17 @@ func (l *Local) UpdateCustomer(c CustomerChange) {
 	}
 }
 
-// AppendNote makes l a note appended to customer's record: confirmed with
-// the note, or rejected as a missing customer.
-func (l *Local) AppendNote(customer uuid.UUID, text string) {
+// AppendNote makes l a note appended to customer's record (or the amended
+// note of the claim's call under ref): confirmed with the note, or rejected
+// as a missing customer.
+func (l *Local) AppendNote(customer uuid.UUID, text, ref string) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		note, err := uuid.NewV7()
 		if err != nil {
 			return dbsqlc.Action{}, err
 		}
 		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text,
+			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text, NoteRef: ref,
 			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
 			Request: c.Request, CallID: ptr(c.CallID),
 		})

@@ -184,3 +184,19 @@ func payment(r dbsqlc.Payment) Payment {
 		DeclineCode: deref(r.DeclineCode), ProviderRef: deref(r.ProviderRef), CreatedAt: r.CreatedAt.UTC(),
 	}
 }
+
+// ListOpenPaymentIntents returns a customer's approved intents that are not
+// charged yet, newest first, at most limit.
+func (q queries) ListOpenPaymentIntents(ctx context.Context, tenant, customer uuid.UUID, limit int) ([]PaymentIntent, error) {
+	rows, err := q.q.ListOpenPaymentIntents(ctx, dbsqlc.ListOpenPaymentIntentsParams{
+		TenantID: tenant, CustomerID: customer, MaxRows: int32(min(limit, 1000)),
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PaymentIntent, len(rows))
+	for i, r := range rows {
+		out[i] = paymentIntent(r)
+	}
+	return out, nil
+}

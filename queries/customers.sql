@@ -27,8 +27,13 @@ WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id)
 RETURNING *;
 
 -- name: AppendCustomerNote :one
-INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
-VALUES ($1, $2, $3, $4, $5)
+-- Appends a note, or, for a call that already has its note of the customer
+-- under this note_ref, amends that note's text (migration 0013).
+INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+VALUES (sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(customer_id), sqlc.arg(text), sqlc.arg(action_id),
+        sqlc.narg(call_id), sqlc.arg(note_ref))
+ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+DO UPDATE SET text = EXCLUDED.text, amended_at = now()
 RETURNING *;
 
 -- name: AddPoints :one
@@ -181,8 +186,9 @@ SELECT * FROM prior;
 -- name: ClaimAndAppendNote :one
 -- A note's one round trip, as ClaimAndBook: when the key is not taken, it
 -- appends the note to the tenant's customer and inserts the action already
--- completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
--- the body written as the Go store writes it.
+-- completed: confirmed with the note (the call's note under note_ref, amended,
+-- when the call has one: see AppendCustomerNote), or rejected with
+-- CUSTOMER_NOT_FOUND, the body written as the Go store writes it.
 WITH prior AS (
     SELECT * FROM actions
     WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -190,11 +196,14 @@ WITH prior AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), noted AS (
-    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
-    SELECT sqlc.arg(note_id), sqlc.arg(tenant_id), customers.id, sqlc.arg(text), sqlc.arg(id)
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+    SELECT sqlc.arg(note_id), sqlc.arg(tenant_id), customers.id, sqlc.arg(text), sqlc.arg(id),
+           sqlc.narg(call_id), sqlc.arg(note_ref)
     FROM customers
     WHERE (SELECT yes FROM fresh)
       AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
+    ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+    DO UPDATE SET text = EXCLUDED.text, amended_at = now()
     RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
 ), answer AS (
     SELECT CASE WHEN n.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,

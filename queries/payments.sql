@@ -39,3 +39,10 @@ SELECT * FROM payments WHERE tenant_id = $1 AND intent_id = $2 AND status = 'suc
 
 -- name: PaymentsByIntent :many
 SELECT * FROM payments WHERE tenant_id = $1 AND intent_id = $2 ORDER BY created_at, id;
+
+-- name: ListOpenPaymentIntents :many
+-- A customer's approved intents not charged yet, newest first.
+SELECT * FROM payment_intents
+WHERE tenant_id = sqlc.arg(tenant_id) AND customer_id = sqlc.arg(customer_id) AND status = 'requires_capture'
+ORDER BY created_at DESC, id DESC
+LIMIT sqlc.arg(max_rows);

@@ -244,7 +244,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List a customer's open payment intents
+         * @description A customer's approved payment intents that are not charged yet (`status: requires_capture`),
+         *     newest first, each with its amount as it is said (`amount_spoken`, e.g. "45.00 euros") and
+         *     whether a charge of it is waiting for the payments provider (`charge_in_progress`). At most
+         *     `limit`; `has_more` says whether more follow. The id of another tenant's customer, or of no
+         *     customer, lists nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+         *     Voice agents use the `list_payment_intents` tool.
+         */
+        get: operations["listPaymentIntents"];
         put?: never;
         /**
          * Approve a payment
@@ -1096,6 +1105,42 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /** @description A customer's open payment intents, newest first. */
+        OpenPaymentIntentList: {
+            payment_intents: components["schemas"]["OpenPaymentIntent"][];
+            /** @description More open intents follow beyond `limit`. */
+            has_more: boolean;
+        };
+        /** @description An approved payment intent not charged yet, with its amount as it is said. */
+        OpenPaymentIntent: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /**
+             * Format: int64
+             * @description The approved amount in minor units of the currency.
+             */
+            amount: number;
+            /** @description ISO 4217 code, upper-case. */
+            currency: string;
+            description: string;
+            /** @enum {string} */
+            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @enum {string} */
+            status: "requires_capture";
+            /**
+             * Format: int64
+             * @description Always null for an open intent.
+             */
+            captured_amount: number | null;
+            /** Format: date-time */
+            created_at: string;
+            /** @description The amount as a person says it, e.g. "10.50 euros". */
+            amount_spoken: string;
+            /** @description A charge of this intent is waiting for the payments provider's outcome; do not charge it again meanwhile. */
+            charge_in_progress: boolean;
+        };
         /** @description A payment intent with its charge attempts, oldest first. */
         PaymentIntentWithPayments: {
             /** Format: uuid */
@@ -1271,7 +1316,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents";
         MessageTemplateInput: {
             /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
             name: string;
@@ -1409,9 +1454,12 @@ export interface components {
             /** @description Guidance for the model. */
             say: string;
             /**
-             * @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments), or
-             *     the rejection's ids. Contact data the agent does not need is left out: a message's recipient, a customer's
-             *     phone and e-mail.
+             * @description The resource when confirmed (e.g. the appointment), what a read found (slots, customers, appointments,
+             *     payment intents), or the rejection's ids. Contact data the agent does not need is left out: a message's
+             *     recipient, a customer's phone and e-mail. Times also come in the tenant's timezone (`when`,
+             *     `starts_at_local`, `timezone`), amounts as they are said (`amount_spoken`), a points change with
+             *     `balance_now`. With `current` set, the stored details move under `as_of_the_action`; a
+             *     `conflicting_request` gives what already stands under `existing` (`action_id`, `outcome`, `details`).
              */
             details: {
                 [key: string]: unknown;
@@ -1426,10 +1474,11 @@ export interface components {
             current?: string;
         };
         /**
-         * @description Why a tool call was rejected, lower-case; absent when not rejected.
+         * @description Why a tool call was rejected, lower-case; absent when not rejected, except `needs_operator`: a
+         *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1602,8 +1651,10 @@ export interface components {
         };
         /** @description The customer comes from the URL. */
         AppendCustomerNoteInput: {
-            /** @description The note to add to the customer's record. */
+            /** @description The note to add to the customer's record. Within one call a later note replaces the text of the call's earlier one (same note_ref): give the whole note each time. */
             text: string;
+            /** @description Optional: a new value starts a separate note in this call, on purpose; leave it unchanged to amend the call's note or when retrying. */
+            note_ref?: string;
         };
         /** @description The customer comes from the URL. */
         AddCustomerPointsInput: {
@@ -1611,6 +1662,8 @@ export interface components {
             delta: number;
             /** @description Why the points change, e.g. the visit or reward. */
             reason: string;
+            /** @description Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying. */
+            points_ref?: string;
         };
     };
     responses: {
@@ -2682,6 +2735,57 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPaymentIntents: {
+        parameters: {
+            query: {
+                /** @description The customer whose open payment intents to list. */
+                customer_id: string;
+                /** @description How many payment intents to list at most. */
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The open payment intents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "payment_intents": [
+                     *         {
+                     *           "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e09",
+                     *           "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *           "amount": 1050,
+                     *           "currency": "EUR",
+                     *           "description": "Cleaning",
+                     *           "payment_method": "pm_card_ok",
+                     *           "status": "requires_capture",
+                     *           "captured_amount": null,
+                     *           "created_at": "2030-01-01T08:00:00Z",
+                     *           "amount_spoken": "10.50 euros",
+                     *           "charge_in_progress": false
+                     *         }
+                     *       ],
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenPaymentIntentList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -63,9 +63,12 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 }
 
 const appendCustomerNote = `-- name: AppendCustomerNote :one
-INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
-VALUES ($1, $2, $3, $4, $5)
-RETURNING id, tenant_id, customer_id, text, action_id, created_at
+INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+VALUES ($1, $2, $3, $4, $5,
+        $6, $7)
+ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+DO UPDATE SET text = EXCLUDED.text, amended_at = now()
+RETURNING id, tenant_id, customer_id, text, action_id, created_at, call_id, note_ref, amended_at
 `
 
 type AppendCustomerNoteParams struct {
@@ -74,8 +77,12 @@ type AppendCustomerNoteParams struct {
 	CustomerID uuid.UUID
 	Text       string
 	ActionID   uuid.UUID
+	CallID     *string
+	NoteRef    string
 }
 
+// Appends a note, or, for a call that already has its note of the customer
+// under this note_ref, amends that note's text (migration 0013).
 func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNoteParams) (CustomerNote, error) {
 	row := q.db.QueryRow(ctx, appendCustomerNote,
 		arg.ID,
@@ -83,6 +90,8 @@ func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNote
 		arg.CustomerID,
 		arg.Text,
 		arg.ActionID,
+		arg.CallID,
+		arg.NoteRef,
 	)
 	var i CustomerNote
 	err := row.Scan(
@@ -92,6 +101,9 @@ func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNote
 		&i.Text,
 		&i.ActionID,
 		&i.CreatedAt,
+		&i.CallID,
+		&i.NoteRef,
+		&i.AmendedAt,
 	)
 	return i, err
 }
@@ -242,11 +254,14 @@ WITH prior AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), noted AS (
-    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id)
-    SELECT $4, $1, customers.id, $5, $6
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+    SELECT $4, $1, customers.id, $5, $6,
+           $7, $8
     FROM customers
     WHERE (SELECT yes FROM fresh)
-      AND customers.tenant_id = $1 AND customers.id = $7
+      AND customers.tenant_id = $1 AND customers.id = $9
+    ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+    DO UPDATE SET text = EXCLUDED.text, amended_at = now()
     RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
 ), answer AS (
     SELECT CASE WHEN n.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
@@ -256,15 +271,15 @@ WITH prior AS (
            CASE WHEN n.id IS NOT NULL THEN
                     '{"id":' || to_json(n.id) || ',"customer_id":' || to_json(n.customer_id) ||
                     ',"text":' || to_json(n.text) || ',"created_at":' || to_json(oncecall_time(n.created_at)) || '}'
-                ELSE '{"customer_id":' || to_json($7::uuid) || '}' END AS body
+                ELSE '{"customer_id":' || to_json($9::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
 ), claimed AS (
     INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $8, $9,
-           $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
+    SELECT $6, $1, $2, $10, $11,
+           $12, $7, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
@@ -281,11 +296,12 @@ type ClaimAndAppendNoteParams struct {
 	NoteID         uuid.UUID
 	Text           string
 	ID             uuid.UUID
+	CallID         *string
+	NoteRef        string
 	CustomerID     uuid.UUID
 	Operation      string
 	Fingerprint    string
 	Request        json.RawMessage
-	CallID         *string
 }
 
 type ClaimAndAppendNoteRow struct {
@@ -312,8 +328,9 @@ type ClaimAndAppendNoteRow struct {
 
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
 // appends the note to the tenant's customer and inserts the action already
-// completed: confirmed with the note, or rejected with CUSTOMER_NOT_FOUND,
-// the body written as the Go store writes it.
+// completed: confirmed with the note (the call's note under note_ref, amended,
+// when the call has one: see AppendCustomerNote), or rejected with
+// CUSTOMER_NOT_FOUND, the body written as the Go store writes it.
 func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAppendNote,
 		arg.TenantID,
@@ -322,11 +339,12 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		arg.NoteID,
 		arg.Text,
 		arg.ID,
+		arg.CallID,
+		arg.NoteRef,
 		arg.CustomerID,
 		arg.Operation,
 		arg.Fingerprint,
 		arg.Request,
-		arg.CallID,
 	)
 	var i ClaimAndAppendNoteRow
 	err := row.Scan(

@@ -104,6 +104,9 @@ type CustomerNote struct {
 	Text       string
 	ActionID   uuid.UUID
 	CreatedAt  time.Time
+	CallID     *string
+	NoteRef    string
+	AmendedAt  *time.Time
 }
 
 type Message struct {

@@ -159,6 +159,54 @@ func (q *Queries) HoldPaymentIntent(ctx context.Context, arg HoldPaymentIntentPa
 	return result.RowsAffected(), nil
 }
 
+const listOpenPaymentIntents = `-- name: ListOpenPaymentIntents :many
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents
+WHERE tenant_id = $1 AND customer_id = $2 AND status = 'requires_capture'
+ORDER BY created_at DESC, id DESC
+LIMIT $3
+`
+
+type ListOpenPaymentIntentsParams struct {
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+	MaxRows    int32
+}
+
+// A customer's approved intents not charged yet, newest first.
+func (q *Queries) ListOpenPaymentIntents(ctx context.Context, arg ListOpenPaymentIntentsParams) ([]PaymentIntent, error) {
+	rows, err := q.db.Query(ctx, listOpenPaymentIntents, arg.TenantID, arg.CustomerID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []PaymentIntent
+	for rows.Next() {
+		var i PaymentIntent
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.CustomerID,
+			&i.Amount,
+			&i.Currency,
+			&i.Description,
+			&i.PaymentMethod,
+			&i.Status,
+			&i.CapturedAmount,
+			&i.ActionID,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.ChargingActionID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockPaymentIntent = `-- name: LockPaymentIntent :one
 SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `

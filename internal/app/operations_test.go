@@ -75,8 +75,11 @@ func TestToolsAndIdentities(t *testing.T) {
 		{"customer.create", `{"name":"Ana","phone":"0044 20 7946 0958","external_ref":"r1"}`, []string{"phone", "+442079460958"}},
 		{"customer.create", `{"name":"Ana","external_ref":" r1 "}`, []string{"external_ref", "r1"}},
 		{"customer.update", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","email":null}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "email=null"}},
-		{"customer.note.append", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","text":" hi "}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "hi"}},
-		{"customer.points.add", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","delta":5,"reason":"visit"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "visit"}},
+		{"customer.note.append", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","text":" hi "}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "", "hi"}},
+		{"customer.note.append", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","text":"hi","note_ref":"2"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "2", "hi"}},
+		// A points change is its delta, not the wording of its reason.
+		{"customer.points.add", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","delta":5,"reason":"visit"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "5", ""}},
+		{"customer.points.add", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","delta":5,"reason":"Visit!","points_ref":"b"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "5", "b"}},
 	}
 	for _, c := range cases {
 		p, err := reg.MustGet(c.operation).Prepare([]byte(c.body), nil)
@@ -85,6 +88,15 @@ func TestToolsAndIdentities(t *testing.T) {
 		}
 		if !reflect.DeepEqual(p.Identity, c.want) {
 			t.Errorf("%s identity = %q, want %q", c.operation, p.Identity, c.want)
+		}
+	}
+	// A customer known by name alone is known only within its call.
+	for body, want := range map[string]bool{
+		`{"name":"John Smith"}`: true, `{"name":"John Smith","email":"j@example.com"}`: false, `{"name":"Ana","phone":"+442079460958"}`: false,
+	} {
+		p, err := reg.MustGet("customer.create").Prepare([]byte(body), nil)
+		if err != nil || p.PerCall != want {
+			t.Errorf("customer.create %s: per-call %v (%v), want %v", body, p.PerCall, err, want)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // Rejection reasons.
@@ -60,6 +61,7 @@ var Book = op.Define(op.Spec[BookInput]{
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
+	StandingByResource: cancelledStanding,
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
 		slot := op.MustUUID(in.SlotID)
 		a, booked, err := tx.BookSlot(ctx, db.Booking{
@@ -78,7 +80,11 @@ var Book = op.Define(op.Spec[BookInput]{
 		}
 		// The confirmation is a follow-up: queued in the same transaction,
 		// it never changes the booking's outcome.
-		notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, a.StartsAt.Format(time.RFC1123), a.ID.String())
+		when, err := localWhen(ctx, tx, x.TenantID, a.StartsAt)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, when, a.ID.String())
 		if err != nil {
 			return idem.Result{}, err
 		}
@@ -146,6 +152,7 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in RescheduleInput, resourceID string) (string, error) {
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
+	StandingByResource: cancelledStanding,
 	Local: func(l *db.Local, in RescheduleInput) bool {
 		l.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
 		return true
@@ -253,6 +260,17 @@ func appointmentStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, res
 	return "", nil
 }
 
+// cancelledStanding is appointmentStanding for an action whose request was
+// pruned: the slot it named is gone with it, but a cancellation still shows
+// on the appointment.
+func cancelledStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error) {
+	current, err := appointmentStanding(ctx, s, tenant, resourceID, "")
+	if current == "moved" {
+		return "", err
+	}
+	return current, err
+}
+
 // slotRejection tells a missing or past slot from a taken one.
 func slotRejection(ctx context.Context, tx *db.Tx, x idem.Exec, slot uuid.UUID) (idem.Result, error) {
 	exists, err := tx.SlotExists(ctx, x.TenantID, slot)
@@ -307,4 +325,19 @@ func mustTime(s string) time.Time {
 		panic("booking: unnormalised time " + s)
 	}
 	return t
+}
+
+// localWhen says start in the tenant's timezone as a person does (the when
+// of list_appointments), for messages to the customer. A zone name the
+// zone database lacks is read as UTC, as the read tools do.
+func localWhen(ctx context.Context, tx *db.Tx, tenant uuid.UUID, start time.Time) (string, error) {
+	name, err := tx.TenantTimezone(ctx, tenant)
+	if err != nil {
+		return "", err
+	}
+	loc, err := schedule.ParseZone(name)
+	if err != nil {
+		loc = time.UTC
+	}
+	return schedule.Spoken(start, loc, time.Now()), nil
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -33,6 +34,8 @@ const (
 	maxRef    = 200
 	maxNote   = 2000
 	maxReason = 200
+	// maxEffectRef bounds points_ref and note_ref, like message's send_ref.
+	maxEffectRef = 100
 	// maxDelta bounds one change of a points balance.
 	maxDelta = 1_000_000_000
 )
@@ -74,6 +77,9 @@ var Create = op.Define(op.Spec[CreateInput]{
 		}
 		return []string{"name", in.Name, "email", in.Email}
 	},
+	// A name is not an identity: without a phone, e-mail or external
+	// reference the same name from another call is another person.
+	CallScoped: func(in CreateInput) bool { return in.Phone == "" && in.Email == "" && in.ExternalRef == "" },
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
 		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
 			switch {
@@ -207,22 +213,28 @@ var Update = op.Define(op.Spec[UpdateInput]{
 // NoteInput is the input of customer.note.append.
 type NoteInput struct {
 	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
-	Text       string `json:"text" required:"true" minLength:"1" maxLength:"2000" desc:"The note to add to the customer's record."`
+	Text       string `json:"text" required:"true" minLength:"1" maxLength:"2000" desc:"The note to add to the customer's record. Within one call a later note replaces the text of the call's earlier one (same note_ref): give the whole note each time."`
+	NoteRef    string `json:"note_ref" maxLength:"100" desc:"Optional: a new value starts a separate note in this call, on purpose; leave it unchanged to amend the call's note or when retrying."`
 }
 
 // AppendNote appends a note to a customer record.
 var AppendNote = op.Define(op.Spec[NoteInput]{
-	Name:        "customer.note.append",
-	Version:     1,
-	Tool:        "add_customer_note",
-	Description: "Add a note to a customer's record, once per thing worth recording from the call.",
+	Name:    "customer.note.append",
+	Version: 1,
+	Tool:    "add_customer_note",
+	Description: "Add a note to a customer's record. A call keeps one note per customer: calling it again in the same call " +
+		"replaces that note's text, so give the whole note each time (a reworded note is not a second one). For a separate " +
+		"second note on purpose, give a new note_ref.",
 	Normalize: func(in *NoteInput) error {
-		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("text", &in.Text, maxNote, true))
+		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("text", &in.Text, maxNote, true),
+			op.Text("note_ref", &in.NoteRef, maxEffectRef, false))
 	},
+	// Each wording is its own action (an exact retry replays it); the
+	// call's note under note_ref is one row that a later wording amends.
 	PerCall:  true,
-	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.Text} },
+	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef, in.Text} },
 	Local: func(l *db.Local, in NoteInput) bool {
-		l.AppendNote(op.MustUUID(in.CustomerID), in.Text)
+		l.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
 		return true
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in NoteInput) (idem.Result, error) {
@@ -234,7 +246,9 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		if !ok {
 			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
 		}
-		n, err := tx.AppendCustomerNote(ctx, db.NewNote{TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Text: in.Text})
+		n, err := tx.AppendCustomerNote(ctx, db.NewNote{
+			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Text: in.Text, CallID: x.CallID, NoteRef: in.NoteRef,
+		})
 		if err != nil {
 			return idem.Result{}, err
 		}
@@ -256,6 +270,7 @@ type PointsInput struct {
 	CustomerID string     `json:"customer_id" required:"true" format:"uuid" desc:"The id of the customer."`
 	Delta      op.Integer `json:"delta" required:"true" minimum:"-1000000000" maximum:"1000000000" desc:"Points to add, or a negative number to redeem; not zero."`
 	Reason     string     `json:"reason" required:"true" minLength:"1" maxLength:"200" desc:"Why the points change, e.g. the visit or reward."`
+	PointsRef  string     `json:"points_ref" maxLength:"100" desc:"Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying."`
 }
 
 // AddPoints changes a customer's loyalty balance, which never goes below
@@ -265,7 +280,8 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 	Version: 1,
 	Tool:    "add_loyalty_points",
 	Description: "Add loyalty points to a customer (or redeem them with a negative delta), once per earned or redeemed reward. " +
-		"The balance cannot go below zero.",
+		"The balance cannot go below zero. Within one call the same delta for the same customer is one change, however the " +
+		"reason is worded; to make a second change of the same size on purpose, give it a new points_ref.",
 	Normalize: func(in *PointsInput) error {
 		if err := op.First(op.ID("customer_id", &in.CustomerID), op.Int("delta", &in.Delta, -maxDelta, maxDelta),
 			op.Text("reason", &in.Reason, maxReason, true)); err != nil {
@@ -274,10 +290,17 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		if in.Delta.Int64() == 0 {
 			return fault.Field("delta", "must not be zero")
 		}
-		return nil
+		return op.Text("points_ref", &in.PointsRef, maxEffectRef, false)
 	},
-	PerCall:  true,
-	Identity: func(in PointsInput) []string { return []string{in.CustomerID, in.Reason} },
+	// One change per call, customer, delta and points_ref: the model's
+	// rewording of the reason is a retry, not a second change.
+	PerCall: true,
+	Identity: func(in PointsInput) []string {
+		return []string{in.CustomerID, strconv.FormatInt(in.Delta.Int64(), 10), in.PointsRef}
+	},
+	Restates: func(_ context.Context, _ *db.Store, _ uuid.UUID, stored, in PointsInput) (bool, error) {
+		return stored.CustomerID == in.CustomerID && stored.Delta.Int64() == in.Delta.Int64() && stored.PointsRef == in.PointsRef, nil
+	},
 	Local: func(l *db.Local, in PointsInput) bool {
 		l.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
 		return true
@@ -304,7 +327,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 	},
 	Remote: op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
-		Confirmed: "The points are recorded. You may tell the caller the new balance in details.",
+		Confirmed: "The points change is recorded (delta in details). You may tell the caller their balance now, balance_now in details.",
 		Rejected: map[string]string{
 			InsufficientPoints: "The customer does not have enough points; nothing was redeemed. You may tell the caller their balance from details.",
 			NotFound:           "The customer record was not found; no points changed. Confirm who the caller is.",

@@ -40,6 +40,9 @@ const (
 	ConflictingRequest = "conflicting_request"
 	UnknownAction      = "unknown_action"
 	NoAnswer           = "no_answer"
+	// NeedsOperator marks a pending answer that is final for the call: the
+	// outcome could not be settled automatically and a person follows up.
+	NeedsOperator = "needs_operator"
 )
 
 // Default phrasing, used where an operation declares none. The pending
@@ -60,6 +63,12 @@ const (
 	// since, where the operation declares no phrase of its own.
 	defaultChanged = "This request did go through, but what it did has changed since (see current): do not tell the caller " +
 		"it is still so."
+	// needsOperatorSay is the last word on an action an operator must
+	// settle: checking again in this call cannot change it.
+	needsOperatorSay = "This request is NOT confirmed: its result could not be settled automatically, and a person from the " +
+		"business will check it and follow up with the caller. Tell the caller exactly that: it is not confirmed yet and " +
+		"someone will get back to them about it. Do not say it happened or that it failed, do not try it again, and do not " +
+		"call check_action_status for it again in this call."
 	fallbackSay = "oncecall did not answer, so this request is NOT confirmed and its result is unknown. Do not tell the caller that it happened. " +
 		"Call the tool again with exactly the same arguments (a repeat never does anything twice); if it fails again, " +
 		"tell the caller you cannot verify it right now and that someone will follow up."
@@ -85,6 +94,10 @@ func Say(p op.Phrases, outcome db.Outcome, reason string) string {
 // stored action only, so a replay answers byte for byte like the first.
 func ForAction(a db.Action, p op.Phrases) Answer {
 	ans := Answer{ActionID: a.ID.String(), Details: json.RawMessage("{}")}
+	if a.State != db.Completed && a.NeedsOperator {
+		ans.Outcome, ans.Reason, ans.Say = string(db.Pending), NeedsOperator, needsOperatorSay
+		return ans
+	}
 	if a.State != db.Completed {
 		ans.Outcome, ans.Say = string(db.Pending), Say(p, db.Pending, "")
 		return ans
@@ -105,12 +118,18 @@ func ForAction(a db.Action, p op.Phrases) Answer {
 
 // Changed marks an answer for a confirmed action whose object has changed
 // since (current is what became of it): it keeps the outcome (what the
-// request did) and says that this is no longer so.
+// request did) and says that this is no longer so. Its details are moved
+// under as_of_the_action, next to current, so that no field of them (a
+// booking's status "active") reads as the object's state now.
 func Changed(ans Answer, p op.Phrases, current string) Answer {
 	if current == "" || ans.Outcome != string(db.Confirmed) {
 		return ans
 	}
 	ans.Current, ans.Say = current, cmp.Or(p.Changed, defaultChanged)
+	details, err := json.Marshal(map[string]any{"current": current, "as_of_the_action": ans.Details})
+	if err == nil {
+		ans.Details = details
+	}
 	return ans
 }
 
@@ -164,15 +183,34 @@ func Invalid(field, message string) Answer {
 
 // Conflicting rejects a request whose identity (its action_id, key, or the
 // identity fields of the operation) already names an action with other
-// details. Nothing was done; the existing action is untouched.
-func Conflicting(existing uuid.UUID) Answer {
-	details, _ := json.Marshal(map[string]string{"existing_action_id": existing.String()})
-	return Answer{
-		Outcome: string(db.Rejected), Reason: ConflictingRequest, Details: details,
-		Say: "Nothing was done: an earlier request with the same identity had different details. " +
-			"Confirm the details with the caller. To learn what the earlier request did, call check_action_status " +
-			"with details.existing_action_id.",
+// details; stands is the answer for that action as it is now. This request
+// did nothing and the existing action is untouched, but the existing one
+// may well have happened: the answer says what stands (details.existing)
+// and, when it did or may have, forbids a second attempt.
+func Conflicting(stands Answer) Answer {
+	details, _ := json.Marshal(map[string]any{
+		"existing_action_id": stands.ActionID,
+		"existing": map[string]any{
+			"action_id": stands.ActionID, "outcome": stands.Outcome, "reason": stands.Reason,
+			"current": stands.Current, "details": stands.Details,
+		},
+	})
+	var say string
+	switch stands.Outcome {
+	case string(db.Confirmed):
+		say = "This request was not carried out again: an earlier request for the same thing already went through, with the " +
+			"details in details.existing, and those stand, not the ones just sent. Tell the caller what stands from " +
+			"details.existing (if it has a current, it has changed since). Do not call this tool again for it. Confirm the details with the " +
+			"caller: if they want something different, use the tool that changes it (such as reschedule_appointment)."
+	case string(db.Pending):
+		say = "This request was not carried out: an earlier request for the same thing, with other details, is NOT confirmed " +
+			"yet and its result is unknown. Do not tell the caller that it happened, and do not call this tool again for it; " +
+			"call check_action_status with details.existing_action_id and follow its answer."
+	default:
+		say = "Nothing was done: an earlier request with the same identity had different details and was not carried out " +
+			"(see details.existing). Confirm the details with the caller."
 	}
+	return Answer{Outcome: string(db.Rejected), Reason: ConflictingRequest, Details: details, Say: say}
 }
 
 // Unknown rejects a check_action_status for an id the tenant does not have.
@@ -185,8 +223,19 @@ func Unknown(id string) Answer {
 	}
 }
 
-// Fallback is the fallBackResult of every tool: what the model gets when
-// the webhook fails. It is pending and forbids claiming success.
+// Fallback is the fallBackResult of every tool that acts: what the model
+// gets when the webhook fails. It is pending and forbids claiming success.
 func Fallback() Answer {
 	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: fallbackSay, Details: json.RawMessage("{}")}
+}
+
+// readFallbackSay is the fallBackResult of a read-only tool: nothing can
+// have happened, only the look-up failed.
+const readFallbackSay = "oncecall did not answer, so nothing could be looked up: treat what you meant to check as NOT confirmed. " +
+	"Do not guess or tell the caller anything as if it were looked up. Call the tool again with the same arguments; if it " +
+	"fails again, tell the caller you cannot look it up right now and that someone will follow up."
+
+// ReadFallback is the fallBackResult of a read-only tool.
+func ReadFallback() Answer {
+	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: readFallbackSay, Details: json.RawMessage("{}")}
 }

@@ -71,13 +71,17 @@ func Definitions(ops *op.Registry, baseURL, apiKey string) ([]Definition, error)
 		apiKey = DefaultAPIKeyPlaceholder
 	}
 	def := func(name, description string, schema map[string]any) Definition {
+		fallback := Fallback()
+		if ReadOnly(name) {
+			fallback = ReadFallback()
+		}
 		return Definition{
 			Name: name, Description: description, Schema: schema,
 			Webhook: Webhook{
 				URL:     base + "/v1/dasha/tools/" + name,
 				Headers: map[string]string{"Authorization": "Bearer " + apiKey},
 			},
-			FallBackResult: Fallback(), TimeoutSeconds: TimeoutSeconds, RetryCount: RetryCount,
+			FallBackResult: fallback, TimeoutSeconds: TimeoutSeconds, RetryCount: RetryCount,
 		}
 	}
 	var defs []Definition

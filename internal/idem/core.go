@@ -46,6 +46,8 @@ type Result struct {
 type Exec struct {
 	TenantID uuid.UUID
 	ActionID uuid.UUID
+	// CallID is the voice call the action was claimed in; empty outside one.
+	CallID string
 }
 
 // Request is one attempt at an action.
@@ -249,7 +251,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id}
+		x := Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)

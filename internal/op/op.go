@@ -45,6 +45,19 @@ type Spec[In any] struct {
 	Identity func(in In) []string
 	// PerCall makes the call id part of a derived identity.
 	PerCall bool
+	// CallScoped, when set, makes the call id part of the derived identity
+	// of the inputs it reports (a customer known by name alone is only the
+	// same customer within one call); PerCall still applies to all.
+	CallScoped func(in In) bool
+	// Restates, when set, reports whether in asks for exactly what the
+	// stored input of a completed action did, though it is spelled with
+	// other details (a field restating a default, a reworded reason): such
+	// a request is answered as a replay of that action, not a conflict.
+	Restates func(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in In) (bool, error)
+	// StandingByResource, when set, is Standing for an action whose request
+	// was pruned: it sees only the resource id (a booking's appointment is
+	// still known to be cancelled).
+	StandingByResource func(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error)
 	// Execute performs the operation's writes inside the claim's transaction.
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
 	// Local, when set, expresses Execute in SQL: it picks the operation's
@@ -155,6 +168,12 @@ type Prepared struct {
 	Fingerprint string
 	// Identity lists the identity field values, in declaration order.
 	Identity []string
+	// PerCall: the call id is part of the derived identity of this input.
+	PerCall bool
+	// Restates reports whether this request asks for exactly what the
+	// completed action a did (see Spec.Restates); nil when only an equal
+	// fingerprint does.
+	Restates func(ctx context.Context, s *db.Store, a db.Action) (bool, error)
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
 	// Local picks the one statement in SQL (see Spec.Local); nil
 	// when the operation has no SQL form.
@@ -251,6 +270,19 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 				return "", nil
 			}
 			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
+		}
+	}
+	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
+	if o.s.Restates != nil {
+		p.Restates = func(ctx context.Context, s *db.Store, a db.Action) (bool, error) {
+			if a.Operation != o.s.Name || a.State != db.Completed || a.Outcome != db.Confirmed {
+				return false, nil
+			}
+			var stored In
+			if Decode(a.Request, &stored) != nil {
+				return false, nil // pruned: nothing to compare with
+			}
+			return o.s.Restates(ctx, s, a.TenantID, stored, in)
 		}
 	}
 	if o.s.Identity != nil {
@@ -433,4 +465,13 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 		steps = append(steps, db.NewStep{Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload})
 	}
 	return steps, nil
+}
+
+// standingByResource is Standing of a completed, confirmed action whose
+// request was pruned (see Spec.StandingByResource).
+func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a db.Action) (string, error) {
+	if o.s.StandingByResource == nil || a.State != db.Completed || a.Outcome != db.Confirmed {
+		return "", nil
+	}
+	return o.s.StandingByResource(ctx, s, a.TenantID, a.ResourceID)
 }

@@ -77,8 +77,17 @@ func (r *Registry) Standing(ctx context.Context, s *db.Store, a db.Action) (stri
 		return "", nil
 	}
 	p, err := o.Prepare(a.Request, nil)
-	if err != nil || p.Standing == nil {
-		return "", nil //nolint:nilerr // a pruned request cannot be checked: the answer stands as stored
+	if err != nil {
+		// A pruned request: what the resource id alone tells, if anything.
+		if by, ok := o.(interface {
+			standingByResource(context.Context, *db.Store, db.Action) (string, error)
+		}); ok {
+			return by.standingByResource(ctx, s, a)
+		}
+		return "", nil
+	}
+	if p.Standing == nil {
+		return "", nil
 	}
 	return p.Standing(ctx, s, a)
 }

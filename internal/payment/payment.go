@@ -116,6 +116,17 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		return op.First(op.ID("payment_intent_id", &in.PaymentIntentID), op.Amount("amount", &in.Amount, false))
 	},
 	Identity: func(in ChargeInput) []string { return []string{in.PaymentIntentID} },
+	// An amount equal to the intent's restates the default: the same charge.
+	Restates: func(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in ChargeInput) (bool, error) {
+		if stored.PaymentIntentID != in.PaymentIntentID {
+			return false, nil
+		}
+		pi, err := s.PaymentIntentByID(ctx, tenant, op.MustUUID(in.PaymentIntentID))
+		if errors.Is(err, db.ErrNotFound) {
+			return false, nil
+		}
+		return err == nil && stored.amountOf(pi) == in.amountOf(pi), err
+	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
 		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
 		switch {
@@ -145,7 +156,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 	},
 	Remote: chargeRemote(),
 	Say: op.Phrases{
-		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details.",
+		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details (amount_spoken says it).",
 		Rejected: map[string]string{
 			Declined:            "The card was declined; nothing was charged. Ask the caller for another way to pay.",
 			AlreadyCaptured:     "This payment was already charged earlier; do not charge again. You may tell the caller it is already paid.",

@@ -1,0 +1,198 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
+)
+
+// Operations whose answers speakable completes from the tenant's records.
+const (
+	chargeOperation = "payment.charge"
+	pointsOperation = "customer.points.add"
+)
+
+// speakable adds to the details of a completed action's answer what a voice
+// agent says aloud and the stored answer lacks: a time in the tenant's
+// timezone (when, as list_appointments gives it), an amount as it is said
+// (amount_spoken, and the amount and currency of a charge a remote provider
+// made), and, for a points change heard again (replayed), the balance read
+// now (balance_now; the stored balance is dropped when it is no longer
+// true). The stored answer is never changed; a first answer and its exact
+// retry still say the same.
+func (s *Server) speakable(ctx context.Context, tenant db.Tenant, a db.Action, replayed bool, ans dashatool.Answer) (dashatool.Answer, error) {
+	if a.State != db.Completed {
+		return ans, nil
+	}
+	var d map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(ans.Details))
+	dec.UseNumber()
+	if dec.Decode(&d) != nil || d == nil {
+		return ans, nil
+	}
+	added := false
+	set := func(k string, v any) {
+		if raw, err := json.Marshal(v); err == nil {
+			d[k], added = raw, true
+		}
+	}
+	if start, ok := timeField(d, "starts_at"); ok {
+		if _, has := d["when"]; !has {
+			zone, loc, err := s.tenantZone(ctx, tenant.ID)
+			if err != nil {
+				return ans, err
+			}
+			end, _ := timeField(d, "ends_at")
+			l := schedule.Localize(start, end, loc, time.Now())
+			set("timezone", zone)
+			set("when", l.When)
+			set("starts_at_local", l.StartsAtLocal)
+			if !end.IsZero() {
+				set("ends_at_local", l.EndsAtLocal)
+			}
+		}
+	}
+	if a.Operation == chargeOperation && a.Outcome == db.Confirmed {
+		if err := s.chargedAmount(ctx, tenant, d, set); err != nil {
+			return ans, err
+		}
+	}
+	if currency, ok := stringField(d, "currency"); ok {
+		for _, k := range []string{"amount", "intent_amount"} {
+			if n, ok := intField(d, k); ok {
+				set(k+"_spoken", op.SpokenAmount(n, currency))
+			}
+		}
+	}
+	if a.Operation == pointsOperation && a.Outcome == db.Confirmed {
+		if err := s.balanceNow(ctx, tenant, d, replayed, set); err != nil {
+			return ans, err
+		}
+	}
+	if !added {
+		return ans, nil
+	}
+	out, err := json.Marshal(d)
+	if err != nil {
+		return ans, err
+	}
+	ans.Details = out
+	return ans, nil
+}
+
+// chargedAmount gives the amount and currency of a charge whose answer
+// holds only the provider's reference and the request (a remote charge):
+// the request's amount, or the intent's whole amount, in its currency.
+func (s *Server) chargedAmount(ctx context.Context, tenant db.Tenant, d map[string]json.RawMessage, set func(string, any)) error {
+	if _, ok := d["amount"]; ok {
+		return nil
+	}
+	var req struct {
+		PaymentIntentID string      `json:"payment_intent_id"`
+		Amount          json.Number `json:"amount"`
+	}
+	if json.Unmarshal(d["request"], &req) != nil {
+		return nil
+	}
+	id, err := uuid.Parse(req.PaymentIntentID)
+	if err != nil {
+		return nil //nolint:nilerr // not an intent of ours: nothing to add
+	}
+	pi, err := s.cfg.Store.PaymentIntentByID(ctx, tenant.ID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return db.Fault(err)
+	}
+	amount := pi.Amount
+	if n, err := req.Amount.Int64(); err == nil && n > 0 {
+		amount = n
+	}
+	set("amount", amount)
+	set("currency", pi.Currency)
+	return nil
+}
+
+// balanceNow adds the customer's balance read now to a points change's
+// answer. A replay's stored balance (the balance right after the change)
+// is dropped once other changes have moved it: it is no longer true.
+func (s *Server) balanceNow(ctx context.Context, tenant db.Tenant, d map[string]json.RawMessage, replayed bool, set func(string, any)) error {
+	id, ok := stringField(d, "customer_id")
+	cid, err := uuid.Parse(id)
+	if !ok || err != nil {
+		return nil //nolint:nilerr // a remote CRM's answer: no local balance
+	}
+	c, err := s.cfg.Store.CustomerByID(ctx, tenant.ID, cid)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return db.Fault(err)
+	}
+	set("balance_now", c.Points)
+	if then, ok := intField(d, "balance"); ok && replayed && then != c.Points {
+		delete(d, "balance")
+	}
+	return nil
+}
+
+func timeField(d map[string]json.RawMessage, k string) (time.Time, bool) {
+	v, ok := stringField(d, k)
+	if !ok {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	return t, err == nil
+}
+
+func stringField(d map[string]json.RawMessage, k string) (string, bool) {
+	var v string
+	raw, ok := d[k]
+	return v, ok && json.Unmarshal(raw, &v) == nil && v != ""
+}
+
+func intField(d map[string]json.RawMessage, k string) (int64, bool) {
+	var v int64
+	raw, ok := d[k]
+	return v, ok && json.Unmarshal(raw, &v) == nil
+}
+
+// conflicting answers a request whose identity names an action with other
+// details. When the request only restates what that action did (see
+// op.Spec.Restates) it is a replay of it; otherwise the answer says what
+// stands.
+func (s *Server) conflicting(ctx context.Context, tenant db.Tenant, prep *op.Prepared, existing db.Action) (dashatool.Answer, error) {
+	info := infoFrom(ctx)
+	var phrases op.Phrases
+	if o, ok := s.cfg.Ops.Get(existing.Operation); ok {
+		phrases = o.Phrases()
+	}
+	if prep.Restates != nil {
+		same, err := prep.Restates(ctx, s.cfg.Store, existing)
+		if err != nil {
+			return dashatool.Answer{}, db.Fault(err)
+		}
+		if same {
+			info.actionID, info.replayed = existing.ID.String(), true
+			return s.speakable(ctx, tenant, existing, true, dashatool.ForAction(existing, phrases))
+		}
+	}
+	stands, err := s.speakable(ctx, tenant, existing, true, dashatool.ForAction(existing, phrases))
+	if err != nil {
+		return stands, err
+	}
+	if stands, err = s.changed(ctx, stands, existing, phrases); err != nil {
+		return stands, err
+	}
+	return dashatool.Conflicting(stands), nil
+}
