@@ -129,7 +129,8 @@ func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 // ToolWebHookPayload", names it in errors) into v, whose fields are
 // strings or raw JSON. The body is canonicalised first, so invalid UTF-8
 // and duplicate keys are rejected before anything reads it; unknown fields
-// are tolerated: Dasha may add some.
+// are tolerated (Dasha may add some), but not a key that differs from a
+// known field only in case, which encoding/json would take for it.
 func decodeWebhook(body []byte, v any, what string) error {
 	c, err := canon.Canonical(body)
 	if err != nil {
@@ -137,6 +138,9 @@ func decodeWebhook(body []byte, v any, what string) error {
 	}
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
+	}
+	if err := op.CheckFieldNames(c, v); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(c, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
