@@ -2379,6 +2379,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2435,6 +2436,7 @@ export interface operations {
             };
             400: components["responses"]["BadQuery"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3262,6 +3264,7 @@ export interface operations {
             };
             400: components["responses"]["BadQuery"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
