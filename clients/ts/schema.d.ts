@@ -635,7 +635,8 @@ export interface paths {
          *     Either way the decision joins the timeline with who made it and the evidence.
          *
          *     The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-         *     may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+         *     may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+         *     so is a resolution whose lease was taken over before it wrote, which records nothing.
          *     A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
          *     write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
          */
