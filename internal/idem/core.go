@@ -80,6 +80,12 @@ type Request struct {
 	Stale func(ctx context.Context, a db.Action) (bool, error)
 	// CallID is the Dasha callId of a tool call, kept with the action.
 	CallID string
+	// Named, when set, is the action the request names (a tool call's
+	// action_id): the request is answered for that action only, read by
+	// its id, never by Key, which a concurrent request may have retired
+	// from it (Stale) and claimed for a new action meanwhile. Nothing is
+	// claimed. Key is then the action's key.
+	Named uuid.UUID
 }
 
 // Driver performs the remote steps of a claimed action and returns the
@@ -179,6 +185,14 @@ var errSuperseded = errors.New("the action under this key was superseded")
 
 // do is Do without the observer.
 func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
+	if req.Named != uuid.Nil {
+		a, err := c.store.ActionByID(ctx, req.TenantID, req.Named)
+		if err != nil {
+			return Reply{}, db.Fault(err)
+		}
+		req.Stale = nil
+		return c.follow(ctx, &req, a)
+	}
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
 	// claim below is the only decision. A local operation written in SQL
