@@ -46,6 +46,11 @@ type Result struct {
 type Exec struct {
 	TenantID uuid.UUID
 	ActionID uuid.UUID
+	// Remote reports whether a capability is served by a remote provider
+	// (nil: none is): a local operation's follow-up on a remote capability
+	// (a booking's confirmation message) is recorded as a step of the
+	// action, which the driver sends.
+	Remote func(capability string) bool
 }
 
 // Request is one attempt at an action.
@@ -132,12 +137,20 @@ type Core struct {
 	store  *db.Store
 	cfg    Config
 	driver Driver
+	remote func(capability string) bool
 	// background counts drives that outlived their request (see Drain).
 	background sync.WaitGroup
 }
 
-// SetDriver installs the driver of remote steps.
-func (c *Core) SetDriver(d Driver) { c.driver = d }
+// SetDriver installs the driver of remote steps. A driver that tells
+// which capabilities are remote (step.Driver does) tells local operations
+// too, through Exec.Remote.
+func (c *Core) SetDriver(d Driver) {
+	c.driver = d
+	if r, ok := d.(interface{ Remote(string) bool }); ok {
+		c.remote = r.Remote
+	}
+}
 
 // New returns a Core with defaults applied to cfg.
 func New(store *db.Store, cfg Config) *Core {
@@ -263,7 +276,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id}
+		x := Exec{TenantID: req.TenantID, ActionID: id, Remote: c.remote}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)
