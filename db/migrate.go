@@ -84,8 +84,8 @@ func LatestVersion() string {
 // migration recorded without a checksum (by a build from before checksums
 // were recorded) is accepted as applied and gets the embedded file's
 // checksum; migration 0012 restates what such a build's 0010 may have
-// lacked. Each transaction Each transaction first takes a transaction-scoped advisory
-// lock, so concurrent callers apply each migration exactly once; a lock held
+// lacked. Each transaction first takes a transaction-scoped advisory lock,
+// so concurrent callers apply each migration exactly once; a lock held
 // by the transaction, not the session, also holds through a proxy that lends
 // server connections per transaction (PgBouncer's transaction pooling),
 // where a session lock could be taken on one server connection, left on it
@@ -113,8 +113,8 @@ func Migrate(ctx context.Context, conn *pgx.Conn) error {
 		// A table created by a build from before checksums: add the column
 		// (the check keeps every later start from taking the table's lock).
 		var has bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM information_schema.columns
-			WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'checksum')`).Scan(&has); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_attribute
+			WHERE attrelid = 'schema_migrations'::regclass AND attname = 'checksum' AND NOT attisdropped)`).Scan(&has); err != nil {
 			return fmt.Errorf("read schema_migrations: %w", err)
 		}
 		if !has {
