@@ -69,6 +69,9 @@ type Config struct {
 	// for its turn, then gets 503.
 	TenantRequests int
 	TenantWait     time.Duration
+	// BodyReadTimeout bounds the read of a request's body (default 5s),
+	// which is read whole before the request takes its tenant's turn.
+	BodyReadTimeout time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -89,6 +92,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.KeyCacheTTL <= 0 {
 		cfg.KeyCacheTTL = 30 * time.Second
 	}
+	cfg.BodyReadTimeout = cmp.Or(cfg.BodyReadTimeout, 5*time.Second)
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
 	}
@@ -134,7 +138,7 @@ func NewRouter(cfg Config) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
-			r.Use(fullScopeOnly, s.limitRate, s.shareDB)
+			r.Use(fullScopeOnly, s.limitRate, s.bodyFirst, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
 
 			r.Post("/slots", s.write("slot.create"))
@@ -164,7 +168,7 @@ func NewRouter(cfg Config) http.Handler {
 		})
 		// What a key of scope dasha may call, on the Dasha budget.
 		r.Group(func(r chi.Router) {
-			r.Use(s.limitDasha, s.shareDB)
+			r.Use(s.limitDasha, s.bodyFirst, s.shareDB)
 			r.Post("/dasha/tools", s.dashaTool)
 			r.Post("/dasha/tools/{toolName}", s.dashaTool)
 			r.Post("/dasha/events", s.dashaEvent)

@@ -113,6 +113,9 @@ type Config struct {
 	// (default 1s) for its turn, then gets 503 with Retry-After.
 	TenantDBRequests int
 	TenantDBWait     time.Duration
+	// BodyReadTimeout bounds the read of a request body, which is read
+	// whole before the request takes one of its tenant's places. Default 5s.
+	BodyReadTimeout time.Duration
 
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
@@ -232,7 +235,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
-		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
+		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
 	})
 	m.srv = &http.Server{
