@@ -25,7 +25,8 @@ const tsDir = "../clients/ts"
 // book.ts) against it, checks what npm would pack, and runs book.js against
 // a live server: book, retry with the same key and see Idempotent-Replayed,
 // reuse the key with another slot and get 422, book through retryingFetch
-// over a connection that loses the first answer and get the stored one. It
+// over a connection that loses the first answer and get the stored one, and
+// see that a 422 is not retried. It
 // needs Node.js 20+ and npm, and installs the pinned packages (npm ci) when
 // clients/ts/node_modules is absent. Without node it skips: make test needs
 // only Go and PostgreSQL, and CI has node.
@@ -75,7 +76,7 @@ func TestTypeScriptClient(t *testing.T) {
 	e := apptest.Start(t)
 	_, key := e.Tenant("acme")
 	out := runIn(t, tsDir, node, "dist/book.js", e.URL, key)
-	if !strings.Contains(out, "tsclient: 9 passed, 0 failed") {
+	if !strings.Contains(out, "tsclient: 10 passed, 0 failed") {
 		t.Fatalf("book.js did not pass every check:\n%s", out)
 	}
 	if n := e.Count("SELECT count(*) FROM appointments"); n != 2 {

@@ -3,9 +3,9 @@
 // retries with the same Idempotency-Key and sees the replay, then reuses the
 // key with a changed body and gets 422 IDEMPOTENCY_KEY_REUSED; then it books
 // another slot through retryingFetch over a connection that loses the first
-// answer, and receives the stored one. It prints one
-// line per check and a closing "N passed, N failed" line, and exits non-zero
-// when a check fails.
+// answer and receives the stored one, and sees a 422 sent only once. It
+// prints one line per check and a closing "N passed, N failed" line, and
+// exits non-zero when a check fails.
 //
 //   node dist/book.js <base URL> <API key>   (or ONCECALL_URL, ONCECALL_API_KEY)
 import { randomUUID } from "node:crypto";
@@ -104,6 +104,17 @@ async function main(): Promise<void> {
     body: { customer_id: customerId, slot_id: third },
   });
   check("after a lost answer retryingFetch gets the stored one", lost.response.status === 201 && lost.response.headers.get("Idempotent-Replayed") === "true", lost.error ?? lost.data);
+
+  // A 422 business answer is final: retryingFetch sends it once.
+  let sent = 0;
+  const counting = createOncecallClient(baseUrl!, apiKey!, {
+    fetch: retryingFetch({ fetch: (r) => (sent++, fetch(r)), baseDelayMs: 10 }),
+  });
+  const final = await counting.POST("/v1/appointments", {
+    params: { header: { "Idempotency-Key": `ts-lost-${run}` } },
+    body: { customer_id: customerId, slot_id: first },
+  });
+  check("retryingFetch does not retry a 422", final.response.status === 422 && sent === 1, { status: final.response.status, sent });
 }
 
 main()

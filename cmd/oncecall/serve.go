@@ -67,7 +67,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *dashaWait <= 0 || *dashaWait >= *dashaBudget {
 		return fmt.Errorf("--dasha-wait %v must be positive and shorter than --dasha-budget %v, such as 5s", *dashaWait, *dashaBudget)
 	}
-	if *embeddedPort > 65535 {
+	if *embeddedPort < 0 || *embeddedPort > 65535 {
 		return fmt.Errorf("--embedded-port %d must be a TCP port (1-65535), or 0 for a free one", *embeddedPort)
 	}
 	if *maxConns < 1 || *maxConns > 10000 {

@@ -128,6 +128,10 @@ func TestServeEmbeddedConventions(t *testing.T) {
 	if err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir}, &out, &out); err == nil || !strings.Contains(err.Error(), "--embedded-port") {
 		t.Fatalf("port 70000: %v", err)
 	}
+	t.Setenv("ONCECALL_EMBEDDED_PORT", "")
+	if err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir, "--embedded-port", "-1"}, &out, &out); err == nil || !strings.Contains(err.Error(), "--embedded-port") {
+		t.Fatalf("port -1: %v", err)
+	}
 }
 
 func freePort(t *testing.T) int {
