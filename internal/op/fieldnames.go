@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -54,7 +56,9 @@ func checkNames(tree any, t reflect.Type, path string) error {
 			return nil // a type error, which the decoder reports
 		}
 		fields := structFields(t)
-		for k, v := range obj {
+		// Sorted, so that the field an answer names is the same every time.
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
+			v := obj[k]
 			ft, ok := fields[k]
 			if !ok {
 				for name := range fields {
@@ -70,8 +74,8 @@ func checkNames(tree any, t reflect.Type, path string) error {
 		}
 	case reflect.Map:
 		if obj, ok := tree.(map[string]any); ok {
-			for k, v := range obj {
-				if err := checkNames(v, t.Elem(), path+k+"."); err != nil {
+			for _, k := range slices.Sorted(maps.Keys(obj)) {
+				if err := checkNames(obj[k], t.Elem(), path+k+"."); err != nil {
 					return err
 				}
 			}
