@@ -51,6 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Dir, "dir", "", "folder for the database, ledger and logs (default: a temporary one, kept only if the run fails)")
 	failover := fs.Bool("failover", false, "run on a Patroni cluster and fail its leader over (needs patroni and etcd)")
 	basePort := fs.Int("base-port", 23000, "with --failover: first of the 50 loopback ports the run uses")
+	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runFailover(ctx, chaos.FailoverConfig{
 			Duration: cfg.Duration, Clients: clients, Replicas: replicas, BasePort: *basePort,
 			Seed: cfg.Seed, Binary: cfg.Binary, Dir: cfg.Dir, Out: stdout,
-		}, stdout)
+		}, *minFailovers, stdout)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -94,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // runFailover runs a failover run and prints its audit; the last line is
 // the one summary line.
-func runFailover(ctx context.Context, cfg chaos.FailoverConfig, stdout io.Writer) error {
+func runFailover(ctx context.Context, cfg chaos.FailoverConfig, minFailovers int, stdout io.Writer) error {
 	rep, err := chaos.RunFailover(ctx, cfg)
 	if err != nil {
 		return err
@@ -106,6 +107,9 @@ func runFailover(ctx context.Context, cfg chaos.FailoverConfig, stdout io.Writer
 	fmt.Fprintln(stdout, rep.String())
 	if !rep.OK() {
 		return errBroken
+	}
+	if rep.Failovers < minFailovers {
+		return fmt.Errorf("only %d failovers, fewer than %d: lengthen --duration", rep.Failovers, minFailovers)
 	}
 	return nil
 }

@@ -68,8 +68,16 @@ type FailoverReport struct {
 	UnknownKeys int
 	// ReplicaExits: oncecall processes that ended on their own.
 	ReplicaExits int
-	// MaxWriteGap is the longest time no write was answered; GapEnd when.
+	// MaxWriteGap is the longest time no write was answered.
 	MaxWriteGap time.Duration
+	// events are the events caused, in order.
+	events []event
+}
+
+// event is one crash, switchover or DCS pause, and when it was caused.
+type event struct {
+	kind string
+	at   time.Time
 }
 
 // OK reports whether every count the line prints is zero, and nothing else
@@ -311,7 +319,21 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	}
 	rep.ReplicaExits = rs.exited()
 	rep.MaxWriteGap, _ = f.gaps.longest()
+	for _, g := range f.gaps.gaps() {
+		logf("write gap %.1fs %s", g.end.Sub(g.start).Seconds(), rep.cause(g))
+	}
 	return rep, nil
+}
+
+// cause names the last event caused before g started (or within a second
+// after: the last answer before an event may come just before it).
+func (r *FailoverReport) cause(g gap) string {
+	for i := len(r.events) - 1; i >= 0; i-- {
+		if e := r.events[i]; !e.at.After(g.start.Add(time.Second)) {
+			return fmt.Sprintf("after the %s %.1fs before it began", e.kind, g.start.Sub(e.at).Seconds())
+		}
+	}
+	return "before any event"
 }
 
 func name(n *pnode) string {
@@ -338,7 +360,9 @@ func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *Failove
 		if leader == nil {
 			leader = before
 		}
-		switch ev := eventCycle[i%len(eventCycle)]; ev {
+		ev := eventCycle[i%len(eventCycle)]
+		rep.events = append(rep.events, event{kind: ev, at: time.Now()})
+		switch ev {
 		case eventCrash:
 			// Commits are left waiting for the synchronous standby when
 			// the leader dies: their callers lose the answers.
@@ -371,7 +395,7 @@ func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *Failove
 			cl.etcd.signal(syscall.SIGCONT)
 			rep.DCSPauses++
 		}
-		if ev := eventCycle[i%len(eventCycle)]; ev != eventDCSPause {
+		if ev != eventDCSPause {
 			// Count the failover once another node leads.
 			if err := waitFor(context.WithoutCancel(ctx), healTimeout, "a new leader", func() bool {
 				now, _ := cl.roles()

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -668,7 +669,15 @@ type writeGaps struct {
 	last      time.Time
 	max       time.Duration
 	maxEnd    time.Time
+	// long are the gaps of at least longGap, by their end.
+	long []gap
 }
+
+// gap is a time without any write answered.
+type gap struct{ start, end time.Time }
+
+// longGap is the shortest gap worth reporting with the event before it.
+const longGap = 2 * time.Second
 
 func (g *writeGaps) answered(at time.Time) {
 	g.mu.Lock()
@@ -676,8 +685,11 @@ func (g *writeGaps) answered(at time.Time) {
 	if !g.measuring {
 		return
 	}
-	if gap := at.Sub(g.last); !g.last.IsZero() && gap > g.max {
-		g.max, g.maxEnd = gap, at
+	if d := at.Sub(g.last); !g.last.IsZero() && d > g.max {
+		g.max, g.maxEnd = d, at
+	}
+	if d := at.Sub(g.last); !g.last.IsZero() && d >= longGap {
+		g.long = append(g.long, gap{start: g.last, end: at})
 	}
 	if at.After(g.last) {
 		g.last = at
@@ -691,14 +703,21 @@ func (g *writeGaps) measure(on bool) {
 	defer g.mu.Unlock()
 	now := time.Now()
 	if !on && g.measuring {
-		if gap := now.Sub(g.last); gap > g.max {
-			g.max, g.maxEnd = gap, now
+		if d := now.Sub(g.last); d > g.max {
+			g.max, g.maxEnd = d, now
 		}
 	}
 	g.measuring = on
 	if on {
 		g.last = now
 	}
+}
+
+// gaps returns the gaps of at least longGap.
+func (g *writeGaps) gaps() []gap {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.long)
 }
 
 // longest is the longest gap and when it ended.
