@@ -262,7 +262,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 				f.seq.Load(), f.attempts.Load(), rep.Failovers, name(leader), name(sync))
 		}
 	}()
-	chaosErr := runEvents(chaosCtx, cl, patroniBin, &rep, logf)
+	chaosErr := runEvents(ctx, chaosCtx, cl, patroniBin, &rep, logf)
 	<-progress
 	if chaosErr != nil || ctx.Err() != nil {
 		close(stop)
@@ -343,8 +343,11 @@ func name(n *pnode) string {
 	return n.name
 }
 
-// runEvents causes the cycle of events until ctx ends.
-func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *FailoverReport, logf func(string, ...any)) error {
+// runEvents causes the cycle of events until chaos ends; an event under
+// way is seen through (a new leader, the crashed node back) unless run
+// ends.
+func runEvents(run, chaos context.Context, cl *cluster, patroniBin string, rep *FailoverReport, logf func(string, ...any)) error {
+	ctx := chaos
 	for i := 0; ; i++ {
 		before, err := cl.waitHealthy(ctx, healTimeout, 3)
 		if ctx.Err() != nil {
@@ -374,7 +377,7 @@ func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *Failove
 				}
 			}
 			logf("crash: kill -9 of %s's Patroni and postmaster", leader.name)
-			err := cl.crash(leader, patroniBin)
+			err := cl.crash(leader)
 			if resume != nil {
 				resume()
 			}
@@ -391,13 +394,13 @@ func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *Failove
 		case eventDCSPause:
 			logf("etcd paused for %v", dcsPause)
 			cl.etcd.signal(syscall.SIGSTOP)
-			sleep(context.WithoutCancel(ctx), dcsPause)
+			sleep(run, dcsPause)
 			cl.etcd.signal(syscall.SIGCONT)
 			rep.DCSPauses++
 		}
 		if ev != eventDCSPause {
 			// Count the failover once another node leads.
-			if err := waitFor(context.WithoutCancel(ctx), healTimeout, "a new leader", func() bool {
+			if err := waitFor(run, healTimeout, "a new leader", func() bool {
 				now, _ := cl.roles()
 				return now != nil && now != leader
 			}); err != nil {
@@ -406,6 +409,12 @@ func runEvents(ctx context.Context, cl *cluster, patroniBin string, rep *Failove
 			now, _ := cl.roles()
 			rep.Failovers++
 			logf("%s leads", now.name)
+		}
+		if ev == eventCrash {
+			// The crashed machine comes back and rejoins as a standby.
+			if err := cl.startPatroni(leader, patroniBin); err != nil {
+				return err
+			}
 		}
 	}
 }

@@ -382,9 +382,11 @@ func (n *pnode) postmasterPID() int {
 }
 
 // crash kills n's Patroni and postmaster with SIGKILL, as a machine that
-// dies would, and starts its Patroni again, which rejoins as a standby
-// (pg_rewind) once another node leads.
-func (c *cluster) crash(n *pnode, patroniBin string) error {
+// dies would, and waits until its server processes are gone. Start it
+// again (startPatroni) once another node leads: it rejoins as a standby
+// (pg_rewind). Restarted sooner, within ttl, it would find its leader key
+// still valid and simply lead again.
+func (c *cluster) crash(n *pnode) error {
 	n.mu.Lock()
 	p := n.patroni
 	n.mu.Unlock()
@@ -394,14 +396,11 @@ func (c *cluster) crash(n *pnode, patroniBin string) error {
 		syscall.Kill(pid, syscall.SIGKILL) //nolint:errcheck // it may be gone already
 	}
 	<-p.done
-	// The backends notice their postmaster died and exit; the new
+	// The backends notice their postmaster died and exit; the restarted
 	// Patroni must not find a live one holding the data directory.
-	if err := waitFor(context.Background(), 30*time.Second, "the killed server's processes to exit", func() bool {
+	return waitFor(context.Background(), 30*time.Second, "the killed server's processes to exit", func() bool {
 		return pid <= 0 || syscall.Kill(pid, 0) != nil
-	}); err != nil {
-		return err
-	}
-	return c.startPatroni(n, patroniBin)
+	})
 }
 
 // switchover asks Patroni for a planned switchover away from leader.
