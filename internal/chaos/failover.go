@@ -320,7 +320,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	rep.ReplicaExits = rs.exited()
 	rep.MaxWriteGap, _ = f.gaps.longest()
 	for _, g := range f.gaps.gaps() {
-		logf("write gap %.1fs %s", g.end.Sub(g.start).Seconds(), rep.cause(g))
+		logf("write gap of %.1fs %s", g.end.Sub(g.start).Seconds(), rep.cause(g))
 	}
 	return rep, nil
 }
@@ -330,7 +330,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 func (r *FailoverReport) cause(g gap) string {
 	for i := len(r.events) - 1; i >= 0; i-- {
 		if e := r.events[i]; !e.at.After(g.start.Add(time.Second)) {
-			return fmt.Sprintf("after the %s %.1fs before it began", e.kind, g.start.Sub(e.at).Seconds())
+			return fmt.Sprintf("from %.1fs after the %s", g.start.Sub(e.at).Seconds(), e.kind)
 		}
 	}
 	return "before any event"
