@@ -276,3 +276,41 @@ func TestFailoverConnectFailureSaysNothingStored(t *testing.T) {
 		})
 	}
 }
+
+// A primary that turns read-only under oncecall (as a demoted one does
+// before it restarts as a standby) answers every write "cannot execute in
+// a read-only transaction". That is 503 "nothing was stored" (the statement
+// failed, nothing committed), never 500, and the connection is dropped;
+// once the server takes writes again the same replicas serve the retry.
+func TestFailoverReadOnlyServerIsUnavailable(t *testing.T) {
+	c := setupPair(t, primaryURL)
+	body := map[string]any{"customer_id": c.customer, "slot_id": c.slot}
+	readOnly := func(on bool) {
+		t.Helper()
+		set := "ALTER SYSTEM SET default_transaction_read_only = on"
+		if !on {
+			set = "ALTER SYSTEM RESET default_transaction_read_only"
+		}
+		for _, q := range []string{set, "SELECT pg_reload_conf()"} {
+			// Not t.Context(): it runs at cleanup too.
+			if _, err := c.Store.Pool().Exec(context.Background(), q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	readOnly(true)
+	t.Cleanup(func() { readOnly(false) })
+	r := c.Post("/v1/appointments", c.key, "read-only", body)
+	if detail := assertUnavailable(t, r); !strings.Contains(detail, "nothing was stored") {
+		t.Errorf("a write refused as read-only does not say nothing was stored: %q", detail)
+	}
+	if n := c.primaryBookings(t); n != 0 {
+		t.Fatalf("a refused write stored %d appointments", n)
+	}
+	readOnly(false)
+	final := untilDefinitive(t, func() apptest.Response { return c.Post("/v1/appointments", c.key, "read-only", body) })
+	if final.Status != http.StatusCreated || final.Replayed() {
+		t.Fatalf("the write once the server takes writes again: %d replayed=%v %s", final.Status, final.Replayed(), final.Body)
+	}
+	c.assertBookedOnce(t)
+}
