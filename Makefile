@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos screenshots
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-failover screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -91,6 +91,17 @@ DURATION ?= 60s
 chaos:
 	go run ./cmd/chaos --duration $(DURATION)
 
+# oncecall on a Patroni cluster (etcd, three PostgreSQL nodes, synchronous
+# strict mode): leader crashes, a switchover and an etcd pause, then the
+# audit (docs/high-availability.md). Installs patroni and etcd-server with
+# apt-get when they are missing and it can.
+chaos-failover:
+	@command -v patroni >/dev/null && command -v etcd >/dev/null || \
+		{ command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+		  { apt-get install -y -q patroni etcd-server >/dev/null || { apt-get update -q >/dev/null && apt-get install -y -q patroni etcd-server >/dev/null; }; }; } || \
+		{ echo "chaos-failover needs patroni and etcd on PATH (Debian: apt-get install patroni etcd-server)" >&2; exit 1; }
+	go run ./cmd/chaos --failover --duration $(DURATION)
+
 # Lists every target, one line each (a test keeps the list whole).
 .PHONY: help
 help:
@@ -109,5 +120,6 @@ help:
 	@echo 'make bench-short     a short load benchmark'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make chaos-failover  oncecall on a Patroni cluster through leader crashes, a switchover and an etcd pause (DURATION)'
 	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
 	@echo 'make help            this list'

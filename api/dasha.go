@@ -356,6 +356,10 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	if errors.Is(err, db.ErrNotFound) {
 		return dashatool.Unknown(in.ActionID), nil
 	}
+	if err == nil && a.State == db.Completed {
+		// Not an answer a failover could take back (see idem's replay).
+		err = s.cfg.Store.Replicated(ctx)
+	}
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}

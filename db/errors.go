@@ -51,7 +51,7 @@ func Unavailable(err error) bool {
 			return true
 		}
 		switch pgErr.Code {
-		case "55P03", "25P03": // lock timeout, idle-in-transaction timeout
+		case "55P03", "25P03", readOnlyTransaction: // lock timeout, idle-in-transaction timeout, a demoted primary
 			return true
 		}
 		return false
@@ -98,7 +98,11 @@ func OutcomeUnknown(err error) bool {
 // the server (the transaction rolled back) and a failure pgconn reports as
 // safe to retry (nothing was sent) do.
 func afterCommit(err error) error {
-	if err == nil || pgconn.SafeToRetry(err) {
+	var connectErr *pgconn.ConnectError
+	// A failed connect (refused, or a read-only server refused by
+	// target_session_attrs) sent nothing; pgconn does not mark it safe to
+	// retry, as it cannot tell what the caller would have sent.
+	if err == nil || pgconn.SafeToRetry(err) || errors.As(err, &connectErr) || OutcomeUnknown(err) {
 		return err
 	}
 	var pgErr *pgconn.PgError
@@ -124,6 +128,9 @@ const (
 	unknownMessage = "the connection to the database broke while this request was being committed, so its outcome is unknown: " +
 		"it may or may not have been stored. Retry after the delay in Retry-After with the same Idempotency-Key " +
 		"(or the same tool call): the retry answers with the stored result, or runs the request once if it was not stored"
+	notReplicatedMessage = "the database could not confirm that this request's stored result is safe on its standby, so its outcome is unknown: " +
+		"a database failover now could lose it. Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call): " +
+		"the retry answers with the stored result once it is replicated, or runs the request once if it was lost"
 )
 
 // Fault is the one mapping of storage failures to the client-facing
@@ -141,6 +148,8 @@ func Fault(err error) error {
 		return err
 	case OutcomeUnknown(err):
 		return fault.Wrap(fault.Unavailable, err, unknownMessage)
+	case NotReplicated(err):
+		return fault.Wrap(fault.Unavailable, err, notReplicatedMessage)
 	case errors.Is(err, context.Canceled):
 		return err
 	case Unavailable(err):

@@ -175,7 +175,8 @@ var ErrAtClaim = errors.New("at the claim")
 // is the zero Action: read it by key. Any error rolls everything back,
 // except a broken connection, which leaves the outcome unknown
 // (OutcomeUnknown): the statement commits when it ends, and its end may
-// have been reached.
+// have been reached. The statement is never cancelled: when ctx ends first
+// the outcome is unknown while it goes on.
 func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration, l *Local) (claimed bool, a Action, err error) {
 	if l.run == nil {
 		return false, Action{}, errors.New("a local operation without its SQL form")
@@ -184,14 +185,25 @@ func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration
 		return false, Action{}, errors.New("a local operation claimed for another tenant")
 	}
 	wait := strconv.FormatInt(max(claimWait.Milliseconds(), 1), 10) + "ms"
-	row, err := l.run(ctx, s.q, c, wait)
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return false, Action{}, fmt.Errorf("acquire connection: %w", err)
+	}
+	// The statement commits when it ends, so no request context may cancel
+	// it (see detach); it is bounded by the connection's timeouts.
+	var row dbsqlc.Action
+	err = detach(ctx, conn, func(ctx context.Context) error {
+		var err error
+		row, err = l.run(ctx, dbsqlc.New(conn), c, wait)
+		return err
+	})
 	switch {
 	case takenMeanwhile(err):
 		return false, Action{}, nil
 	case LockTimeout(err) && waitedForKey(err):
 		return false, Action{}, fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
 	case err != nil:
-		return false, Action{}, afterCommit(fmt.Errorf("claim and run a local operation: %w", err))
+		return false, Action{}, fmt.Errorf("claim and run a local operation: %w", err)
 	}
 	return row.ID == c.ID, action(row), nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
@@ -67,7 +68,16 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 	if err != nil {
 		return false, fmt.Errorf("acquire connection: %w", err)
 	}
-	defer conn.Release()
+	committing := false
+	defer func() {
+		if !committing {
+			// A COMMIT sent in a batch leaves pgx's Tx unaware that it
+			// ended; the connection's own status tells whether anything is
+			// left open.
+			rollbackOpen(context.WithoutCancel(ctx), conn)
+			conn.Release()
+		}
+	}()
 
 	begin := &pgx.Batch{}
 	begin.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
@@ -79,13 +89,6 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 	}
 	br := conn.SendBatch(claimCtx, begin)
 	tx := br.Tx()
-	defer func() {
-		// A COMMIT sent in a batch leaves pgx's Tx unaware that it ended;
-		// the connection's own status tells whether anything is left open.
-		if conn.Conn().PgConn().TxStatus() != 'I' {
-			tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the connection is dropped if it fails
-		}
-	}()
 	var id uuid.UUID
 	_, err = br.Exec()
 	if err == nil {
@@ -105,13 +108,26 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 	if err != nil {
 		return true, err
 	}
-	if done == nil {
-		if err := tx.Commit(ctx); err != nil {
-			return true, fmt.Errorf("commit: %w", afterCommit(err))
+	// From here on the connection belongs to the commit (see detach).
+	committing = true
+	return true, detach(ctx, conn, func(ctx context.Context) error {
+		defer rollbackOpen(ctx, conn)
+		if done == nil {
+			if err := tx.Commit(ctx); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			return nil
 		}
-		return true, nil
+		return completeAndCommit(ctx, conn.Conn(), c.ID, *done)
+	})
+}
+
+// rollbackOpen ends a transaction left open on conn; the connection is
+// dropped if that fails.
+func rollbackOpen(ctx context.Context, conn *pgxpool.Conn) {
+	if conn.Conn().PgConn().TxStatus() != 'I' {
+		conn.Exec(ctx, "ROLLBACK") //nolint:errcheck // a broken connection is closed and not reused
 	}
-	return true, completeAndCommit(ctx, conn.Conn(), c.ID, *done)
 }
 
 // completeAndCommit sends the completion and COMMIT in one round trip.

@@ -44,18 +44,27 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // nil, rolled back otherwise. It does not retry; callers that can repeat the
 // whole unit decide that themselves (see Retryable).
 func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		conn.Release()
+		return fmt.Errorf("begin: %w", err)
+	}
 	if err := fn(&Tx{queries: queries{q: dbsqlc.New(tx)}, tx: tx}); err != nil {
+		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the connection is dropped if it fails
+		conn.Release()
 		return err
 	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", afterCommit(err))
-	}
-	return nil
+	// The COMMIT is never cancelled by ctx (see detach).
+	return detach(ctx, conn, func(ctx context.Context) error {
+		if err := tx.Commit(ctx); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	})
 }
 
 // notFound maps pgx.ErrNoRows to ErrNotFound; the one place that does.

@@ -11,8 +11,10 @@ import (
 
 // Configure prepares a pool for the store: ids are sent to PostgreSQL as
 // 16 binary bytes instead of through uuid.UUID's text Valuer, which would
-// format every id as a string for the server to parse back.
+// format every id as a string for the server to parse back. It also
+// installs WatchReplication.
 func Configure(cfg *pgxpool.Config) {
+	WatchReplication(cfg)
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		m := conn.TypeMap()

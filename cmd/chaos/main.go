@@ -3,6 +3,11 @@
 // fleet of Dasha and REST callers, a replica SIGKILLed every few seconds and
 // PostgreSQL restarted once. Its last line is the audit; it exits 1 unless
 // nothing was duplicated, lost or falsely confirmed.
+//
+// With --failover it runs oncecall on a Patroni cluster instead (etcd and
+// three PostgreSQL nodes in synchronous strict mode, two replicas on a
+// multi-host URL) and kills, switches over and cuts off the leader; see
+// docs/high-availability.md.
 package main
 
 import (
@@ -44,8 +49,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the callers' and the chaos's choices (0: from the clock)")
 	fs.StringVar(&cfg.Binary, "oncecall", "", "a built oncecall binary (default: build cmd/oncecall)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder for the database, ledger and logs (default: a temporary one, kept only if the run fails)")
+	failover := fs.Bool("failover", false, "run on a Patroni cluster and fail its leader over (needs patroni and etcd)")
+	basePort := fs.Int("base-port", 23000, "with --failover: first of the 50 loopback ports the run uses")
+	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *failover {
+		clients := 12
+		replicas := 2
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "clients":
+				clients = cfg.Clients
+			case "replicas":
+				replicas = cfg.Replicas
+			}
+		})
+		return runFailover(ctx, chaos.FailoverConfig{
+			Duration: cfg.Duration, Clients: clients, Replicas: replicas, BasePort: *basePort,
+			Seed: cfg.Seed, Binary: cfg.Binary, Dir: cfg.Dir, Out: stdout,
+		}, *minFailovers, stdout)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
@@ -65,6 +89,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintln(stdout, rep.String())
 	if !rep.OK() {
 		return errBroken
+	}
+	return nil
+}
+
+// runFailover runs a failover run and prints its audit; the last line is
+// the one summary line.
+func runFailover(ctx context.Context, cfg chaos.FailoverConfig, minFailovers int, stdout io.Writer) error {
+	rep, err := chaos.RunFailover(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stdout, "failover: problem:", p)
+	}
+	fmt.Fprintln(stdout, rep.Details())
+	fmt.Fprintln(stdout, rep.String())
+	if !rep.OK() {
+		return errBroken
+	}
+	if rep.Failovers < minFailovers {
+		return fmt.Errorf("only %d failovers, fewer than %d: lengthen --duration", rep.Failovers, minFailovers)
 	}
 	return nil
 }

@@ -85,6 +85,25 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 	return i, err
 }
 
+const awaitReplication = `-- name: AwaitReplication :exec
+SELECT CASE
+    WHEN current_setting('synchronous_standby_names') <> ''
+        AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
+    THEN pg_logical_emit_message(true, 'oncecall', '')
+END
+`
+
+// Commits a transaction that holds an xid and one WAL record (a logical
+// message nobody decodes), so under synchronous replication its COMMIT
+// waits until the synchronous standbys have flushed WAL past it, and so
+// past every commit visible before it. Nothing is written, and nothing
+// waited for, when no synchronous standby is configured or this session
+// does not wait for one.
+func (q *Queries) AwaitReplication(ctx context.Context) error {
+	_, err := q.db.Exec(ctx, awaitReplication)
+	return err
+}
+
 const claimAction = `-- name: ClaimAction :one
 INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9)

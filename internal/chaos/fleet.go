@@ -2,12 +2,14 @@ package chaos
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -59,6 +61,9 @@ type logical struct {
 	Answers  []answer
 	Attempts int
 	Polls    int
+	// Unknown counts the answers that said the outcome is unknown (a
+	// commit whose answer was lost, or not known to be replicated).
+	Unknown int
 	// Failure is an answer the fleet did not expect (a protocol error);
 	// the audit reports it.
 	Failure string
@@ -112,6 +117,13 @@ type fleet struct {
 	polls    atomic.Int64 // status checks
 	setup    atomic.Int64 // payment intents created for charges
 
+	// budget, maxAttempts and maxPolls bound one logical action; zero
+	// means actionBudget, maxAttempts and maxPolls. A failover run raises
+	// them: a caller retries through every write gap until it is answered.
+	budget                time.Duration
+	attemptsCap, pollsCap int
+	gaps                  writeGaps
+
 	mu      sync.Mutex
 	actions []*logical
 }
@@ -157,6 +169,8 @@ func (f *fleet) all() []*logical {
 type caller struct {
 	f   *fleet
 	rng *rand.Rand
+	// unknown: the last call was answered "outcome unknown".
+	unknown bool
 }
 
 // plan picks the next logical action: its kind, its style and its own slot,
@@ -232,7 +246,7 @@ func (c *caller) arguments(l *logical) (tool, path string, args, body map[string
 
 func (c *caller) perform(ctx context.Context, l *logical) {
 	tool, path, args, restArgs := c.arguments(l)
-	deadline := time.Now().Add(actionBudget)
+	deadline := time.Now().Add(c.f.actionBudget())
 	if l.Style == styleREST {
 		body, _ := json.Marshal(restArgs) // maps of strings and numbers: cannot fail
 		key := fmt.Sprintf("chaos-%s-%d", c.f.run, l.N)
@@ -286,10 +300,13 @@ func (c *caller) write(ctx context.Context, l *logical, send func(context.Contex
 			l.tell(r.ans)
 		}
 	}()
-	for try := 0; try < maxAttempts && time.Now().Before(deadline) && ctx.Err() == nil; try++ {
+	for try := 0; try < c.f.maxAttempts() && time.Now().Before(deadline) && ctx.Err() == nil; try++ {
 		l.Attempts++
 		c.f.attempts.Add(1)
 		r := send(ctx, c)
+		if c.unknown {
+			l.Unknown++
+		}
 		switch {
 		case r.failure != "":
 			l.Failure = r.failure
@@ -350,7 +367,7 @@ func (c *caller) dashaOnce(ctx context.Context, tool string, body []byte) reply 
 
 // restPoll asks GET /v1/actions/{id} until the outcome is known.
 func (c *caller) restPoll(ctx context.Context, l *logical, id string, deadline time.Time) {
-	for try := 0; l.Polls < maxPolls && time.Now().Before(deadline) && ctx.Err() == nil; {
+	for try := 0; l.Polls < c.f.maxPolls() && time.Now().Before(deadline) && ctx.Err() == nil; {
 		if !sleep(ctx, pollEvery) {
 			return
 		}
@@ -419,7 +436,7 @@ func (c *caller) dashaFollow(ctx context.Context, l *logical, tool, callID strin
 	}
 	again["action_id"] = id
 	retry := toolPayload(c.f.org, callID, tool, again)
-	for try := 0; l.Polls < maxPolls && time.Now().Before(deadline) && ctx.Err() == nil; {
+	for try := 0; l.Polls < c.f.maxPolls() && time.Now().Before(deadline) && ctx.Err() == nil; {
 		if !sleep(ctx, pollEvery) {
 			return
 		}
@@ -495,8 +512,8 @@ func toolPayload(org, callID, tool string, args map[string]any) []byte {
 func (c *caller) createIntent(ctx context.Context, n int64) (string, bool) {
 	body, _ := json.Marshal(map[string]any{"customer_id": c.customer(), "amount": 1000 + n%500, "currency": "EUR"})
 	key := fmt.Sprintf("chaos-%s-intent-%d", c.f.run, n)
-	deadline := time.Now().Add(actionBudget)
-	for try := 0; try < maxAttempts && time.Now().Before(deadline) && ctx.Err() == nil; try++ {
+	deadline := time.Now().Add(c.f.actionBudget())
+	for try := 0; try < c.f.maxAttempts() && time.Now().Before(deadline) && ctx.Err() == nil; try++ {
 		c.f.setup.Add(1)
 		status, b, retry, err := c.call(ctx, http.MethodPost, "/v1/payment-intents", body, key)
 		switch {
@@ -519,6 +536,7 @@ func (c *caller) createIntent(ctx context.Context, n int64) (string, bool) {
 
 // call sends one request to a random live replica.
 func (c *caller) call(ctx context.Context, method, path string, body []byte, key string) (status int, b []byte, retry time.Duration, err error) {
+	c.unknown = false
 	base := c.f.replicas.pick(c.rng)
 	if base == "" {
 		return 0, nil, 0, errNoReplica
@@ -551,6 +569,10 @@ func (c *caller) call(ctx context.Context, method, path string, body []byte, key
 	}
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s > 0 {
 		retry = time.Duration(s) * time.Second
+	}
+	c.unknown = resp.StatusCode == http.StatusServiceUnavailable && bytes.Contains(b, []byte("outcome is unknown"))
+	if method == http.MethodPost && wrote(resp.StatusCode, b) {
+		c.f.gaps.answered(time.Now())
 	}
 	return resp.StatusCode, b, retry, nil
 }
@@ -620,4 +642,87 @@ func (f *fleet) lateCheck(ctx context.Context, rng *rand.Rand) {
 			c.pause(ctx, try, 0)
 		}
 	}
+}
+
+func (f *fleet) actionBudget() time.Duration { return cmp.Or(f.budget, actionBudget) }
+func (f *fleet) maxAttempts() int            { return cmp.Or(f.attemptsCap, maxAttempts) }
+func (f *fleet) maxPolls() int               { return cmp.Or(f.pollsCap, maxPolls) }
+
+// wrote reports whether a write's answer shows the database took writes:
+// a REST write answered with its action, or a tool call answered with a
+// definitive outcome.
+func wrote(status int, b []byte) bool {
+	switch status {
+	case http.StatusOK:
+		return bytes.Contains(b, []byte(`"outcome":"confirmed"`)) || bytes.Contains(b, []byte(`"outcome":"rejected"`))
+	case http.StatusCreated, http.StatusAccepted, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
+}
+
+// writeGaps measures the longest time without any write answered, while
+// measuring is on.
+type writeGaps struct {
+	mu        sync.Mutex
+	measuring bool
+	last      time.Time
+	max       time.Duration
+	maxEnd    time.Time
+	// long are the gaps of at least longGap, by their end.
+	long []gap
+}
+
+// gap is a time without any write answered.
+type gap struct{ start, end time.Time }
+
+// longGap is the shortest gap worth reporting with the event before it.
+const longGap = 2 * time.Second
+
+func (g *writeGaps) answered(at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.measuring {
+		return
+	}
+	if d := at.Sub(g.last); !g.last.IsZero() && d > g.max {
+		g.max, g.maxEnd = d, at
+	}
+	if d := at.Sub(g.last); !g.last.IsZero() && d >= longGap {
+		g.long = append(g.long, gap{start: g.last, end: at})
+	}
+	if at.After(g.last) {
+		g.last = at
+	}
+}
+
+// measure turns measuring on (from now) or off; off also counts the time
+// since the last write as a gap.
+func (g *writeGaps) measure(on bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	now := time.Now()
+	if !on && g.measuring {
+		if d := now.Sub(g.last); d > g.max {
+			g.max, g.maxEnd = d, now
+		}
+	}
+	g.measuring = on
+	if on {
+		g.last = now
+	}
+}
+
+// gaps returns the gaps of at least longGap.
+func (g *writeGaps) gaps() []gap {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.long)
+}
+
+// longest is the longest gap and when it ended.
+func (g *writeGaps) longest() (time.Duration, time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.max, g.maxEnd
 }

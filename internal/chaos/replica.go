@@ -57,15 +57,15 @@ func fleetEnv(extra []string) []string {
 	return append(env, extra...)
 }
 
-// startReplica runs `oncecall serve` on a free port and waits until it logs
+// startReplica runs `oncecall serve` on listen (port 0: a free one) and waits until it logs
 // the address it serves on. Its stderr is appended to logPath.
-func startReplica(ctx context.Context, bin string, env []string, logPath string) (*replica, error) {
+func startReplica(ctx context.Context, bin string, env []string, logPath, listen string) (*replica, error) {
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	r := &replica{done: make(chan struct{})}
-	r.cmd = exec.Command(bin, "serve", "--addr", "127.0.0.1:0")
+	r.cmd = exec.Command(bin, "serve", "--addr", listen)
 	r.cmd.Env = env
 	stderr, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -118,6 +118,8 @@ func startReplica(ctx context.Context, bin string, env []string, logPath string)
 type replicas struct {
 	bin, dir string
 	env      []string
+	// addrs, when set, is the address of each slot; otherwise a free port.
+	addrs []string
 
 	mu    sync.Mutex
 	slots []*replica // nil while down
@@ -134,7 +136,11 @@ func (rs *replicas) start(ctx context.Context, slot int, within time.Duration) e
 	end := time.Now().Add(within)
 	delay := 100 * time.Millisecond
 	for {
-		r, err := startReplica(ctx, rs.bin, rs.env, rs.logPath(slot))
+		addr := "127.0.0.1:0"
+		if rs.addrs != nil {
+			addr = rs.addrs[slot]
+		}
+		r, err := startReplica(ctx, rs.bin, rs.env, rs.logPath(slot), addr)
 		if err == nil {
 			rs.mu.Lock()
 			rs.slots[slot] = r
@@ -195,6 +201,24 @@ func (rs *replicas) live() int {
 	for _, r := range rs.slots {
 		if r != nil {
 			n++
+		}
+	}
+	return n
+}
+
+// exited counts the replicas that ended on their own (none was killed).
+func (rs *replicas) exited() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	n := 0
+	for _, r := range rs.slots {
+		if r == nil {
+			continue
+		}
+		select {
+		case <-r.done:
+			n++
+		default:
 		}
 	}
 	return n

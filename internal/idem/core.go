@@ -421,7 +421,7 @@ func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, er
 		return Reply{}, &ReusedError{Action: a}
 	}
 	if a.State != db.Running {
-		return Reply{Action: a, Replayed: true}, nil
+		return c.replay(ctx, a)
 	}
 	deadline := time.Now().Add(req.Wait)
 	delay := c.cfg.PollInterval
@@ -438,12 +438,26 @@ func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, er
 			return Reply{}, db.Fault(err)
 		}
 		if next.State != db.Running {
-			return Reply{Action: next, Replayed: true}, nil
+			return c.replay(ctx, next)
 		}
 		a = next
 		delay = min(delay*2, 250*time.Millisecond)
 	}
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
+}
+
+// replay answers with a, an action this request did not complete. A
+// completed answer is given only once the commit that stored it is known
+// to be on the synchronous standbys: its own request may have had its wait
+// for them cancelled, and a failover would then lose what this answer
+// confirms (see db.Store.Replicated).
+func (c *Core) replay(ctx context.Context, a db.Action) (Reply, error) {
+	if a.State == db.Completed {
+		if err := c.store.Replicated(ctx); err != nil {
+			return Reply{}, db.Fault(err)
+		}
+	}
+	return Reply{Action: a, Replayed: true}, nil
 }
 
 // claimWait is how long a claim may wait on a concurrent uncommitted attempt.

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -79,6 +80,10 @@ type Config struct {
 	Fast bool
 	// MaxConnections is max_connections; 0 means 200.
 	MaxConnections int
+	// Settings are further server settings (name to value), passed as -c
+	// options after every other: e.g. synchronous_standby_names for a
+	// primary, primary_conninfo for a standby made by BaseBackup.
+	Settings map[string]string
 }
 
 // Postgres is a running (or stopped) private server. Its methods are safe
@@ -89,6 +94,7 @@ type Postgres struct {
 	port     int
 	fast     bool
 	maxConns int
+	settings map[string]string
 	log      io.Writer // nil: append to logPath for each run
 	logPath  string
 	owner    *account // nil: run as the current user
@@ -187,9 +193,9 @@ func parseVersion(s string) []int {
 	return v
 }
 
-// Start initialises the cluster if needed, starts the server, waits until it
-// accepts connections and makes sure the database "oncecall" exists.
-func Start(ctx context.Context, cfg Config) (*Postgres, error) {
+// newPostgres resolves cfg: the data directory, the binaries and, when this
+// process is root, the account postgres runs as.
+func newPostgres(cfg Config) (*Postgres, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("pgembed: Config.DataDir is required")
 	}
@@ -203,6 +209,7 @@ func Start(ctx context.Context, cfg Config) (*Postgres, error) {
 		port:     cfg.Port,
 		fast:     cfg.Fast,
 		maxConns: cfg.MaxConnections,
+		settings: cfg.Settings,
 		log:      cfg.Log,
 		logPath:  dataDir + ".log",
 	}
@@ -223,7 +230,50 @@ func Start(ctx context.Context, cfg Config) (*Postgres, error) {
 			return nil, fmt.Errorf("pgembed: postgres cannot run as root and needs an OS account to run as: %w", err)
 		}
 	}
+	return p, nil
+}
 
+// BaseBackup fills cfg.DataDir, which must not hold a cluster yet, with a
+// copy of primary taken by pg_basebackup, marked to start as its standby
+// (standby.signal). Start it with Start(cfg), giving primary_conninfo in
+// cfg.Settings (with the application_name the primary's
+// synchronous_standby_names expects).
+func BaseBackup(ctx context.Context, primary *Postgres, cfg Config) error {
+	p, err := newPostgres(cfg)
+	if err != nil {
+		return err
+	}
+	if err := p.prepareDataDir(); err != nil {
+		return err
+	}
+	out, closeOut, err := p.openLog()
+	if err != nil {
+		return err
+	}
+	defer closeOut()
+	tail := newTailBuffer()
+	// A bin directory on PATH may hold links to initdb and postgres only;
+	// pg_basebackup sits next to what postgres links to.
+	if real, err := filepath.EvalSymlinks(filepath.Join(p.binDir, "postgres")); err == nil {
+		p.binDir = filepath.Dir(real)
+	}
+	cmd := p.command(ctx, "pg_basebackup", "-D", p.dataDir, "-h", "127.0.0.1", "-p", strconv.Itoa(primary.Port()),
+		"-U", Superuser, "-X", "stream", "-R", "--no-sync", "--checkpoint=fast")
+	cmd.Stdout = io.MultiWriter(out, tail)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("pgembed: pg_basebackup into %s: %w\n%s", p.dataDir, err, tail.Lines(20))
+	}
+	return nil
+}
+
+// Start initialises the cluster if needed, starts the server, waits until it
+// accepts connections and makes sure the database "oncecall" exists.
+func Start(ctx context.Context, cfg Config) (*Postgres, error) {
+	p, err := newPostgres(cfg)
+	if err != nil {
+		return nil, err
+	}
 	if err := p.prepareDataDir(); err != nil {
 		return nil, err
 	}
@@ -384,6 +434,9 @@ func (p *Postgres) start(ctx context.Context) error {
 	}
 	if p.fast {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.settings)) {
+		args = append(args, "-c", name+"="+p.settings[name])
 	}
 	r := &run{sockDir: sockDir, closeLog: closeOut, tail: newTailBuffer(), exited: make(chan struct{})}
 	// Not bound to ctx: the server outlives Start.
