@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -19,9 +19,10 @@ run:
 sim:
 	go run ./cmd/providersim
 
+# go test -count=1 ./..., listing the skipped tests and why at the end.
 test:
 	go vet ./...
-	go test -count=1 ./...
+	go run ./cmd/testsummary -count=1 ./...
 
 build:
 	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
@@ -33,8 +34,8 @@ generate:
 
 # Fails when generated code is stale.
 check-generated: generate
-	git diff --exit-code -- db/dbsqlc internal/apiclient
-	@test -z "$$(git status --porcelain -- db/dbsqlc internal/apiclient)" || (echo "generated code is not committed" && exit 1)
+	git diff --exit-code -- db/dbsqlc apiclient
+	@test -z "$$(git status --porcelain -- db/dbsqlc apiclient)" || (echo "generated code is not committed" && exit 1)
 
 vet:
 	go vet ./...
@@ -56,6 +57,12 @@ lint-openapi: ts-deps
 tools:
 	rm -f tools/*.json
 	go run ./cmd/oncecall tools export --base-url https://oncecall.example.com --out tools
+
+# A PNG of each operator console page under testdata/screenshots/ (shown in docs/console.md), taken by
+# the console's browser test in chromium (CI=true: it fails instead of skipping without chromium).
+screenshots:
+	mkdir -p testdata/screenshots
+	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^TestConsoleInABrowser$$' ./internal/console
 
 # The load benchmark (a few minutes): see docs/performance.md. It builds
 # and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.
@@ -83,3 +90,24 @@ fuzz:
 DURATION ?= 60s
 chaos:
 	go run ./cmd/chaos --duration $(DURATION)
+
+# Lists every target, one line each (a test keeps the list whole).
+.PHONY: help
+help:
+	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
+	@echo 'make sim             run the provider simulator'
+	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
+	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
+	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
+	@echo 'make check-generated fail when generated Go code is stale or not committed'
+	@echo 'make vet             go vet ./...'
+	@echo 'make ts-deps         install the pinned npm packages of clients/ts (Node.js 20+)'
+	@echo 'make generate-ts     regenerate the TypeScript client schema clients/ts/schema.d.ts'
+	@echo 'make lint-openapi    lint openapi.yaml with Redocly'
+	@echo 'make tools           regenerate the Dasha tool definitions in tools/'
+	@echo 'make bench           the load benchmark, a few minutes (BENCH_FLAGS adds flags)'
+	@echo 'make bench-short     a short load benchmark'
+	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
+	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
+	@echo 'make help            this list'

@@ -12,7 +12,7 @@ import (
 	"github.com/oapi-codegen/nullable"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
-	"github.com/oncecall/oncecall/internal/apiclient"
+	"github.com/oncecall/oncecall/apiclient"
 	"github.com/oncecall/oncecall/internal/apptest"
 )
 

@@ -131,7 +131,8 @@ func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 // ToolWebHookPayload", names it in errors) into v, whose fields are
 // strings or raw JSON. The body is canonicalised first, so invalid UTF-8
 // and duplicate keys are rejected before anything reads it; unknown fields
-// are tolerated: Dasha may add some.
+// are tolerated (Dasha may add some), but not a key that differs from a
+// known field only in case, which encoding/json would take for it.
 func decodeWebhook(body []byte, v any, what string) error {
 	c, err := canon.Canonical(body)
 	if err != nil {
@@ -139,6 +140,9 @@ func decodeWebhook(body []byte, v any, what string) error {
 	}
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
+	}
+	if err := op.CheckFieldNames(c, v); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(c, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -231,7 +235,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if err != nil {
 		return invalid(err)
 	}
-	key, derived, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
+	key, derived, named, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
 	if err != nil {
 		if fault.As(err).Field == "action_id" {
 			return invalid(err)
@@ -246,7 +250,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if derived {
 		req.Stale = s.stale(prep)
 	}
-	req.CallID = p.CallID
+	req.CallID, req.Named = p.CallID, named
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
@@ -304,21 +308,21 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action,
 // the operation's identity fields, the tenant and (for per-call operations)
 // the callId (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
-func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (key string, derived bool, err error) {
+func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
 			if err := idem.ValidateKey(given); err != nil {
-				return "", false, fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
+				return "", false, uuid.Nil, fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
 			}
-			return given, false, nil
+			return given, false, uuid.Nil, nil
 		}
 		a, err := s.cfg.Store.ActionByID(r.Context(), tenant.ID, id)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			return id.String(), false, nil
+			return id.String(), false, uuid.Nil, nil
 		case err != nil:
-			return "", false, db.Fault(err)
+			return "", false, uuid.Nil, db.Fault(err)
 		case a.Operation != prep.Operation:
 			// The model passed the id of another tool's action: that is not
 			// a retry of it, so the request gets its own identity.
@@ -326,15 +330,17 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 			// A rejection did nothing; new details after it are a new
 			// request (another slot after slot_unavailable), not a conflict.
 		default:
-			return a.Key, false, nil // a retry or re-plan: the core compares fingerprints
+			// A retry or re-plan of that action, answered for it (the core
+			// compares fingerprints), even if its key is retired meanwhile.
+			return a.Key, false, a.ID, nil
 		}
 	} else if key, present, err := headerKey(r); present {
-		return key, false, err
+		return key, false, uuid.Nil, err
 	}
 	parts := []string{"dasha", tenant.ID.String(), o.Name()}
 	if prep.PerCall {
 		if callID == "" {
-			return "", false, fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
+			return "", false, uuid.Nil, fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
 		}
 		parts = append(parts, callID)
 	}
@@ -342,7 +348,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 	if prep.RemoteIdentity != nil && s.cfg.Remote != nil && s.cfg.Remote(prep.Capability) {
 		identity = prep.RemoteIdentity
 	}
-	return idem.DeriveKey(append(parts, identity...)...), true, nil
+	return idem.DeriveKey(append(parts, identity...)...), true, uuid.Nil, nil
 }
 
 func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {

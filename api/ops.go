@@ -97,9 +97,15 @@ func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, readErr(err, "action"))
 		return
 	}
+	writeJSON(w, http.StatusOK, OpsView(d))
+}
+
+// OpsView is an action with its steps and timeline as GET
+// /v1/ops/actions/{id} answers it; the operator console shows the same.
+func OpsView(d reconcile.Detail) OpsAction {
 	a := opsAction(d.Action)
 	a.Steps, a.Events = d.Steps, d.Events
-	writeJSON(w, http.StatusOK, a)
+	return a
 }
 
 // ResolveRequest is an operator's resolution with its evidence.

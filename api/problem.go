@@ -32,6 +32,10 @@ type Problem struct {
 }
 
 // statusOf is the one mapping from error codes to HTTP statuses.
+// StatusOf is the HTTP status of an error code; the operator console
+// answers its pages with the same statuses as the API.
+func StatusOf(code fault.Code) int { return statusOf(code) }
+
 func statusOf(code fault.Code) int {
 	switch code {
 	case fault.KeyMissing, fault.KeyInvalid, fault.InvalidJSON, fault.InvalidInput:

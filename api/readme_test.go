@@ -2,9 +2,10 @@ package api_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/apptest"
 )
 
@@ -24,10 +24,11 @@ var leastExamples = map[string]int{
 	"docs/dasha.md": 2,
 }
 
-// TestReadmeCurlExamplesWork runs the curl examples that call $URL, in
-// order, against a live server (and so through the openapi.yaml checks):
-// README.md's, and for each docs page that has some, README's and then the
-// page's on a server of its own. Each must answer 2xx without a rejected or
+// TestReadmeCurlExamplesWork runs README's tour as printed, with sh and
+// curl, after the export lines of the `make run` banner (see runTour), and
+// for each docs page that has curl examples calling $URL, the tour and then
+// the page's examples, in order, on a server of its own (and so through the
+// openapi.yaml checks). Each example must answer 2xx without a rejected or
 // pending outcome; an example that repeats an earlier write must replay its
 // answer; every resource a write names must exist in the database.
 // Placeholders such as <slot id> take the ids that earlier examples created.
@@ -48,18 +49,22 @@ func TestReadmeCurlExamplesWork(t *testing.T) {
 			t.Errorf("%s has no curl examples calling $URL", page)
 		}
 	}
-	readme := curlCommands(readPage(t, "README.md"))
+	tour := readmeTour(readPage(t, "README.md"))
+	if n := strings.Count(tour, "curl "); n < leastExamples["README.md"] {
+		t.Fatalf("found %d curl commands in README's tour, want at least %d: the extraction is broken", n, leastExamples["README.md"])
+	}
 	for _, page := range pages {
 		t.Run(page, func(t *testing.T) {
 			t.Parallel()
+			run := startExamples(t)
+			run.tour(tour)
+			if page == "README.md" {
+				return
+			}
 			commands := curlCommands(readPage(t, page))
 			if len(commands) < max(leastExamples[page], 1) {
 				t.Fatalf("found %d curl examples in %s, want at least %d: the extraction is broken",
 					len(commands), page, leastExamples[page])
-			}
-			run := startExamples(t)
-			if page != "README.md" {
-				run.all("README.md", readme)
 			}
 			run.all(page, commands)
 			t.Logf("ran the %d curl examples of %s", len(commands), page)
@@ -125,12 +130,13 @@ func readPage(t *testing.T, page string) string {
 // examples runs documented curl commands against one server, carrying the
 // ids they create from one command (and one page) to the next.
 type examples struct {
-	t      *testing.T
-	e      *apptest.Env
-	tenant string
-	key    string
-	ids    map[string]string
-	seen   map[string]apptest.Response
+	t       *testing.T
+	e       *apptest.Env
+	tenant  string
+	key     string
+	exports string // the banner's export lines
+	ids     map[string]string
+	seen    map[string]apptest.Response
 }
 
 // What a 2xx answer of a write to these paths names, for later examples,
@@ -144,18 +150,109 @@ var creates = map[string]struct {
 	"/v1/messages":        {"<message id>", "", "messages"},
 }
 
+// startExamples starts a server with the demo data `make run` seeds and
+// keeps the export lines of its banner.
 func startExamples(t *testing.T) *examples {
 	e := apptest.Start(t)
-	tenant, key := e.Tenant("acme")
-	c, err := e.Store.CreateCustomer(context.Background(), db.NewCustomer{TenantID: tenant.ID, Name: "Ana", Phone: "+447700900123"})
-	if err != nil {
+	var banner bytes.Buffer
+	if err := e.Main.SeedDemo(t.Context(), &banner, "bin/oncecall"); err != nil {
 		t.Fatal(err)
 	}
+	exports := regexp.MustCompile(`(?m)^export ([A-Z_]+)=(.*)$`).FindAllStringSubmatch(banner.String(), -1)
+	vars := map[string]string{}
+	var lines []string
+	for _, m := range exports {
+		vars[m[1]] = m[2]
+		lines = append(lines, m[0])
+	}
+	for _, name := range []string{"URL", "KEY", "CUSTOMER_ID"} {
+		if vars[name] == "" {
+			t.Fatalf("the banner exports no %s:\n%s", name, banner.String())
+		}
+	}
+	if vars["URL"] != e.URL {
+		t.Fatalf("the banner exports URL=%s; the server is at %s", vars["URL"], e.URL)
+	}
+	tenant, err := e.Store.TenantByAPIKey(t.Context(), vars["KEY"])
+	if err != nil {
+		t.Fatalf("the banner's KEY: %v", err)
+	}
 	return &examples{
-		t: t, e: e, tenant: tenant.ID.String(), key: key,
-		ids:  map[string]string{"<customer id>": c.ID.String(), "<new slot id>": e.Slot(tenant.ID, 48).String()},
+		t: t, e: e, tenant: tenant.ID.String(), key: vars["KEY"], exports: strings.Join(lines, "\n"),
+		ids:  map[string]string{"<customer id>": vars["CUSTOMER_ID"], "<new slot id>": e.Slot(tenant.ID, 48).String()},
 		seen: map[string]apptest.Response{},
 	}
+}
+
+// readmeTour returns the shell block of README's "A tour of the API".
+func readmeTour(readme string) string {
+	_, section, _ := strings.Cut(readme, "## A tour of the API")
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, block, _ := strings.Cut(section, "```sh\n")
+	block, _, _ = strings.Cut(block, "```")
+	return block
+}
+
+// tour runs README's tour as a person would: the banner's export lines,
+// then the block as printed, in sh with only PATH and HOME from this
+// environment, stopping at the first failing command or unset variable.
+// The variables the tour sets are printed after it; their ids are then
+// checked in the database and given to the examples of the docs pages.
+func (x *examples) tour(block string) {
+	t := x.t
+	for _, tool := range []string{"sh", "curl", "sed"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("CI runs README's tour, which needs %s: it is not on PATH", tool)
+			}
+			t.Skipf("README's tour needs %s, which is not on PATH; CI fails without it", tool)
+		}
+	}
+	names := regexp.MustCompile(`(?m)^(?:echo .*; )?([A-Z_]+)=`).FindAllStringSubmatch(block, -1)
+	var trailer strings.Builder
+	for _, m := range names {
+		fmt.Fprintf(&trailer, "echo \"@@%[1]s=$%[1]s\"\n", m[1])
+	}
+	script := x.exports + "\n" + block + trailer.String()
+	cmd := exec.CommandContext(t.Context(), "sh", "-eu", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("README's tour failed: %v\n%s", err, out)
+	}
+	vars := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^@@([A-Z_]+)=(.*)$`).FindAllStringSubmatch(string(out), -1) {
+		vars[m[1]] = m[2]
+	}
+	text := string(out)
+	if regexp.MustCompile(`HTTP/[0-9.]+ [45]|"status":\s*[45][0-9][0-9]`).MatchString(text) {
+		t.Fatalf("README's tour got an error answer:\n%s", out)
+	}
+	if !strings.Contains(text, "Idempotent-Replayed: true") && !strings.Contains(text, "idempotent-replayed: true") {
+		t.Fatalf("README's retry was not replayed:\n%s", out)
+	}
+	slot, action := vars["SLOT_ID"], vars["ACTION_ID"]
+	if n := x.e.Count("SELECT count(*) FROM slots WHERE id::text = $1 AND tenant_id = $2", slot, x.tenant); n != 1 {
+		t.Fatalf("README's tour: SLOT_ID=%q is %d slots of the demo tenant\n%s", slot, n, out)
+	}
+	var appointment string
+	n := x.e.Count(`SELECT count(*) FROM appointments p JOIN actions a ON a.resource_id = p.id::text
+		WHERE a.id::text = $1 AND a.idempotency_key = 'book-42-731' AND a.outcome = 'confirmed'
+		  AND p.slot_id::text = $2 AND p.customer_id::text = $3 AND p.status = 'active'`, action, slot, x.ids["<customer id>"])
+	if n != 1 {
+		t.Fatalf("README's tour: ACTION_ID=%q booked %d appointments of SLOT_ID for CUSTOMER_ID\n%s", action, n, out)
+	}
+	if n := x.e.Count("SELECT count(*) FROM appointments WHERE slot_id::text = $1", slot); n != 1 {
+		t.Fatalf("README's tour: %d appointments of its slot, want 1", n)
+	}
+	if err := x.e.Store.Pool().QueryRow(t.Context(), "SELECT resource_id FROM actions WHERE id::text = $1", action).Scan(&appointment); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, `"action_id":"`+action+`","operation":"appointment.book","outcome":"confirmed"`) {
+		t.Fatalf("README's tour: GET /v1/actions/%s did not answer the confirmed booking:\n%s", action, out)
+	}
+	x.ids["<slot id>"], x.ids["<action id>"], x.ids["<appointment id>"] = slot, action, appointment
+	t.Logf("ran README's tour: %d curl commands", strings.Count(block, "curl "))
 }
 
 var placeholder = regexp.MustCompile(`<[a-z ]+>`)

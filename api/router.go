@@ -39,6 +39,8 @@ type Config struct {
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	// Console, when set, serves the operator console under /console/.
+	Console http.Handler
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
 	// the same action that is still running before answering pending.
 	// Default 5s, within DashaBudget.
@@ -67,6 +69,9 @@ type Config struct {
 	// for its turn, then gets 503.
 	TenantRequests int
 	TenantWait     time.Duration
+	// BodyReadTimeout bounds the read of a request's body (default 5s),
+	// which is read whole before the request takes its tenant's turn.
+	BodyReadTimeout time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -87,6 +92,7 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.KeyCacheTTL <= 0 {
 		cfg.KeyCacheTTL = 30 * time.Second
 	}
+	cfg.BodyReadTimeout = cmp.Or(cfg.BodyReadTimeout, 5*time.Second)
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Second
 	}
@@ -119,6 +125,10 @@ func NewRouter(cfg Config) http.Handler {
 		r.Method(http.MethodGet, "/metrics", s.serveMetrics())
 	}
 
+	if cfg.Console != nil {
+		r.Handle("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+		r.Handle("/console/*", cfg.Console)
+	}
 	r.Route("/v1/ops", func(r chi.Router) {
 		r.Use(s.limitBody, s.operatorOnly)
 		r.Get("/actions", s.opsListActions)
@@ -128,7 +138,7 @@ func NewRouter(cfg Config) http.Handler {
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
-			r.Use(fullScopeOnly, s.limitRate, s.shareDB)
+			r.Use(fullScopeOnly, s.limitRate, s.bodyFirst, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
 
 			r.Post("/slots", s.write("slot.create"))
@@ -158,7 +168,7 @@ func NewRouter(cfg Config) http.Handler {
 		})
 		// What a key of scope dasha may call, on the Dasha budget.
 		r.Group(func(r chi.Router) {
-			r.Use(s.limitDasha, s.shareDB)
+			r.Use(s.limitDasha, s.bodyFirst, s.shareDB)
 			r.Post("/dasha/tools", s.dashaTool)
 			r.Post("/dasha/tools/{toolName}", s.dashaTool)
 			r.Post("/dasha/events", s.dashaEvent)

@@ -49,6 +49,9 @@ type Action struct {
 	CreatedAt  time.Time
 	// Request is the normalised input the action was claimed with.
 	Request []byte
+	// CallID is the voice call whose tool call claimed the action; empty
+	// for REST requests.
+	CallID string
 }
 
 // Claim is the row an attempt tries to insert.
@@ -140,6 +143,7 @@ func action(r dbsqlc.Action) Action {
 		Fingerprint: r.Fingerprint, State: State(r.State), NeedsOperator: r.NeedsOperator,
 		Outcome: Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
 		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, Request: r.Request,
+		CallID: deref(r.CallID),
 	}
 	if r.HTTPStatus != nil {
 		a.Status = int(*r.HTTPStatus)

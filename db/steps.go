@@ -112,7 +112,9 @@ type Leased struct {
 type ActionFilter struct {
 	State         string
 	NeedsOperator bool
-	Limit         int
+	// TenantID, when set, keeps only that tenant's actions.
+	TenantID uuid.UUID
+	Limit    int
 }
 
 // InsertSteps records an action's remote steps with their provider keys;
@@ -268,7 +270,7 @@ func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Durati
 
 // ListActions lists actions of every tenant, newest first (operators).
 func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]Action, error) {
-	rows, err := q.q.ListActions(ctx, dbsqlc.ListActionsParams{State: ptr(f.State), OnlyNeedsOperator: f.NeedsOperator, MaxRows: int32(f.Limit)})
+	rows, err := q.q.ListActions(ctx, dbsqlc.ListActionsParams{State: ptr(f.State), OnlyNeedsOperator: f.NeedsOperator, TenantID: ptr(f.TenantID), MaxRows: int32(f.Limit)})
 	if err != nil {
 		return nil, err
 	}

@@ -33,10 +33,13 @@ const (
 	ScopeDasha Scope = "dasha"
 )
 
-// ParseScope checks a scope's name; empty is ScopeFull.
+// ParseScope checks a scope's name. Empty is an error, not ScopeFull: an
+// unset shell variable (--scope "$SCOPE") must not make a full key.
 func ParseScope(s string) (Scope, error) {
 	switch Scope(s) {
-	case "", ScopeFull:
+	case "":
+		return "", fmt.Errorf("empty API key scope: want full or dasha (leave --scope out for full)")
+	case ScopeFull:
 		return ScopeFull, nil
 	case ScopeDasha:
 		return ScopeDasha, nil

@@ -121,6 +121,7 @@ RETURNING a.id, a.tenant_id;
 SELECT * FROM actions
 WHERE (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (NOT sqlc.arg(only_needs_operator)::boolean OR needs_operator)
+  AND (sqlc.narg(tenant_id)::uuid IS NULL OR tenant_id = sqlc.narg(tenant_id))
 ORDER BY created_at DESC
 LIMIT sqlc.arg(max_rows);
 

@@ -51,6 +51,14 @@ func Show(ctx context.Context, store *db.Store, id uuid.UUID) (Detail, error) {
 // operatorLease bounds how long an operator's resolution holds an action.
 const operatorLease = time.Minute
 
+// errLeaseLost ends a resolution whose lease on the action was taken over
+// before it wrote (it outlived the lease, and another operator or a
+// reconciler took the action): its transaction rolls back, so nothing of it
+// is recorded, and the operator looks again before deciding.
+var errLeaseLost = fault.New(fault.InFlight,
+	"someone else is resolving or working on this action: this resolution lost its hold on it, and nothing was recorded. "+
+		"Look at the action again before deciding")
+
 // Resolve records an operator's resolution of an action waiting for one:
 // an unfinished action's unresolved required step takes the given outcome
 // and the action completes; a completed action's stuck follow-up steps take
@@ -128,10 +136,14 @@ func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a db.
 				return err
 			}
 		}
-		if _, err := tx.ResolveAction(ctx, a.ID, owner, db.Completion{
+		resolved, err := tx.ResolveAction(ctx, a.ID, owner, db.Completion{
 			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status, ResourceID: res.ResourceID, Result: res.Body,
-		}, false); err != nil {
+		}, false)
+		if err != nil {
 			return err
+		}
+		if !resolved {
+			return errLeaseLost
 		}
 		if err := ops.Settle(ctx, tx, a, res, r.ProviderRef); err != nil {
 			return err
@@ -160,7 +172,10 @@ func resolveFollowUps(ctx context.Context, store *db.Store, a db.Action, owner u
 				return err
 			}
 		}
-		_, err := tx.ClearNeedsOperator(ctx, a.ID, owner)
+		cleared, err := tx.ClearNeedsOperator(ctx, a.ID, owner)
+		if err == nil && !cleared {
+			err = errLeaseLost
+		}
 		return err
 	})
 	if err != nil {
@@ -177,7 +192,9 @@ func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s d
 	}
 	ok, err := tx.RecordStep(ctx, action, s.Name, owner, s.Version, u)
 	if err == nil && !ok {
-		err = fmt.Errorf("step %s changed under the operator's lease", s.Name)
+		// The lease is held through the step's version: under it, nobody
+		// else changes the step.
+		err = errLeaseLost
 	}
 	return err
 }

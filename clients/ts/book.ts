@@ -1,14 +1,15 @@
 // book.ts drives a live oncecall with the client generated from openapi.yaml
 // (openapi-typescript types, openapi-fetch calls): it books an appointment,
 // retries with the same Idempotency-Key and sees the replay, then reuses the
-// key with a changed body and gets 422 IDEMPOTENCY_KEY_REUSED. It prints one
-// line per check and a closing "N passed, N failed" line, and exits non-zero
-// when a check fails.
+// key with a changed body and gets 422 IDEMPOTENCY_KEY_REUSED; then it books
+// another slot through retryingFetch over a connection that loses the first
+// answer and receives the stored one, and sees a 422 sent only once. It
+// prints one line per check and a closing "N passed, N failed" line, and
+// exits non-zero when a check fails.
 //
 //   node dist/book.js <base URL> <API key>   (or ONCECALL_URL, ONCECALL_API_KEY)
 import { randomUUID } from "node:crypto";
-import createClient from "openapi-fetch";
-import type { components, paths } from "./schema.js";
+import { type components, createOncecallClient, retryingFetch } from "./index.js";
 
 type Schemas = components["schemas"];
 
@@ -26,7 +27,7 @@ if (!baseUrl || !apiKey) {
   process.exit(2);
 }
 
-const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${apiKey}` } });
+const client = createOncecallClient(baseUrl, apiKey);
 const run = randomUUID(); // keys unique to this run, so it can run again against the same server
 let passed = 0;
 let failed = 0;
@@ -84,6 +85,36 @@ async function main(): Promise<void> {
   const action = await client.GET("/v1/actions/{action_id}", { params: { path: { action_id: actionId } } });
   const result = action.data?.result as Record<string, unknown> | null | undefined;
   check("the action is confirmed and still books the first slot", action.data?.outcome === "confirmed" && result?.["slot_id"] === first, action.data ?? action.error);
+
+  // A connection that loses the first answer: the booking happens, the
+  // caller sees a network error, and retryingFetch resends with the key.
+  let lose = 1;
+  const lossy = async (r: Request): Promise<Response> => {
+    const answer = await fetch(r);
+    if (lose-- > 0) {
+      await answer.body?.cancel();
+      throw new TypeError("fetch failed: the answer was lost");
+    }
+    return answer;
+  };
+  const third = await slot(26);
+  const retrying = createOncecallClient(baseUrl!, apiKey!, { fetch: retryingFetch({ fetch: lossy, baseDelayMs: 10 }) });
+  const lost = await retrying.POST("/v1/appointments", {
+    params: { header: { "Idempotency-Key": `ts-lost-${run}` } },
+    body: { customer_id: customerId, slot_id: third },
+  });
+  check("after a lost answer retryingFetch gets the stored one", lost.response.status === 201 && lost.response.headers.get("Idempotent-Replayed") === "true", lost.error ?? lost.data);
+
+  // A 422 business answer is final: retryingFetch sends it once.
+  let sent = 0;
+  const counting = createOncecallClient(baseUrl!, apiKey!, {
+    fetch: retryingFetch({ fetch: (r) => (sent++, fetch(r)), baseDelayMs: 10 }),
+  });
+  const final = await counting.POST("/v1/appointments", {
+    params: { header: { "Idempotency-Key": `ts-lost-${run}` } },
+    body: { customer_id: customerId, slot_id: first },
+  });
+  check("retryingFetch does not retry a 422", final.response.status === 422 && sent === 1, { status: final.response.status, sent });
 }
 
 main()

@@ -644,7 +644,8 @@ export interface paths {
          *     Either way the decision joins the timeline with who made it and the evidence.
          *
          *     The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-         *     may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+         *     may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+         *     so is a resolution whose lease was taken over before it wrote, which records nothing.
          *     A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
          *     write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
          */
@@ -2432,6 +2433,7 @@ export interface operations {
             202: components["responses"]["Pending"];
             400: components["responses"]["WriteBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             409: components["responses"]["InProgress"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -2488,6 +2490,7 @@ export interface operations {
             };
             400: components["responses"]["BadQuery"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -3366,6 +3369,7 @@ export interface operations {
             };
             400: components["responses"]["BadQuery"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

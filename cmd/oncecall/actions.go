@@ -17,7 +17,7 @@ import (
 )
 
 const actionsUsage = `usage:
-  oncecall actions list [--state running|completed|unknown] [--needs-operator] [--limit N]
+  oncecall actions list [--tenant ID_OR_NAME] [--state running|completed|unknown] [--needs-operator] [--limit N]
   oncecall actions show ID
   oncecall actions resolve ID --outcome confirmed|rejected [--provider-ref REF] [--reason CODE] --note TEXT [--by NAME]`
 
@@ -46,22 +46,44 @@ func actionsList(ctx context.Context, open func() (*pgxpool.Pool, error), args [
 	state := fs.String("state", "", "only actions in this state")
 	needsOp := fs.Bool("needs-operator", false, "only actions waiting for an operator")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
+	tenantRef := fs.String("tenant", "", "only this tenant's actions (its id or name); default every tenant's")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q\n%s", fs.Arg(0), actionsUsage)
 	}
 	pool, err := open()
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	actions, err := dbStore(pool).ListActions(ctx, db.ActionFilter{State: *state, NeedsOperator: *needsOp, Limit: *limit})
+	store := dbStore(pool)
+	filter := db.ActionFilter{State: *state, NeedsOperator: *needsOp, Limit: *limit}
+	names := map[uuid.UUID]string{}
+	if *tenantRef != "" {
+		t, err := findTenant(ctx, store, *tenantRef)
+		if err != nil {
+			return err
+		}
+		filter.TenantID, names[t.ID] = t.ID, t.Name
+	}
+	actions, err := store.ListActions(ctx, filter)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ACTION\tOPERATION\tSTATE\tOUTCOME\tNEEDS_OPERATOR\tCREATED")
+	fmt.Fprintln(tw, "ACTION\tTENANT\tOPERATION\tSTATE\tOUTCOME\tNEEDS_OPERATOR\tCREATED")
 	for _, a := range actions {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\t%s\n", a.ID, a.Operation, a.State, orDash(string(a.Outcome)), a.NeedsOperator, a.CreatedAt.UTC().Format("2006-01-02 15:04:05"))
+		name, ok := names[a.TenantID]
+		if !ok {
+			t, err := store.TenantByID(ctx, a.TenantID)
+			if err != nil {
+				return fmt.Errorf("tenant of action %s: %w", a.ID, err)
+			}
+			name, names[a.TenantID] = t.Name, t.Name
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%v\t%s\n", a.ID, name, a.Operation, a.State, orDash(string(a.Outcome)), a.NeedsOperator, a.CreatedAt.UTC().Format("2006-01-02 15:04:05"))
 	}
 	return tw.Flush()
 }

@@ -122,3 +122,40 @@ func TestKeysWithAScope(t *testing.T) {
 	}
 	t.Fatal("no send_message definition")
 }
+
+// An empty --scope (an unset shell variable: --scope "$SCOPE") is an error,
+// not a full key: neither a key nor a tenant is created.
+// Not parallel: it changes the environment.
+func TestEmptyScopeIsAnError(t *testing.T) {
+	url := pgtest.NewDB(t)
+	t.Setenv("DATABASE_URL", url)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var out bytes.Buffer
+	if err := run(ctx, []string{"tenant", "create", "--name", "plain", "--json"}, &out, &out); err != nil {
+		t.Fatalf("tenant create: %v: %s", err, out.String())
+	}
+	for _, args := range [][]string{
+		{"key", "create", "--tenant", "plain", "--scope", ""},
+		{"key", "create", "--tenant", "plain", "--scope="},
+		{"key", "create", "--tenant", "plain", "--scope", " "},
+		{"tenant", "create", "--name", "empty", "--scope", ""},
+	} {
+		out.Reset()
+		err := run(ctx, args, &out, &out)
+		if err == nil || !strings.Contains(err.Error(), "scope") {
+			t.Errorf("%q: %v (printed %q), want an error naming the scope", args, err, out.String())
+		}
+	}
+	var keys, tenants int
+	if err := pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM api_keys), (SELECT count(*) FROM tenants)").Scan(&keys, &tenants); err != nil {
+		t.Fatal(err)
+	}
+	if keys != 1 || tenants != 1 {
+		t.Fatalf("after refused --scope values: %d keys and %d tenants, want 1 and 1", keys, tenants)
+	}
+}

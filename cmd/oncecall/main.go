@@ -37,6 +37,7 @@ Usage:
                                                         print the Dasha tool definitions
   oncecall prune [--dry-run]                            prune expired response bodies and actions now
   oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
+  oncecall --version                                    print the version, commit and Go version
 
 Run "oncecall COMMAND -h" for a command's flags; README lists every setting.
 
@@ -46,6 +47,7 @@ Environment:
   ONCECALL_MIGRATE_DATABASE_URL  where migrations run instead (a direct connection)
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
+  ONCECALL_EMBEDDED_PORT  the embedded database's port (default: a free one at every start)
   ONCECALL_DASHA_WAIT how long a Dasha tool call waits for a running attempt (default 5s)
   ONCECALL_DASHA_BUDGET             time a Dasha tool call has until its answer (default 8s)
   ONCECALL_DB_LOCK_TIMEOUT, ONCECALL_DB_STATEMENT_TIMEOUT, ONCECALL_DB_IDLE_IN_TRANSACTION_TIMEOUT
@@ -99,6 +101,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return pruneCmd(ctx, rest, stdout, stderr)
 	case "healthcheck":
 		return healthcheck(ctx, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, versionLine())
+		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -21,6 +21,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var envs envDefaults
 	addr := fs.String("addr", env("ONCECALL_ADDR", ":8080"), "listen address (env ONCECALL_ADDR)")
 	dataDir := fs.String("data-dir", env("ONCECALL_DATA_DIR", ".oncecall"), "embedded database folder, used when DATABASE_URL is unset (env ONCECALL_DATA_DIR)")
+	embeddedPort := fs.Int("embedded-port", envs.int("ONCECALL_EMBEDDED_PORT", 0), "the embedded database's port on 127.0.0.1, so its URL stays the same across restarts; 0 picks a free one at every start (env ONCECALL_EMBEDDED_PORT)")
 	noReconcile := fs.Bool("no-reconcile", envs.bool("ONCECALL_NO_RECONCILE", false), "do not run the reconciler in this process (env ONCECALL_NO_RECONCILE)")
 	lease := fs.Duration("lease", envs.duration("ONCECALL_LEASE", 30*time.Second), "how long a claimed remote action may run before the reconciler treats it as abandoned (env ONCECALL_LEASE)")
 	requireURL := fs.Bool("require-database-url", envs.bool("ONCECALL_REQUIRE_DATABASE_URL", false), "refuse to start without DATABASE_URL instead of starting an embedded database (env ONCECALL_REQUIRE_DATABASE_URL)")
@@ -66,6 +67,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *dashaWait <= 0 || *dashaWait >= *dashaBudget {
 		return fmt.Errorf("--dasha-wait %v must be positive and shorter than --dasha-budget %v, such as 5s", *dashaWait, *dashaBudget)
 	}
+	if *embeddedPort < 0 || *embeddedPort > 65535 {
+		return fmt.Errorf("--embedded-port %d must be a TCP port (1-65535), or 0 for a free one", *embeddedPort)
+	}
 	if *maxConns < 1 || *maxConns > 10000 {
 		return errors.New("--db-max-conns must be between 1 and 10000")
 	}
@@ -100,7 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
-		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, Log: log,
+		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
 		DashaWait: *dashaWait, DashaBudget: *dashaBudget,
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
 		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,
@@ -116,13 +120,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer m.Close()
 	if m.Embedded() != nil {
 		if err := m.SeedDemo(ctx, stdout, selfCommand()); err != nil {
+			m.Close()
 			return err
 		}
 	}
-	return m.Serve(ctx)
+	// Serve logs "serving" once it accepts requests; "stopped" follows
+	// when the requests are drained and the database is closed.
+	err = m.Serve(ctx)
+	if cerr := m.Close(); cerr != nil {
+		log.Warn().Err(cerr).Msg("stop the embedded database")
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("stopped")
+		return err
+	}
+	log.Info().Msg("stopped")
+	return nil
 }
 
 // selfCommand is how the printed examples run oncecall again: the path it

@@ -34,6 +34,10 @@ func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if why := unreachableBase(*baseURL); why != "" {
+		fmt.Fprintf(stderr, "warning: the voice platform cannot reach --base-url %s: %s. Dasha rejects such webhook URLs; "+
+			"give oncecall's public HTTPS URL, or a tunnel's to a local server.\n", *baseURL, why)
+	}
 	if *tenantRef != "" {
 		if err := withTenantTemplates(ctx, defs, *tenantRef); err != nil {
 			return err

@@ -310,18 +310,25 @@ const listActions = `-- name: ListActions :many
 SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
+  AND ($3::uuid IS NULL OR tenant_id = $3)
 ORDER BY created_at DESC
-LIMIT $3
+LIMIT $4
 `
 
 type ListActionsParams struct {
 	State             *string
 	OnlyNeedsOperator bool
+	TenantID          *uuid.UUID
 	MaxRows           int32
 }
 
 func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Action, error) {
-	rows, err := q.db.Query(ctx, listActions, arg.State, arg.OnlyNeedsOperator, arg.MaxRows)
+	rows, err := q.db.Query(ctx, listActions,
+		arg.State,
+		arg.OnlyNeedsOperator,
+		arg.TenantID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/message"
@@ -51,6 +52,9 @@ type Config struct {
 	MigrateDatabaseURL string
 	// DataDir holds the embedded database. Default ".oncecall".
 	DataDir string
+	// EmbeddedPort is the embedded database's TCP port on 127.0.0.1; 0
+	// picks a free one at every start. Ignored with DatabaseURL.
+	EmbeddedPort int
 	// Log receives JSON logs.
 	Log zerolog.Logger
 	// Core tunes the idempotency core.
@@ -74,7 +78,8 @@ type Config struct {
 	// running inside this process.
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
-	// OperatorToken enables /v1/ops for bearers of this token.
+	// OperatorToken enables /v1/ops for bearers of this token, and the
+	// operator console under /console/ for those who sign in with it.
 	OperatorToken string
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
@@ -108,6 +113,9 @@ type Config struct {
 	// (default 1s) for its turn, then gets 503 with Retry-After.
 	TenantDBRequests int
 	TenantDBWait     time.Duration
+	// BodyReadTimeout bounds the read of a request body, which is read
+	// whole before the request takes one of its tenant's places. Default 5s.
+	BodyReadTimeout time.Duration
 
 	// MetricsToken, when set, is the Bearer token /metrics requires.
 	MetricsToken string
@@ -166,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m := &Main{cfg: cfg}
 	url, migrateURL := cfg.DatabaseURL, cfg.MigrateDatabaseURL
 	if url == "" {
-		pg, err := StartEmbedded(ctx, cfg.DataDir, cfg.Log)
+		pg, err := StartEmbeddedOn(ctx, cfg.DataDir, cfg.EmbeddedPort, cfg.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -207,17 +215,28 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
 	m.core = core
+	// One resolution for /v1/ops and the console: reconcile.Resolve.
+	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
+	}
+	var consoleHandler http.Handler
+	if cfg.OperatorToken != "" {
+		consoleHandler, err = console.New(console.Config{
+			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Resolve: resolve, Log: cfg.Log,
+		})
+		if err != nil {
+			m.Close()
+			return nil, err
+		}
+	}
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
 		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait, DashaBudget: cfg.DashaBudget,
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
-		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
-		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
-			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
-		},
+		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,
@@ -230,8 +249,14 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	return m, nil
 }
 
-// StartEmbedded starts the embedded PostgreSQL with data under dataDir.
+// StartEmbedded starts the embedded PostgreSQL with data under dataDir, on
+// a free port.
 func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pgembed.Postgres, error) {
+	return StartEmbeddedOn(ctx, dataDir, 0, log)
+}
+
+// StartEmbeddedOn is StartEmbedded on the given port (0: a free one).
+func StartEmbeddedOn(ctx context.Context, dataDir string, port int, log zerolog.Logger) (*pgembed.Postgres, error) {
 	if dataDir == "" {
 		dataDir = ".oncecall"
 	}
@@ -239,8 +264,8 @@ func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pg
 	if err != nil {
 		return nil, err
 	}
-	log.Info().Str("data_dir", abs).Msg("starting embedded PostgreSQL")
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs})
+	log.Info().Str("data_dir", abs).Int("port", port).Msg("starting embedded PostgreSQL")
+	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs, Port: port})
 	if err != nil {
 		if errors.Is(err, pgembed.ErrNoBinaries) {
 			return nil, err

@@ -1,11 +1,15 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/db"
@@ -19,12 +23,20 @@ const (
 	demoPhone       = "+15555550123"
 )
 
+// demoKeyFile holds the demo tenant's API key in the embedded database's
+// data directory, readable by its owner only, so that a restart of `make
+// run` prints the same key again. The database stores only the key's hash.
+const demoKeyFile = "demo-api-key"
+
 // SeedDemo makes sure the demo tenant has a customer with a phone and some
-// free future slots, gives it a fresh API key and prints what to try: a
-// REST booking, a Dasha tool call booking another slot, an SMS, how to
-// create a tenant against the embedded database, how to change the port and
-// how to start afresh. self is how a person runs oncecall from the same
-// place (e.g. "bin/oncecall").
+// free future slots and an API key, and prints what to try: the shell
+// variables README's tour uses, a REST booking, a Dasha tool call booking
+// another slot, an SMS, how to create a tenant against the embedded
+// database, how to change the port and how to start afresh. self is how a
+// person runs oncecall from the same place (e.g. "bin/oncecall").
+//
+// With the embedded database the key is kept in demoKeyFile and reused
+// while it still opens the demo tenant; otherwise every call adds a key.
 func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 	s := m.store
 	t, err := s.TenantByName(ctx, demoTenant)
@@ -33,10 +45,21 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 	case errors.Is(err, db.ErrNotFound):
 		t, key, err = s.CreateTenant(ctx, demoTenant, "")
 	case err == nil:
-		key, err = s.AddAPIKey(ctx, t.ID)
+		key, err = m.demoKey(ctx, t)
 	}
 	if err != nil {
 		return fmt.Errorf("demo tenant: %w", err)
+	}
+	keyNote := "a new key at every start"
+	if m.pg != nil {
+		path := filepath.Join(m.dataDir(), demoKeyFile)
+		if err := os.WriteFile(path, []byte(key+"\n"), 0o600); err != nil {
+			return fmt.Errorf("keep the demo key: %w", err)
+		}
+		if err := os.Chmod(path, 0o600); err != nil { // an older file keeps its mode otherwise
+			return fmt.Errorf("keep the demo key: %w", err)
+		}
+		keyNote = "the same at every start; kept in " + path + ", readable by you only"
 	}
 	c, err := s.CustomerByExternalRef(ctx, t.ID, demoCustomerRef)
 	switch {
@@ -66,17 +89,24 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 	if err != nil || len(free) < 2 {
 		return fmt.Errorf("demo slots: %d free, %v", len(free), err)
 	}
+	portNote := "its port changes at every start; ONCECALL_EMBEDDED_PORT fixes it"
+	if m.cfg.EmbeddedPort != 0 {
+		portNote = "its port is ONCECALL_EMBEDDED_PORT's"
+	}
 	base := "http://" + m.cfg.Addr
 	if m.ln != nil {
 		base = "http://" + displayAddr(m.Addr())
 	}
-	dataDir, err := filepath.Abs(m.cfg.DataDir)
-	if err != nil || m.cfg.DataDir == "" {
-		dataDir = ".oncecall"
-	}
+	dataDir := m.dataDir()
 	fmt.Fprintf(out, `
 oncecall is running at %[1]s with an embedded PostgreSQL.
-Demo tenant API key (shown once): %[2]s
+Demo tenant API key (%[10]s): %[2]s
+
+For README's tour, paste these into your shell:
+
+export URL=%[1]s
+export KEY=%[2]s
+export CUSTOMER_ID=%[3]s
 
 Book a slot (run it twice: the second answer is the same, with Idempotent-Replayed: true):
 
@@ -101,7 +131,7 @@ curl -i -X POST %[1]s/v1/messages \
   -H 'Idempotency-Key: demo-sms-%[4]s' \
   -d '{"customer_id":"%[3]s","channel":"sms","template":"appointment_reminder","variables":{"name":"Demo Customer","when":"%[6]s"}}'
 
-The embedded database, while this server runs (its port changes at every start):
+The embedded database, while this server runs (%[11]s):
 
 DATABASE_URL='%[7]s' %[8]s tenant create --name acme
 
@@ -109,6 +139,36 @@ creates another tenant and prints its API key once (add --scope dasha for a key 
 Another port: ONCECALL_ADDR=127.0.0.1:9090 make run. Start afresh: stop the server, then rm -rf %[9]s
 Ctrl-C stops the server and its database.
 
-`, base, key, c.ID, free[0].ID, free[1].ID, free[0].StartsAt.Format("Monday 2 January at 15:04 MST"), m.dbURL, self, dataDir)
+`, base, key, c.ID, free[0].ID, free[1].ID, free[0].StartsAt.Format("Monday 2 January at 15:04 MST"), m.dbURL, self, dataDir, keyNote, portNote)
 	return nil
+}
+
+// demoKey returns the kept demo key while it still opens tenant t with the
+// full scope, else a new key of t.
+func (m *Main) demoKey(ctx context.Context, t db.Tenant) (string, error) {
+	if m.pg != nil {
+		b, err := os.ReadFile(filepath.Join(m.dataDir(), demoKeyFile))
+		if err == nil {
+			key := strings.TrimSpace(string(b))
+			owner, scope, err := m.store.APIKeyOwner(ctx, key)
+			if err == nil && owner.ID == t.ID && scope == db.ScopeFull {
+				return key, nil
+			}
+			if err != nil && !errors.Is(err, db.ErrNotFound) {
+				return "", err
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("read the demo key: %w", err)
+		}
+	}
+	return m.store.AddAPIKey(ctx, t.ID)
+}
+
+// dataDir is the absolute data directory of the embedded database.
+func (m *Main) dataDir() string {
+	dir, err := filepath.Abs(cmp.Or(m.cfg.DataDir, ".oncecall"))
+	if err != nil {
+		return cmp.Or(m.cfg.DataDir, ".oncecall")
+	}
+	return dir
 }

@@ -48,6 +48,11 @@ type Exec struct {
 	ActionID uuid.UUID
 	// CallID is the voice call the action was claimed in; empty outside one.
 	CallID string
+	// Remote reports whether a capability is served by a remote provider
+	// (nil: none is): a local operation's follow-up on a remote capability
+	// (a booking's confirmation message) is recorded as a step of the
+	// action, which the driver sends.
+	Remote func(capability string) bool
 }
 
 // Request is one attempt at an action.
@@ -82,6 +87,12 @@ type Request struct {
 	Stale func(ctx context.Context, a db.Action) (bool, error)
 	// CallID is the Dasha callId of a tool call, kept with the action.
 	CallID string
+	// Named, when set, is the action the request names (a tool call's
+	// action_id): the request is answered for that action only, read by
+	// its id, never by Key, which a concurrent request may have retired
+	// from it (Stale) and claimed for a new action meanwhile. Nothing is
+	// claimed. Key is then the action's key.
+	Named uuid.UUID
 }
 
 // Driver performs the remote steps of a claimed action and returns the
@@ -128,12 +139,20 @@ type Core struct {
 	store  *db.Store
 	cfg    Config
 	driver Driver
+	remote func(capability string) bool
 	// background counts drives that outlived their request (see Drain).
 	background sync.WaitGroup
 }
 
-// SetDriver installs the driver of remote steps.
-func (c *Core) SetDriver(d Driver) { c.driver = d }
+// SetDriver installs the driver of remote steps. A driver that tells
+// which capabilities are remote (step.Driver does) tells local operations
+// too, through Exec.Remote.
+func (c *Core) SetDriver(d Driver) {
+	c.driver = d
+	if r, ok := d.(interface{ Remote(string) bool }); ok {
+		c.remote = r.Remote
+	}
+}
 
 // New returns a Core with defaults applied to cfg.
 func New(store *db.Store, cfg Config) *Core {
@@ -181,6 +200,14 @@ var errSuperseded = errors.New("the action under this key was superseded")
 
 // do is Do without the observer.
 func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
+	if req.Named != uuid.Nil {
+		a, err := c.store.ActionByID(ctx, req.TenantID, req.Named)
+		if err != nil {
+			return Reply{}, db.Fault(err)
+		}
+		req.Stale = nil
+		return c.follow(ctx, &req, a)
+	}
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
 	// claim below is the only decision. A local operation written in SQL
@@ -251,7 +278,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID}
+		x := Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID, Remote: c.remote}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)

@@ -257,10 +257,14 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 	if err != nil {
 		return "", err
 	}
-	res, err := execute(ctx, tx, x, SendInput{
+	in := SendInput{
 		CustomerID: customerID, Channel: channel, Template: "appointment_confirmation",
 		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
-	})
+	}
+	if x.Remote != nil && x.Remote(provider.Messaging) {
+		return confirmRemote(ctx, tx, x, c, in)
+	}
+	res, err := execute(ctx, tx, x, in)
 	if fault.CodeOf(err) == fault.InvalidInput {
 		// The tenant's own appointment_confirmation did not render for this
 		// booking (its text too long for an SMS, say): the booking stands.
@@ -270,6 +274,40 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 		return "", err
 	}
 	return res.Reason, nil
+}
+
+// confirmRemote is Confirm when messaging is remote: the message, rendered
+// now, becomes a follow-up step of the action x, recorded in its
+// transaction and sent by the driver (the reconciler's next pass) through
+// the messaging provider, with the step's provider key, once.
+func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, in SendInput) (reason string, err error) {
+	switch {
+	case in.Channel == SMS && c.Phone == "":
+		return CustomerHasNoPhone, nil
+	case in.Channel == Email && c.Email == "":
+		return CustomerHasNoEmail, nil
+	}
+	text, err := render(ctx, tx, x.TenantID, in)
+	if fault.CodeOf(err) == fault.InvalidInput {
+		return TemplateNotApplicable, nil
+	}
+	if err != nil {
+		return "", err
+	}
+	payload, err := json.Marshal(remoteSend{SendInput: in, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body})
+	if err != nil {
+		return "", err
+	}
+	f := ConfirmationFollowUp(in.CustomerID, in.Channel, in.SubjectID)
+	scope := x.ActionID.String()
+	err = tx.InsertSteps(ctx, x.ActionID, []db.NewStep{{
+		Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload,
+		ProviderKey: idem.ProviderKey(scope, f.Name), ExternalRef: scope + "/" + f.Name,
+	}})
+	if err != nil {
+		return "", err
+	}
+	return "", tx.AddEvent(ctx, x.ActionID, "claimed", "", map[string]int{"steps": 1})
 }
 
 // TemplateNotApplicable is the fate of a booking's confirmation when the

@@ -305,8 +305,9 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 }
 
 // Decode parses untrusted JSON into a struct strictly: it must be valid
-// UTF-8 JSON without duplicate keys, an object, and carry no unknown fields;
-// type mismatches name the field.
+// UTF-8 JSON without duplicate keys, an object, and carry no unknown fields
+// (field names are exact: "Slot_id" is unknown, see CheckFieldNames); type
+// mismatches name the field.
 func Decode(raw []byte, v any) error {
 	c, err := canon.Canonical(raw)
 	if err != nil {
@@ -314,6 +315,9 @@ func Decode(raw []byte, v any) error {
 	}
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
+	}
+	if err := CheckFieldNames(c, v); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(c))
 	dec.DisallowUnknownFields()

@@ -1,0 +1,132 @@
+package op
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+// encoding/json matches an object's keys to struct fields case-insensitively
+// (with Unicode folding: "ſlot_id" is slot_id), and when two keys match one
+// field the last one wins. So {"slot_id":A,"Slot_id":B} would decode as B,
+// and {"SLOT_ID":A} as A, although neither key is a field the API names.
+// CheckFieldNames closes that: every key that reaches a struct field must be
+// its exact name.
+
+// CheckFieldNames checks the keys of the canonical JSON c (valid, without
+// duplicate keys) against the struct fields of v's type, at every depth
+// where v's type is a struct (a type with its own UnmarshalJSON is left to
+// it). A key that is not the exact name of a field but matches one the way
+// encoding/json would (ignoring case) is refused as an unknown field; other
+// keys are left to the caller (op.Decode refuses them, a webhook tolerates
+// them).
+func CheckFieldNames(c []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(c))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return fault.Wrap(fault.InvalidJSON, err, "the request body is not valid JSON")
+	}
+	return checkNames(tree, reflect.TypeOf(v), "")
+}
+
+var (
+	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func checkNames(tree any, t reflect.Type, path string) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		obj, ok := tree.(map[string]any)
+		if !ok {
+			return nil // a type error, which the decoder reports
+		}
+		fields := structFields(t)
+		for k, v := range obj {
+			ft, ok := fields[k]
+			if !ok {
+				for name := range fields {
+					if strings.EqualFold(k, name) {
+						return fault.Field(shorten(path+k), "is not a known field (field names are exact: did you mean %s?)", path+name)
+					}
+				}
+				continue
+			}
+			if err := checkNames(v, ft, path+k+"."); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		if obj, ok := tree.(map[string]any); ok {
+			for k, v := range obj {
+				if err := checkNames(v, t.Elem(), path+k+"."); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if arr, ok := tree.([]any); ok {
+			for _, v := range arr {
+				if err := checkNames(v, t.Elem(), path); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
+
+// structFields maps the JSON name of each field encoding/json decodes into
+// (promoted fields of embedded structs included) to its type.
+func structFields(t reflect.Type) map[string]reflect.Type {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.Type)
+	}
+	m := map[string]reflect.Type{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for f := range t.Fields() {
+			tag := f.Tag.Get("json")
+			if tag == "-" {
+				continue
+			}
+			name, _, _ := strings.Cut(tag, ",")
+			ft := f.Type
+			if f.Anonymous && name == "" {
+				for ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				if ft.Kind() == reflect.Struct {
+					walk(ft)
+					continue
+				}
+			}
+			if !f.IsExported() {
+				continue
+			}
+			if name == "" {
+				name = f.Name
+			}
+			if _, taken := m[name]; !taken {
+				m[name] = f.Type
+			}
+		}
+	}
+	walk(t)
+	fieldCache.Store(t, m)
+	return m
+}
