@@ -262,6 +262,29 @@ func TestRewordedNoteIsOneNotePerCall(t *testing.T) {
 	}
 }
 
+// With a remote CRM, which is asked to append and cannot amend, a reworded
+// note in the same call is the same request: one note at the provider, and
+// the answer says what stands.
+func TestRewordedNoteToARemoteCRMIsOneWrite(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	d := setupDasha(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.CRM: provider.NewHTTP(provider.HTTPConfig{
+			BaseURL: sim.URL, Timeout: 2 * time.Second,
+			Traits: provider.Traits{HonoursKeys: true, KeyRetention: 24 * time.Hour, AuthoritativeLookup: true},
+		})}
+		c.ReconcileDisabled = true
+	})
+	first := decodeAnswer(t, d.call("add_customer_note", "call-1", map[string]any{"customer_id": d.customer, "text": "Prefers morning appointments"}))
+	again := decodeFull(t, d.call("add_customer_note", "call-1", map[string]any{"customer_id": d.customer, "text": "Prefers mornings"}).Body)
+	if first.Outcome != "confirmed" || again.Reason != "conflicting_request" || !strings.Contains(string(again.Details), first.ActionID) {
+		t.Fatalf("reworded note to a remote CRM: %+v / %+v", first, again)
+	}
+	if n := len(sim.Ledger(provider.CRM)); n != 1 {
+		t.Fatalf("CRM writes = %d, want 1", n)
+	}
+}
+
 // A status check of a cancelled booking does not show it active: its
 // details are marked as of the action.
 func TestStatusOfACancelledBookingMarksItsDetails(t *testing.T) {

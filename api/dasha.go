@@ -344,7 +344,11 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 		}
 		parts = append(parts, callID)
 	}
-	return idem.DeriveKey(append(parts, prep.Identity...)...), true, uuid.Nil, nil
+	identity := prep.Identity
+	if prep.RemoteIdentity != nil && s.cfg.Remote != nil && s.cfg.Remote(prep.Capability) {
+		identity = prep.RemoteIdentity
+	}
+	return idem.DeriveKey(append(parts, identity...)...), true, uuid.Nil, nil
 }
 
 func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {

@@ -3808,7 +3808,8 @@ type ClientInterface interface {
 	// Either way the decision joins the timeline with who made it and the evidence.
 	//
 	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+	// so is a resolution whose lease was taken over before it wrote, which records nothing.
 	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
@@ -3827,7 +3828,8 @@ type ClientInterface interface {
 	// Either way the decision joins the timeline with who made it and the evidence.
 	//
 	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+	// so is a resolution whose lease was taken over before it wrote, which records nothing.
 	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
@@ -4795,7 +4797,8 @@ func (c *Client) GetOpsAction(ctx context.Context, actionId ActionID, reqEditors
 // Either way the decision joins the timeline with who made it and the evidence.
 //
 // The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+// so is a resolution whose lease was taken over before it wrote, which records nothing.
 // A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 // write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
@@ -4824,7 +4827,8 @@ func (c *Client) ResolveOpsActionWithBody(ctx context.Context, actionId ActionID
 // Either way the decision joins the timeline with who made it and the evidence.
 //
 // The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+// so is a resolution whose lease was taken over before it wrote, which records nothing.
 // A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 // write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
@@ -7396,7 +7400,8 @@ type ClientWithResponsesInterface interface {
 	// Either way the decision joins the timeline with who made it and the evidence.
 	//
 	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+	// so is a resolution whose lease was taken over before it wrote, which records nothing.
 	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
@@ -7415,7 +7420,8 @@ type ClientWithResponsesInterface interface {
 	// Either way the decision joins the timeline with who made it and the evidence.
 	//
 	// The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+	// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+	// so is a resolution whose lease was taken over before it wrote, which records nothing.
 	// A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 	// write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 	//
@@ -12439,7 +12445,8 @@ func (c *ClientWithResponses) GetOpsActionWithResponse(ctx context.Context, acti
 // Either way the decision joins the timeline with who made it and the evidence.
 //
 // The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+// so is a resolution whose lease was taken over before it wrote, which records nothing.
 // A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 // write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //
@@ -12464,7 +12471,8 @@ func (c *ClientWithResponses) ResolveOpsActionWithBodyWithResponse(ctx context.C
 // Either way the decision joins the timeline with who made it and the evidence.
 //
 // The resolution first takes the action's lease: while a request or a reconciler holds it (a step
-// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`.
+// may be in flight at the provider) it is refused with `409 ACTION_IN_FLIGHT` and `Retry-After`;
+// so is a resolution whose lease was taken over before it wrote, which records nothing.
 // A completed action that needs no operator cannot be resolved (`400`). This is not an idempotent
 // write: it needs no `Idempotency-Key`, and a repeat after success answers `400`.
 //

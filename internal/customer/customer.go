@@ -233,6 +233,10 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 	// call's note under note_ref is one row that a later wording amends.
 	PerCall:  true,
 	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef, in.Text} },
+	// A remote CRM is asked to append, not to amend: there a reworded note
+	// is the same request (answered conflicting_request with the note that
+	// stands), never a second note.
+	RemoteIdentity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef} },
 	Local: func(l *db.Local, in NoteInput) bool {
 		l.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
 		return true

@@ -45,6 +45,11 @@ type Spec[In any] struct {
 	Identity func(in In) []string
 	// PerCall makes the call id part of a derived identity.
 	PerCall bool
+	// RemoteIdentity, when set, is Identity when the operation's capability
+	// is served by a remote provider: a write that amends locally (a call's
+	// note) is a second write there, so its identity must not let a reworded
+	// request through.
+	RemoteIdentity func(in In) []string
 	// CallScoped, when set, makes the call id part of the derived identity
 	// of the inputs it reports (a customer known by name alone is only the
 	// same customer within one call); PerCall still applies to all.
@@ -168,6 +173,9 @@ type Prepared struct {
 	Fingerprint string
 	// Identity lists the identity field values, in declaration order.
 	Identity []string
+	// RemoteIdentity is Identity when the capability is remote (see
+	// Spec.RemoteIdentity); nil: the same as Identity.
+	RemoteIdentity []string
 	// PerCall: the call id is part of the derived identity of this input.
 	PerCall bool
 	// Restates reports whether this request asks for exactly what the
@@ -284,6 +292,9 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 			}
 			return o.s.Restates(ctx, s, a.TenantID, stored, in)
 		}
+	}
+	if o.s.RemoteIdentity != nil {
+		p.RemoteIdentity = o.s.RemoteIdentity(in)
 	}
 	if o.s.Identity != nil {
 		p.Identity = o.s.Identity(in)
