@@ -46,11 +46,11 @@ const (
 // Default traits: Stripe remembers idempotency keys for at least 24 hours,
 // and its search sees a new object within about a minute.
 const (
-	KeyRetention    = 24 * time.Hour
-	SearchDelay     = time.Minute
-	DefaultTimeout  = 10 * time.Second
-	captureKeySufix = "/capture"
-	cancelKeySuffix = "/cancel"
+	KeyRetention     = 24 * time.Hour
+	SearchDelay      = time.Minute
+	DefaultTimeout   = 10 * time.Second
+	captureKeySuffix = "/capture"
+	cancelKeySuffix  = "/cancel"
 )
 
 // Config configures the adapter.
@@ -170,25 +170,40 @@ func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record
 		p.cancel(ctx, w.Key, pi.ID)
 		return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is " + string(pi.Status)}
 	}
-	captured, err := p.sc.V1PaymentIntents.Capture(ctx, pi.ID, &stripe.PaymentIntentCaptureParams{
-		Params: p.params(w.Key + captureKeySufix), AmountToCapture: stripe.Int64(c.Amount),
-	})
-	if err != nil {
-		err = classify(err)
-		var rej *provider.Rejected
-		if errors.As(err, &rej) {
-			p.cancel(ctx, w.Key, pi.ID)
-		} else if errors.Is(err, provider.ErrNotSent) {
-			// The hold exists: the write is under way, not unsent. A re-send
-			// with the same keys replays the hold and captures it.
-			err = fmt.Errorf("%w: hold %s made, capture not sent: %w", provider.ErrAmbiguous, pi.ID, err)
-		}
-		return provider.Record{}, err
+	captured, err := p.capture(ctx, w.Key, pi.ID, c.Amount)
+	if err == nil && captured.Status == stripe.PaymentIntentStatusSucceeded {
+		return record(captured), nil
 	}
-	if captured.Status != stripe.PaymentIntentStatusSucceeded {
+	// The capture failed, was answered ambiguously, or its key replays an
+	// earlier failure: the PaymentIntent itself says whether it is captured
+	// (a PaymentIntent is captured at most once, whatever the keys).
+	now, rerr := p.sc.V1PaymentIntents.Retrieve(ctx, pi.ID, &stripe.PaymentIntentRetrieveParams{Params: p.params("")})
+	if rerr == nil {
+		switch now.Status {
+		case stripe.PaymentIntentStatusSucceeded:
+			return record(now), nil
+		case stripe.PaymentIntentStatusCanceled:
+			return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is canceled"}
+		}
+	}
+	if err == nil {
 		return provider.Record{}, fmt.Errorf("%w: payment intent %s is %s after capture", provider.ErrAmbiguous, pi.ID, captured.Status)
 	}
-	return record(captured), nil
+	err = classify(err)
+	if rej, ok := errors.AsType[*provider.Rejected](err); ok && rerr == nil && now.Status == stripe.PaymentIntentStatusRequiresCapture {
+		// A definitive refusal of the capture of a hold that is still
+		// uncaptured: release the hold.
+		p.cancel(ctx, w.Key, pi.ID)
+		return provider.Record{}, rej
+	}
+	return provider.Record{}, fmt.Errorf("%w: hold %s made, capture not confirmed: %w", provider.ErrAmbiguous, pi.ID, err)
+}
+
+// capture captures amount of a hold, under a key derived from the step's.
+func (p *Provider) capture(ctx context.Context, key, id string, amount int64) (*stripe.PaymentIntent, error) {
+	return p.sc.V1PaymentIntents.Capture(ctx, id, &stripe.PaymentIntentCaptureParams{
+		Params: p.params(key + captureKeySuffix), AmountToCapture: stripe.Int64(amount),
+	})
 }
 
 // hold creates and confirms the PaymentIntent with manual capture.
@@ -208,10 +223,22 @@ func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*strip
 	params.AddMetadata(MetaStep, stepName)
 	params.AddMetadata(MetaIntent, c.PaymentIntentID)
 	pi, err := p.sc.V1PaymentIntents.Create(ctx, params)
-	if err != nil {
-		return nil, classify(err)
+	if err == nil {
+		return pi, nil
 	}
-	return pi, nil
+	if se, ok := errors.AsType[*stripe.Error](err); ok && se.Type == stripe.ErrorTypeCard && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
+		p.cancel(ctx, w.Key, se.PaymentIntent.ID)
+	}
+	err = classify(err)
+	if provider.Classify(err) != "ambiguous" {
+		return nil, err
+	}
+	// Stripe replays a 500 under its key for good: a hold made before the
+	// failure is found by its key in metadata (once search sees it).
+	if found, ferr := p.searchPI(ctx, fmt.Sprintf("metadata['%s']:'%s'", MetaKey, w.Key)); ferr == nil && found != nil {
+		return found, nil
+	}
+	return nil, err
 }
 
 // cancel releases a hold that will not be captured. Its failure changes
@@ -251,19 +278,25 @@ func (p *Provider) search(ctx context.Context, field, value string) (provider.Re
 }
 
 func (p *Provider) searchQuery(ctx context.Context, q string) (provider.Record, bool, error) {
+	pi, err := p.searchPI(ctx, strings.ReplaceAll(q, `"`, `'`))
+	if err != nil || pi == nil {
+		return provider.Record{}, false, err
+	}
+	rec, err := evidence(pi)
+	return rec, err == nil, err
+}
+
+// searchPI returns the first PaymentIntent a search query finds, or nil.
+func (p *Provider) searchPI(ctx context.Context, q string) (*stripe.PaymentIntent, error) {
 	sp := &stripe.PaymentIntentSearchParams{}
-	sp.Query = strings.ReplaceAll(q, `"`, `'`)
+	sp.Query = q
 	if p.cfg.Account != "" {
 		sp.SetStripeAccount(p.cfg.Account)
 	}
 	for pi, err := range p.sc.V1PaymentIntents.Search(ctx, sp) {
-		if err != nil {
-			return provider.Record{}, false, err
-		}
-		rec, err := evidence(pi)
-		return rec, err == nil, err
+		return pi, err
 	}
-	return provider.Record{}, false, nil
+	return nil, nil
 }
 
 // evidence is what a PaymentIntent says about a charge: captured
