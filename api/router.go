@@ -67,6 +67,9 @@ type Config struct {
 	// for its turn, then gets 503.
 	TenantRequests int
 	TenantWait     time.Duration
+	// StripeWebhookSecret, when set, serves Stripe's signed webhooks at
+	// /v1/providers/stripe/webhook (stripe_webhook.go).
+	StripeWebhookSecret string
 }
 
 // Server holds the handlers' dependencies.
@@ -125,6 +128,9 @@ func NewRouter(cfg Config) http.Handler {
 		r.Get("/actions/{action_id}", s.opsShowAction)
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
+	if cfg.StripeWebhookSecret != "" {
+		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
 		r.Group(func(r chi.Router) {

@@ -65,6 +65,9 @@ type Config struct {
 	// DBTimeouts are the lock, statement and idle-in-transaction timeouts
 	// of every pool connection (db.Timeouts documents the defaults).
 	DBTimeouts db.Timeouts
+	// StripeWebhookSecret, when set, serves Stripe's signed webhooks (see
+	// docs/providers/stripe.md).
+	StripeWebhookSecret string
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -214,7 +217,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, StripeWebhookSecret: cfg.StripeWebhookSecret,
 		Resolve: func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
 			return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 		},

@@ -106,6 +106,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		}
 	}
 	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(), rules: &rules{}, quit: make(chan struct{})}
+	m.SetStripeWebhook(cfg.StripeWebhookURL, cfg.StripeWebhookSecret)
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		m.Close()

@@ -65,10 +65,20 @@ type stripeState struct {
 	order   []string
 	keys    map[string]*stripeKeyed
 	events  int
+	// webhook and secret: where events go and what signs them.
+	webhook, secret string
 }
 
 func newStripeState() *stripeState {
 	return &stripeState{intents: map[string]*StripePaymentIntent{}, keys: map[string]*stripeKeyed{}}
+}
+
+// SetStripeWebhook points the Stripe mode's webhooks at url, signed with
+// secret (Config.StripeWebhookURL and StripeWebhookSecret at start).
+func (m *Main) SetStripeWebhook(url, secret string) {
+	m.stripe.mu.Lock()
+	defer m.stripe.mu.Unlock()
+	m.stripe.webhook, m.stripe.secret = url, secret
 }
 
 func (st *stripeState) inFlight() int {
@@ -402,20 +412,20 @@ type stripeEvent struct {
 // secret. A delivery that fails is not retried (the adapter must not need
 // webhooks).
 func (m *Main) stripeDeliver(e stripeEvent) {
-	if m.cfg.StripeWebhookURL == "" {
-		return
-	}
 	m.stripe.mu.Lock()
 	m.stripe.events++
-	n := m.stripe.events
+	n, target, secret := m.stripe.events, m.stripe.webhook, m.stripe.secret
 	m.stripe.mu.Unlock()
+	if target == "" {
+		return
+	}
 	obj, _ := json.Marshal(e.pi)
 	body, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("evt_sim%06d", n), "object": "event", "type": e.typ, "api_version": stripe.APIVersion,
 		"created": m.cfg.Now().Unix(), "livemode": false, "data": map[string]any{"object": json.RawMessage(obj)},
 	})
-	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: m.cfg.StripeWebhookSecret, Timestamp: m.cfg.Now()})
-	req, err := http.NewRequest(http.MethodPost, m.cfg.StripeWebhookURL, bytes.NewReader(body))
+	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: m.cfg.Now()})
+	req, err := http.NewRequest(http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return
 	}

@@ -117,6 +117,9 @@ func (s *Sim) Ledger(capability string) []providersim.LedgerEntry {
 	return l
 }
 
+// SetStripeWebhook points the Stripe mode's signed webhooks at url.
+func (s *Sim) SetStripeWebhook(url, secret string) { s.main.SetStripeWebhook(url, secret) }
+
 // StripeLedger lists the Stripe mode's PaymentIntents.
 func (s *Sim) StripeLedger() []providersim.StripePaymentIntent {
 	s.t.Helper()
