@@ -44,6 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Uint64Var(&cfg.Seed, "seed", 0, "seed of the callers' and the chaos's choices (0: from the clock)")
 	fs.StringVar(&cfg.Binary, "oncecall", "", "a built oncecall binary (default: build cmd/oncecall)")
 	fs.StringVar(&cfg.Dir, "dir", "", "folder for the database, ledger and logs (default: a temporary one, kept only if the run fails)")
+	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
