@@ -72,6 +72,9 @@ type Config struct {
 	// BodyReadTimeout bounds the read of a request's body (default 5s),
 	// which is read whole before the request takes its tenant's turn.
 	BodyReadTimeout time.Duration
+	// StripeWebhookSecret, when set, serves Stripe's signed webhooks at
+	// /v1/providers/stripe/webhook (stripe_webhook.go).
+	StripeWebhookSecret string
 }
 
 // Server holds the handlers' dependencies.
@@ -135,6 +138,9 @@ func NewRouter(cfg Config) http.Handler {
 		r.Get("/actions/{action_id}", s.opsShowAction)
 		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
 	})
+	if cfg.StripeWebhookSecret != "" {
+		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
+	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
 		r.Group(func(r chi.Router) {

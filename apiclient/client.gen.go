@@ -2232,6 +2232,15 @@ type ChargePaymentParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ReceiveStripeWebhookJSONBody defines parameters for ReceiveStripeWebhook.
+type ReceiveStripeWebhookJSONBody map[string]interface{}
+
+// ReceiveStripeWebhookParams defines parameters for ReceiveStripeWebhook.
+type ReceiveStripeWebhookParams struct {
+	// StripeSignature Stripe's signature of the body, `t=<timestamp>,v1=<hmac>`.
+	StripeSignature string `json:"Stripe-Signature"`
+}
+
 // ListSlotsParams defines parameters for ListSlots.
 type ListSlotsParams struct {
 	// Available true lists only slots that are free (not booked, not past).
@@ -2316,6 +2325,9 @@ type CreatePaymentIntentJSONRequestBody = CreatePaymentIntentInput
 
 // ChargePaymentJSONRequestBody defines body for ChargePayment for application/json ContentType.
 type ChargePaymentJSONRequestBody = ChargePaymentInput
+
+// ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
+type ReceiveStripeWebhookJSONRequestBody ReceiveStripeWebhookJSONBody
 
 // CreateSlotJSONRequestBody defines body for CreateSlot for application/json ContentType.
 type CreateSlotJSONRequestBody = CreateSlotInput
@@ -3903,6 +3915,36 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/payments (the `ChargePayment` operationId).
 	ChargePayment(ctx context.Context, params *ChargePaymentParams, body ChargePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveStripeWebhookWithBody Stripe's signed webhooks
+	//
+	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+	// acknowledged and changes nothing. An event never settles a charge by itself.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithBody(ctx context.Context, params *ReceiveStripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveStripeWebhook Stripe's signed webhooks
+	//
+	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+	// acknowledged and changes nothing. An event never settles a charge by itself.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSlots List slots
 	//
 	// The tenant's slots in start order, from a time on.
@@ -4962,6 +5004,56 @@ func (c *Client) ChargePaymentWithBody(ctx context.Context, params *ChargePaymen
 // Corresponds with POST /v1/payments (the `ChargePayment` operationId).
 func (c *Client) ChargePayment(ctx context.Context, params *ChargePaymentParams, body ChargePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewChargePaymentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeWebhookWithBody Stripe's signed webhooks
+//
+// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+// acknowledged and changes nothing. An event never settles a charge by itself.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, params *ReceiveStripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeWebhookRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveStripeWebhook Stripe's signed webhooks
+//
+// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+// acknowledged and changes nothing. An event never settles a charge by itself.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+func (c *Client) ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveStripeWebhookRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6692,6 +6784,59 @@ func NewChargePaymentRequestWithBody(server string, params *ChargePaymentParams,
 	return req, nil
 }
 
+// NewReceiveStripeWebhookRequest calls the generic ReceiveStripeWebhook builder with application/json body
+func NewReceiveStripeWebhookRequest(server string, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveStripeWebhookRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewReceiveStripeWebhookRequestWithBody constructs an http.Request for the ReceiveStripeWebhook method, with any body, and a specified content type
+func NewReceiveStripeWebhookRequestWithBody(server string, params *ReceiveStripeWebhookParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/providers/stripe/webhook")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Stripe-Signature", params.StripeSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Stripe-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewListSlotsRequest constructs an http.Request for the ListSlots method
 func NewListSlotsRequest(server string, params *ListSlotsParams) (*http.Request, error) {
 	var err error
@@ -7498,6 +7643,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/payments (the `ChargePayment` operationId).
 	ChargePaymentWithResponse(ctx context.Context, params *ChargePaymentParams, body ChargePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ChargePaymentResponse, error)
+
+	// ReceiveStripeWebhookWithBodyWithResponse Stripe's signed webhooks
+	//
+	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+	// acknowledged and changes nothing. An event never settles a charge by itself.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithBodyWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
+
+	// ReceiveStripeWebhookWithResponse Stripe's signed webhooks
+	//
+	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+	// acknowledged and changes nothing. An event never settles a charge by itself.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+	ReceiveStripeWebhookWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
 
 	// ListSlotsWithResponse List slots
 	//
@@ -11294,6 +11469,97 @@ func (r ChargePaymentResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveStripeWebhookResponse503Headers the declared response headers of an HTTP 503 response for ReceiveStripeWebhook
+type ReceiveStripeWebhookResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveStripeWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Matched The event named a charge whose outcome was unknown.
+		Matched  bool `json:"matched"`
+		Received bool `json:"received"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveStripeWebhookResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveStripeWebhookResponse) GetJSON200() *struct {
+	// Matched The event named a charge whose outcome was unknown.
+	Matched  bool `json:"matched"`
+	Received bool `json:"received"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveStripeWebhookResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveStripeWebhookResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveStripeWebhookResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveStripeWebhookResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveStripeWebhookResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveStripeWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveStripeWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveStripeWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveStripeWebhookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSlotsResponse401Headers the declared response headers of an HTTP 401 response for ListSlots
 type ListSlotsResponse401Headers struct {
 	WWWAuthenticate string
@@ -12590,6 +12856,48 @@ func (c *ClientWithResponses) ChargePaymentWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseChargePaymentResponse(rsp)
+}
+
+// ReceiveStripeWebhookWithBodyWithResponse Stripe's signed webhooks
+//
+// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+// acknowledged and changes nothing. An event never settles a charge by itself.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+func (c *ClientWithResponses) ReceiveStripeWebhookWithBodyWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error) {
+	rsp, err := c.ReceiveStripeWebhookWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeWebhookResponse(rsp)
+}
+
+// ReceiveStripeWebhookWithResponse Stripe's signed webhooks
+//
+// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+// acknowledged and changes nothing. An event never settles a charge by itself.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
+func (c *ClientWithResponses) ReceiveStripeWebhookWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error) {
+	rsp, err := c.ReceiveStripeWebhook(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveStripeWebhookResponse(rsp)
 }
 
 // ListSlotsWithResponse List slots
@@ -16640,6 +16948,84 @@ func ParseChargePaymentResponse(rsp *http.Response) (*ChargePaymentResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ChargePaymentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveStripeWebhookResponse parses an HTTP response from a ReceiveStripeWebhookWithResponse call
+func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveStripeWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Matched The event named a charge whose outcome was unknown.
+			Matched  bool `json:"matched"`
+			Received bool `json:"received"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveStripeWebhookResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -181,6 +181,17 @@ func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, 
 }
 
 // AddEvent appends to an action's timeline. detail must not hold customer data.
+// NoticeStep records a provider's verified notice about a step: an unknown
+// step becomes due for a check now. It reports whether a step was unknown.
+func (q queries) NoticeStep(ctx context.Context, action uuid.UUID, step string, detail any) (bool, error) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return false, err
+	}
+	n, err := q.q.NoticeStep(ctx, dbsqlc.NoticeStepParams{StepAction: action, StepName: step, Detail: b})
+	return n > 0, err
+}
+
 func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step string, detail any) error {
 	b, err := json.Marshal(detail)
 	if err != nil {

@@ -143,3 +143,17 @@ WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner) AND state <> 'complete
 -- follow-up): it leaves the operator's queue and the operator's lease ends.
 UPDATE actions SET needs_operator = false, lease_owner = NULL, lease_until = NULL, updated_at = now()
 WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner);
+
+-- name: NoticeStep :execrows
+-- A provider's signed notice (a webhook) about a step whose outcome is
+-- unknown: the step is checked now instead of at its backoff, and the
+-- notice is kept in the action's timeline. The notice itself decides
+-- nothing: the check asks the provider for evidence, under the lease.
+WITH noticed AS (
+    UPDATE action_steps
+    SET next_check_at = least(next_check_at, now())
+    WHERE action_steps.action_id = sqlc.arg(step_action) AND action_steps.name = sqlc.arg(step_name) AND action_steps.state = 'unknown'
+    RETURNING action_steps.action_id AS noticed_action, action_steps.name AS noticed_step
+)
+INSERT INTO action_events (action_id, kind, step, detail)
+SELECT noticed_action, 'provider_notice', noticed_step, sqlc.arg(detail) FROM noticed;

@@ -656,6 +656,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/providers/stripe/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stripe's signed webhooks
+         * @description Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
+         *     Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
+         *     Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
+         *     event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
+         *     now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+         *     (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
+         *     acknowledged and changes nothing. An event never settles a charge by itself.
+         */
+        post: operations["receiveStripeWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3980,6 +4006,75 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveStripeWebhook: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Stripe's signature of the body, `t=<timestamp>,v1=<hmac>`. */
+                "Stripe-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The event was verified and taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "matched": true
+                     *     }
+                     */
+                    "application/json": {
+                        received: boolean;
+                        /** @description The event named a charge whose outcome was unknown. */
+                        matched: boolean;
+                    };
+                };
+            };
+            /** @description The body could not be read (`INVALID_INPUT`); nothing changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The signature does not verify (`UNAUTHORIZED`); nothing changed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "the Stripe-Signature header does not verify this body",
+                     *       "code": "UNAUTHORIZED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

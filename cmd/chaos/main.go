@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	failover := fs.Bool("failover", false, "run on a Patroni cluster and fail its leader over (needs patroni and etcd)")
 	basePort := fs.Int("base-port", 23000, "with --failover: first of the 50 loopback ports the run uses")
 	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
+	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -18,6 +19,14 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 	for _, capability := range provider.Capabilities {
 		prefix := "ONCECALL_PROVIDER_" + strings.ToUpper(capability) + "_"
 		url := getenv(prefix + "URL")
+		if kind := getenv(strings.TrimSuffix(prefix, "_")); kind != "" && kind != "http" {
+			p, err := namedProvider(getenv, capability, kind, prefix)
+			if err != nil {
+				return nil, err
+			}
+			set[capability] = p
+			continue
+		}
 		if url == "" {
 			continue
 		}
@@ -42,6 +51,27 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 		set[capability] = provider.NewHTTP(cfg)
 	}
 	return set, nil
+}
+
+// namedProvider builds the adapter named by ONCECALL_PROVIDER_<CAP> (stripe
+// for payments); its ONCECALL_PROVIDER_<CAP>_URL overrides the provider's
+// API base.
+func namedProvider(getenv func(string) string, capability, kind, prefix string) (provider.Provider, error) {
+	if capability != provider.Payments || kind != "stripe" {
+		return nil, fmt.Errorf("%s=%q is not a provider: use http (the JSON protocol) or, for payments, stripe", strings.TrimSuffix(prefix, "_"), kind)
+	}
+	timeout, err := durationVar(getenv, prefix+"TIMEOUT", stripeprovider.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	delay, err := durationVar(getenv, prefix+"VISIBILITY_DELAY", stripeprovider.SearchDelay)
+	if err != nil {
+		return nil, err
+	}
+	return stripeprovider.New(stripeprovider.Config{
+		SecretKey: getenv("STRIPE_SECRET_KEY"), BaseURL: getenv(prefix + "URL"), Account: getenv("STRIPE_ACCOUNT"),
+		Timeout: timeout, SearchDelay: delay,
+	})
 }
 
 // stepConfig reads how unresolved remote steps are re-checked.

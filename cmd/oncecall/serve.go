@@ -115,7 +115,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease},
 		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
-		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"),
+		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 	})
 	if err != nil {
 		return err

@@ -367,6 +367,35 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 	return items, nil
 }
 
+const noticeStep = `-- name: NoticeStep :execrows
+WITH noticed AS (
+    UPDATE action_steps
+    SET next_check_at = least(next_check_at, now())
+    WHERE action_steps.action_id = $2 AND action_steps.name = $3 AND action_steps.state = 'unknown'
+    RETURNING action_steps.action_id AS noticed_action, action_steps.name AS noticed_step
+)
+INSERT INTO action_events (action_id, kind, step, detail)
+SELECT noticed_action, 'provider_notice', noticed_step, $1 FROM noticed
+`
+
+type NoticeStepParams struct {
+	Detail     json.RawMessage
+	StepAction uuid.UUID
+	StepName   string
+}
+
+// A provider's signed notice (a webhook) about a step whose outcome is
+// unknown: the step is checked now instead of at its backoff, and the
+// notice is kept in the action's timeline. The notice itself decides
+// nothing: the check asks the provider for evidence, under the lease.
+func (q *Queries) NoticeStep(ctx context.Context, arg NoticeStepParams) (int64, error) {
+	result, err := q.db.Exec(ctx, noticeStep, arg.Detail, arg.StepAction, arg.StepName)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const recordStep = `-- name: RecordStep :execrows
 WITH held AS (
     SELECT id FROM actions WHERE id = $10 AND lease_owner = $11 FOR SHARE

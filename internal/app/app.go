@@ -69,6 +69,9 @@ type Config struct {
 	// DBTimeouts are the lock, statement and idle-in-transaction timeouts
 	// of every pool connection (db.Timeouts documents the defaults).
 	DBTimeouts db.Timeouts
+	// StripeWebhookSecret, when set, serves Stripe's signed webhooks (see
+	// docs/providers/stripe.md).
+	StripeWebhookSecret string
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -237,6 +240,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
+		StripeWebhookSecret: cfg.StripeWebhookSecret,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,

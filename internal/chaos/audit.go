@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 	"github.com/oncecall/oncecall/internal/providersim"
 )
 
@@ -158,6 +159,23 @@ func providerEffects(ledger []providersim.LedgerEntry) []effect {
 	for _, w := range ledger {
 		actionID, step, _ := strings.Cut(w.ExternalRef, "/")
 		out = append(out, effect{Ref: w.ID, ActionID: actionID, Step: step, Logical: logicalOfWrite(step, w.Payload)})
+	}
+	return out
+}
+
+// stripeCaptures reads Stripe's PaymentIntents as provider writes: one per
+// capture (a PaymentIntent captured twice is two charges), named by the
+// action, step and intent in its metadata.
+func stripeCaptures(pis []providersim.StripePaymentIntent) []providersim.LedgerEntry {
+	var out []providersim.LedgerEntry
+	for _, pi := range pis {
+		payload, _ := json.Marshal(map[string]string{"payment_intent_id": pi.Metadata[stripeprovider.MetaIntent]})
+		for range pi.Captures {
+			out = append(out, providersim.LedgerEntry{Requests: 1, Write: providersim.Write{
+				ID: pi.ID, Capability: provider.Payments, Operation: stripeprovider.Operation, Status: providersim.StatusCommitted,
+				ExternalRef: pi.Metadata[stripeprovider.MetaAction] + "/" + pi.Metadata[stripeprovider.MetaStep], Payload: payload,
+			}})
+		}
 	}
 	return out
 }

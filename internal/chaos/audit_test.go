@@ -215,3 +215,26 @@ func TestReportLine(t *testing.T) {
 		t.Fatalf("String() = %q, want %q", got, want)
 	}
 }
+
+// In the Stripe mode a PaymentIntent captured twice is two charges: the
+// audit sees a duplicate; captured once, the confirmed charge is kept.
+func TestStripeCapturesAreJudgedAsCharges(t *testing.T) {
+	t.Parallel()
+	pi := func(captures int) []providersim.StripePaymentIntent {
+		return []providersim.StripePaymentIntent{{ID: "pi_1", Status: "succeeded", Captures: captures, Metadata: map[string]string{
+			"oncecall_action": actA, "oncecall_step": "payments", "oncecall_intent": intent,
+		}}}
+	}
+	stored := map[string]storedAction{actA: {ID: actA, Operation: "payment.charge", State: "completed", Outcome: "confirmed", Logical: kindCharge + ":" + intent}}
+	actions := []*logical{{N: 1, Kind: kindCharge, Style: styleREST, Identity: intent, Attempts: 1,
+		Answers: []answer{{Outcome: "confirmed", ActionID: actA}}}}
+	if got := judge(stored, stripeCaptures(pi(1)), points{}, actions); !got.OK() || got.Confirmed != 1 || got.Writes != 1 {
+		t.Fatalf("one capture: %+v %q", got, got.Problems)
+	}
+	if got := judge(stored, stripeCaptures(pi(2)), points{}, actions); got.OK() || got.Duplicates != 1 {
+		t.Fatalf("two captures of one PaymentIntent: %+v, want one duplicate", got)
+	}
+	if got := judge(stored, stripeCaptures(pi(0)), points{}, actions); got.OK() || got.Lost != 1 {
+		t.Fatalf("a confirmed charge with no capture: %+v, want lost", got)
+	}
+}

@@ -75,6 +75,10 @@ type Config struct {
 	// which every resend is a second message. It exists to prove that the
 	// audit catches duplicates; a real run leaves it false.
 	TrustMessagingKeys bool
+	// Stripe serves payments with the Stripe adapter (stripe-go) against
+	// the simulator's Stripe mode, with the same faults; the audit counts
+	// the captures of Stripe's PaymentIntents.
+	Stripe bool
 }
 
 func (c *Config) defaults() {
@@ -229,7 +233,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			return rep, err
 		}
 	}
-	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), cfg.TrustMessagingKeys), slots: make([]*replica, cfg.Replicas)}
+	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), cfg.TrustMessagingKeys, cfg.Stripe), slots: make([]*replica, cfg.Replicas)}
 	defer rs.stopAll()
 	for i := range cfg.Replicas {
 		if err := rs.start(ctx, i, 30*time.Second); err != nil {
@@ -354,6 +358,13 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
+	if cfg.Stripe {
+		pis, err := admin.StripeLedger(ctx)
+		if err != nil {
+			return rep, err
+		}
+		ledger = append(ledger, stripeCaptures(pis)...)
+	}
 	rep, err = audit(ctx, pool, w.tenant, ledger, f.all())
 	if err != nil {
 		return rep, err
@@ -365,7 +376,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 // replicaEnv configures every replica: the shared database, the simulator
 // for calendar, payments and messaging (crm stays local), short leases and
 // timeouts so recovery happens within the run.
-func replicaEnv(dbURL, simURL string, trustMessagingKeys bool) []string {
+func replicaEnv(dbURL, simURL string, trustMessagingKeys, stripe bool) []string {
 	env := []string{
 		"DATABASE_URL=" + dbURL,
 		"LOG_LEVEL=info",
@@ -384,6 +395,11 @@ func replicaEnv(dbURL, simURL string, trustMessagingKeys bool) []string {
 	}
 	for _, c := range []string{"CALENDAR", "PAYMENTS", "MESSAGING"} {
 		env = append(env, "ONCECALL_PROVIDER_"+c+"_URL="+simURL, "ONCECALL_PROVIDER_"+c+"_TIMEOUT="+providerTimeout.String())
+	}
+	if stripe {
+		// The payments URL is then Stripe's API base: the simulator's
+		// Stripe mode.
+		env = append(env, "ONCECALL_PROVIDER_PAYMENTS=stripe", "STRIPE_SECRET_KEY=sk_test_chaos")
 	}
 	return fleetEnv(env)
 }

@@ -224,7 +224,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 			return rep, err
 		}
 	}
-	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), false), slots: make([]*replica, cfg.Replicas)}
+	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), false, false), slots: make([]*replica, cfg.Replicas)}
 	for i := range cfg.Replicas {
 		rs.addrs = append(rs.addrs, "127.0.0.1:"+strconv.Itoa(cfg.BasePort+40+i))
 	}

@@ -228,6 +228,9 @@ type remoteCharge struct {
 	PaymentIntentID string `json:"payment_intent_id"`
 	Amount          int64  `json:"amount"`
 	Currency        string `json:"currency"`
+	// PaymentMethod is the intent's payment method (a Stripe adapter
+	// charges it; see docs/providers/stripe.md).
+	PaymentMethod string `json:"payment_method,omitempty"`
 }
 
 // chargeRemote charges through a remote payments provider. The intent is
@@ -251,7 +254,7 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		if !held {
 			return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
 		}
-		return op.Reservation{Payload: remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency}}, nil
+		return op.Reservation{Payload: remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}}, nil
 	}
 	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
 		// The succeeded payment of an intent charged by its provider,

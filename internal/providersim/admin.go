@@ -66,6 +66,16 @@ func (a Admin) Ledger(ctx context.Context, capability string) ([]LedgerEntry, er
 	return out.Writes, err
 }
 
+// StripeLedger lists the Stripe mode's PaymentIntents with their capture
+// counts.
+func (a Admin) StripeLedger(ctx context.Context) ([]StripePaymentIntent, error) {
+	var out struct {
+		PaymentIntents []StripePaymentIntent `json:"payment_intents"`
+	}
+	err := a.do(ctx, http.MethodGet, "/stripe/ledger", nil, http.StatusOK, &out)
+	return out.PaymentIntents, err
+}
+
 func (a Admin) do(ctx context.Context, method, path string, in any, want int, out any) error {
 	var body io.Reader
 	if in != nil {

@@ -131,12 +131,14 @@ const (
 	OnWrite  = "write"
 	OnLookup = "lookup"
 	OnAny    = "any"
+	// OnCapture: the Stripe mode's captures (its other POSTs are writes).
+	OnCapture = "capture"
 )
 
 // check rejects faults that mean nothing for a kind of request: a lookup
 // cannot ignore keys or be rejected.
 func (f faults) check(kind string) error {
-	if kind == OnWrite {
+	if kind == OnWrite || kind == OnCapture {
 		return nil
 	}
 	if f.ignoreKeys {
@@ -194,8 +196,8 @@ func (rs *rules) add(r Rule) (Rule, error) {
 			r.On = OnLookup
 		}
 	}
-	if r.On != OnWrite && r.On != OnLookup && r.On != OnAny {
-		return Rule{}, errors.New(`on must be "write", "lookup" or "any"`)
+	if r.On != OnWrite && r.On != OnLookup && r.On != OnAny && r.On != OnCapture {
+		return Rule{}, errors.New(`on must be "write", "lookup", "capture" or "any"`)
 	}
 	if err := parsed.check(r.On); err != nil {
 		return Rule{}, err

@@ -28,6 +28,7 @@ func (m *Main) Handler() http.Handler {
 	mux.HandleFunc("GET /control/faults", m.listFaults)
 	mux.HandleFunc("DELETE /control/faults", m.clearFaults)
 	mux.HandleFunc("DELETE /control/faults/{id}", m.deleteFault)
+	m.stripeRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "NO_ROUTE", "no such route")
 	})
@@ -484,7 +485,7 @@ func (m *Main) healthz(w http.ResponseWriter, r *http.Request) {
 		"idempotency":   !m.cfg.NoIdempotency,
 		"key_retention": m.cfg.KeyRetention.String(),
 		"lookup_lag":    m.cfg.LookupLag.String(),
-		"in_flight":     m.st.inFlight(),
+		"in_flight":     m.st.inFlight() + m.stripe.inFlight(),
 	})
 }
 

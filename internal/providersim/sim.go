@@ -64,17 +64,22 @@ type Config struct {
 	Log zerolog.Logger
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// StripeWebhookURL, when set, receives the Stripe mode's webhook
+	// events, signed with StripeWebhookSecret (see stripe.go).
+	StripeWebhookURL    string
+	StripeWebhookSecret string
 }
 
 // Main is a running simulator.
 type Main struct {
-	cfg   Config
-	st    *state
-	rules *rules
-	ln    net.Listener
-	srv   *http.Server
-	quit  chan struct{}
-	once  sync.Once
+	cfg    Config
+	st     *state
+	stripe *stripeState
+	rules  *rules
+	ln     net.Listener
+	srv    *http.Server
+	quit   chan struct{}
+	once   sync.Once
 }
 
 // Start opens (or creates) the ledger, replays it and starts listening.
@@ -100,7 +105,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 			return nil, err
 		}
 	}
-	m := &Main{cfg: cfg, st: newState(file, events), rules: &rules{}, quit: make(chan struct{})}
+	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(), rules: &rules{}, quit: make(chan struct{})}
+	m.SetStripeWebhook(cfg.StripeWebhookURL, cfg.StripeWebhookSecret)
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
 		m.Close()

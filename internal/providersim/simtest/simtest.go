@@ -117,6 +117,19 @@ func (s *Sim) Ledger(capability string) []providersim.LedgerEntry {
 	return l
 }
 
+// SetStripeWebhook points the Stripe mode's signed webhooks at url.
+func (s *Sim) SetStripeWebhook(url, secret string) { s.main.SetStripeWebhook(url, secret) }
+
+// StripeLedger lists the Stripe mode's PaymentIntents.
+func (s *Sim) StripeLedger() []providersim.StripePaymentIntent {
+	s.t.Helper()
+	l, err := s.Admin.StripeLedger(context.Background())
+	if err != nil {
+		s.t.Fatalf("read stripe ledger: %v", err)
+	}
+	return l
+}
+
 // Build compiles cmd/providersim into a temporary folder and returns the
 // binary's path.
 func Build(t testing.TB) string {

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/stripe/stripe-go/v82/webhook"
+
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
+)
+
+// stripeNotice is the answer to a verified Stripe webhook: matched tells
+// whether it named a step whose outcome was unknown.
+type stripeNotice struct {
+	Received bool `json:"received"`
+	Matched  bool `json:"matched"`
+}
+
+// stripeWebhook takes Stripe's events about PaymentIntents oncecall
+// created. The signature is verified with stripe-go's webhook package
+// against STRIPE_WEBHOOK_SECRET; a forged or stale one is 401 and changes
+// nothing. A verified event about a step whose outcome is unknown makes
+// that step due for a check now (the reconciler asks Stripe under the
+// action's lease); every other event (unknown objects, other types,
+// duplicates) is acknowledged and changes nothing. See
+// docs/providers/stripe.md.
+func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			writeError(w, r, fault.New(fault.PayloadTooLarge, "the webhook body is too large"))
+			return
+		}
+		writeError(w, r, fault.New(fault.InvalidInput, "the webhook body cannot be read"))
+		return
+	}
+	ev, err := webhook.ConstructEventWithOptions(body, r.Header.Get("Stripe-Signature"), s.cfg.StripeWebhookSecret,
+		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
+	if err != nil {
+		writeError(w, r, fault.New(fault.Unauthorized, "the Stripe-Signature header does not verify this body"))
+		return
+	}
+	if !strings.HasPrefix(string(ev.Type), "payment_intent.") || ev.Data == nil {
+		writeJSON(w, http.StatusOK, stripeNotice{Received: true})
+		return
+	}
+	var pi struct {
+		ID       string            `json:"id"`
+		Status   string            `json:"status"`
+		Metadata map[string]string `json:"metadata"`
+	}
+	action, perr := uuid.Nil, json.Unmarshal(ev.Data.Raw, &pi)
+	if perr == nil {
+		action, perr = uuid.Parse(pi.Metadata[stripeprovider.MetaAction])
+	}
+	step := pi.Metadata[stripeprovider.MetaStep]
+	if perr != nil || step == "" {
+		// Not a PaymentIntent of oncecall's: nothing to do.
+		writeJSON(w, http.StatusOK, stripeNotice{Received: true})
+		return
+	}
+	matched, err := s.cfg.Store.NoticeStep(r.Context(), action, step, map[string]string{
+		"provider": "stripe", "event_id": ev.ID, "type": string(ev.Type), "provider_ref": pi.ID, "status": pi.Status,
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stripeNotice{Received: true, Matched: matched})
+}

@@ -1,0 +1,357 @@
+// Package stripeprovider serves the payments capability with Stripe, through
+// its official Go SDK (stripe-go). A charge is one step of oncecall's
+// provider protocol done as Stripe does payments with a hold: a
+// PaymentIntent with manual capture (the hold) is created and confirmed,
+// then captured for the charged amount; a hold that is refused or cannot be
+// captured is cancelled. Every request carries an Idempotency-Key derived
+// from the step's provider key, so a re-send within Stripe's key retention
+// (24h) replays the same PaymentIntent and the same capture instead of
+// charging twice. Metadata carries the action and step ids, so a write can
+// be found again by Stripe's search (see docs/providers/stripe.md).
+package stripeprovider
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/stripe/stripe-go/v82"
+
+	"github.com/oncecall/oncecall/internal/provider"
+)
+
+// Metadata keys set on every PaymentIntent oncecall creates.
+const (
+	MetaKey    = "oncecall_key"    // the step's provider key
+	MetaAction = "oncecall_action" // the action id
+	MetaStep   = "oncecall_step"   // the step name
+	MetaIntent = "oncecall_intent" // oncecall's payment intent id
+)
+
+// Operation is the only operation this adapter performs.
+const Operation = "payment.charge"
+
+// Rejection codes.
+const (
+	// Declined: the card was declined or needs the cardholder (3-D Secure);
+	// nothing was charged and the hold, if any, is cancelled.
+	Declined = "PAYMENT_DECLINED"
+)
+
+// Default traits: Stripe remembers idempotency keys for at least 24 hours,
+// and its search sees a new object within about a minute.
+const (
+	KeyRetention     = 24 * time.Hour
+	SearchDelay      = time.Minute
+	DefaultTimeout   = 10 * time.Second
+	captureKeySuffix = "/capture"
+	cancelKeySuffix  = "/cancel"
+)
+
+// Config configures the adapter.
+type Config struct {
+	// SecretKey is the Stripe secret key (sk_live_..., sk_test_..., or a
+	// restricted key allowed to write PaymentIntents).
+	SecretKey string
+	// BaseURL overrides Stripe's API base (https://api.stripe.com), e.g. for
+	// stripe-mock or a staging fake.
+	BaseURL string
+	// Account, when set, is sent as Stripe-Account: the connected account
+	// (Stripe Connect) the payments are made on.
+	Account string
+	// Timeout bounds each call. Default 10s.
+	Timeout time.Duration
+	// SearchDelay is how long after a write Stripe's search may still miss
+	// it. Default 1m.
+	SearchDelay time.Duration
+}
+
+// Provider is the Stripe payments adapter.
+type Provider struct {
+	sc     *stripe.Client
+	cfg    Config
+	traits provider.Traits
+}
+
+// New returns the adapter. The SDK's own network retries are off: recovery
+// is oncecall's, by evidence, with the same keys.
+func New(cfg Config) (*Provider, error) {
+	if strings.TrimSpace(cfg.SecretKey) == "" {
+		return nil, errors.New("STRIPE_SECRET_KEY is required for the stripe payments provider")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.SearchDelay <= 0 {
+		cfg.SearchDelay = SearchDelay
+	}
+	bc := &stripe.BackendConfig{
+		HTTPClient:        &http.Client{Timeout: cfg.Timeout},
+		MaxNetworkRetries: stripe.Int64(0),
+		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
+	}
+	if cfg.BaseURL != "" {
+		bc.URL = stripe.String(strings.TrimRight(cfg.BaseURL, "/"))
+	}
+	backends := stripe.NewBackendsWithConfig(bc)
+	return &Provider{
+		sc:  stripe.NewClient(cfg.SecretKey, stripe.WithBackends(backends)),
+		cfg: cfg,
+		traits: provider.Traits{
+			HonoursKeys: true, KeyRetention: KeyRetention, VisibilityDelay: cfg.SearchDelay,
+			AuthoritativeLookup: true, Timeout: cfg.Timeout,
+		},
+	}, nil
+}
+
+// Traits: Stripe honours idempotency keys for 24h.
+func (p *Provider) Traits() provider.Traits { return p.traits }
+
+// charge is the payload of a payment.charge step.
+type charge struct {
+	PaymentIntentID string `json:"payment_intent_id"`
+	Amount          int64  `json:"amount"`
+	Currency        string `json:"currency"`
+	PaymentMethod   string `json:"payment_method"`
+}
+
+// PaymentMethod maps oncecall's payment methods to Stripe payment methods.
+// Intents approved with the local test methods use Stripe's test cards; any
+// other value (a saved card, pm_...) is sent as it is.
+func PaymentMethod(m string) string {
+	switch m {
+	case "", "pm_card_ok":
+		return "pm_card_visa"
+	case "pm_card_declined":
+		return "pm_card_chargeDeclined"
+	}
+	return m
+}
+
+func (p *Provider) params(key string) stripe.Params {
+	var ps stripe.Params
+	if key != "" {
+		ps.SetIdempotencyKey(key)
+	}
+	if p.cfg.Account != "" {
+		ps.SetStripeAccount(p.cfg.Account)
+	}
+	return ps
+}
+
+// Write charges: hold (create and confirm a PaymentIntent with manual
+// capture) under the step's key, then capture under a key derived from it.
+func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record, error) {
+	if w.Operation != Operation {
+		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge only"}
+	}
+	var c charge
+	if err := json.Unmarshal(w.Payload, &c); err != nil || c.Amount <= 0 || c.Currency == "" {
+		return provider.Record{}, &provider.Rejected{Code: "INVALID_CHARGE", Message: "the charge payload has no amount or currency"}
+	}
+	pi, err := p.hold(ctx, w, c)
+	if err != nil {
+		return provider.Record{}, err
+	}
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		return record(pi), nil
+	case stripe.PaymentIntentStatusRequiresCapture:
+	case stripe.PaymentIntentStatusProcessing:
+		return provider.Record{}, fmt.Errorf("%w: payment intent %s is still processing", provider.ErrAmbiguous, pi.ID)
+	default:
+		// Refused (requires_payment_method, requires_action, canceled):
+		// nothing was charged; release what Stripe holds.
+		p.cancel(ctx, w.Key, pi.ID)
+		return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is " + string(pi.Status)}
+	}
+	captured, err := p.capture(ctx, w.Key, pi.ID, c.Amount)
+	if err == nil && captured.Status == stripe.PaymentIntentStatusSucceeded {
+		return record(captured), nil
+	}
+	// The capture failed, was answered ambiguously, or its key replays an
+	// earlier failure: the PaymentIntent itself says whether it is captured
+	// (a PaymentIntent is captured at most once, whatever the keys).
+	now, rerr := p.sc.V1PaymentIntents.Retrieve(ctx, pi.ID, &stripe.PaymentIntentRetrieveParams{Params: p.params("")})
+	if rerr == nil {
+		switch now.Status {
+		case stripe.PaymentIntentStatusSucceeded:
+			return record(now), nil
+		case stripe.PaymentIntentStatusCanceled:
+			return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is canceled"}
+		}
+	}
+	if err == nil {
+		return provider.Record{}, fmt.Errorf("%w: payment intent %s is %s after capture", provider.ErrAmbiguous, pi.ID, captured.Status)
+	}
+	err = classify(err)
+	if rej, ok := errors.AsType[*provider.Rejected](err); ok && rerr == nil && now.Status == stripe.PaymentIntentStatusRequiresCapture {
+		// A definitive refusal of the capture of a hold that is still
+		// uncaptured: release the hold.
+		p.cancel(ctx, w.Key, pi.ID)
+		return provider.Record{}, rej
+	}
+	return provider.Record{}, fmt.Errorf("%w: hold %s made, capture not confirmed: %w", provider.ErrAmbiguous, pi.ID, err)
+}
+
+// capture captures amount of a hold, under a key derived from the step's.
+func (p *Provider) capture(ctx context.Context, key, id string, amount int64) (*stripe.PaymentIntent, error) {
+	return p.sc.V1PaymentIntents.Capture(ctx, id, &stripe.PaymentIntentCaptureParams{
+		Params: p.params(key + captureKeySuffix), AmountToCapture: stripe.Int64(amount),
+	})
+}
+
+// hold creates and confirms the PaymentIntent with manual capture.
+func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*stripe.PaymentIntent, error) {
+	action, stepName, _ := strings.Cut(w.ExternalRef, "/")
+	params := &stripe.PaymentIntentCreateParams{
+		Params:             p.params(w.Key),
+		Amount:             stripe.Int64(c.Amount),
+		Currency:           stripe.String(strings.ToLower(c.Currency)),
+		CaptureMethod:      stripe.String(string(stripe.PaymentIntentCaptureMethodManual)),
+		Confirm:            stripe.Bool(true),
+		PaymentMethod:      stripe.String(PaymentMethod(c.PaymentMethod)),
+		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
+	}
+	params.AddMetadata(MetaKey, w.Key)
+	params.AddMetadata(MetaAction, action)
+	params.AddMetadata(MetaStep, stepName)
+	params.AddMetadata(MetaIntent, c.PaymentIntentID)
+	pi, err := p.sc.V1PaymentIntents.Create(ctx, params)
+	if err == nil {
+		return pi, nil
+	}
+	if se, ok := errors.AsType[*stripe.Error](err); ok && se.Type == stripe.ErrorTypeCard && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
+		p.cancel(ctx, w.Key, se.PaymentIntent.ID)
+	}
+	err = classify(err)
+	if provider.Classify(err) != "ambiguous" {
+		return nil, err
+	}
+	// Stripe replays a 500 under its key for good: a hold made before the
+	// failure is found by its key in metadata (once search sees it).
+	if found, ferr := p.searchPI(ctx, fmt.Sprintf("metadata['%s']:'%s'", MetaKey, w.Key)); ferr == nil && found != nil {
+		return found, nil
+	}
+	return nil, err
+}
+
+// cancel releases a hold that will not be captured. Its failure changes
+// nothing: an uncaptured hold is never charged and expires on its own.
+func (p *Provider) cancel(ctx context.Context, key, id string) {
+	_, _ = p.sc.V1PaymentIntents.Cancel(ctx, id, &stripe.PaymentIntentCancelParams{Params: p.params(key + cancelKeySuffix)})
+}
+
+// LookupByKey finds the PaymentIntent of a step by its key in metadata
+// (Stripe's search; it may miss a write for SearchDelay).
+func (p *Provider) LookupByKey(ctx context.Context, _ string, key string) (provider.Record, bool, error) {
+	return p.search(ctx, MetaKey, key)
+}
+
+// LookupByRef finds it by the step's external reference (action/step).
+func (p *Provider) LookupByRef(ctx context.Context, _ string, ref string) ([]provider.Record, error) {
+	action, stepName, _ := strings.Cut(ref, "/")
+	rec, found, err := p.searchQuery(ctx, fmt.Sprintf("metadata[%q]:%q AND metadata[%q]:%q", MetaAction, action, MetaStep, stepName))
+	if err != nil || !found {
+		return nil, err
+	}
+	return []provider.Record{rec}, nil
+}
+
+// Retrieve looks a PaymentIntent up by its id.
+func (p *Provider) Retrieve(ctx context.Context, id string) (provider.Record, error) {
+	ps := p.params("")
+	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, id, &stripe.PaymentIntentRetrieveParams{Params: ps})
+	if err != nil {
+		return provider.Record{}, err
+	}
+	return evidence(pi)
+}
+
+func (p *Provider) search(ctx context.Context, field, value string) (provider.Record, bool, error) {
+	return p.searchQuery(ctx, fmt.Sprintf("metadata[%q]:%q", field, value))
+}
+
+func (p *Provider) searchQuery(ctx context.Context, q string) (provider.Record, bool, error) {
+	pi, err := p.searchPI(ctx, strings.ReplaceAll(q, `"`, `'`))
+	if err != nil || pi == nil {
+		return provider.Record{}, false, err
+	}
+	rec, err := evidence(pi)
+	return rec, err == nil, err
+}
+
+// searchPI returns the first PaymentIntent a search query finds, or nil.
+func (p *Provider) searchPI(ctx context.Context, q string) (*stripe.PaymentIntent, error) {
+	sp := &stripe.PaymentIntentSearchParams{}
+	sp.Query = q
+	if p.cfg.Account != "" {
+		sp.SetStripeAccount(p.cfg.Account)
+	}
+	for pi, err := range p.sc.V1PaymentIntents.Search(ctx, sp) {
+		return pi, err
+	}
+	return nil, nil
+}
+
+// evidence is what a PaymentIntent says about a charge: captured
+// (succeeded), refused (canceled, or needing a new payment method), or not
+// settled yet (a hold not captured, processing): an error, never "not
+// found", so the step stays unknown and goes to an operator in time.
+func evidence(pi *stripe.PaymentIntent) (provider.Record, error) {
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		return record(pi), nil
+	case stripe.PaymentIntentStatusCanceled, stripe.PaymentIntentStatusRequiresPaymentMethod:
+		return provider.Record{ID: pi.ID, Status: "rejected", Code: Declined}, nil
+	}
+	return provider.Record{}, fmt.Errorf("payment intent %s is %s: the hold is not captured", pi.ID, pi.Status)
+}
+
+func record(pi *stripe.PaymentIntent) provider.Record {
+	return provider.Record{ID: pi.ID, ExternalRef: pi.Metadata[MetaAction] + "/" + pi.Metadata[MetaStep], Status: "committed"}
+}
+
+// classify maps a stripe-go error to oncecall's classes: a card error is a
+// rejection (nothing charged); a refused request (authentication, rate
+// limit) or a connection that never opened was not sent; an idempotency
+// error means the key holds another write; anything else (5xx, timeouts,
+// lost connections, a key in use) is ambiguous.
+func classify(err error) error {
+	var se *stripe.Error
+	if errors.As(err, &se) {
+		code := string(se.Code)
+		switch {
+		case se.Type == stripe.ErrorTypeCard:
+			return &provider.Rejected{Code: Declined, Message: "card error: " + string(se.DeclineCode) + " " + code}
+		case se.Type == stripe.ErrorTypeIdempotency:
+			return fmt.Errorf("%w: stripe %s", provider.ErrKeyConflict, code)
+		case se.HTTPStatusCode == http.StatusUnauthorized || se.HTTPStatusCode == http.StatusForbidden ||
+			se.HTTPStatusCode == http.StatusTooManyRequests:
+			return fmt.Errorf("%w: stripe answered %d %s", provider.ErrNotSent, se.HTTPStatusCode, code)
+		case se.HTTPStatusCode == http.StatusBadRequest || se.HTTPStatusCode == http.StatusNotFound ||
+			se.HTTPStatusCode == http.StatusPaymentRequired:
+			return &provider.Rejected{Code: "STRIPE_" + strings.ToUpper(nonEmpty(code, "invalid_request")), Message: se.Msg}
+		}
+		return fmt.Errorf("%w: stripe answered %d %s", provider.ErrAmbiguous, se.HTTPStatusCode, code)
+	}
+	if opErr, ok := errors.AsType[*net.OpError](err); ok && opErr.Op == "dial" {
+		return fmt.Errorf("%w: %w", provider.ErrNotSent, err)
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return fmt.Errorf("%w: %w", provider.ErrNotSent, err)
+	}
+	return fmt.Errorf("%w: %w", provider.ErrAmbiguous, err)
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
