@@ -147,6 +147,10 @@ func detach(ctx context.Context, conn *pgxpool.Conn, commit func(ctx context.Con
 	}
 }
 
+// noSyncFor is how long Replicated trusts a reading of no synchronous
+// standby (see Replicated).
+const noSyncFor = 500 * time.Millisecond
+
 // notReplicatedError: a stored action could not be shown to be on the
 // synchronous standby.
 type notReplicatedError struct{ err error }
@@ -173,7 +177,18 @@ func NotReplicated(err error) bool {
 // standby is configured it costs one round trip and writes nothing. It
 // waits at most replicatedWait (less when ctx ends first) and then fails
 // with NotReplicated, as it does on any error.
+//
+// A server found without a synchronous standby is taken at its word for
+// noSyncFor: no commit waited for a standby there, so none can have had
+// that wait cancelled, and replays skip the round trip meanwhile. A
+// standby configured within that time (Patroni's non-strict synchronous
+// mode re-enabling one) is waited for from the next check on; the commits
+// made before it never were protected by it. Under synchronous_mode_strict
+// the setting is never empty and every check waits.
 func (s *Store) Replicated(ctx context.Context) error {
+	if time.Now().UnixNano() < s.noSyncUntil.Load() {
+		return nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, replicatedWait)
 	defer cancel()
 	conn, err := s.pool.Acquire(ctx)
@@ -185,12 +200,15 @@ func (s *Store) Replicated(ctx context.Context) error {
 	watchCommit(pc)
 	// Cancelling this transaction's wait is harmless: it wrote nothing of
 	// value. Its WARNING only says the standby did not catch up.
-	err = dbsqlc.New(conn).AwaitReplication(ctx)
+	waited, err := dbsqlc.New(conn).AwaitReplication(ctx)
 	if err == nil && commitCancelled(pc) {
 		err = errSyncRepCancelled
 	}
 	if err != nil {
 		return &notReplicatedError{err: err}
+	}
+	if !waited {
+		s.noSyncUntil.Store(time.Now().Add(noSyncFor).UnixNano())
 	}
 	return nil
 }

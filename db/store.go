@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,9 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	queries
 	pool *pgxpool.Pool
+	// noSyncUntil (Unix nanoseconds) is until when Replicated takes the
+	// server to have no synchronous standby without asking it again.
+	noSyncUntil atomic.Int64
 }
 
 // Tx is a Store view bound to one Read Committed transaction.

@@ -85,12 +85,13 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 	return i, err
 }
 
-const awaitReplication = `-- name: AwaitReplication :exec
+const awaitReplication = `-- name: AwaitReplication :one
 SELECT CASE
     WHEN current_setting('synchronous_standby_names') <> ''
         AND current_setting('synchronous_commit') IN ('on', 'remote_write', 'remote_apply')
-    THEN pg_logical_emit_message(true, 'oncecall', '')
-END
+    THEN pg_logical_emit_message(true, 'oncecall', '') IS NOT NULL
+    ELSE false
+END::boolean AS waited
 `
 
 // Commits a transaction that holds an xid and one WAL record (a logical
@@ -98,10 +99,12 @@ END
 // waits until the synchronous standbys have flushed WAL past it, and so
 // past every commit visible before it. Nothing is written, and nothing
 // waited for, when no synchronous standby is configured or this session
-// does not wait for one.
-func (q *Queries) AwaitReplication(ctx context.Context) error {
-	_, err := q.db.Exec(ctx, awaitReplication)
-	return err
+// does not wait for one; waited says which.
+func (q *Queries) AwaitReplication(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, awaitReplication)
+	var waited bool
+	err := row.Scan(&waited)
+	return waited, err
 }
 
 const claimAction = `-- name: ClaimAction :one
