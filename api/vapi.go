@@ -115,6 +115,11 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 			ans.Results = append(ans.Results, vapiResult{ToolCallID: tc.ID, Error: fault.As(err).Message})
 			continue
 		}
+		if fault.CodeOf(err) == fault.InvalidInput {
+			// A call id the operation needs is missing: nothing claimed,
+			// and the model hears what is missing.
+			a, err = invalid(err)
+		}
 		if err != nil {
 			// Nothing was claimed for this tool call: the model hears the
 			// fallback, which never claims success, and may call again.
