@@ -147,7 +147,7 @@ func TestVapiAnswersEachToolCallInOrder(t *testing.T) {
 		t.Fatalf("unknown tool: %+v", body.Results[1])
 	}
 	ended := d.Post("/v1/vapi/webhook", d.key, "", voicePayload(t, "vapi_status_update.json", map[string]string{"CALL": "vapi-call-3"}))
-	if ended.Status != http.StatusOK {
+	if ended.Status != http.StatusOK || ended.JSON(t)["nudged_actions"] != float64(0) {
 		t.Fatalf("status-update: %d %s", ended.Status, ended.Body)
 	}
 	other := d.Post("/v1/vapi/webhook", d.key, "", map[string]any{"message": map[string]any{"type": "transcript", "transcript": "hello"}})
