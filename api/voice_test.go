@@ -375,3 +375,39 @@ func TestVoicePlatformsAnswerPendingWithinTheBudget(t *testing.T) {
 		})
 	}
 }
+
+// A Vapi call's end (end-of-call-report) makes the open steps of the
+// actions it claimed due now, like Dasha's call events; a Dasha event for
+// the same bare call id is another platform's call and nudges nothing.
+func TestVapiCallEndNudgesItsUnfinishedActions(t *testing.T) {
+	t.Parallel()
+	d, sim := remoteDasha(t)
+	sim.Fault(provider.Messaging, "drop_response", 1)
+	sms := map[string]any{"to": "+442079460117", "channel": "sms", "template": "generic", "variables": map[string]any{"body": "Hi"}}
+	_, a := vapiResults(t, d.Post("/v1/vapi/webhook", d.key, "", map[string]any{"message": map[string]any{
+		"type": "tool-calls", "call": map[string]any{"id": "call_ev"},
+		"toolCallList": []any{map[string]any{"id": "t1", "name": "send_message", "arguments": sms}},
+	}}))
+	if a[0].Outcome != "pending" {
+		t.Fatalf("lost answer: %+v", a[0])
+	}
+	if n := d.Count("SELECT count(*) FROM actions WHERE id = $1 AND call_id = 'vapi:call_ev' AND state = 'unknown'", a[0].ActionID); n != 1 {
+		t.Fatalf("the action does not carry its platform's call id")
+	}
+	due := func() int {
+		return d.Count("SELECT count(*) FROM action_steps WHERE action_id = $1 AND state IN ('pending', 'unknown') AND next_check_at <= now()", a[0].ActionID)
+	}
+	dasha := d.Post("/v1/dasha/events", d.key, "", map[string]any{"type": "CompletedWebHookPayload", "callId": "call_ev", "orgId": testOrg})
+	if dasha.Status != http.StatusOK || dasha.JSON(t)["nudged_actions"] != float64(0) || due() != 0 {
+		t.Fatalf("a Dasha event for the bare call id: %d %s", dasha.Status, dasha.Body)
+	}
+	r := d.Post("/v1/vapi/webhook", d.key, "", map[string]any{"message": map[string]any{
+		"type": "end-of-call-report", "endedReason": "customer-ended-call", "call": map[string]any{"id": "call_ev"},
+	}})
+	if r.Status != http.StatusOK || r.JSON(t)["nudged_actions"] != float64(1) || due() != 1 {
+		t.Fatalf("end-of-call-report: %d %s, due %d", r.Status, r.Body, due())
+	}
+	if n := d.Count("SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'nudged' AND detail->>'by' = 'vapi_call_ended'", a[0].ActionID); n != 1 {
+		t.Fatalf("nudged events = %d", n)
+	}
+}
