@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -107,6 +108,9 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	// One message may carry several tool calls: a single Idempotency-Key
+	// cannot name each one's action, so the identity rules alone apply.
+	r.Header.Del("Idempotency-Key")
 	ans := vapiAnswer{Results: make([]vapiResult, 0, len(calls))}
 	for _, tc := range calls {
 		c := voiceCall{Platform: platformVapi, CallID: callID, Tool: tc.Name, Arguments: tc.Arguments, Caller: caller}
@@ -182,7 +186,7 @@ func vapiToolCalls(raw json.RawMessage) ([]vapiToolCall, error) {
 			return nil, fault.Field("message.toolCallList", "entry %d is not a tool call object", i)
 		}
 		if tc.Function != nil {
-			tc.Name = cmpOr(tc.Name, tc.Function.Name)
+			tc.Name = cmp.Or(tc.Name, tc.Function.Name)
 			if len(tc.Arguments) == 0 {
 				tc.Arguments = tc.Function.Arguments
 			}
@@ -196,13 +200,6 @@ func vapiToolCalls(raw json.RawMessage) ([]vapiToolCall, error) {
 		calls[i] = tc
 	}
 	return calls, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // checkCallID checks a platform's call id: optional, but when given at most

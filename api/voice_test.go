@@ -411,3 +411,24 @@ func TestVapiCallEndNudgesItsUnfinishedActions(t *testing.T) {
 		t.Fatalf("nudged events = %d", n)
 	}
 }
+
+// An Idempotency-Key header on a Vapi message does not make its tool calls
+// one action: two bookings in one message are two appointments.
+func TestVapiIgnoresIdempotencyKeyAcrossToolCalls(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	second := d.Slot(d.tenant, 2)
+	_, a := vapiResults(t, d.Post("/v1/vapi/webhook", d.key, "one-key", map[string]any{"message": map[string]any{
+		"type": "tool-calls", "call": map[string]any{"id": "vapi-call-4"},
+		"toolCallList": []any{
+			map[string]any{"id": "t1", "name": "book_appointment", "arguments": d.bookArgs(d.slot)},
+			map[string]any{"id": "t2", "name": "book_appointment", "arguments": d.bookArgs(second)},
+		},
+	}}))
+	if len(a) != 2 || a[0].Outcome != "confirmed" || a[1].Outcome != "confirmed" || a[0].ActionID == a[1].ActionID {
+		t.Fatalf("two bookings under one Idempotency-Key: %+v", a)
+	}
+	if n := d.Count("SELECT count(*) FROM appointments WHERE tenant_id = $1", d.tenant); n != 2 {
+		t.Fatalf("appointments = %d, want 2", n)
+	}
+}
