@@ -34,6 +34,10 @@ func (s *Server) retellFunction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	if err := s.checkRetellSignature(w, r, tenantFrom(r.Context()), body); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	var p retellPayload
 	if err := decodeWebhook(body, &p, "a Retell function call"); err != nil {
 		writeError(w, r, err)

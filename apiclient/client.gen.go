@@ -4727,7 +4727,9 @@ type ClientInterface interface {
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-	// problem+json and claim nothing.
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4739,7 +4741,9 @@ type ClientInterface interface {
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-	// problem+json and claim nothing.
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5904,7 +5908,9 @@ func (c *Client) ChargePayment(ctx context.Context, params *ChargePaymentParams,
 // A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 // `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 // same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-// problem+json and claim nothing.
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5926,7 +5932,9 @@ func (c *Client) CallRetellFunctionWithBody(ctx context.Context, tool ToolName, 
 // A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 // `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 // same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-// problem+json and claim nothing.
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8693,7 +8701,9 @@ type ClientWithResponsesInterface interface {
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-	// problem+json and claim nothing.
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8705,7 +8715,9 @@ type ClientWithResponsesInterface interface {
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-	// problem+json and claim nothing.
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14184,7 +14196,9 @@ func (c *ClientWithResponses) ChargePaymentWithResponse(ctx context.Context, par
 // A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 // `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 // same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-// problem+json and claim nothing.
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14202,7 +14216,9 @@ func (c *ClientWithResponses) CallRetellFunctionWithBodyWithResponse(ctx context
 // A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
 // `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
 // same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-// problem+json and claim nothing.
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

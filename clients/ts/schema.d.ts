@@ -601,7 +601,9 @@ export interface paths {
          * @description A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
          *     `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
          *     same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
-         *     problem+json and claim nothing.
+         *     problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+         *     `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+         *     minutes; a missing or wrong one is `401`.
          */
         post: operations["callRetellFunction"];
         delete?: never;
