@@ -12,7 +12,8 @@ import (
 // time.
 const budgetMargin = 500 * time.Millisecond
 
-// dashaBudget gives a Dasha tool call its time budget from before
+// dashaBudget gives a Dasha tool call (and any voice platform's, see
+// isVoicePath) its time budget from before
 // authentication: everything it waits for (its tenant's turn, a concurrent
 // attempt of the same action, the database, a remote provider) ends by the
 // budget's deadline, so the answer reaches Dasha within its webhook limit.
@@ -20,7 +21,7 @@ const budgetMargin = 500 * time.Millisecond
 // (see idem.Core's drive) and the call answers pending.
 func (s *Server) dashaBudget(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !strings.HasPrefix(r.URL.Path, "/v1/dasha/") {
+		if !isVoicePath(r.URL.Path) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -39,4 +40,16 @@ func (s *Server) dashaWait(ctx context.Context) time.Duration {
 		wait = min(wait, time.Until(deadline)-budgetMargin)
 	}
 	return max(wait, time.Millisecond)
+}
+
+// isVoicePath reports whether a path is a voice platform's webhook: they
+// all answer within the Dasha budget (8s by default), below every
+// platform's tool timeout (Dasha 10s, Vapi and ElevenLabs 20s by default).
+func isVoicePath(path string) bool {
+	for _, p := range []string{"/v1/dasha/", "/v1/vapi/", "/v1/retell/", "/v1/elevenlabs/"} {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
 }

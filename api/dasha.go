@@ -66,29 +66,10 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	var ans dashatool.Answer
-	switch p.ToolName {
-	case dashatool.CheckActionStatus:
-		ans, err = s.checkActionStatus(r.Context(), tenant, p.Arguments)
-	case dashatool.FindAvailableSlots:
-		ans, err = s.findAvailableSlots(r.Context(), tenant, p.Arguments)
-	case dashatool.FindCustomer:
-		ans, err = s.findCustomer(r.Context(), tenant, p)
-	case dashatool.GetCustomer:
-		ans, err = s.getCustomerTool(r.Context(), tenant, p.Arguments)
-	case dashatool.ListAppointments:
-		ans, err = s.listAppointmentsTool(r.Context(), tenant, p.Arguments)
-	case dashatool.ListPaymentIntents:
-		ans, err = s.listPaymentIntentsTool(r.Context(), tenant, p.Arguments)
-	default:
-		o, ok := s.cfg.Ops.ByTool(p.ToolName)
-		if !ok {
-			writeError(w, r, fault.New(fault.NotFound, "no tool named %s", p.ToolName))
-			return
-		}
-		info.operation = o.Name()
-		ans, err = s.runTool(r, tenant, o, p)
-	}
+	ans, err := s.answerTool(r, tenant, voiceCall{
+		Platform: platformDasha, CallID: p.CallID, Tool: p.ToolName, Arguments: p.Arguments,
+		Caller: func() (string, bool) { return dashatool.CallerNumber(p.Endpoint) },
+	})
 	if err != nil {
 		writeError(w, r, dashaError(err))
 		return
@@ -214,9 +195,9 @@ func invalid(err error) (dashatool.Answer, error) {
 }
 
 // runTool performs an operation for a tool call through the idempotency core.
-func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p dashaPayload) (dashatool.Answer, error) {
+func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	args, bad := toolArguments(p.Arguments)
+	args, bad := toolArguments(c.Arguments)
 	if bad != nil {
 		return *bad, nil
 	}
@@ -235,7 +216,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if err != nil {
 		return invalid(err)
 	}
-	key, derived, named, err := s.toolKey(r, tenant, o, p.CallID, given, prep)
+	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
 		if fault.As(err).Field == "action_id" {
 			return invalid(err)
@@ -250,7 +231,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, p da
 	if derived {
 		req.Stale = s.stale(prep)
 	}
-	req.CallID, req.Named = p.CallID, named
+	req.CallID, req.Named = c.call(), named
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
@@ -308,7 +289,7 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action,
 // the operation's identity fields, the tenant and (for per-call operations)
 // the callId (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
-func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, callID, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
+func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
@@ -337,12 +318,12 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, call
 	} else if key, present, err := headerKey(r); present {
 		return key, false, uuid.Nil, err
 	}
-	parts := []string{"dasha", tenant.ID.String(), o.Name()}
+	parts := []string{c.Platform, tenant.ID.String(), o.Name()}
 	if prep.PerCall {
-		if callID == "" {
-			return "", false, uuid.Nil, fault.Field("callId", "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
+		if c.CallID == "" {
+			return "", false, uuid.Nil, fault.Field(c.callField(), "is required for %s when no action_id or Idempotency-Key is given", o.Tool())
 		}
-		parts = append(parts, callID)
+		parts = append(parts, c.CallID)
 	}
 	identity := prep.Identity
 	if prep.RemoteIdentity != nil && s.cfg.Remote != nil && s.cfg.Remote(prep.Capability) {

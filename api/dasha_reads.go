@@ -16,28 +16,29 @@ import (
 // check_action_status they claim nothing and see only the tenant's records.
 
 // findCustomer looks a customer up by the phone argument or, without one,
-// by the number the call comes from (the payload's endpoint).
-func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, p dashaPayload) (dashatool.Answer, error) {
+// by the number the call comes from (Dasha's endpoint, another platform's
+// caller number).
+func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, c voiceCall) (dashatool.Answer, error) {
 	var in dashatool.FindCustomerInput
-	if ans, ok, err := toolInput(p.Arguments, &in); !ok {
+	if ans, ok, err := toolInput(c.Arguments, &in); !ok {
 		return ans, err
 	}
 	phone, source := in.Phone, dashatool.FromArgument
 	if phone == "" {
 		var ok bool
-		if phone, ok = dashatool.CallerNumber(p.Endpoint); !ok {
+		if phone, ok = c.callerNumber(); !ok {
 			return dashatool.NoCallerNumber(), nil
 		}
 		source = dashatool.FromCall
 	}
-	c, err := s.cfg.Store.CustomerByPhone(ctx, tenant.ID, phone)
+	cust, err := s.cfg.Store.CustomerByPhone(ctx, tenant.ID, phone)
 	if errors.Is(err, db.ErrNotFound) {
 		return dashatool.CustomersFound(nil, source), nil
 	}
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}
-	return dashatool.CustomersFound([]dashatool.CustomerView{dashatool.ViewOf(c)}, source), nil
+	return dashatool.CustomersFound([]dashatool.CustomerView{dashatool.ViewOf(cust)}, source), nil
 }
 
 func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {

@@ -142,7 +142,7 @@ func NewRouter(cfg Config) http.Handler {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
 	}
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.dashaBudget, s.keys.authenticate)
+		r.Use(s.limitBody, s.dashaBudget, voiceSecret, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
 			r.Use(fullScopeOnly, s.limitRate, s.bodyFirst, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
@@ -178,6 +178,9 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/dasha/tools", s.dashaTool)
 			r.Post("/dasha/tools/{toolName}", s.dashaTool)
 			r.Post("/dasha/events", s.dashaEvent)
+			r.Post("/vapi/webhook", s.vapiWebhook)
+			r.Post("/retell/functions/{tool}", s.retellFunction)
+			r.Post("/elevenlabs/tools/{tool}", s.elevenLabsTool)
 		})
 	})
 	return r

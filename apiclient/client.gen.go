@@ -1110,6 +1110,16 @@ type DashaToolPayload struct {
 // DashaToolPayloadType defines model for DashaToolPayload.Type.
 type DashaToolPayloadType string
 
+// ElevenLabsToolBody The tool's arguments plus ElevenLabs dynamic variables.
+type ElevenLabsToolBody struct {
+	// SystemCallerId The caller's number, for `find_customer` without a phone.
+	SystemCallerId *string `json:"system__caller_id,omitempty"`
+
+	// SystemConversationId The conversation's id, the identity of its tool calls.
+	SystemConversationId *string                `json:"system__conversation_id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // Event One entry of an action's timeline.
 type Event struct {
 	At time.Time `json:"at"`
@@ -1729,6 +1739,27 @@ type ResourceRef struct {
 	Id string `json:"id"`
 }
 
+// RetellFunctionCall A Retell custom function call; fields not listed are tolerated.
+type RetellFunctionCall struct {
+	// Args The function's arguments (an object, or a JSON string holding one).
+	Args interface{}             `json:"args,omitempty"`
+	Call RetellFunctionCall_Call `json:"call"`
+
+	// Name The function's name; when given, equal to the URL's tool.
+	Name                 *string                `json:"name,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// RetellFunctionCall_Call defines model for RetellFunctionCall.Call.
+type RetellFunctionCall_Call struct {
+	// CallId Retell's call id, the identity of the call's function calls.
+	CallId *string `json:"call_id,omitempty"`
+
+	// FromNumber The caller's number, for `find_customer` without a phone.
+	FromNumber           *string                `json:"from_number,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // ScheduleAction The envelope of a confirmed `slot.schedule`.
 type ScheduleAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
@@ -1960,6 +1991,64 @@ type UpdateCustomerInput struct {
 
 	// Phone Optional: the new phone number in international form, e.g. +442079460958; null removes it.
 	Phone nullable.Nullable[string] `json:"phone,omitempty"`
+}
+
+// VapiAnswer The answer to a Vapi server message: `results` for `tool-calls`, `nudged_actions` when a call
+// ended, and `{}` for any other message.
+type VapiAnswer struct {
+	NudgedActions *int `json:"nudged_actions,omitempty"`
+	Results       *[]struct {
+		// Error Set instead of result when oncecall has no such tool.
+		Error *string `json:"error,omitempty"`
+
+		// Result The tool's answer (a DashaAnswer) as one line of JSON.
+		Result     *string `json:"result,omitempty"`
+		ToolCallId string  `json:"toolCallId"`
+	} `json:"results,omitempty"`
+}
+
+// VapiServerMessage A Vapi server message; fields not listed are tolerated.
+type VapiServerMessage struct {
+	Message              VapiServerMessage_Message `json:"message"`
+	AdditionalProperties map[string]interface{}    `json:"-"`
+}
+
+// VapiServerMessage_Message_Call defines model for VapiServerMessage.Message.Call.
+type VapiServerMessage_Message_Call struct {
+	// Id Vapi's call id, the identity of the call's tool calls.
+	Id                   *string                `json:"id,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// VapiServerMessage_Message_ToolCallList_Function defines model for VapiServerMessage.Message.ToolCallList.Function.
+type VapiServerMessage_Message_ToolCallList_Function struct {
+	// Arguments An object, or a JSON string holding one.
+	Arguments            interface{}            `json:"arguments,omitempty"`
+	Name                 *string                `json:"name,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// VapiServerMessage_Message_ToolCallList_Item defines model for VapiServerMessage.Message.ToolCallList.Item.
+type VapiServerMessage_Message_ToolCallList_Item struct {
+	// Arguments An object, or a JSON string holding one.
+	Arguments interface{}                                      `json:"arguments,omitempty"`
+	Function  *VapiServerMessage_Message_ToolCallList_Function `json:"function,omitempty"`
+
+	// Id The invocation's id, echoed as `toolCallId`; never part of the identity.
+	Id                   string                 `json:"id"`
+	Name                 *string                `json:"name,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// VapiServerMessage_Message defines model for VapiServerMessage.Message.
+type VapiServerMessage_Message struct {
+	Call         *VapiServerMessage_Message_Call                `json:"call,omitempty"`
+	Status       *string                                        `json:"status,omitempty"`
+	ToolCallList *[]VapiServerMessage_Message_ToolCallList_Item `json:"toolCallList,omitempty"`
+
+	// Type `tool-calls` is answered; `status-update` (ended) and `end-of-call-report` end the call; others are acknowledged.
+	Type                 string                 `json:"type"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // ActionID defines model for ActionID.
@@ -2308,6 +2397,9 @@ type CallDashaToolJSONRequestBody = DashaToolPayload
 // CallDashaToolByNameJSONRequestBody defines body for CallDashaToolByName for application/json ContentType.
 type CallDashaToolByNameJSONRequestBody = DashaToolPayload
 
+// CallElevenLabsToolJSONRequestBody defines body for CallElevenLabsTool for application/json ContentType.
+type CallElevenLabsToolJSONRequestBody = ElevenLabsToolBody
+
 // CreateMessageTemplateJSONRequestBody defines body for CreateMessageTemplate for application/json ContentType.
 type CreateMessageTemplateJSONRequestBody = MessageTemplateInput
 
@@ -2329,11 +2421,17 @@ type ChargePaymentJSONRequestBody = ChargePaymentInput
 // ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
 type ReceiveStripeWebhookJSONRequestBody ReceiveStripeWebhookJSONBody
 
+// CallRetellFunctionJSONRequestBody defines body for CallRetellFunction for application/json ContentType.
+type CallRetellFunctionJSONRequestBody = RetellFunctionCall
+
 // CreateSlotJSONRequestBody defines body for CreateSlot for application/json ContentType.
 type CreateSlotJSONRequestBody = CreateSlotInput
 
 // ScheduleSlotsJSONRequestBody defines body for ScheduleSlots for application/json ContentType.
 type ScheduleSlotsJSONRequestBody = ScheduleSlotsInput
+
+// ReceiveVapiMessageJSONRequestBody defines body for ReceiveVapiMessage for application/json ContentType.
+type ReceiveVapiMessageJSONRequestBody = VapiServerMessage
 
 // Getter for additional properties for DashaEventPayload. Returns the specified
 // element and whether it was found
@@ -2437,6 +2535,701 @@ func (a DashaEventPayload) MarshalJSON() ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'type': %w", err)
 		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for ElevenLabsToolBody. Returns the specified
+// element and whether it was found
+func (a ElevenLabsToolBody) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for ElevenLabsToolBody
+func (a *ElevenLabsToolBody) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for ElevenLabsToolBody to handle AdditionalProperties
+func (a *ElevenLabsToolBody) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["system__caller_id"]; found {
+		err = json.Unmarshal(raw, &a.SystemCallerId)
+		if err != nil {
+			return fmt.Errorf("error reading 'system__caller_id': %w", err)
+		}
+		delete(object, "system__caller_id")
+	}
+
+	if raw, found := object["system__conversation_id"]; found {
+		err = json.Unmarshal(raw, &a.SystemConversationId)
+		if err != nil {
+			return fmt.Errorf("error reading 'system__conversation_id': %w", err)
+		}
+		delete(object, "system__conversation_id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for ElevenLabsToolBody to handle AdditionalProperties
+func (a ElevenLabsToolBody) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.SystemCallerId != nil {
+		object["system__caller_id"], err = json.Marshal(a.SystemCallerId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'system__caller_id': %w", err)
+		}
+	}
+
+	if a.SystemConversationId != nil {
+		object["system__conversation_id"], err = json.Marshal(a.SystemConversationId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'system__conversation_id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetellFunctionCall. Returns the specified
+// element and whether it was found
+func (a RetellFunctionCall) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetellFunctionCall
+func (a *RetellFunctionCall) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetellFunctionCall to handle AdditionalProperties
+func (a *RetellFunctionCall) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["args"]; found {
+		err = json.Unmarshal(raw, &a.Args)
+		if err != nil {
+			return fmt.Errorf("error reading 'args': %w", err)
+		}
+		delete(object, "args")
+	}
+
+	if raw, found := object["call"]; found {
+		err = json.Unmarshal(raw, &a.Call)
+		if err != nil {
+			return fmt.Errorf("error reading 'call': %w", err)
+		}
+		delete(object, "call")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetellFunctionCall to handle AdditionalProperties
+func (a RetellFunctionCall) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["args"], err = json.Marshal(a.Args)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'args': %w", err)
+	}
+
+	object["call"], err = json.Marshal(a.Call)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'call': %w", err)
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for RetellFunctionCall_Call. Returns the specified
+// element and whether it was found
+func (a RetellFunctionCall_Call) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for RetellFunctionCall_Call
+func (a *RetellFunctionCall_Call) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for RetellFunctionCall_Call to handle AdditionalProperties
+func (a *RetellFunctionCall_Call) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["call_id"]; found {
+		err = json.Unmarshal(raw, &a.CallId)
+		if err != nil {
+			return fmt.Errorf("error reading 'call_id': %w", err)
+		}
+		delete(object, "call_id")
+	}
+
+	if raw, found := object["from_number"]; found {
+		err = json.Unmarshal(raw, &a.FromNumber)
+		if err != nil {
+			return fmt.Errorf("error reading 'from_number': %w", err)
+		}
+		delete(object, "from_number")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for RetellFunctionCall_Call to handle AdditionalProperties
+func (a RetellFunctionCall_Call) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.CallId != nil {
+		object["call_id"], err = json.Marshal(a.CallId)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'call_id': %w", err)
+		}
+	}
+
+	if a.FromNumber != nil {
+		object["from_number"], err = json.Marshal(a.FromNumber)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'from_number': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for VapiServerMessage. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage
+func (a *VapiServerMessage) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage to handle AdditionalProperties
+func (a *VapiServerMessage) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["message"]; found {
+		err = json.Unmarshal(raw, &a.Message)
+		if err != nil {
+			return fmt.Errorf("error reading 'message': %w", err)
+		}
+		delete(object, "message")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage to handle AdditionalProperties
+func (a VapiServerMessage) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["message"], err = json.Marshal(a.Message)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'message': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for VapiServerMessage_Message_Call. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message_Call) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message_Call
+func (a *VapiServerMessage_Message_Call) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call to handle AdditionalProperties
+func (a *VapiServerMessage_Message_Call) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call to handle AdditionalProperties
+func (a VapiServerMessage_Message_Call) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Id != nil {
+		object["id"], err = json.Marshal(a.Id)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for VapiServerMessage_Message_ToolCallList_Function. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message_ToolCallList_Function) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message_ToolCallList_Function
+func (a *VapiServerMessage_Message_ToolCallList_Function) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message_ToolCallList_Function to handle AdditionalProperties
+func (a *VapiServerMessage_Message_ToolCallList_Function) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["arguments"]; found {
+		err = json.Unmarshal(raw, &a.Arguments)
+		if err != nil {
+			return fmt.Errorf("error reading 'arguments': %w", err)
+		}
+		delete(object, "arguments")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message_ToolCallList_Function to handle AdditionalProperties
+func (a VapiServerMessage_Message_ToolCallList_Function) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["arguments"], err = json.Marshal(a.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'arguments': %w", err)
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for VapiServerMessage_Message_ToolCallList_Item. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message_ToolCallList_Item) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message_ToolCallList_Item
+func (a *VapiServerMessage_Message_ToolCallList_Item) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message_ToolCallList_Item to handle AdditionalProperties
+func (a *VapiServerMessage_Message_ToolCallList_Item) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["arguments"]; found {
+		err = json.Unmarshal(raw, &a.Arguments)
+		if err != nil {
+			return fmt.Errorf("error reading 'arguments': %w", err)
+		}
+		delete(object, "arguments")
+	}
+
+	if raw, found := object["function"]; found {
+		err = json.Unmarshal(raw, &a.Function)
+		if err != nil {
+			return fmt.Errorf("error reading 'function': %w", err)
+		}
+		delete(object, "function")
+	}
+
+	if raw, found := object["id"]; found {
+		err = json.Unmarshal(raw, &a.Id)
+		if err != nil {
+			return fmt.Errorf("error reading 'id': %w", err)
+		}
+		delete(object, "id")
+	}
+
+	if raw, found := object["name"]; found {
+		err = json.Unmarshal(raw, &a.Name)
+		if err != nil {
+			return fmt.Errorf("error reading 'name': %w", err)
+		}
+		delete(object, "name")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message_ToolCallList_Item to handle AdditionalProperties
+func (a VapiServerMessage_Message_ToolCallList_Item) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["arguments"], err = json.Marshal(a.Arguments)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'arguments': %w", err)
+	}
+
+	if a.Function != nil {
+		object["function"], err = json.Marshal(a.Function)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'function': %w", err)
+		}
+	}
+
+	object["id"], err = json.Marshal(a.Id)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'id': %w", err)
+	}
+
+	if a.Name != nil {
+		object["name"], err = json.Marshal(a.Name)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'name': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for VapiServerMessage_Message. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message
+func (a *VapiServerMessage_Message) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message to handle AdditionalProperties
+func (a *VapiServerMessage_Message) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["call"]; found {
+		err = json.Unmarshal(raw, &a.Call)
+		if err != nil {
+			return fmt.Errorf("error reading 'call': %w", err)
+		}
+		delete(object, "call")
+	}
+
+	if raw, found := object["status"]; found {
+		err = json.Unmarshal(raw, &a.Status)
+		if err != nil {
+			return fmt.Errorf("error reading 'status': %w", err)
+		}
+		delete(object, "status")
+	}
+
+	if raw, found := object["toolCallList"]; found {
+		err = json.Unmarshal(raw, &a.ToolCallList)
+		if err != nil {
+			return fmt.Errorf("error reading 'toolCallList': %w", err)
+		}
+		delete(object, "toolCallList")
+	}
+
+	if raw, found := object["type"]; found {
+		err = json.Unmarshal(raw, &a.Type)
+		if err != nil {
+			return fmt.Errorf("error reading 'type': %w", err)
+		}
+		delete(object, "type")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message to handle AdditionalProperties
+func (a VapiServerMessage_Message) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.Call != nil {
+		object["call"], err = json.Marshal(a.Call)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'call': %w", err)
+		}
+	}
+
+	if a.Status != nil {
+		object["status"], err = json.Marshal(a.Status)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'status': %w", err)
+		}
+	}
+
+	if a.ToolCallList != nil {
+		object["toolCallList"], err = json.Marshal(a.ToolCallList)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'toolCallList': %w", err)
+		}
+	}
+
+	object["type"], err = json.Marshal(a.Type)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'type': %w", err)
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -3693,6 +4486,32 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByName(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CallElevenLabsToolWithBody Call a tool as an ElevenLabs server tool
+	//
+	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+	CallElevenLabsToolWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CallElevenLabsTool Call a tool as an ElevenLabs server tool
+	//
+	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+	CallElevenLabsTool(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMessageTemplates List message templates
 	//
 	// Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -3945,6 +4764,34 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CallRetellFunctionWithBody Call a tool as a Retell custom function
+	//
+	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+	CallRetellFunctionWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CallRetellFunction Call a tool as a Retell custom function
+	//
+	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+	CallRetellFunction(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListSlots List slots
 	//
 	// The tenant's slots in start order, from a time on.
@@ -4013,6 +4860,44 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
 	ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveVapiMessageWithBody Receive a Vapi server message (tool calls, call status)
+	//
+	// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+	// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+	// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+	// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+	// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+	// id: the same call asking again with a new id is answered for the same action, under its own
+	// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+	// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+	// and claims nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+	ReceiveVapiMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveVapiMessage Receive a Vapi server message (tool calls, call status)
+	//
+	// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+	// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+	// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+	// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+	// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+	// id: the same call asking again with a new id is answered for the same action, under its own
+	// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+	// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+	// and claims nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+	ReceiveVapiMessage(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetLiveness Liveness probe
@@ -4612,6 +5497,52 @@ func (c *Client) CallDashaToolByName(ctx context.Context, toolName ToolName, par
 	return c.Client.Do(req)
 }
 
+// CallElevenLabsToolWithBody Call a tool as an ElevenLabs server tool
+//
+// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+func (c *Client) CallElevenLabsToolWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallElevenLabsToolRequestWithBody(c.Server, tool, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CallElevenLabsTool Call a tool as an ElevenLabs server tool
+//
+// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+func (c *Client) CallElevenLabsTool(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallElevenLabsToolRequest(c.Server, tool, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListMessageTemplates List message templates
 //
 // Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -5064,6 +5995,54 @@ func (c *Client) ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripe
 	return c.Client.Do(req)
 }
 
+// CallRetellFunctionWithBody Call a tool as a Retell custom function
+//
+// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+func (c *Client) CallRetellFunctionWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallRetellFunctionRequestWithBody(c.Server, tool, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CallRetellFunction Call a tool as a Retell custom function
+//
+// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+func (c *Client) CallRetellFunction(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallRetellFunctionRequest(c.Server, tool, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListSlots List slots
 //
 // The tenant's slots in start order, from a time on.
@@ -5173,6 +6152,64 @@ func (c *Client) ScheduleSlotsWithBody(ctx context.Context, params *ScheduleSlot
 // Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
 func (c *Client) ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewScheduleSlotsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveVapiMessageWithBody Receive a Vapi server message (tool calls, call status)
+//
+// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+// id: the same call asking again with a new id is answered for the same action, under its own
+// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+// and claims nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+func (c *Client) ReceiveVapiMessageWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveVapiMessageRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveVapiMessage Receive a Vapi server message (tool calls, call status)
+//
+// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+// id: the same call asking again with a new id is answered for the same action, under its own
+// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+// and claims nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+func (c *Client) ReceiveVapiMessage(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveVapiMessageRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6141,6 +7178,53 @@ func NewCallDashaToolByNameRequestWithBody(server string, toolName ToolName, par
 	return req, nil
 }
 
+// NewCallElevenLabsToolRequest calls the generic CallElevenLabsTool builder with application/json body
+func NewCallElevenLabsToolRequest(server string, tool ToolName, body CallElevenLabsToolJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCallElevenLabsToolRequestWithBody(server, tool, "application/json", bodyReader)
+}
+
+// NewCallElevenLabsToolRequestWithBody constructs an http.Request for the CallElevenLabsTool method, with any body, and a specified content type
+func NewCallElevenLabsToolRequestWithBody(server string, tool ToolName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tool", tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elevenlabs/tools/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListMessageTemplatesRequest constructs an http.Request for the ListMessageTemplates method
 func NewListMessageTemplatesRequest(server string) (*http.Request, error) {
 	var err error
@@ -6837,6 +7921,53 @@ func NewReceiveStripeWebhookRequestWithBody(server string, params *ReceiveStripe
 	return req, nil
 }
 
+// NewCallRetellFunctionRequest calls the generic CallRetellFunction builder with application/json body
+func NewCallRetellFunctionRequest(server string, tool ToolName, body CallRetellFunctionJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCallRetellFunctionRequestWithBody(server, tool, "application/json", bodyReader)
+}
+
+// NewCallRetellFunctionRequestWithBody constructs an http.Request for the CallRetellFunction method, with any body, and a specified content type
+func NewCallRetellFunctionRequestWithBody(server string, tool ToolName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tool", tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/retell/functions/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewListSlotsRequest constructs an http.Request for the ListSlots method
 func NewListSlotsRequest(server string, params *ListSlotsParams) (*http.Request, error) {
 	var err error
@@ -7039,6 +8170,46 @@ func NewScheduleSlotsRequestWithBody(server string, params *ScheduleSlotsParams,
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewReceiveVapiMessageRequest calls the generic ReceiveVapiMessage builder with application/json body
+func NewReceiveVapiMessageRequest(server string, body ReceiveVapiMessageJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveVapiMessageRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewReceiveVapiMessageRequestWithBody constructs an http.Request for the ReceiveVapiMessage method, with any body, and a specified content type
+func NewReceiveVapiMessageRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/vapi/webhook")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -7410,6 +8581,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByNameWithResponse(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*CallDashaToolByNameResponse, error)
 
+	// CallElevenLabsToolWithBodyWithResponse Call a tool as an ElevenLabs server tool
+	//
+	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+	CallElevenLabsToolWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallElevenLabsToolResponse, error)
+
+	// CallElevenLabsToolWithResponse Call a tool as an ElevenLabs server tool
+	//
+	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+	CallElevenLabsToolWithResponse(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallElevenLabsToolResponse, error)
+
 	// ListMessageTemplatesWithResponse List message templates
 	//
 	// Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -7674,6 +8871,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhookWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
 
+	// CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
+	//
+	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+	CallRetellFunctionWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallRetellFunctionResponse, error)
+
+	// CallRetellFunctionWithResponse Call a tool as a Retell custom function
+	//
+	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+	// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+	// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+	// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+	// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+	// minutes; a missing or wrong one is `401`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+	CallRetellFunctionWithResponse(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*CallRetellFunctionResponse, error)
+
 	// ListSlotsWithResponse List slots
 	//
 	// The tenant's slots in start order, from a time on.
@@ -7744,6 +8969,44 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/slots/schedule (the `ScheduleSlots` operationId).
 	ScheduleSlotsWithResponse(ctx context.Context, params *ScheduleSlotsParams, body ScheduleSlotsJSONRequestBody, reqEditors ...RequestEditorFn) (*ScheduleSlotsResponse, error)
+
+	// ReceiveVapiMessageWithBodyWithResponse Receive a Vapi server message (tool calls, call status)
+	//
+	// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+	// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+	// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+	// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+	// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+	// id: the same call asking again with a new id is answered for the same action, under its own
+	// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+	// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+	// and claims nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+	ReceiveVapiMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveVapiMessageResponse, error)
+
+	// ReceiveVapiMessageWithResponse Receive a Vapi server message (tool calls, call status)
+	//
+	// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+	// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+	// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+	// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+	// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+	// id: the same call asking again with a new id is answered for the same action, under its own
+	// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+	// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+	// and claims nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+	ReceiveVapiMessageWithResponse(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveVapiMessageResponse, error)
 }
 
 type GetLivenessResponse struct {
@@ -9919,6 +11182,110 @@ func (r CallDashaToolByNameResponse) ContentType() string {
 	return ""
 }
 
+// CallElevenLabsToolResponse200Headers the declared response headers of an HTTP 200 response for CallElevenLabsTool
+type CallElevenLabsToolResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CallElevenLabsToolResponse401Headers the declared response headers of an HTTP 401 response for CallElevenLabsTool
+type CallElevenLabsToolResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CallElevenLabsToolResponse503Headers the declared response headers of an HTTP 503 response for CallElevenLabsTool
+type CallElevenLabsToolResponse503Headers struct {
+	RetryAfter int
+}
+
+type CallElevenLabsToolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashaAnswer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *DashaBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CallElevenLabsToolResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CallElevenLabsToolResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CallElevenLabsToolResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CallElevenLabsToolResponse) GetJSON200() *DashaAnswer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON400() *DashaBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CallElevenLabsToolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CallElevenLabsToolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CallElevenLabsToolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CallElevenLabsToolResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListMessageTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListMessageTemplates
 type ListMessageTemplatesResponse401Headers struct {
 	WWWAuthenticate string
@@ -11560,6 +12927,110 @@ func (r ReceiveStripeWebhookResponse) ContentType() string {
 	return ""
 }
 
+// CallRetellFunctionResponse200Headers the declared response headers of an HTTP 200 response for CallRetellFunction
+type CallRetellFunctionResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+// CallRetellFunctionResponse401Headers the declared response headers of an HTTP 401 response for CallRetellFunction
+type CallRetellFunctionResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CallRetellFunctionResponse503Headers the declared response headers of an HTTP 503 response for CallRetellFunction
+type CallRetellFunctionResponse503Headers struct {
+	RetryAfter int
+}
+
+type CallRetellFunctionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashaAnswer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *DashaBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CallRetellFunctionResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CallRetellFunctionResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CallRetellFunctionResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CallRetellFunctionResponse) GetJSON200() *DashaAnswer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON400() *DashaBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CallRetellFunctionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CallRetellFunctionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CallRetellFunctionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CallRetellFunctionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListSlotsResponse401Headers the declared response headers of an HTTP 401 response for ListSlots
 type ListSlotsResponse401Headers struct {
 	WWWAuthenticate string
@@ -12013,6 +13484,96 @@ func (r ScheduleSlotsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ScheduleSlotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveVapiMessageResponse401Headers the declared response headers of an HTTP 401 response for ReceiveVapiMessage
+type ReceiveVapiMessageResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ReceiveVapiMessageResponse503Headers the declared response headers of an HTTP 503 response for ReceiveVapiMessage
+type ReceiveVapiMessageResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveVapiMessageResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VapiAnswer
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *DashaBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ReceiveVapiMessageResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveVapiMessageResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveVapiMessageResponse) GetJSON200() *VapiAnswer {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON400() *DashaBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveVapiMessageResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveVapiMessageResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveVapiMessageResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveVapiMessageResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12516,6 +14077,44 @@ func (c *ClientWithResponses) CallDashaToolByNameWithResponse(ctx context.Contex
 	return ParseCallDashaToolByNameResponse(rsp)
 }
 
+// CallElevenLabsToolWithBodyWithResponse Call a tool as an ElevenLabs server tool
+//
+// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+func (c *ClientWithResponses) CallElevenLabsToolWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallElevenLabsToolResponse, error) {
+	rsp, err := c.CallElevenLabsToolWithBody(ctx, tool, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallElevenLabsToolResponse(rsp)
+}
+
+// CallElevenLabsToolWithResponse Call a tool as an ElevenLabs server tool
+//
+// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+// plus the dynamic variables `system__conversation_id` (the identity of the call) and
+// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
+func (c *ClientWithResponses) CallElevenLabsToolWithResponse(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallElevenLabsToolResponse, error) {
+	rsp, err := c.CallElevenLabsTool(ctx, tool, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallElevenLabsToolResponse(rsp)
+}
+
 // ListMessageTemplatesWithResponse List message templates
 //
 // Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -12900,6 +14499,46 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithResponse(ctx context.Conte
 	return ParseReceiveStripeWebhookResponse(rsp)
 }
 
+// CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
+//
+// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+func (c *ClientWithResponses) CallRetellFunctionWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallRetellFunctionResponse, error) {
+	rsp, err := c.CallRetellFunctionWithBody(ctx, tool, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallRetellFunctionResponse(rsp)
+}
+
+// CallRetellFunctionWithResponse Call a tool as a Retell custom function
+//
+// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+// `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+// same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+// problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+// `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+// minutes; a missing or wrong one is `401`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
+func (c *ClientWithResponses) CallRetellFunctionWithResponse(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*CallRetellFunctionResponse, error) {
+	rsp, err := c.CallRetellFunction(ctx, tool, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallRetellFunctionResponse(rsp)
+}
+
 // ListSlotsWithResponse List slots
 //
 // The tenant's slots in start order, from a time on.
@@ -12999,6 +14638,56 @@ func (c *ClientWithResponses) ScheduleSlotsWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseScheduleSlotsResponse(rsp)
+}
+
+// ReceiveVapiMessageWithBodyWithResponse Receive a Vapi server message (tool calls, call status)
+//
+// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+// id: the same call asking again with a new id is answered for the same action, under its own
+// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+// and claims nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+func (c *ClientWithResponses) ReceiveVapiMessageWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveVapiMessageResponse, error) {
+	rsp, err := c.ReceiveVapiMessageWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveVapiMessageResponse(rsp)
+}
+
+// ReceiveVapiMessageWithResponse Receive a Vapi server message (tool calls, call status)
+//
+// A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+// of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+// `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+// `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+// instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+// id: the same call asking again with a new id is answered for the same action, under its own
+// `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+// (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+// and claims nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
+func (c *ClientWithResponses) ReceiveVapiMessageWithResponse(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveVapiMessageResponse, error) {
+	rsp, err := c.ReceiveVapiMessage(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveVapiMessageResponse(rsp)
 }
 
 // ParseGetLivenessResponse parses an HTTP response from a GetLivenessWithResponse call
@@ -15303,6 +16992,107 @@ func ParseCallDashaToolByNameResponse(rsp *http.Response) (*CallDashaToolByNameR
 	return response, nil
 }
 
+// ParseCallElevenLabsToolResponse parses an HTTP response from a CallElevenLabsToolWithResponse call
+func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CallElevenLabsToolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashaAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest DashaBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CallElevenLabsToolResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CallElevenLabsToolResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CallElevenLabsToolResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListMessageTemplatesResponse parses an HTTP response from a ListMessageTemplatesWithResponse call
 func ParseListMessageTemplatesResponse(rsp *http.Response) (*ListMessageTemplatesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17039,6 +18829,107 @@ func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhoo
 	return response, nil
 }
 
+// ParseCallRetellFunctionResponse parses an HTTP response from a CallRetellFunctionWithResponse call
+func ParseCallRetellFunctionResponse(rsp *http.Response) (*CallRetellFunctionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CallRetellFunctionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashaAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest DashaBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CallRetellFunctionResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers CallRetellFunctionResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers CallRetellFunctionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListSlotsResponse parses an HTTP response from a ListSlotsWithResponse call
 func ParseListSlotsResponse(rsp *http.Response) (*ListSlotsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -17545,6 +19436,90 @@ func ParseScheduleSlotsResponse(rsp *http.Response) (*ScheduleSlotsResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ScheduleSlotsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveVapiMessageResponse parses an HTTP response from a ReceiveVapiMessageWithResponse call
+func ParseReceiveVapiMessageResponse(rsp *http.Response) (*ReceiveVapiMessageResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveVapiMessageResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VapiAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest DashaBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ReceiveVapiMessageResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ReceiveVapiMessageResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -557,6 +557,85 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/vapi/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a Vapi server message (tool calls, call status)
+         * @description A Vapi assistant's server URL. A `tool-calls` message is answered `200` with one result per entry
+         *     of `toolCallList`, in order; entries may be `{id, name, arguments}` or
+         *     `{id, function: {name, arguments}}`, arguments an object or a JSON string holding one. Each
+         *     `result` is the tool's answer (a `DashaAnswer`) as one line of JSON; an unknown tool gets `error`
+         *     instead. The action's identity is the message's `call.id` and the arguments, never the toolCall
+         *     id: the same call asking again with a new id is answered for the same action, under its own
+         *     `toolCallId`. A tool call that fails with nothing claimed gets the tool's fallback answer
+         *     (`pending`, never a success). `status-update` with status `ended` and `end-of-call-report` make
+         *     the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
+         *     acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
+         *     and claims nothing.
+         */
+        post: operations["receiveVapiMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/retell/functions/{tool}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Call a tool as a Retell custom function
+         * @description A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
+         *     `call.call_id` and the arguments, so Retell's retry of a function gets the same action and the
+         *     same answer. Every business result is `200` with a `DashaAnswer`; protocol errors are
+         *     problem+json and claim nothing. A tenant given a Retell key (`oncecall key retell`) also needs
+         *     `X-Retell-Signature: v=<unix ms>,d=<hex HMAC-SHA256 of the body and the timestamp>` within five
+         *     minutes; a missing or wrong one is `401`.
+         */
+        post: operations["callRetellFunction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/elevenlabs/tools/{tool}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Call a tool as an ElevenLabs server tool
+         * @description An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
+         *     plus the dynamic variables `system__conversation_id` (the identity of the call) and
+         *     `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
+         *     ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
+         *     `DashaAnswer`; protocol errors are problem+json and claim nothing.
+         */
+        post: operations["callElevenLabsTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dasha/events": {
         parameters: {
             query?: never;
@@ -1464,6 +1543,80 @@ export interface components {
              *     looks up when given no `phone`; any other value is tolerated and ignored.
              */
             endpoint?: unknown;
+        };
+        /** @description A Vapi server message; fields not listed are tolerated. */
+        VapiServerMessage: {
+            message: {
+                /** @description `tool-calls` is answered; `status-update` (ended) and `end-of-call-report` end the call; others are acknowledged. */
+                type: string;
+                status?: string;
+                call?: {
+                    /** @description Vapi's call id, the identity of the call's tool calls. */
+                    id?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                toolCallList?: ({
+                    /** @description The invocation's id, echoed as `toolCallId`; never part of the identity. */
+                    id: string;
+                    name?: string;
+                    /** @description An object, or a JSON string holding one. */
+                    arguments?: unknown;
+                    function?: {
+                        name?: string;
+                        /** @description An object, or a JSON string holding one. */
+                        arguments?: unknown;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        /**
+         * @description The answer to a Vapi server message: `results` for `tool-calls`, `nudged_actions` when a call
+         *     ended, and `{}` for any other message.
+         */
+        VapiAnswer: {
+            results?: {
+                toolCallId: string;
+                /** @description The tool's answer (a DashaAnswer) as one line of JSON. */
+                result?: string;
+                /** @description Set instead of result when oncecall has no such tool. */
+                error?: string;
+            }[];
+            nudged_actions?: number;
+        };
+        /** @description A Retell custom function call; fields not listed are tolerated. */
+        RetellFunctionCall: {
+            /** @description The function's name; when given, equal to the URL's tool. */
+            name?: string;
+            call: {
+                /** @description Retell's call id, the identity of the call's function calls. */
+                call_id?: string;
+                /** @description The caller's number, for `find_customer` without a phone. */
+                from_number?: string;
+            } & {
+                [key: string]: unknown;
+            };
+            /** @description The function's arguments (an object, or a JSON string holding one). */
+            args?: unknown;
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description The tool's arguments plus ElevenLabs dynamic variables. */
+        ElevenLabsToolBody: {
+            /** @description The conversation's id, the identity of its tool calls. */
+            system__conversation_id?: string;
+            /** @description The caller's number, for `find_customer` without a phone. */
+            system__caller_id?: string;
+        } & {
+            [key: string]: unknown;
         };
         /**
          * @description The answer to every tool call that reaches a business result. `say` tells the model what it may
@@ -3789,6 +3942,142 @@ export interface operations {
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveVapiMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": {
+                 *         "type": "tool-calls",
+                 *         "call": {
+                 *           "id": "7d1c9b2e-call",
+                 *           "customer": {
+                 *             "number": "+14155550100"
+                 *           }
+                 *         },
+                 *         "toolCallList": [
+                 *           {
+                 *             "id": "toolu_01",
+                 *             "type": "function",
+                 *             "function": {
+                 *               "name": "book_appointment",
+                 *               "arguments": {
+                 *                 "customer_id": "01a231f5-5772-74d6-a2f2-877d7f82b71a",
+                 *                 "slot_id": "01a231f5-5783-7345-9606-6804ecb538f9"
+                 *               }
+                 *             }
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["VapiServerMessage"];
+            };
+        };
+        responses: {
+            /** @description The tool calls' results, or the acknowledgement of another message. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "results": [
+                     *         {
+                     *           "toolCallId": "toolu_01",
+                     *           "result": "{\"outcome\":\"confirmed\",\"action_id\":\"01a231f5-57cc-70d9-a8f3-72063f042448\",\"say\":\"The appointment is booked. You may tell the caller it is confirmed for the time in details.\",\"details\":{}}"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VapiAnswer"];
+                };
+            };
+            400: components["responses"]["DashaBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    callRetellFunction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tool's name. */
+                tool: components["schemas"]["ToolName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "book_appointment",
+                 *       "call": {
+                 *         "call_id": "Jabr9TXYYJHfvl6Syypi88rdAHYHmcq6",
+                 *         "from_number": "+14155550100"
+                 *       },
+                 *       "args": {
+                 *         "customer_id": "01a231f5-5772-74d6-a2f2-877d7f82b71a",
+                 *         "slot_id": "01a231f5-5783-7345-9606-6804ecb538f9"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["RetellFunctionCall"];
+            };
+        };
+        responses: {
+            200: components["responses"]["DashaAnswer"];
+            400: components["responses"]["DashaBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    callElevenLabsTool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tool's name. */
+                tool: components["schemas"]["ToolName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customer_id": "01a231f5-5772-74d6-a2f2-877d7f82b71a",
+                 *       "slot_id": "01a231f5-5783-7345-9606-6804ecb538f9",
+                 *       "system__conversation_id": "conv_01jx",
+                 *       "system__caller_id": "+14155550100"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ElevenLabsToolBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["DashaAnswer"];
+            400: components["responses"]["DashaBadRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];

@@ -18,6 +18,9 @@ const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope full|d
 // key creates another API key for an existing tenant, e.g. a dasha-scoped
 // one to paste into a voice agent's tool definitions.
 func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "retell" {
+		return retellKey(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New(keyUsage)
 	}

@@ -31,10 +31,12 @@ Usage:
                                                         create a tenant and print its API key once
   oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]
                                                         create another API key for a tenant (dasha: only the Dasha webhooks)
+  oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)
+                                                        require Retell's signature, made with the tenant's Retell key
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
-  oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--out DIR]
-                                                        print the Dasha tool definitions
+  oncecall tools export --base-url URL [--platform dasha|vapi|retell|elevenlabs] [--api-key-placeholder TEXT] [--out DIR]
+                                                        print a voice platform's tool definitions
   oncecall prune [--dry-run]                            prune expired response bodies and actions now
   oncecall healthcheck [--url URL]                      exit 0 when the service's /readyz answers 200
   oncecall --version                                    print the version, commit and Go version

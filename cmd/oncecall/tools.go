@@ -11,10 +11,10 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 )
 
-const toolsUsage = "usage: oncecall tools export --base-url URL [--api-key-placeholder TEXT] [--tenant ID_OR_NAME] [--out DIR]"
+const toolsUsage = "usage: oncecall tools export --base-url URL [--platform dasha|vapi|retell|elevenlabs] [--api-key-placeholder TEXT] [--tenant ID_OR_NAME] [--out DIR]"
 
-// tools prints the Dasha tool definitions: a JSON array ready to paste, or
-// one file per tool with --out.
+// tools prints the tool definitions of a voice platform (Dasha by default):
+// a JSON array ready to paste, or for Dasha one file per tool with --out.
 func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "export" {
 		return errors.New(toolsUsage)
@@ -23,6 +23,7 @@ func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	baseURL := fs.String("base-url", "", "oncecall's public URL as Dasha reaches it, e.g. https://oncecall.example.com (required)")
 	placeholder := fs.String("api-key-placeholder", dashatool.DefaultAPIKeyPlaceholder, "text written after 'Bearer ' in each tool's Authorization header")
 	out := fs.String("out", "", "write DIR/<tool>.json per tool instead of printing one JSON array")
+	platform := fs.String("platform", "dasha", "the voice platform whose tool definitions to print: dasha, vapi, retell or elevenlabs")
 	tenantRef := fs.String("tenant", "", "list this tenant's message templates (id or name) in send_message's schema; needs DATABASE_URL")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -42,6 +43,21 @@ func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := withTenantTemplates(ctx, defs, *tenantRef); err != nil {
 			return err
 		}
+	}
+	if *platform != "dasha" {
+		if *out != "" {
+			return errors.New("--out writes Dasha definitions only; print the others and paste them")
+		}
+		list, err := dashatool.PlatformDefinitions(*platform, defs, *baseURL, *placeholder)
+		if err != nil {
+			return err
+		}
+		b, err := dashatool.Marshal(list)
+		if err != nil {
+			return err
+		}
+		_, err = stdout.Write(b)
+		return err
 	}
 	if *out != "" {
 		if err := dashatool.WriteDir(*out, defs); err != nil {

@@ -178,6 +178,12 @@ type PointsLedger struct {
 	CreatedAt    time.Time
 }
 
+type RetellKey struct {
+	TenantID  uuid.UUID
+	ApiKey    string
+	CreatedAt time.Time
+}
+
 type Slot struct {
 	ID        uuid.UUID
 	TenantID  uuid.UUID

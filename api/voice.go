@@ -1,0 +1,122 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/fault"
+)
+
+// The voice platforms whose tool calls oncecall answers. Each adapter only
+// decodes its platform's payload into a voiceCall, checks its auth and
+// encodes the answer in the platform's shape; the identity rules, the say
+// texts, the budget and the stale-replay checks are the shared ones below
+// (docs/voice-platforms.md).
+const (
+	platformDasha      = "dasha"
+	platformVapi       = "vapi"
+	platformRetell     = "retell"
+	platformElevenLabs = "elevenlabs"
+)
+
+// voiceCall is one tool call, whatever platform sent it.
+type voiceCall struct {
+	// Platform names the platform; it is the first part of a derived key.
+	Platform string
+	// CallID is the platform's id of the phone call (Dasha's callId,
+	// Vapi's call.id, Retell's call_id, ElevenLabs' conversation id), never
+	// a per-invocation id such as Vapi's toolCall id: a model that calls a
+	// tool again gets a new one.
+	CallID string
+	// Tool is the tool's name, Arguments its arguments: an object, a JSON
+	// string holding one, or absent.
+	Tool      string
+	Arguments json.RawMessage
+	// Caller returns the number the call comes from, if the platform says.
+	Caller func() (string, bool)
+}
+
+// call is the call id as stored on actions (and matched by a call's end
+// events): Dasha's as it is, another platform's prefixed by the platform,
+// so that equal call ids of two platforms are not one call.
+func (c voiceCall) call() string {
+	if c.Platform == platformDasha || c.CallID == "" {
+		return c.CallID
+	}
+	return c.Platform + ":" + c.CallID
+}
+
+// callField names the call id in the platform's payload, for errors.
+func (c voiceCall) callField() string {
+	switch c.Platform {
+	case platformVapi:
+		return "call.id"
+	case platformRetell:
+		return "call.call_id"
+	case platformElevenLabs:
+		return "system__conversation_id"
+	}
+	return "callId"
+}
+
+func (c voiceCall) callerNumber() (string, bool) {
+	if c.Caller == nil {
+		return "", false
+	}
+	return c.Caller()
+}
+
+// answerTool answers one tool call: a read-only tool, or an operation run
+// through the idempotency core. An unknown tool is fault.NotFound; any
+// other error is a failure that claimed nothing.
+func (s *Server) answerTool(r *http.Request, tenant db.Tenant, c voiceCall) (dashatool.Answer, error) {
+	ctx, info := r.Context(), infoFrom(r.Context())
+	info.callID = c.call()
+	switch c.Tool {
+	case dashatool.CheckActionStatus:
+		return s.checkActionStatus(ctx, tenant, c.Arguments)
+	case dashatool.FindAvailableSlots:
+		return s.findAvailableSlots(ctx, tenant, c.Arguments)
+	case dashatool.FindCustomer:
+		return s.findCustomer(ctx, tenant, c)
+	case dashatool.GetCustomer:
+		return s.getCustomerTool(ctx, tenant, c.Arguments)
+	case dashatool.ListAppointments:
+		return s.listAppointmentsTool(ctx, tenant, c.Arguments)
+	case dashatool.ListPaymentIntents:
+		return s.listPaymentIntentsTool(ctx, tenant, c.Arguments)
+	}
+	o, ok := s.cfg.Ops.ByTool(c.Tool)
+	if !ok {
+		return dashatool.Answer{}, fault.New(fault.NotFound, "no tool named %s", c.Tool)
+	}
+	info.operation = o.Name()
+	return s.runTool(r, tenant, o, c)
+}
+
+// voiceSecretHeaders are the headers a voice platform may carry the API key
+// in instead of Authorization (Vapi's server URL secret; a secret header
+// configured on an ElevenLabs tool), by route prefix.
+var voiceSecretHeaders = map[string]string{
+	"/v1/vapi/":       "X-Vapi-Secret",
+	"/v1/elevenlabs/": "X-Oncecall-Key",
+}
+
+// voiceSecret lets a voice platform's webhook carry the tenant's API key in
+// its platform's secret header: when Authorization is absent, the key is
+// taken from there and authenticated like a Bearer key.
+func voiceSecret(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "" {
+			for prefix, h := range voiceSecretHeaders {
+				if key := r.Header.Get(h); key != "" && strings.HasPrefix(r.URL.Path, prefix) {
+					r.Header.Set("Authorization", "Bearer "+key)
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
