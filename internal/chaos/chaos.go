@@ -204,27 +204,12 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 
 	// The provider simulator, in this process, with its ledger on disk.
-	simLog, err := os.Create(filepath.Join(dir, "providersim.log"))
+	sim, stopSim, err := startSimulator(ctx, dir, "127.0.0.1:0")
 	if err != nil {
 		return rep, err
 	}
-	defer simLog.Close()
-	sim, err := providersim.Start(ctx, providersim.Config{
-		Addr: "127.0.0.1:0", Ledger: filepath.Join(dir, "ledger.jsonl"),
-		Log: zerolog.New(simLog).With().Timestamp().Logger(),
-	})
-	if err != nil {
-		return rep, err
-	}
-	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Serve(simCtx) }()
-	defer func() { stopSim(); <-simDone; sim.Close() }()
+	defer stopSim()
 	admin := providersim.Admin{BaseURL: sim.URL()}
-	// Messaging has no idempotency support, for the whole run.
-	if _, err := admin.AddFault(ctx, providersim.Rule{Capability: provider.Messaging, Fault: "ignore_keys"}); err != nil {
-		return rep, err
-	}
 
 	bin := cfg.Binary
 	if bin == "" {
@@ -371,6 +356,34 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	rep.Kills, rep.PGRestarts = rs.killCount(), pgRestarts
 	return rep, nil
+}
+
+// startSimulator starts the provider simulator in this process on addr,
+// with its ledger and log in dir, and messaging without idempotency support
+// for the whole run; stop ends it.
+func startSimulator(ctx context.Context, dir, addr string) (sim *providersim.Main, stop func(), err error) {
+	simLog, err := os.Create(filepath.Join(dir, "providersim.log"))
+	if err != nil {
+		return nil, nil, err
+	}
+	sim, err = providersim.Start(ctx, providersim.Config{
+		Addr: addr, Ledger: filepath.Join(dir, "ledger.jsonl"),
+		Log: zerolog.New(simLog).With().Timestamp().Logger(),
+	})
+	if err != nil {
+		simLog.Close()
+		return nil, nil, err
+	}
+	simCtx, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	served := make(chan error, 1)
+	go func() { served <- sim.Serve(simCtx) }()
+	stop = func() { stopServing(); <-served; sim.Close(); simLog.Close() }
+	admin := providersim.Admin{BaseURL: sim.URL()}
+	if _, err := admin.AddFault(ctx, providersim.Rule{Capability: provider.Messaging, Fault: "ignore_keys"}); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return sim, stop, nil
 }
 
 // replicaEnv configures every replica: the shared database, the simulator

@@ -8,18 +8,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
 )
 
@@ -196,26 +193,12 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 		return rep, fmt.Errorf("seed the database: %w", err)
 	}
 
-	simLog, err := os.Create(filepath.Join(dir, "providersim.log"))
+	sim, stopSim, err := startSimulator(ctx, dir, "127.0.0.1:"+strconv.Itoa(cfg.BasePort+30))
 	if err != nil {
 		return rep, err
 	}
-	defer simLog.Close()
-	sim, err := providersim.Start(ctx, providersim.Config{
-		Addr: "127.0.0.1:" + strconv.Itoa(cfg.BasePort+30), Ledger: filepath.Join(dir, "ledger.jsonl"),
-		Log: zerolog.New(simLog).With().Timestamp().Logger(),
-	})
-	if err != nil {
-		return rep, err
-	}
-	simCtx, stopSim := context.WithCancel(context.WithoutCancel(ctx))
-	simDone := make(chan error, 1)
-	go func() { simDone <- sim.Serve(simCtx) }()
-	defer func() { stopSim(); <-simDone; sim.Close() }()
+	defer stopSim()
 	admin := providersim.Admin{BaseURL: sim.URL()}
-	if _, err := admin.AddFault(ctx, providersim.Rule{Capability: provider.Messaging, Fault: "ignore_keys"}); err != nil {
-		return rep, err
-	}
 
 	bin := cfg.Binary
 	if bin == "" {
