@@ -61,13 +61,9 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant db.Tenant, raw
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	customer := uuid.MustParse(in.CustomerID)
-	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
-	if err != nil {
-		return dashatool.Answer{}, db.Fault(err)
-	}
-	if !exists {
-		return dashatool.CustomerMissing(in.CustomerID), nil
+	customer, missing, err := s.toolCustomer(ctx, tenant, in.CustomerID)
+	if err != nil || missing.Outcome != "" {
+		return missing, err
 	}
 	zone, loc, err := s.tenantZone(ctx, tenant.ID)
 	if err != nil {
@@ -98,4 +94,18 @@ func (s *Server) slotsAnswer(ctx context.Context, tenant db.Tenant, slots []db.S
 		return dashatool.Answer{}, err
 	}
 	return dashatool.Answer{Outcome: string(db.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+}
+
+// toolCustomer is the customer a read tool names (its id already checked by
+// the tool's input); when none is on file, missing is the answer saying so.
+func (s *Server) toolCustomer(ctx context.Context, tenant db.Tenant, id string) (customer uuid.UUID, missing dashatool.Answer, err error) {
+	customer = uuid.MustParse(id)
+	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
+	if err != nil {
+		return uuid.Nil, dashatool.Answer{}, db.Fault(err)
+	}
+	if !exists {
+		return uuid.Nil, dashatool.CustomerMissing(id), nil
+	}
+	return customer, dashatool.Answer{}, nil
 }

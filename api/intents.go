@@ -38,12 +38,8 @@ func (s *Server) listPaymentIntents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	customer, ok := q["customer_id"]
-	if !ok {
-		writeError(w, r, fault.Field("customer_id", "is required"))
-		return
-	}
-	if err := op.ID("customer_id", &customer); err != nil {
+	customer, err := requiredCustomer(q)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -78,13 +74,9 @@ func (s *Server) listPaymentIntentsTool(ctx context.Context, tenant db.Tenant, r
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	customer := uuid.MustParse(in.CustomerID)
-	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
-	if err != nil {
-		return dashatool.Answer{}, db.Fault(err)
-	}
-	if !exists {
-		return dashatool.CustomerMissing(in.CustomerID), nil
+	customer, missing, err := s.toolCustomer(ctx, tenant, in.CustomerID)
+	if err != nil || missing.Outcome != "" {
+		return missing, err
 	}
 	list, err := s.cfg.Store.ListOpenPaymentIntents(ctx, tenant.ID, customer, in.N())
 	if err != nil {

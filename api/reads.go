@@ -130,12 +130,8 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	customer, ok := q["customer_id"]
-	if !ok {
-		writeError(w, r, fault.Field("customer_id", "is required"))
-		return
-	}
-	if err := op.ID("customer_id", &customer); err != nil {
+	customer, err := requiredCustomer(q)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -175,4 +171,17 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"timezone": zone, "appointments": localAppointments(list, loc, now), "has_more": more,
 	})
+}
+
+// requiredCustomer is the customer_id a customer's listing requires among
+// its query parameters, checked to be an id.
+func requiredCustomer(q map[string]string) (string, error) {
+	customer, ok := q["customer_id"]
+	if !ok {
+		return "", fault.Field("customer_id", "is required")
+	}
+	if err := op.ID("customer_id", &customer); err != nil {
+		return "", err
+	}
+	return customer, nil
 }
