@@ -66,19 +66,10 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	ans, err := s.answerTool(r, tenant, voiceCall{
+	s.answerVoice(w, r, voiceCall{
 		Platform: platformDasha, CallID: p.CallID, Tool: p.ToolName, Arguments: p.Arguments,
 		Caller: func() (string, bool) { return dashatool.CallerNumber(p.Endpoint) },
 	})
-	if err != nil {
-		writeError(w, r, dashaError(err))
-		return
-	}
-	info.outcome = ans.Outcome
-	if info.replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
-	writeJSON(w, http.StatusOK, ans)
 }
 
 // decodePayload checks the envelope. The body is canonicalised first, so
