@@ -155,11 +155,11 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		fmt.Fprintf(out, "chaos: "+format+"\n", args...)
 	}
 
-	dir := cfg.Dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "oncecall-chaos-"); err != nil {
-			return rep, err
-		}
+	dir, temporary, err := runDir(cfg.Dir, "oncecall-chaos-")
+	if err != nil {
+		return rep, err
+	}
+	if temporary {
 		defer func() {
 			if err == nil && rep.OK() {
 				os.RemoveAll(dir)
@@ -167,13 +167,6 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 				logf("kept %s (database, ledger and logs)", dir)
 			}
 		}()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, err
-	}
-	// PostgreSQL runs as the postgres account when we are root: it must be
-	// able to enter the folder.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return rep, err
 	}
 	logf("seed %d, %d replicas, %d clients, run %v, a kill every ~%v, PostgreSQL down for %v at %v; files in %s",
 		cfg.Seed, cfg.Replicas, cfg.Clients, cfg.Duration, cfg.KillEvery, cfg.PGOutage, cfg.PGRestartAt, dir)
@@ -356,6 +349,22 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	rep.Kills, rep.PGRestarts = rs.killCount(), pgRestarts
 	return rep, nil
+}
+
+// runDir is the folder a run keeps its files in: dir, made when missing,
+// or a new temporary one (temporary true), which the run removes when it
+// passes. PostgreSQL runs as the postgres account when we are root: it
+// must be able to enter the folder.
+func runDir(dir, prefix string) (_ string, temporary bool, err error) {
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", prefix); err != nil {
+			return "", false, err
+		}
+		temporary = true
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", false, err
+	}
+	return dir, temporary, os.Chmod(dir, 0o755)
 }
 
 // startSimulator starts the provider simulator in this process on addr,

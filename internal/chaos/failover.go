@@ -153,11 +153,11 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	if err != nil {
 		return rep, err
 	}
-	dir := cfg.Dir
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "oncecall-failover-"); err != nil {
-			return rep, err
-		}
+	dir, temporary, err := runDir(cfg.Dir, "oncecall-failover-")
+	if err != nil {
+		return rep, err
+	}
+	if temporary {
 		defer func() {
 			if err == nil && rep.OK() {
 				os.RemoveAll(dir)
@@ -165,11 +165,6 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 				logf("kept %s (cluster, ledger and logs)", dir)
 			}
 		}()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		return rep, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return rep, err
 	}
 	logf("seed %d, %d replicas, %d clients, run %v; files in %s", cfg.Seed, cfg.Replicas, cfg.Clients, cfg.Duration, dir)
 
