@@ -297,6 +297,28 @@ func TestFailoverReadOnlyServerIsUnavailable(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		// Each server process reloads its settings when the postmaster's
+		// signal reaches it: wait until every pooled connection has.
+		want := map[bool]string{true: "on", false: "off"}[on]
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			settled := true
+			for _, conn := range c.Store.Pool().AcquireAllIdle(context.Background()) {
+				var got string
+				err := conn.QueryRow(context.Background(), "SHOW default_transaction_read_only").Scan(&got)
+				conn.Release()
+				if err != nil || got != want {
+					settled = false
+				}
+			}
+			if settled {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the pool's connections did not see default_transaction_read_only = %s", want)
+			}
+
+		}
 	}
 	readOnly(true)
 	t.Cleanup(func() { readOnly(false) })
