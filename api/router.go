@@ -17,6 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -75,6 +76,10 @@ type Config struct {
 	// StripeWebhookSecret, when set, serves Stripe's signed webhooks at
 	// /v1/providers/stripe/webhook (stripe_webhook.go).
 	StripeWebhookSecret string
+	// TwilioAuthToken, when set, serves Twilio's signed status callbacks at
+	// /v1/providers/twilio/status (twilio_status.go); PublicURL is the base
+	// URL Twilio was given for them.
+	TwilioAuthToken, PublicURL string
 }
 
 // Server holds the handlers' dependencies.
@@ -140,6 +145,9 @@ func NewRouter(cfg Config) http.Handler {
 	})
 	if cfg.StripeWebhookSecret != "" {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
+	}
+	if cfg.TwilioAuthToken != "" {
+		r.With(s.limitBody).Post(twilioprovider.StatusPath, s.twilioStatus)
 	}
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.dashaBudget, voiceSecret, s.keys.authenticate)

@@ -281,11 +281,9 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 // transaction and sent by the driver (the reconciler's next pass) through
 // the messaging provider, with the step's provider key, once.
 func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, in SendInput) (reason string, err error) {
-	switch {
-	case in.Channel == SMS && c.Phone == "":
-		return CustomerHasNoPhone, nil
-	case in.Channel == Email && c.Email == "":
-		return CustomerHasNoEmail, nil
+	recipient, reason, err := addressOf(c, in.Channel)
+	if err != nil || reason != "" {
+		return reason, err
 	}
 	text, err := render(ctx, tx, x.TenantID, in)
 	if fault.CodeOf(err) == fault.InvalidInput {
@@ -294,7 +292,7 @@ func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, i
 	if err != nil {
 		return "", err
 	}
-	payload, err := json.Marshal(remoteSend{SendInput: in, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body})
+	payload, err := json.Marshal(remoteSend{SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body})
 	if err != nil {
 		return "", err
 	}
