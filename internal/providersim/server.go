@@ -486,7 +486,7 @@ func (m *Main) healthz(w http.ResponseWriter, r *http.Request) {
 		"idempotency":   !m.cfg.NoIdempotency,
 		"key_retention": m.cfg.KeyRetention.String(),
 		"lookup_lag":    m.cfg.LookupLag.String(),
-		"in_flight":     m.st.inFlight() + m.stripe.inFlight(),
+		"in_flight":     m.st.inFlight() + m.stripe.inFlight() + m.twilio.inFlight(),
 	})
 }
 

@@ -80,6 +80,8 @@ type twilioState struct {
 	messages  map[string]*TwilioMessage
 	order     []string
 	callbacks TwilioCallbacks
+	// pending counts creates in their delay (healthz's in_flight).
+	pending int
 	// sid and token are the account's credentials.
 	sid, token string
 }
@@ -153,7 +155,7 @@ func (m *Main) twilioCreate(w http.ResponseWriter, r *http.Request) {
 		closeConn(w, r, "down")
 		return
 	}
-	if !m.sleep(f.delay) {
+	if !m.twilioSleep(f.delay) {
 		twilioError(w, http.StatusServiceUnavailable, 20503, "the simulator is shutting down; nothing was written")
 		return
 	}
@@ -213,6 +215,25 @@ func (m *Main) twilioCreate(w http.ResponseWriter, r *http.Request) {
 		}
 		m.twilioDeliver(msg.SID, cb)
 	}
+}
+
+// twilioSleep is sleep, counted as in flight.
+func (m *Main) twilioSleep(d time.Duration) bool {
+	m.twilio.mu.Lock()
+	m.twilio.pending++
+	m.twilio.mu.Unlock()
+	defer func() {
+		m.twilio.mu.Lock()
+		m.twilio.pending--
+		m.twilio.mu.Unlock()
+	}()
+	return m.sleep(d)
+}
+
+func (st *twilioState) inFlight() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.pending
 }
 
 func validE164(s string) bool {
