@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-failover screenshots
+.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-providers chaos-failover screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -91,6 +91,11 @@ DURATION ?= 60s
 chaos:
 	go run ./cmd/chaos --duration $(DURATION)
 
+# The chaos run with payments through the Stripe adapter and SMS through the Twilio adapter,
+# against the simulator's Stripe and Twilio modes.
+chaos-providers:
+	go run ./cmd/chaos --stripe --twilio --duration $(DURATION)
+
 # oncecall on a Patroni cluster (etcd, three PostgreSQL nodes, synchronous
 # strict mode): leader crashes, a switchover and an etcd pause, then the
 # audit (docs/high-availability.md). Installs patroni and etcd-server with
@@ -120,6 +125,7 @@ help:
 	@echo 'make bench-short     a short load benchmark'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make chaos-providers the chaos run with payments through Stripe and SMS through Twilio (simulated; DURATION)'
 	@echo 'make chaos-failover  oncecall on a Patroni cluster through leader crashes, a switchover and an etcd pause (DURATION)'
 	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
 	@echo 'make help            this list'
