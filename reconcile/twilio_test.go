@@ -41,6 +41,13 @@ type twilioEnv struct {
 // faults; the reconciler is driven by the test.
 func setupTwilio(t *testing.T, delay time.Duration, cb providersim.TwilioCallbacks) twilioEnv {
 	t.Helper()
+	return setupTwilioWith(t, delay, cb, false)
+}
+
+// setupTwilioWith is setupTwilio with the calendar, when remoteCalendar,
+// on the simulator's JSON protocol.
+func setupTwilioWith(t *testing.T, delay time.Duration, cb providersim.TwilioCallbacks, remoteCalendar bool) twilioEnv {
+	t.Helper()
 	sim := simtest.Start(t, providersim.Config{Ledger: ""})
 	sim.SetTwilioCallbacks(cb)
 	var target atomic.Pointer[url.URL]
@@ -56,8 +63,12 @@ func setupTwilio(t *testing.T, delay time.Duration, cb providersim.TwilioCallbac
 	if err != nil {
 		t.Fatal(err)
 	}
+	set := provider.Set{provider.Messaging: p}
+	if remoteCalendar {
+		set[provider.Calendar] = provider.NewHTTP(provider.HTTPConfig{BaseURL: sim.URL, Timeout: 2 * time.Second, Traits: keyed()})
+	}
 	e := apptest.Start(t, func(c *app.Config) {
-		c.Providers = provider.Set{provider.Messaging: p}
+		c.Providers = set
 		c.ReconcileDisabled = true
 		c.OperatorToken = operatorToken
 		c.TwilioAuthToken, c.PublicURL = token, proxy.URL
@@ -346,5 +357,39 @@ func TestTwilioKilledWorkerSendsOneSMSAfterRestart(t *testing.T) {
 	var attempts int
 	if err := pool.QueryRow(context.Background(), "SELECT provider_ref, attempts FROM action_steps").Scan(&ref, &attempts); err != nil || ref != m.SID {
 		t.Fatalf("step carries %q after %d recorded sends (%v), want %s", ref, attempts, err, m.SID)
+	}
+}
+
+// A booking's confirmation SMS, with the calendar local or remote, is
+// rendered when the booking is claimed and sent through Twilio once, to
+// the customer's number, after the booking exists.
+func TestTwilioBookingConfirmationIsRenderedAndSentOnce(t *testing.T) {
+	t.Parallel()
+	for _, remote := range []bool{false, true} {
+		t.Run(fmt.Sprintf("remote_calendar=%v", remote), func(t *testing.T) {
+			t.Parallel()
+			r := setupTwilioWith(t, time.Minute, providersim.TwilioCallbacks{}, remote)
+			resp := r.Post("/v1/appointments", r.key, "twilio-book", map[string]any{
+				"customer_id": r.customer, "slot_id": r.Slot(r.tenant, 1), "notify": "sms",
+			})
+			if resp.Status != http.StatusCreated {
+				t.Fatalf("book: %d %s", resp.Status, resp.Body)
+			}
+			id := resp.JSON(t)["action_id"].(string)
+			waitFor(t, "the confirmation to be sent", 20*time.Second, func() bool {
+				r.pass(t)
+				return r.Count("SELECT count(*) FROM action_steps WHERE action_id = $1 AND name = 'messaging.confirmation' AND state = 'succeeded'", id) == 1
+			})
+			l := r.sim.TwilioLedger()
+			if len(l) != 1 || l[0].To != "+15551234567" || !strings.Contains(l[0].Body, "Ada") {
+				t.Fatalf("Twilio holds %+v, want one confirmation to Ada's number", l)
+			}
+			for range 3 {
+				r.pass(t)
+			}
+			if n := len(r.sim.TwilioLedger()); n != 1 {
+				t.Fatalf("Twilio holds %d messages, want 1", n)
+			}
+		})
 	}
 }

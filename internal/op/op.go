@@ -121,6 +121,9 @@ type Reservation struct {
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
+	// FollowUps, by follow-up name, replace the payloads the follow-ups
+	// declared (a confirmation's text, rendered now).
+	FollowUps map[string]any
 }
 
 // FollowUp is a further remote write of an action.
@@ -454,6 +457,16 @@ func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In],
 			return nil, err
 		}
 		steps[0].Payload = payload
+	}
+	for i := range steps[1:] {
+		f := &steps[1+i]
+		if p, ok := res.FollowUps[f.Name]; ok {
+			payload, err := json.Marshal(p)
+			if err != nil {
+				return nil, err
+			}
+			f.Payload = payload
+		}
 	}
 	return nil, nil
 }
