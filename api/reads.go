@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
@@ -18,13 +20,13 @@ import (
 
 // localSlot is a slot with its times in the tenant's timezone.
 type localSlot struct {
-	db.Slot
+	wire.Slot
 	schedule.Local
 }
 
 // localAppointment is an appointment with its times in the tenant's timezone.
 type localAppointment struct {
-	db.Appointment
+	wire.Appointment
 	schedule.Local
 }
 
@@ -44,18 +46,18 @@ func (s *Server) tenantZone(ctx context.Context, tenant uuid.UUID) (string, *tim
 	return name, loc, nil
 }
 
-func localSlots(slots []db.Slot, loc *time.Location, now time.Time) []localSlot {
+func localSlots(slots []oncecall.Slot, loc *time.Location, now time.Time) []localSlot {
 	out := make([]localSlot, len(slots))
 	for i, sl := range slots {
-		out[i] = localSlot{Slot: sl, Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
+		out[i] = localSlot{Slot: wire.FromSlot(sl), Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
 	}
 	return out
 }
 
-func localAppointments(list []db.Appointment, loc *time.Location, now time.Time) []localAppointment {
+func localAppointments(list []oncecall.Appointment, loc *time.Location, now time.Time) []localAppointment {
 	out := make([]localAppointment, len(list))
 	for i, a := range list {
-		out[i] = localAppointment{Appointment: a, Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
+		out[i] = localAppointment{Appointment: wire.FromAppointment(a), Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
 	}
 	return out
 }
@@ -104,11 +106,11 @@ func (s *Server) findCustomers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	found := []db.Customer{}
+	found := []wire.Customer{}
 	c, err := s.cfg.Store.CustomerByPhone(r.Context(), tenantFrom(r.Context()).ID, phone)
 	switch {
 	case err == nil:
-		found = append(found, c)
+		found = append(found, wire.FromCustomer(c))
 	case !errors.Is(err, db.ErrNotFound):
 		writeError(w, r, db.Fault(err))
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
@@ -219,7 +220,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core.SetDriver(m.driver)
 	m.core = core
 	// One resolution for /v1/ops and the console: reconcile.Resolve.
-	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
 		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 	}
 	var consoleHandler http.Handler
