@@ -172,6 +172,9 @@ func NewRouter(cfg Config) http.Handler {
 			r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
 			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
 			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
+			r.Post("/callbacks", s.write("callback.request"))
+			r.Get("/callbacks", s.listCallbacks)
+			r.Post("/callbacks/{callback_id}/cancel", s.write("callback.cancel", "callback_id"))
 		})
 		// What a key of scope dasha may call, on the Dasha budget.
 		r.Group(func(r chi.Router) {

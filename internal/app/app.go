@@ -24,6 +24,7 @@ import (
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -155,7 +156,7 @@ type Main struct {
 func Operations() *op.Registry {
 	var ops []op.Operation
 	for _, family := range [][]op.Operation{
-		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(),
+		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(), callback.Operations(),
 	} {
 		ops = append(ops, family...)
 	}
