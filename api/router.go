@@ -141,8 +141,25 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.StripeWebhookSecret != "" {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
 	}
+	// Each voice platform's webhooks are a sub-router of their own, with
+	// their own middleware: the answer budget, authentication with any
+	// scope (a dasha key opens them), the Dasha rate budget.
+	r.Mount("/v1/dasha", s.voiceRouter("", func(r chi.Router) {
+		r.Post("/tools", s.dashaTool)
+		r.Post("/tools/{toolName}", s.dashaTool)
+		r.Post("/events", s.dashaEvent)
+	}))
+	r.Mount("/v1/vapi", s.voiceRouter("X-Vapi-Secret", func(r chi.Router) {
+		r.Post("/webhook", s.vapiWebhook)
+	}))
+	r.Mount("/v1/retell", s.voiceRouter("", func(r chi.Router) {
+		r.Post("/functions/{tool}", s.retellFunction)
+	}))
+	r.Mount("/v1/elevenlabs", s.voiceRouter("X-Oncecall-Key", func(r chi.Router) {
+		r.Post("/tools/{tool}", s.elevenLabsTool)
+	}))
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.dashaBudget, voiceSecret, s.keys.authenticate)
+		r.Use(s.limitBody, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
 			r.Use(fullScopeOnly, s.limitRate, s.bodyFirst, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
@@ -172,17 +189,24 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
 			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
 		})
-		// What a key of scope dasha may call, on the Dasha budget.
-		r.Group(func(r chi.Router) {
-			r.Use(s.limitDasha, s.bodyFirst, s.shareDB)
-			r.Post("/dasha/tools", s.dashaTool)
-			r.Post("/dasha/tools/{toolName}", s.dashaTool)
-			r.Post("/dasha/events", s.dashaEvent)
-			r.Post("/vapi/webhook", s.vapiWebhook)
-			r.Post("/retell/functions/{tool}", s.retellFunction)
-			r.Post("/elevenlabs/tools/{tool}", s.elevenLabsTool)
-		})
 	})
+	return r
+}
+
+// voiceRouter is the sub-router of one voice platform's webhooks: body
+// limit, the voice budget (from before authentication, so that every wait
+// of the call ends within it), the platform's secret header as an
+// alternative to Authorization (secretHeader, when not empty), the API key
+// of any scope, then the Dasha rate budget and the tenant's share of the
+// database. routes adds the platform's routes.
+func (s *Server) voiceRouter(secretHeader string, routes func(r chi.Router)) http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.limitBody, s.voiceBudget)
+	if secretHeader != "" {
+		r.Use(keyFromHeader(secretHeader))
+	}
+	r.Use(s.keys.authenticate, s.limitDasha, s.bodyFirst, s.shareDB)
+	routes(r)
 	return r
 }
 
