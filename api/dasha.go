@@ -188,24 +188,9 @@ func invalid(err error) (dashatool.Answer, error) {
 // runTool performs an operation for a tool call through the idempotency core.
 func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	args, bad := toolArguments(c.Arguments)
-	if bad != nil {
-		return *bad, nil
-	}
-	var given string
-	if raw, ok := args["action_id"]; ok {
-		delete(args, "action_id")
-		if string(raw) != "null" && json.Unmarshal(raw, &given) != nil {
-			return dashatool.Invalid("action_id", "action_id must be a string"), nil
-		}
-	}
-	input, err := json.Marshal(args)
-	if err != nil {
-		return dashatool.Answer{}, err
-	}
-	prep, err := o.Prepare(input, nil)
-	if err != nil {
-		return invalid(err)
+	prep, given, bad, err := prepareTool(o, c.Arguments)
+	if bad != nil || err != nil {
+		return *bad, err
 	}
 	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
@@ -246,6 +231,33 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 	}
 	// A repeat that names its action hears what became of it.
 	return s.changed(ctx, ans, reply.Action, o.Phrases())
+}
+
+// prepareTool validates and normalises a tool call's arguments for o, and
+// takes out the action_id they may name (given). Bad arguments are the
+// invalid_arguments answer bad; err is any other failure.
+func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given string, bad *dashatool.Answer, err error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return nil, "", bad, nil
+	}
+	if raw, ok := args["action_id"]; ok {
+		delete(args, "action_id")
+		if string(raw) != "null" && json.Unmarshal(raw, &given) != nil {
+			a := dashatool.Invalid("action_id", "action_id must be a string")
+			return nil, "", &a, nil
+		}
+	}
+	input, err := json.Marshal(args)
+	if err != nil {
+		return nil, "", &dashatool.Answer{}, err
+	}
+	prep, err = o.Prepare(input, nil)
+	if err != nil {
+		a, err := invalid(err)
+		return nil, "", &a, err
+	}
+	return prep, given, nil, nil
 }
 
 // stale is the Stale check of a request whose key was derived from
