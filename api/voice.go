@@ -31,7 +31,9 @@ type voiceCall struct {
 	// tool again gets a new one.
 	CallID string
 	// Tool is the tool's name, Arguments its arguments: an object, a JSON
-	// string holding one, or absent.
+	// string holding one, or absent. They are canonical JSON (part of the
+	// canonicalised webhook body, see canonicalWebhook): tools decode them
+	// without canonicalising them again (op.PrepareCanonical).
 	Tool      string
 	Arguments json.RawMessage
 	// Caller returns the number the call comes from, if the platform says.

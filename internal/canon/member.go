@@ -1,6 +1,9 @@
 package canon
 
-import "bytes"
+import (
+	"bytes"
+	"iter"
+)
 
 // Cut takes the member named key out of the top level of the canonical
 // JSON object c, so that a caller can split off one field (a tool call's
@@ -74,4 +77,47 @@ func skipValue(c []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// Members yields the members of the canonical JSON object c, in their
+// (sorted) order: each key as it is written, a JSON string with its quotes,
+// and its value. Like Cut it only scans c, which must be canonical; it
+// yields nothing when c is not an object.
+func Members(c []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func(key, value []byte) bool) {
+		if len(c) < 2 || c[0] != '{' {
+			return
+		}
+		for i := 1; i < len(c) && c[i] != '}'; {
+			k := skipValue(c, i)
+			end := skipValue(c, k+1)
+			if end >= len(c) || !yield(c[i:k], c[k+1:end]) {
+				return
+			}
+			i = end
+			if c[i] == ',' {
+				i++
+			}
+		}
+	}
+}
+
+// Elements yields the values of the canonical JSON array c; nothing when c
+// is not an array.
+func Elements(c []byte) iter.Seq[[]byte] {
+	return func(yield func(value []byte) bool) {
+		if len(c) < 2 || c[0] != '[' {
+			return
+		}
+		for i := 1; i < len(c) && c[i] != ']'; {
+			end := skipValue(c, i)
+			if end >= len(c) || !yield(c[i:end]) {
+				return
+			}
+			i = end
+			if c[i] == ',' {
+				i++
+			}
+		}
+	}
 }

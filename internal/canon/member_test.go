@@ -2,6 +2,7 @@ package canon
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -67,5 +68,34 @@ func TestCutCorpus(t *testing.T) {
 				t.Errorf("Cut(%s, %q) = %s, %s, %v; want %s, %s", c, k, value, rest, found, v, want)
 			}
 		}
+	}
+}
+
+// Members and Elements see what encoding/json sees, in order.
+func TestMembersAndElements(t *testing.T) {
+	t.Parallel()
+	c := mustCanonical(t, `{"z":[1,"a,]",{"k":[]},null,-2.5e1],"a\"b":{"x":{}},"m":"}"}`)
+	var got []string
+	for k, v := range Members(c) {
+		got = append(got, string(k)+"="+string(v))
+	}
+	want := `"a\"b"={"x":{}} "m"="}" "z"=[1,"a,]",{"k":[]},null,-25]`
+	if strings.Join(got, " ") != want {
+		t.Errorf("Members(%s) = %s, want %s", c, strings.Join(got, " "), want)
+	}
+	got = nil
+	for _, v := range Members(c) {
+		for e := range Elements(v) {
+			got = append(got, string(e))
+		}
+	}
+	if want := `1 "a,]" {"k":[]} null -25`; strings.Join(got, " ") != want {
+		t.Errorf("Elements = %s, want %s", strings.Join(got, " "), want)
+	}
+	for range Members([]byte(`{}`)) {
+		t.Error("Members({}) yields")
+	}
+	for range Elements([]byte(`[]`)) {
+		t.Error("Elements([]) yields")
 	}
 }
