@@ -134,9 +134,9 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	r.Route("/v1/ops", func(r chi.Router) {
 		r.Use(s.limitBody, s.operatorOnly)
-		r.Get("/actions", s.opsListActions)
-		r.Get("/actions/{action_id}", s.opsShowAction)
-		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
+		r.Get("/actions", s.operatorListActions)
+		r.Get("/actions/{action_id}", s.operatorShowAction)
+		r.Post("/actions/{action_id}/resolve", s.operatorResolveAction)
 	})
 	if cfg.StripeWebhookSecret != "" {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
