@@ -24,8 +24,10 @@ import (
 type Config struct {
 	Store *db.Store
 	Core  *idem.Core
-	Ops   *op.Registry
-	Log   zerolog.Logger
+	// Ops is the operation registry, the operations REST writes and tool
+	// calls run (not the operator API at /v1/ops, see OperatorToken).
+	Ops *op.Registry
+	Log zerolog.Logger
 	// MaxBodyBytes limits request bodies (413 beyond). Default 64 KiB.
 	MaxBodyBytes int64
 	// KeyCacheTTL is how long an API key's tenant is cached. Default 30s.
@@ -35,7 +37,8 @@ type Config struct {
 	// Remote reports whether a capability is served by a remote provider;
 	// nil means every capability is local.
 	Remote func(capability string) bool
-	// OperatorToken guards /v1/ops; empty disables those routes.
+	// OperatorToken guards the operator API, /v1/ops (operator.go); empty
+	// disables those routes.
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
