@@ -238,6 +238,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	if err := Decode(raw, &in); err != nil {
 		return nil, err
 	}
+	return o.prepare(in)
+}
+
+// prepare normalises a decoded input and builds its Prepared request.
+func (o spec[In]) prepare(in In) (*Prepared, error) {
 	if o.s.Normalize != nil {
 		if err := o.s.Normalize(&in); err != nil {
 			return nil, err
@@ -314,6 +319,11 @@ func Decode(raw []byte, v any) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
+	return decodeCanonical(c, v)
+}
+
+// decodeCanonical is Decode of the canonical JSON c.
+func decodeCanonical(c []byte, v any) error {
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
 	}
