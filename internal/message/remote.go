@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -68,7 +69,7 @@ func recipientOf(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (rec
 
 // addressOf is a customer's address for a channel, or the rejection when
 // it has none.
-func addressOf(c db.Customer, channel string) (recipient, reason string, err error) {
+func addressOf(c oncecall.Customer, channel string) (recipient, reason string, err error) {
 	switch {
 	case channel == SMS && c.Phone == "":
 		return "", CustomerHasNoPhone, nil

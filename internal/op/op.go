@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -184,7 +185,7 @@ type Prepared struct {
 	// Restates reports whether this request asks for exactly what the
 	// completed action a did (see Spec.Restates); nil when only an equal
 	// fingerprint does.
-	Restates func(ctx context.Context, s *db.Store, a db.Action) (bool, error)
+	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
 	// Local picks the one statement in SQL (see Spec.Local); nil
 	// when the operation has no SQL form.
@@ -208,7 +209,7 @@ type Prepared struct {
 	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
 	// Standing tells whether a completed action's answer still holds (see
 	// Spec.Standing); nil when it always does.
-	Standing func(ctx context.Context, s *db.Store, a db.Action) (string, error)
+	Standing func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error)
 }
 
 type spec[In any] struct {
@@ -240,6 +241,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	if err := Decode(raw, &in); err != nil {
 		return nil, err
 	}
+	return o.prepare(in)
+}
+
+// prepare normalises a decoded input and builds its Prepared request.
+func (o spec[In]) prepare(in In) (*Prepared, error) {
 	if o.s.Normalize != nil {
 		if err := o.s.Normalize(&in); err != nil {
 			return nil, err
@@ -276,8 +282,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		}
 	}
 	if o.s.Standing != nil {
-		p.Standing = func(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-			if a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Standing = func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+			if a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return "", nil
 			}
 			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
@@ -285,8 +291,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	}
 	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
 	if o.s.Restates != nil {
-		p.Restates = func(ctx context.Context, s *db.Store, a db.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
+			if a.Operation != o.s.Name || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return false, nil
 			}
 			var stored In
@@ -316,6 +322,11 @@ func Decode(raw []byte, v any) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
+	return decodeCanonical(c, v)
+}
+
+// decodeCanonical is Decode of the canonical JSON c.
+func decodeCanonical(c []byte, v any) error {
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
 	}
@@ -497,8 +508,8 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 
 // standingByResource is Standing of a completed, confirmed action whose
 // request was pruned (see Spec.StandingByResource).
-func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-	if o.s.StandingByResource == nil || a.State != db.Completed || a.Outcome != db.Confirmed {
+func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	if o.s.StandingByResource == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 		return "", nil
 	}
 	return o.s.StandingByResource(ctx, s, a.TenantID, a.ResourceID)
