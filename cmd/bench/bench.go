@@ -118,6 +118,9 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 		b.base = cfg.url
 		b.serverRSS, b.rssNote = remoteRSS(cfg.url)
 	}
+	if _, err := b.pool.Exec(ctx, peerSchema); err != nil {
+		return nil, fmt.Errorf("create the peer's table: %w", err)
+	}
 	if err := b.startBare(); err != nil {
 		return nil, err
 	}
