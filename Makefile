@@ -79,7 +79,7 @@ bench:
 	go run ./cmd/bench $(BENCH_FLAGS)
 
 bench-short:
-	go run ./cmd/bench --duration 3s --preload 100000 $(BENCH_FLAGS)
+	go run ./cmd/bench --duration 2s --rounds 2 --preload 100000 $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
 FUZZTIME ?= 30s

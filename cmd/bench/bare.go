@@ -79,6 +79,8 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 		w.WriteHeader(http.StatusCreated)
 		w.Write(floorBody) //nolint:errcheck
 	})
+	// The peer: idempotency written by hand on this same stack (peer.go).
+	r.Post(peerPath, peerHandler(store.Pool()))
 	r.Post("/v1/appointments", func(w http.ResponseWriter, r *http.Request) {
 		in, ok := bareInput(w, r)
 		if !ok {

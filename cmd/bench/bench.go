@@ -47,19 +47,27 @@ type bench struct {
 
 	closers []func() error
 
-	maxRPS     float64  // fastest booking rate seen, to size slot supplies
-	grown      *fixture // the tenant holding the preloaded actions
-	firsts     []sentBooking
+	maxRPS float64  // fastest booking rate seen, to size slot supplies
+	grown  *fixture // the tenant holding the preloaded actions
+	// selected is the tenant whose actions select reads, and their keys.
+	selected     *fixture
+	selectedKeys []string
+	// firsts and peerFirsts are the first executions replay and
+	// peer_replay send again.
+	firsts, peerFirsts []sentBooking
+	// round is the round running, from 1.
+	round      int
 	results    []result
 	violations []string
 	// load is the machine's load average when the run started and ended.
 	machineLoad struct{ before, after loadAvg }
 }
 
-// result is one scenario at one concurrency.
+// result is one scenario at one concurrency in one round.
 type result struct {
 	name        string
 	concurrency int
+	round       int
 	stats
 	skipped bool
 	note    string
@@ -117,6 +125,9 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 	default:
 		b.base = cfg.url
 		b.serverRSS, b.rssNote = remoteRSS(cfg.url)
+	}
+	if _, err := b.pool.Exec(ctx, peerSchema); err != nil {
+		return nil, fmt.Errorf("create the peer's table: %w", err)
 	}
 	if err := b.startBare(); err != nil {
 		return nil, err
@@ -198,20 +209,26 @@ func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.stderr, "bench: "+format+"\n", args...)
 }
 
-// runAll runs the chosen scenarios, each at every concurrency.
+// runAll runs the rounds: each runs the chosen scenarios in the same order,
+// each at every concurrency.
 func (b *bench) runAll(ctx context.Context) error {
-	for _, name := range b.cfg.scenarios {
-		for _, c := range b.cfg.concurrency {
-			if err := ctx.Err(); err != nil {
-				return err
+	for b.round = 1; b.round <= b.cfg.rounds; b.round++ {
+		if b.cfg.rounds > 1 {
+			b.logf("round %d of %d", b.round, b.cfg.rounds)
+		}
+		for _, name := range b.cfg.scenarios {
+			for _, c := range b.cfg.concurrency {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				r, err := b.scenario(ctx, name, c)
+				if err != nil {
+					return fmt.Errorf("%s at %d clients in round %d: %w", name, c, b.round, err)
+				}
+				r.name, r.concurrency, r.round = name, c, b.round
+				b.results = append(b.results, r)
+				b.logf("%s", r.line())
 			}
-			r, err := b.scenario(ctx, name, c)
-			if err != nil {
-				return fmt.Errorf("%s at %d clients: %w", name, c, err)
-			}
-			r.name, r.concurrency = name, c
-			b.results = append(b.results, r)
-			b.logf("%s", r.line())
 		}
 	}
 	return nil
@@ -235,6 +252,10 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runFirst(ctx, c)
 	case "replay":
 		return b.runReplay(ctx, c)
+	case "peer":
+		return b.runPeer(ctx, c)
+	case "peer_replay":
+		return b.runPeerReplay(ctx, c)
 	case "storm":
 		return b.runStorm(ctx, c)
 	case "dasha":
@@ -249,6 +270,9 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 func (b *bench) profilePath(name string, c int) string {
 	if b.cfg.cpuprofile == "" {
 		return ""
+	}
+	if b.cfg.rounds > 1 {
+		return filepath.Join(b.cfg.cpuprofile, fmt.Sprintf("%s-c%d-r%d.pprof", name, c, b.round))
 	}
 	return filepath.Join(b.cfg.cpuprofile, fmt.Sprintf("%s-c%d.pprof", name, c))
 }

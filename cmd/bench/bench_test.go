@@ -50,8 +50,8 @@ func TestParseFlags(t *testing.T) {
 	if strings.Join(cfg.scenarios, ",") != "first,replay" {
 		t.Errorf("scenarios = %v, want them in run order", cfg.scenarios)
 	}
-	if cfg.duration != 10*time.Second || cfg.preload != 1_000_000 {
-		t.Errorf("defaults: duration %v preload %d", cfg.duration, cfg.preload)
+	if cfg.duration != 3*time.Second || cfg.rounds != 3 || cfg.preload != 1_000_000 {
+		t.Errorf("defaults: duration %v rounds %d preload %d", cfg.duration, cfg.rounds, cfg.preload)
 	}
 	if cfg.server != serverProcess {
 		t.Errorf("default server %q, want %s", cfg.server, serverProcess)
@@ -62,6 +62,7 @@ func TestParseFlags(t *testing.T) {
 		{"--concurrency", "0"},
 		{"--url", "http://127.0.0.1:8080"}, // without --database-url
 		{"--duration", "0s"},
+		{"--rounds", "0"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -73,7 +74,7 @@ func TestParseFlags(t *testing.T) {
 // and started as in make bench, and checks the report and the JSON file.
 func TestBenchRuns(t *testing.T) {
 	t.Parallel()
-	stdout, rep := runBench(t, "--duration", "300ms", "--concurrency", "2,8", "--preload", "2000")
+	stdout, rep := runBench(t, "--duration", "300ms", "--rounds", "1", "--concurrency", "2,8", "--preload", "2000")
 	if got, want := len(rep.Scenarios), len(scenarioOrder)*2; got != want {
 		t.Fatalf("%d scenario results, want %d", got, want)
 	}
@@ -145,7 +146,7 @@ func TestBounds(t *testing.T) {
 func TestBenchRunsInProcess(t *testing.T) {
 	t.Parallel()
 	prof := t.TempDir()
-	_, rep := runBench(t, "--server", "inprocess", "--duration", "300ms", "--concurrency", "2",
+	_, rep := runBench(t, "--server", "inprocess", "--duration", "300ms", "--rounds", "1", "--concurrency", "2",
 		"--scenarios", "select,replay", "--cpuprofile", prof)
 	if rep.Server != serverInProcess || rep.Ratios["replay/select"].Clients["2"] <= 0 || len(rep.Scenarios) != 2 {
 		t.Errorf("in-process report: %+v", rep)
@@ -252,4 +253,46 @@ func show(v *float64) string {
 		return "none"
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
+}
+
+// TestBenchRounds runs two short rounds and checks that the JSON carries
+// every round, the medians, each ratio's share of its bound, the peer
+// ratios and the replay p99.
+func TestBenchRounds(t *testing.T) {
+	t.Parallel()
+	stdout, rep := runBench(t, "--server", "inprocess", "--duration", "200ms", "--rounds", "2", "--concurrency", "2",
+		"--scenarios", "ceiling,select,floor,first,replay,peer,peer_replay")
+	if rep.Rounds != 2 || len(rep.Scenarios) != 7 {
+		t.Fatalf("rounds %d, %d scenario results: want 2 and 7", rep.Rounds, len(rep.Scenarios))
+	}
+	for _, s := range rep.Scenarios {
+		if len(s.Rounds) != 2 {
+			t.Errorf("%s: %d rounds, want 2", s.Name, len(s.Rounds))
+			continue
+		}
+		lo, hi := min(s.Rounds[0].RPS, s.Rounds[1].RPS), max(s.Rounds[0].RPS, s.Rounds[1].RPS)
+		if s.RPS < lo || s.RPS > hi || s.RPS <= 0 {
+			t.Errorf("%s: median rps %v outside its rounds' %v..%v", s.Name, s.RPS, lo, hi)
+		}
+	}
+	for _, name := range []string{"first/ceiling", "replay/select"} {
+		r := rep.Ratios[name]
+		if len(r.Rounds["2"]) != 2 || r.Bound["2"] <= 0 || r.Share["2"] <= 0 {
+			t.Errorf("%s: %+v, want two rounds, a bound and a share", name, r)
+		}
+	}
+	for name, target := range map[string]float64{"first/peer": 1.5, "replay/peer_replay": 2} {
+		r := rep.Ratios[name]
+		if r.Target != target || r.Clients["2"] <= 0 || len(r.Rounds["2"]) != 2 {
+			t.Errorf("%s: %+v", name, r)
+		}
+	}
+	if p := rep.ReplayP99; p.TargetMS != 5 || p.AtClients != 32 || p.Clients["2"] <= 0 {
+		t.Errorf("replay p99: %+v", p)
+	}
+	for _, want := range []string{"median of 2 rounds", "share 2", "first/peer", "replay p99 ms"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
 }

@@ -215,4 +215,6 @@ SELECT
 
 // tenantName names a run's tenant so that leftovers in a shared database
 // are recognisable.
-func tenantName(scenario string, c int) string { return fmt.Sprintf("bench-%s-c%d", scenario, c) }
+func (b *bench) tenantName(scenario string, c int) string {
+	return fmt.Sprintf("bench-%s-c%d-r%d", scenario, c, b.round)
+}

@@ -2,12 +2,16 @@
 // produces a duplicate effect. It starts what it needs (an embedded
 // PostgreSQL unless --database-url is given, `oncecall serve` as a child
 // process unless --url is given or --server inprocess asks for it inside the
-// bench, and a baseline HTTP handler without idempotency), runs each
-// scenario for --duration at each --concurrency, prints one table, the
-// ratios that matter at every concurrency side by side, the server's peak
-// RSS and the machine's load, and optionally writes them as JSON.
+// bench, and a baseline HTTP handler without idempotency beside a peer that
+// does idempotency by hand), runs --rounds rounds, each running every
+// scenario for --duration at each --concurrency in the same order, prints
+// one table of the rounds' medians, the ratios that matter (each computed
+// per round, then the median) at every concurrency side by side with their
+// bounds and shares of them, the server's peak RSS and the machine's load,
+// and optionally writes them as JSON. Interleaved rounds keep a machine
+// whose speed drifts from favouring whichever scenario ran first.
 //
-// Scenarios, in the order they run:
+// Scenarios, in the order they run in each round:
 //
 //	ceiling     the one statement of a first booking (claim, booking, completion), no HTTP
 //	ceiling_tx  claim, booking, completion one at a time in one transaction, no HTTP
@@ -17,6 +21,8 @@
 //	bare        an HTTP handler on the same stack doing only the booking write
 //	first       REST bookings with fresh Idempotency-Keys
 //	replay      the requests of first again
+//	peer        bookings with fresh keys through idempotency written by hand, on bare's stack
+//	peer_replay the requests of peer again
 //	storm       every key sent by 8 clients at once
 //	dasha       Dasha tool webhooks with fresh call ids
 //	grown       first again after --preload actions are in the table
@@ -41,11 +47,12 @@ import (
 	"time"
 )
 
-var scenarioOrder = []string{"ceiling", "ceiling_tx", "select", "floor", "bare_sql", "bare", "first", "replay", "storm", "dasha", "grown"}
+var scenarioOrder = []string{"ceiling", "ceiling_tx", "select", "floor", "bare_sql", "bare", "first", "replay", "peer", "peer_replay", "storm", "dasha", "grown"}
 
 // config is the command line.
 type config struct {
 	duration    time.Duration
+	rounds      int
 	concurrency []int
 	preload     int
 	databaseURL string
@@ -103,14 +110,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each scenario runs at each concurrency (after a short warm-up)")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "how long each scenario runs at each concurrency in each round (after a short warm-up)")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "how many rounds run, each running every scenario once at each concurrency; the report gives medians")
 	conc := fs.String("concurrency", "8,32", "comma-separated numbers of concurrent clients")
 	fs.IntVar(&cfg.preload, "preload", 1_000_000, "actions inserted before the grown scenario")
 	fs.StringVar(&cfg.databaseURL, "database-url", "", "PostgreSQL to use (default: a private embedded one in a temporary folder, removed after)")
 	fs.StringVar(&cfg.url, "url", "", "base URL of a running oncecall (default: one in this process); needs --database-url naming its database")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	scen := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated subset of: "+strings.Join(scenarioOrder, ", "))
-	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof (of the bench process: add --server inprocess to profile oncecall too)")
+	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof, or <scenario>-c<N>-r<round>.pprof with more than one round (of the bench process: add --server inprocess to profile oncecall too)")
 	fs.StringVar(&cfg.server, "server", serverProcess, "how to run oncecall without --url: process (build and start `oncecall serve`, whose peak RSS is reported) or inprocess (inside the bench, for --cpuprofile)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -120,6 +128,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.duration <= 0 {
 		return config{}, errors.New("--duration must be positive")
+	}
+	if cfg.rounds < 1 {
+		return config{}, errors.New("--rounds must be at least 1")
 	}
 	if cfg.preload < 0 {
 		return config{}, errors.New("--preload must not be negative")

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -28,6 +29,9 @@ var ratios = []ratio{
 	{"replay/select", "replay", "select", 0.6, replaySelectBound},
 	{"grown/first", "grown", "first", 0.9, nil},
 	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil},
+	// The peer: idempotency keys done by hand on bare's stack (peer.go).
+	{"first/peer", "first", "peer", 1.5, nil},
+	{"replay/peer_replay", "replay", "peer_replay", 2, nil},
 }
 
 // The bounds take a saturated machine, where what requests cost in CPU
@@ -88,71 +92,105 @@ func (r result) line() string {
 	return s
 }
 
-// find returns the result of a scenario at concurrency c.
-func (b *bench) find(name string, c int) (result, bool) {
+// find returns the result of a scenario at concurrency c in a round.
+func (b *bench) find(name string, c, round int) (result, bool) {
 	for _, r := range b.results {
-		if r.name == name && r.concurrency == c && !r.skipped && r.rps > 0 {
+		if r.name == name && r.concurrency == c && r.round == round && !r.skipped && r.rps > 0 {
 			return r, true
 		}
 	}
 	return result{}, false
 }
 
-// ratioValues computes every ratio the runs allow, at every concurrency,
-// and every bound.
-func (b *bench) ratioValues() (values, bounds map[string]map[int]float64) {
-	values, bounds = map[string]map[int]float64{}, map[string]map[int]float64{}
-	put := func(m map[string]map[int]float64, name string, c int, v float64) {
-		if m[name] == nil {
-			m[name] = map[int]float64{}
-		}
-		m[name][c] = v
-	}
-	for _, r := range ratios {
-		for _, c := range b.cfg.concurrency {
-			rps := func(name string) float64 {
-				res, _ := b.find(name, c)
-				return res.rps
-			}
-			if num, den := rps(r.num), rps(r.den); num > 0 && den > 0 {
-				put(values, r.name, c, round(num/den, 3))
-			}
-			if r.bound != nil {
-				if v := r.bound(rps); v > 0 {
-					put(bounds, r.name, c, v)
-				}
-			}
-		}
-	}
-	return values, bounds
+// ratioFigures is one ratio at one concurrency: its value, its bound and
+// its share of the bound (value / bound) in each round that had the runs
+// they need, and the median of each (0: not known).
+type ratioFigures struct {
+	values, bounds, shares []float64
+	value, bound, share    float64
 }
 
-// report prints the table, the ratios at every concurrency against their
-// targets, the server's memory and the machine's load, and writes the JSON
-// file if asked.
+// ratioValues computes every ratio the runs allow, at every concurrency,
+// in every round, with its bound and share.
+func (b *bench) ratioValues() map[string]map[int]*ratioFigures {
+	out := map[string]map[int]*ratioFigures{}
+	for _, r := range ratios {
+		out[r.name] = map[int]*ratioFigures{}
+		for _, c := range b.cfg.concurrency {
+			f := &ratioFigures{}
+			for round := 1; round <= b.cfg.rounds; round++ {
+				rps := func(name string) float64 {
+					res, _ := b.find(name, c, round)
+					return res.rps
+				}
+				v := 0.0
+				if num, den := rps(r.num), rps(r.den); num > 0 && den > 0 {
+					v = round3(num / den)
+					f.values = append(f.values, v)
+				}
+				if r.bound == nil {
+					continue
+				}
+				if bound := r.bound(rps); bound > 0 {
+					f.bounds = append(f.bounds, bound)
+					if v > 0 {
+						f.shares = append(f.shares, round3(v/bound))
+					}
+				}
+			}
+			f.value, f.bound, f.share = round3(median(f.values)), round3(median(f.bounds)), round3(median(f.shares))
+			out[r.name][c] = f
+		}
+	}
+	return out
+}
+
+func round3(v float64) float64 { return round(v, 3) }
+
+// replayP99Target is the target for a replay's p99 at replayP99Clients.
+const (
+	replayP99Target  = 5 * time.Millisecond
+	replayP99Clients = 32
+)
+
+// report prints the table of medians, the ratios at every concurrency
+// against their targets with their bounds and shares, the replay p99, the
+// server's memory and the machine's load, and writes the JSON file if
+// asked.
 func (b *bench) report() error {
+	sums := b.summaries()
+	rounds := b.cfg.rounds
+	fmt.Fprintf(b.stdout, "median of %d rounds (each round runs every scenario at every concurrency, in the same order); req/s range: the rounds' lowest and highest\n", rounds)
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\treq/s\tp50 ms\tp99 ms\terrors\tWAL KB/req\t")
-	for _, r := range b.results {
-		if r.skipped {
-			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\n", r.name, r.concurrency)
+	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\t")
+	for _, s := range sums {
+		if s.skipped {
+			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\n", s.name, s.concurrency)
 			continue
 		}
 		wal := "-"
-		if r.walOK {
-			wal = fmt.Sprintf("%.2f", r.walBytes/1024)
+		if s.walOK {
+			wal = fmt.Sprintf("%.2f", s.walBytes/1024)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.2f\t%d\t%s\t\n", r.name, r.concurrency, r.rps, ms(r.p50), ms(r.p99), r.errors, wal)
+		lo, hi := math.Inf(1), 0.0
+		for _, r := range s.rounds {
+			if !r.skipped {
+				lo, hi = min(lo, r.rps), max(hi, r.rps)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
+			ms(s.p50), ms(s.p99), s.errors, wal)
 	}
 	tw.Flush()
 	for _, r := range b.results {
 		if r.note != "" {
-			fmt.Fprintf(b.stdout, "note: %s at %d clients: %s\n", r.name, r.concurrency, r.note)
+			fmt.Fprintf(b.stdout, "note: %s at %d clients in round %d: %s\n", r.name, r.concurrency, r.round, r.note)
 		}
 	}
 
-	values, bounds := b.ratioValues()
+	figures := b.ratioValues()
 	fmt.Fprintln(b.stdout)
+	fmt.Fprintf(b.stdout, "ratios: computed within each round, then the median of %d rounds; bound and share (ratio / bound) likewise\n", rounds)
 	tw = tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ratio")
 	for _, c := range b.cfg.concurrency {
@@ -162,13 +200,22 @@ func (b *bench) report() error {
 	for _, c := range b.cfg.concurrency {
 		fmt.Fprintf(tw, "\tbound %d", c)
 	}
+	for _, c := range b.cfg.concurrency {
+		fmt.Fprintf(tw, "\tshare %d", c)
+	}
 	fmt.Fprintln(tw, "\t")
+	known := func(v float64) string {
+		if v > 0 {
+			return fmt.Sprintf("\t%.3f", v)
+		}
+		return "\t-"
+	}
 	for _, r := range ratios {
 		fmt.Fprint(tw, r.name)
 		for _, c := range b.cfg.concurrency {
-			v, ok := values[r.name][c]
+			v := figures[r.name][c].value
 			switch {
-			case !ok:
+			case v == 0:
 				fmt.Fprint(tw, "\t-")
 			case r.target > 0:
 				fmt.Fprintf(tw, "\t%.3f %s", v, verdict(v >= r.target))
@@ -182,14 +229,32 @@ func (b *bench) report() error {
 			fmt.Fprint(tw, "\t")
 		}
 		for _, c := range b.cfg.concurrency {
-			if v, ok := bounds[r.name][c]; ok {
-				fmt.Fprintf(tw, "\t%.3f", v)
-			} else {
-				fmt.Fprint(tw, "\t-")
-			}
+			fmt.Fprint(tw, known(figures[r.name][c].bound))
+		}
+		for _, c := range b.cfg.concurrency {
+			fmt.Fprint(tw, known(figures[r.name][c].share))
 		}
 		fmt.Fprintln(tw, "\t")
 	}
+	p99 := map[int]summary{}
+	for _, s := range sums {
+		if s.name == "replay" && !s.skipped {
+			p99[s.concurrency] = s
+		}
+	}
+	fmt.Fprint(tw, "replay p99 ms")
+	for _, c := range b.cfg.concurrency {
+		s, ok := p99[c]
+		switch {
+		case !ok:
+			fmt.Fprint(tw, "\t-")
+		case c == replayP99Clients:
+			fmt.Fprintf(tw, "\t%.2f %s", ms(s.p99), verdict(s.p99 < replayP99Target))
+		default:
+			fmt.Fprintf(tw, "\t%.2f", ms(s.p99))
+		}
+	}
+	fmt.Fprintf(tw, "\t< %.0f at %d clients\n", ms(replayP99Target), replayP99Clients)
 	rss, rssOK := b.serverRSS()
 	rss = round(rss, 1)
 	if rssOK {
@@ -206,32 +271,53 @@ func (b *bench) report() error {
 		return nil
 	}
 	out := jsonReport{
-		Scenarios: []jsonScenario{}, Ratios: map[string]jsonRatio{}, CPUs: runtime.NumCPU(),
+		Rounds: rounds, Scenarios: []jsonScenario{}, Ratios: map[string]jsonRatio{}, CPUs: runtime.NumCPU(),
 		LoadBefore: b.machineLoad.before, LoadAfter: b.machineLoad.after, Server: b.serverKind(),
+		ReplayP99: jsonP99{TargetMS: ms(replayP99Target), AtClients: replayP99Clients, Clients: map[string]float64{}},
 	}
-	for _, r := range b.results {
+	for _, s := range sums {
 		js := jsonScenario{
-			Name: r.name, Concurrency: r.concurrency, RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99),
-			Errors: r.errors, Skipped: r.skipped, Note: r.note,
+			Name: s.name, Concurrency: s.concurrency, RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
+			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK),
 		}
-		if r.walOK {
-			kb := round(r.walBytes/1024, 2)
-			js.WALKBPerRequest = &kb
+		var notes []string
+		for _, r := range s.rounds {
+			js.Rounds = append(js.Rounds, jsonRound{
+				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
+				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK),
+			})
+			if r.note != "" && !slices.Contains(notes, r.note) {
+				notes = append(notes, r.note)
+			}
 		}
+		js.Note = strings.Join(notes, "; ")
 		out.Scenarios = append(out.Scenarios, js)
+		if s.name == "replay" && !s.skipped {
+			out.ReplayP99.Clients[strconv.Itoa(s.concurrency)] = ms(s.p99)
+		}
 	}
 	for _, r := range ratios {
-		if v := values[r.name]; v != nil {
-			jr := jsonRatio{Target: r.target, Clients: map[string]float64{}}
-			for c, x := range v {
-				jr.Clients[strconv.Itoa(c)] = x
+		jr := jsonRatio{Target: r.target, Clients: map[string]float64{}, Rounds: map[string][]float64{}}
+		for c, f := range figures[r.name] {
+			if f.value == 0 {
+				continue
 			}
-			for c, x := range bounds[r.name] {
+			k := strconv.Itoa(c)
+			jr.Clients[k], jr.Rounds[k] = f.value, f.values
+			if f.bound > 0 {
 				if jr.Bound == nil {
 					jr.Bound = map[string]float64{}
 				}
-				jr.Bound[strconv.Itoa(c)] = x
+				jr.Bound[k] = f.bound
 			}
+			if f.share > 0 {
+				if jr.Share == nil {
+					jr.Share = map[string]float64{}
+				}
+				jr.Share[k] = f.share
+			}
+		}
+		if len(jr.Clients) > 0 {
 			out.Ratios[r.name] = jr
 		}
 	}
@@ -244,6 +330,15 @@ func (b *bench) report() error {
 		return err
 	}
 	return os.WriteFile(b.cfg.jsonPath, append(data, '\n'), 0o644)
+}
+
+// walKB is WAL bytes per request in KB for the JSON file, nil if unknown.
+func walKB(bytes float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	kb := round(bytes/1024, 2)
+	return &kb
 }
 
 // serverKind says what served the run.
@@ -263,11 +358,16 @@ func verdict(met bool) string {
 
 // jsonReport is the --json file, shaped so that runs can be compared.
 type jsonReport struct {
+	// Rounds is how many rounds ran; the figures are their medians.
+	Rounds    int            `json:"rounds"`
 	Scenarios []jsonScenario `json:"scenarios"`
 	// Ratios by name, each at every concurrency measured.
-	Ratios          map[string]jsonRatio `json:"ratios"`
-	ServerMaxRSSMiB *float64             `json:"server_max_rss_mib,omitempty"`
-	ServerRSSOf     string               `json:"server_rss_of,omitempty"`
+	Ratios map[string]jsonRatio `json:"ratios"`
+	// ReplayP99 is the median of the rounds' replay p99 at every
+	// concurrency, with its target.
+	ReplayP99       jsonP99  `json:"replay_p99_ms"`
+	ServerMaxRSSMiB *float64 `json:"server_max_rss_mib,omitempty"`
+	ServerRSSOf     string   `json:"server_rss_of,omitempty"`
 	// Server is process, inprocess or the --url.
 	Server     string  `json:"server"`
 	CPUs       int     `json:"cpus"`
@@ -277,11 +377,26 @@ type jsonReport struct {
 
 type jsonRatio struct {
 	Target float64 `json:"target,omitempty"`
-	// Clients maps the number of clients to the ratio.
+	// Clients maps the number of clients to the ratio: the median of the
+	// ratios computed within each round.
 	Clients map[string]float64 `json:"clients"`
+	// Rounds maps the number of clients to the ratio in each round that
+	// had the runs it needs.
+	Rounds map[string][]float64 `json:"rounds"`
 	// Bound maps the number of clients to the highest value the ratio
-	// can have by the run's own figures (absent without the runs it needs).
+	// can have by the runs' own figures (absent without the runs it needs),
+	// the median of the rounds' bounds.
 	Bound map[string]float64 `json:"bound,omitempty"`
+	// Share maps the number of clients to the median of the rounds'
+	// ratio / bound.
+	Share map[string]float64 `json:"share,omitempty"`
+}
+
+type jsonP99 struct {
+	TargetMS  float64 `json:"target_ms"`
+	AtClients int     `json:"at_clients"`
+	// Clients maps the number of clients to the median of the rounds' p99.
+	Clients map[string]float64 `json:"clients"`
 }
 
 type jsonScenario struct {
@@ -295,6 +410,19 @@ type jsonScenario struct {
 	Note        string  `json:"note,omitempty"`
 	// WAL written per request over the measured window, the whole
 	// server's (absent when it could not be read).
+	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
+	// Rounds are the runs the medians above are taken of, in round order.
+	Rounds []jsonRound `json:"rounds"`
+}
+
+// jsonRound is one run of a scenario at one concurrency.
+type jsonRound struct {
+	RPS             float64  `json:"rps"`
+	P50             float64  `json:"p50_ms"`
+	P99             float64  `json:"p99_ms"`
+	Errors          int      `json:"errors"`
+	Skipped         bool     `json:"skipped,omitempty"`
+	Note            string   `json:"note,omitempty"`
 	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
 }
 

@@ -143,7 +143,7 @@ func dashaBody(customer, slot uuid.UUID) []byte {
 // has its action (all but bare_sql's).
 func (b *bench) runSQL(ctx context.Context, name string, c int, withActions bool,
 	book func(ctx context.Context, tenant, customer, slot uuid.UUID) error) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName(name, c))
+	f, err := b.bookingFixture(ctx, b.tenantName(name, c))
 	if err != nil {
 		return result{}, err
 	}
@@ -176,18 +176,23 @@ func (b *bench) runSQL(ctx context.Context, name string, c int, withActions bool
 	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, withActions)
 }
 
+// runSelect reads actions by key. Every run reads the same actions, made
+// before the first.
 func (b *bench) runSelect(ctx context.Context, c int) (result, error) {
-	f, err := b.newTenant(ctx, tenantName("select", c))
-	if err != nil {
-		return result{}, err
+	if b.selected == nil {
+		f, err := b.newTenant(ctx, "bench-select")
+		if err != nil {
+			return result{}, err
+		}
+		if err := b.preload(ctx, f.tenant, "select", selectActions); err != nil {
+			return result{}, err
+		}
+		if b.selectedKeys, err = b.keysOf(ctx, f.tenant); err != nil {
+			return result{}, err
+		}
+		b.selected = f
 	}
-	if err := b.preload(ctx, f.tenant, "select", selectActions); err != nil {
-		return result{}, err
-	}
-	keys, err := b.keysOf(ctx, f.tenant)
-	if err != nil {
-		return result{}, err
-	}
+	f, keys := b.selected, b.selectedKeys
 	var next atomic.Int64
 	var t tally
 	st, err := b.load(ctx, "select", c, c, func(w *worker) bool {
@@ -211,7 +216,7 @@ func (b *bench) runSelect(ctx context.Context, c int) (result, error) {
 }
 
 func (b *bench) runBare(ctx context.Context, c int) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName("bare", c))
+	f, err := b.bookingFixture(ctx, b.tenantName("bare", c))
 	if err != nil {
 		return result{}, err
 	}
@@ -257,7 +262,7 @@ func (b *bench) bareSQL(ctx context.Context, tenant, customer, slot uuid.UUID) e
 // it and answers without the database: what the HTTP request alone costs
 // on this machine, client included.
 func (b *bench) runFloor(ctx context.Context, c int) (result, error) {
-	f, err := b.newTenant(ctx, tenantName("floor", c))
+	f, err := b.newTenant(ctx, b.tenantName("floor", c))
 	if err != nil {
 		return result{}, err
 	}
@@ -284,16 +289,26 @@ func (b *bench) runFloor(ctx context.Context, c int) (result, error) {
 }
 
 func (b *bench) runFirst(ctx context.Context, c int) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName("first", c))
+	f, err := b.bookingFixture(ctx, b.tenantName("first", c))
 	if err != nil {
 		return result{}, err
 	}
-	return b.httpBookings(ctx, "first", c, f, true)
+	return b.httpBookings(ctx, "first", c, f, b.base+"/v1/appointments", &b.firsts, true)
 }
 
-// httpBookings books f's slots over REST with fresh keys; record keeps the
-// first executions for replay.
-func (b *bench) httpBookings(ctx context.Context, name string, c int, f *fixture, record bool) (result, error) {
+// runPeer books with fresh keys through the peer.
+func (b *bench) runPeer(ctx context.Context, c int) (result, error) {
+	f, err := b.bookingFixture(ctx, b.tenantName("peer", c))
+	if err != nil {
+		return result{}, err
+	}
+	return b.httpBookings(ctx, "peer", c, f, b.bareURL+peerPath, &b.peerFirsts, false)
+}
+
+// httpBookings books f's slots with fresh keys at url; record, if not nil,
+// keeps the first executions for a replay scenario. withActions says
+// whether each appointment has an oncecall action (not the peer's).
+func (b *bench) httpBookings(ctx context.Context, name string, c int, f *fixture, url string, record *[]sentBooking, withActions bool) (result, error) {
 	before, err := b.effects(ctx, []uuid.UUID{f.tenant})
 	if err != nil {
 		return result{}, err
@@ -307,13 +322,13 @@ func (b *bench) httpBookings(ctx context.Context, name string, c int, f *fixture
 		}
 		key := uuid.New()
 		start := time.Now()
-		a := b.post(b.base+"/v1/appointments", f.apiKey, key.String(), bookBody(customer, slot), false)
+		a := b.post(url, f.apiKey, key.String(), bookBody(customer, slot), false)
 		d := time.Since(start)
 		first := a.err == nil && a.status == http.StatusCreated && !a.replayed
 		t.count(a, first)
 		if !first {
 			t.unexpected(a)
-		} else if record {
+		} else if record != nil {
 			sent[w.id] = append(sent[w.id], sentBooking{f: f, key: key, customer: customer, slot: slot, hash: a.hash})
 		}
 		w.observe(start, d, first)
@@ -322,22 +337,35 @@ func (b *bench) httpBookings(ctx context.Context, name string, c int, f *fixture
 	if err != nil {
 		return result{}, err
 	}
-	for _, s := range sent {
-		b.firsts = append(b.firsts, s...)
+	if record != nil {
+		for _, s := range sent {
+			*record = append(*record, s...)
+		}
 	}
 	b.maxRPS = max(b.maxRPS, st.rps)
-	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, true)
+	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, withActions)
 }
 
 func (b *bench) runReplay(ctx context.Context, c int) (result, error) {
-	if len(b.firsts) == 0 {
-		if err := b.seedFirsts(ctx); err != nil {
+	return b.replays(ctx, "replay", c, b.base+"/v1/appointments", &b.firsts, true)
+}
+
+func (b *bench) runPeerReplay(ctx context.Context, c int) (result, error) {
+	return b.replays(ctx, "peer_replay", c, b.bareURL+peerPath, &b.peerFirsts, false)
+}
+
+// replays sends the first executions in firsts again to url, round robin,
+// after making some if there are none.
+func (b *bench) replays(ctx context.Context, name string, c int, url string, firsts *[]sentBooking, withActions bool) (result, error) {
+	if len(*firsts) == 0 {
+		if err := b.seedFirsts(ctx, name, url, firsts); err != nil {
 			return result{}, err
 		}
 	}
+	sent := *firsts
 	var tenants []uuid.UUID
 	seen := map[uuid.UUID]bool{}
-	for _, s := range b.firsts {
+	for _, s := range sent {
 		if !seen[s.f.tenant] {
 			seen[s.f.tenant] = true
 			tenants = append(tenants, s.f.tenant)
@@ -349,10 +377,10 @@ func (b *bench) runReplay(ctx context.Context, c int) (result, error) {
 	}
 	var next atomic.Int64
 	var t tally
-	st, err := b.load(ctx, "replay", c, c, func(w *worker) bool {
-		s := b.firsts[(next.Add(1)-1)%int64(len(b.firsts))]
+	st, err := b.load(ctx, name, c, c, func(w *worker) bool {
+		s := sent[(next.Add(1)-1)%int64(len(sent))]
 		start := time.Now()
-		a := b.post(b.base+"/v1/appointments", s.f.apiKey, s.key.String(), bookBody(s.customer, s.slot), false)
+		a := b.post(url, s.f.apiKey, s.key.String(), bookBody(s.customer, s.slot), false)
 		d := time.Since(start)
 		first := a.err == nil && a.status == http.StatusCreated && !a.replayed
 		t.count(a, first)
@@ -370,12 +398,13 @@ func (b *bench) runReplay(ctx context.Context, c int) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	return b.finish(ctx, "replay", c, st, tenants, before, &t, true)
+	return b.finish(ctx, name, c, st, tenants, before, &t, withActions)
 }
 
-// seedFirsts makes bookings for replay when first did not run.
-func (b *bench) seedFirsts(ctx context.Context) error {
-	f, err := b.newTenant(ctx, "bench-replay-seed")
+// seedFirsts makes bookings at url for scenario name into firsts, when the
+// scenario that makes them did not run.
+func (b *bench) seedFirsts(ctx context.Context, name, url string, firsts *[]sentBooking) error {
+	f, err := b.newTenant(ctx, "bench-"+name+"-seed")
 	if err != nil {
 		return err
 	}
@@ -393,14 +422,14 @@ func (b *bench) seedFirsts(ctx context.Context) error {
 					return
 				}
 				key := uuid.New()
-				a := b.post(b.base+"/v1/appointments", f.apiKey, key.String(), bookBody(customer, slot), false)
+				a := b.post(url, f.apiKey, key.String(), bookBody(customer, slot), false)
 				if a.err != nil || a.status != http.StatusCreated {
 					s := fmt.Sprintf("HTTP %d %v %s", a.status, a.err, a.snippet)
 					failed.CompareAndSwap(nil, &s)
 					return
 				}
 				mu.Lock()
-				b.firsts = append(b.firsts, sentBooking{f: f, key: key, customer: customer, slot: slot, hash: a.hash})
+				*firsts = append(*firsts, sentBooking{f: f, key: key, customer: customer, slot: slot, hash: a.hash})
 				mu.Unlock()
 			}
 		})
@@ -413,7 +442,7 @@ func (b *bench) seedFirsts(ctx context.Context) error {
 }
 
 func (b *bench) runStorm(ctx context.Context, c int) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName("storm", c))
+	f, err := b.bookingFixture(ctx, b.tenantName("storm", c))
 	if err != nil {
 		return result{}, err
 	}
@@ -478,7 +507,7 @@ func (b *bench) runStorm(ctx context.Context, c int) (result, error) {
 }
 
 func (b *bench) runDasha(ctx context.Context, c int) (result, error) {
-	f, err := b.bookingFixture(ctx, tenantName("dasha", c))
+	f, err := b.bookingFixture(ctx, b.tenantName("dasha", c))
 	if err != nil {
 		return result{}, err
 	}
@@ -543,7 +572,7 @@ func (b *bench) runGrown(ctx context.Context, c int) (result, error) {
 	if err := b.addSlots(ctx, f, b.slotsPerRun()); err != nil {
 		return result{}, err
 	}
-	return b.httpBookings(ctx, "grown", c, f, false)
+	return b.httpBookings(ctx, "grown", c, f, b.base+"/v1/appointments", nil, true)
 }
 
 // finish checks a run's effects and returns its result.
