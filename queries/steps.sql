@@ -48,6 +48,7 @@ WITH held AS (
 )
 UPDATE action_steps s
 SET state = sqlc.arg(state), provider_ref = sqlc.narg(provider_ref), reject_code = sqlc.narg(reject_code),
+    provider_until = coalesce(sqlc.narg(provider_until), s.provider_until),
     attempts = s.attempts + sqlc.arg(sent)::integer, checks = sqlc.arg(checks),
     last_error = sqlc.narg(last_error),
     next_check_at = now() + sqlc.arg(backoff)::interval, version = s.version + 1, updated_at = now()

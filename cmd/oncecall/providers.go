@@ -25,6 +25,10 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 				return nil, err
 			}
 			set[capability] = p
+			if capability == provider.Payments {
+				// The Stripe adapter also holds at approval time.
+				set[provider.Holds] = p
+			}
 			continue
 		}
 		if url == "" {

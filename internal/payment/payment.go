@@ -89,6 +89,7 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		}
 		return op.Confirm(http.StatusCreated, pi.ID.String(), pi)
 	},
+	Remote: holdRemote(),
 	Say: op.Phrases{
 		Confirmed: "The payment is approved but not charged yet.",
 		Rejected: map[string]string{
@@ -231,6 +232,13 @@ type remoteCharge struct {
 	// PaymentMethod is the intent's payment method (a Stripe adapter
 	// charges it; see docs/providers/stripe.md).
 	PaymentMethod string `json:"payment_method,omitempty"`
+	// Hold is the provider's hold made when the intent was approved (a
+	// Stripe PaymentIntent): the charge captures it. Empty: the charge
+	// holds and captures at once.
+	Hold string `json:"hold,omitempty"`
+	// Account is the connected account the charge is made on: the hold's,
+	// or the tenant's for a charge without one.
+	Account string `json:"account,omitempty"`
 }
 
 // chargeRemote charges through a remote payments provider. The intent is
@@ -254,7 +262,18 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		if !held {
 			return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
 		}
-		return op.Reservation{Payload: remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}}, nil
+		charge := remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}
+		hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		charge.Hold, charge.Account = hold.Ref, hold.Account
+		if hold.Ref == "" {
+			if charge.Account, err = tx.TenantStripeAccount(ctx, x.TenantID); err != nil {
+				return op.Reservation{}, err
+			}
+		}
+		return op.Reservation{Payload: charge}, nil
 	}
 	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
 		// The succeeded payment of an intent charged by its provider,

@@ -192,7 +192,7 @@ func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uui
 	case found && rec.Status == "rejected":
 		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks}, rec.ID)
+		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until}, rec.ID)
 	case t.HonoursKeys:
 		// Past the key's retention the provider no longer protects a
 		// re-send, and a local key never extends that protection.
@@ -212,6 +212,11 @@ func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uui
 }
 
 func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *db.Step) (provider.Record, bool, error) {
+	if wl, ok := p.(provider.WriteLookup); ok {
+		return wl.LookupWrite(ctx, provider.Write{
+			Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef, Operation: s.Operation, Payload: s.Payload,
+		})
+	}
 	if p.Traits().HonoursKeys {
 		return p.LookupByKey(ctx, s.Capability, s.ProviderKey)
 	}
@@ -264,7 +269,7 @@ func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, owner uuid.U
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
-		u.State, u.ProviderRef = db.StepSucceeded, rec.ID
+		u.State, u.ProviderRef, u.ProviderUntil = db.StepSucceeded, rec.ID, rec.Until
 	case errors.As(err, &rej):
 		u.State, u.RejectCode = db.StepRejected, rej.Code
 	case class == "not_sent":

@@ -80,13 +80,13 @@ func TestStripeMockAcceptsEveryRequestTheAdapterSends(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hold: %v", err)
 	}
-	if _, err := p.capture(ctx, key, pi.ID, 3000); err != nil {
+	if _, err := p.capture(ctx, key, "", pi.ID, 3000); err != nil {
 		t.Fatalf("capture: %v", err)
 	}
 	if _, err := p.Retrieve(ctx, pi.ID); err != nil {
 		t.Fatalf("retrieve: %v", err)
 	}
-	if _, err := p.searchPI(ctx, "metadata['"+MetaKey+"']:'"+key+"'"); err != nil {
+	if _, err := p.searchPI(ctx, "", "metadata['"+MetaKey+"']:'"+key+"'"); err != nil {
 		t.Fatalf("search by key: %v", err)
 	}
 	if _, err := p.LookupByRef(ctx, provider.Payments, w.ExternalRef); err != nil && !strings.Contains(err.Error(), "not captured") {
