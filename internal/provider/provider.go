@@ -31,7 +31,6 @@ var Capabilities = []string{Calendar, Payments, Messaging, CRM}
 // and can hold (stripe) serves it too.
 const Holds = "payment_holds"
 
-
 // Write is one downstream write.
 type Write struct {
 	Capability string
