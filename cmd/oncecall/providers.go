@@ -100,6 +100,9 @@ func reconcileConfig() (reconcile.Config, error) {
 	if c.Lease, err = durationVar(envLookup, "ONCECALL_RECONCILE_LEASE", time.Minute); err != nil {
 		return c, err
 	}
+	if c.HoldWarning, err = durationVar(envLookup, "ONCECALL_HOLD_WARNING", 24*time.Hour); err != nil {
+		return c, err
+	}
 	return c, nil
 }
 
