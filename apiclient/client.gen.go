@@ -1534,7 +1534,11 @@ type PaymentIntent struct {
 	Description   string                     `json:"description"`
 	Id            openapi_types.UUID         `json:"id"`
 	PaymentMethod PaymentIntentPaymentMethod `json:"payment_method"`
-	Status        PaymentIntentStatus        `json:"status"`
+
+	// ProviderRef The payments provider's hold of the approved amount, when the approval made one (with
+	// Stripe: the PaymentIntent id, `pi_...`, with manual capture); `payment.charge` captures it.
+	ProviderRef *string             `json:"provider_ref,omitempty"`
+	Status      PaymentIntentStatus `json:"status"`
 }
 
 // PaymentIntentPaymentMethod defines model for PaymentIntent.PaymentMethod.

@@ -1210,6 +1210,11 @@ export interface components {
             captured_amount: number | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description The payments provider's hold of the approved amount, when the approval made one (with
+             *     Stripe: the PaymentIntent id, `pi_...`, with manual capture); `payment.charge` captures it.
+             */
+            provider_ref?: string;
         };
         /** @description A customer's open payment intents, newest first. */
         OpenPaymentIntentList: {
