@@ -245,3 +245,50 @@ func TestStripeIntentWithoutHoldIsHeldAndCapturedByTheCharge(t *testing.T) {
 		t.Fatalf("PaymentIntent %+v, want one made and captured by the charge", pi)
 	}
 }
+
+// A card the customer saved at Stripe is held off-session (the caller is
+// not there to authenticate) on their Stripe customer, and captured by the
+// charge.
+func TestStripeSavedCardIsHeldOffSessionAndCaptured(t *testing.T) {
+	t.Parallel()
+	r := setupStripeHolds(t, providersim.Config{})
+	resp := r.Post("/v1/payment-intents", r.key, "saved-card", map[string]any{
+		"customer_id": r.Customer(r.tenant), "amount": 4200, "currency": "EUR",
+		"payment_method": "pm_1SavedVisa", "stripe_customer": "cus_Saved42",
+	})
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("approve with a saved card: %d %s", resp.Status, resp.Body)
+	}
+	intent := resp.JSON(t)["result"].(map[string]any)["id"].(string)
+	held := onlyPaymentIntent(t, r.sim)
+	if held.PaymentMethod != "pm_1SavedVisa" || held.Customer != "cus_Saved42" || !held.OffSession || held.Status != "requires_capture" {
+		t.Fatalf("PaymentIntent %+v, want an off-session hold on the saved card of cus_Saved42", held)
+	}
+	if got := r.Post("/v1/payments", r.key, "saved-card-charge", map[string]any{"payment_intent_id": intent}); got.Status != http.StatusCreated {
+		t.Fatalf("charge: %d %s", got.Status, got.Body)
+	}
+	if pi := onlyPaymentIntent(t, r.sim); pi.Captures != 1 || pi.AmountReceived != 4200 {
+		t.Fatalf("PaymentIntent %+v, want captured once", pi)
+	}
+}
+
+// A saved card whose bank wants the cardholder to authenticate cannot be
+// held off-session: the approval is rejected AUTHENTICATION_REQUIRED, with
+// what the agent may say, nothing is held and no intent exists.
+func TestStripeSavedCardNeedingAuthenticationIsRejected(t *testing.T) {
+	t.Parallel()
+	r := setupStripeHolds(t, providersim.Config{})
+	resp := r.Post("/v1/payment-intents", r.key, "saved-card-3ds", map[string]any{
+		"customer_id": r.Customer(r.tenant), "amount": 4200, "currency": "EUR",
+		"payment_method": providersim.StripeAuthenticationMethod, "stripe_customer": "cus_Saved42",
+	})
+	if got := reason(t, resp); got != "AUTHENTICATION_REQUIRED" {
+		t.Fatalf("approval needing authentication: %s (%s)", got, resp.Body)
+	}
+	if pi := onlyPaymentIntent(t, r.sim); pi.Status == "requires_capture" || pi.Captures != 0 {
+		t.Fatalf("PaymentIntent %+v, want nothing held", pi)
+	}
+	if n := r.Count("SELECT count(*) FROM payment_intents"); n != 0 {
+		t.Fatalf("%d intents recorded for a card that needs authentication", n)
+	}
+}

@@ -258,7 +258,10 @@ export interface paths {
         /**
          * Approve a payment
          * @description Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-         *     it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+         *     it at most once. With payments through Stripe the approval holds the amount on the card (see
+         *     docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+         *     `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+         *     `SAVED_CARDS_NEED_STRIPE`.
          */
         post: operations["createPaymentIntent"];
         delete?: never;
@@ -1199,8 +1202,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture" | "captured";
             /**
@@ -1236,8 +1239,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture";
             /**
@@ -1266,8 +1269,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture" | "captured";
             /**
@@ -1768,11 +1771,10 @@ export interface components {
             currency: string;
             /** @description Optional: what the payment is for. */
             description?: string;
-            /**
-             * @description Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok.
-             * @enum {string}
-             */
-            payment_method?: "pm_card_ok" | "pm_card_declined";
+            /** @description Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...). */
+            payment_method?: string;
+            /** @description Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe. */
+            stripe_customer?: string;
         };
         ChargePaymentInput: {
             /**

@@ -26,6 +26,9 @@ type HoldRequest struct {
 	Amount        int64  `json:"amount"`
 	Currency      string `json:"currency"`
 	PaymentMethod string `json:"payment_method"`
+	// Customer is the Stripe customer of a saved card: the hold is made
+	// off-session.
+	Customer string `json:"customer,omitempty"`
 	// Account is the tenant's connected account (Stripe-Account); "" for
 	// the provider's default.
 	Account string `json:"account,omitempty"`
@@ -72,7 +75,7 @@ func holdRemote() *op.Remote[IntentInput] {
 			}
 			return op.Reservation{Payload: HoldRequest{
 				IntentID: x.ActionID.String(), Amount: in.Amount.Int64(), Currency: in.Currency,
-				PaymentMethod: in.PaymentMethod, Account: account,
+				PaymentMethod: in.PaymentMethod, Customer: in.StripeCustomer, Account: account,
 			}}, nil
 		},
 		Confirmed: func(in IntentInput, rec provider.Record) (idem.Result, error) {

@@ -32,18 +32,22 @@ import (
 
 // StripePaymentIntent is the simulator's PaymentIntent.
 type StripePaymentIntent struct {
-	ID               string            `json:"id"`
-	Object           string            `json:"object"`
-	Amount           int64             `json:"amount"`
-	AmountCapturable int64             `json:"amount_capturable"`
-	AmountReceived   int64             `json:"amount_received"`
-	Currency         string            `json:"currency"`
-	CaptureMethod    string            `json:"capture_method"`
-	Status           string            `json:"status"`
-	PaymentMethod    string            `json:"payment_method"`
-	Metadata         map[string]string `json:"metadata"`
-	Created          int64             `json:"created"`
-	Livemode         bool              `json:"livemode"`
+	ID               string `json:"id"`
+	Object           string `json:"object"`
+	Amount           int64  `json:"amount"`
+	AmountCapturable int64  `json:"amount_capturable"`
+	AmountReceived   int64  `json:"amount_received"`
+	Currency         string `json:"currency"`
+	CaptureMethod    string `json:"capture_method"`
+	Status           string `json:"status"`
+	PaymentMethod    string `json:"payment_method"`
+	// Customer is the Stripe customer of a saved card; OffSession is set
+	// when the confirmation said the cardholder is not present.
+	Customer   string            `json:"customer,omitempty"`
+	OffSession bool              `json:"oncecall_sim_off_session"`
+	Metadata   map[string]string `json:"metadata"`
+	Created    int64             `json:"created"`
+	Livemode   bool              `json:"livemode"`
 	// LatestCharge is the hold's charge (always expanded here), with its
 	// capture deadline.
 	LatestCharge *StripeCharge `json:"latest_charge,omitempty"`
@@ -115,6 +119,11 @@ func (st *stripeState) inFlight() int {
 // StripeDeclinedMethod is the test payment method every confirmation of
 // declines (card_declined), as in Stripe's test mode.
 const StripeDeclinedMethod = "pm_card_chargeDeclined"
+
+// StripeAuthenticationMethod is the test payment method whose bank asks the
+// cardholder to authenticate: an off-session confirmation of it fails with
+// the card error authentication_required, as in Stripe's test mode.
+const StripeAuthenticationMethod = "pm_card_authenticationRequired"
 
 func (m *Main) stripeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/payment_intents", m.stripeCreate)
@@ -260,6 +269,7 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 			ID: fmt.Sprintf("pi_sim%06d", st.seq), Object: "payment_intent", Amount: amount, Currency: form.Get("currency"),
 			CaptureMethod: form.Get("capture_method"), Status: "requires_payment_method", PaymentMethod: form.Get("payment_method"),
 			Metadata: map[string]string{}, Created: now.Unix(), created: now, Account: account,
+			Customer: form.Get("customer"), OffSession: form.Get("off_session") == "true",
 		}
 		if pi.CaptureMethod == "" {
 			pi.CaptureMethod = "automatic"
@@ -273,6 +283,12 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 		st.order = append(st.order, pi.ID)
 		if form.Get("confirm") != "true" || pi.PaymentMethod == "" {
 			return http.StatusOK, pi, nil
+		}
+		if pi.PaymentMethod == StripeAuthenticationMethod && pi.OffSession {
+			c := *pi
+			body := errBody("card_error", "authentication_required", "Your card was declined. This transaction requires authentication.", &c)
+			body["error"].(map[string]any)["decline_code"] = "authentication_required"
+			return http.StatusPaymentRequired, body, []stripeEvent{{"payment_intent.payment_failed", c}}
 		}
 		if pi.PaymentMethod == StripeDeclinedMethod {
 			c := *pi

@@ -76,6 +76,8 @@ func holdEvidence(pi *stripe.PaymentIntent) (provider.Record, error) {
 		return rec, nil
 	case stripe.PaymentIntentStatusProcessing:
 		return provider.Record{}, fmt.Errorf("%w: payment intent %s is still processing", provider.ErrAmbiguous, pi.ID)
+	case stripe.PaymentIntentStatusRequiresAction:
+		return provider.Record{}, &provider.Rejected{Code: AuthenticationRequired, Message: "payment intent " + pi.ID + " needs the cardholder to authenticate"}
 	}
 	return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is " + string(pi.Status)}
 }

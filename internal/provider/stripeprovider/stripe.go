@@ -50,6 +50,9 @@ const (
 	// Declined: the card was declined or needs the cardholder (3-D Secure);
 	// nothing was charged and the hold, if any, is cancelled.
 	Declined = "PAYMENT_DECLINED"
+	// AuthenticationRequired: an off-session hold on a saved card that the
+	// bank wants the cardholder to authenticate; nothing is held.
+	AuthenticationRequired = "AUTHENTICATION_REQUIRED"
 )
 
 // Default traits: Stripe remembers idempotency keys for at least 24 hours,
@@ -132,6 +135,9 @@ type charge struct {
 	// Account is the connected account (Stripe-Account) of the request;
 	// "" for Config.Account.
 	Account string `json:"account"`
+	// Customer, set for a card the customer saved (cus_...), makes the
+	// hold off-session: the cardholder is not there to authenticate.
+	Customer string `json:"customer"`
 }
 
 // PaymentMethod maps oncecall's payment methods to Stripe payment methods.
@@ -258,6 +264,10 @@ func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*strip
 		PaymentMethod:      stripe.String(PaymentMethod(c.PaymentMethod)),
 		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
 	}
+	if c.Customer != "" {
+		params.Customer = stripe.String(c.Customer)
+		params.OffSession = stripe.Bool(true)
+	}
 	params.AddMetadata(MetaKey, w.Key)
 	params.AddMetadata(MetaAction, action)
 	params.AddMetadata(MetaStep, stepName)
@@ -369,6 +379,8 @@ func classify(err error) error {
 	if errors.As(err, &se) {
 		code := string(se.Code)
 		switch {
+		case se.Type == stripe.ErrorTypeCard && (se.Code == stripe.ErrorCodeAuthenticationRequired || se.DeclineCode == stripe.DeclineCodeAuthenticationRequired):
+			return &provider.Rejected{Code: AuthenticationRequired, Message: "card error: the bank requires the cardholder to authenticate"}
 		case se.Type == stripe.ErrorTypeCard:
 			return &provider.Rejected{Code: Declined, Message: "card error: " + string(se.DeclineCode) + " " + code}
 		case se.Type == stripe.ErrorTypeIdempotency:
