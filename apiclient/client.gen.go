@@ -114,6 +114,7 @@ const (
 	AmountExceedsIntent    DashaReason = "amount_exceeds_intent"
 	AppointmentNotActive   DashaReason = "appointment_not_active"
 	AppointmentNotFound    DashaReason = "appointment_not_found"
+	AuthenticationRequired DashaReason = "authentication_required"
 	ConflictingRequest     DashaReason = "conflicting_request"
 	CustomerExists         DashaReason = "customer_exists"
 	CustomerHasNoEmail     DashaReason = "customer_has_no_email"
@@ -126,6 +127,7 @@ const (
 	NeedsOperator          DashaReason = "needs_operator"
 	PaymentDeclined        DashaReason = "payment_declined"
 	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
+	SavedCardsNeedStripe   DashaReason = "saved_cards_need_stripe"
 	SlotNotFound           DashaReason = "slot_not_found"
 	SlotUnavailable        DashaReason = "slot_unavailable"
 	TemplateExists         DashaReason = "template_exists"
@@ -141,6 +143,8 @@ func (e DashaReason) Valid() bool {
 	case AppointmentNotActive:
 		return true
 	case AppointmentNotFound:
+		return true
+	case AuthenticationRequired:
 		return true
 	case ConflictingRequest:
 		return true
@@ -165,6 +169,8 @@ func (e DashaReason) Valid() bool {
 	case PaymentDeclined:
 		return true
 	case PaymentIntentNotFound:
+		return true
+	case SavedCardsNeedStripe:
 		return true
 	case SlotNotFound:
 		return true
@@ -394,6 +400,7 @@ const (
 	AMOUNTEXCEEDSINTENT    ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTNOTACTIVE   ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND    ProblemCode = "APPOINTMENT_NOT_FOUND"
+	AUTHENTICATIONREQUIRED ProblemCode = "AUTHENTICATION_REQUIRED"
 	CUSTOMEREXISTS         ProblemCode = "CUSTOMER_EXISTS"
 	CUSTOMERHASNOEMAIL     ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
 	CUSTOMERHASNOPHONE     ProblemCode = "CUSTOMER_HAS_NO_PHONE"
@@ -415,6 +422,7 @@ const (
 	PAYMENTDECLINED        ProblemCode = "PAYMENT_DECLINED"
 	PAYMENTINTENTNOTFOUND  ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
 	RATELIMITED            ProblemCode = "RATE_LIMITED"
+	SAVEDCARDSNEEDSTRIPE   ProblemCode = "SAVED_CARDS_NEED_STRIPE"
 	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
 	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
 	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
@@ -434,6 +442,8 @@ func (e ProblemCode) Valid() bool {
 	case APPOINTMENTNOTACTIVE:
 		return true
 	case APPOINTMENTNOTFOUND:
+		return true
+	case AUTHENTICATIONREQUIRED:
 		return true
 	case CUSTOMEREXISTS:
 		return true
@@ -476,6 +486,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYMENTINTENTNOTFOUND:
 		return true
 	case RATELIMITED:
+		return true
+	case SAVEDCARDSNEEDSTRIPE:
 		return true
 	case SERVICEUNAVAILABLE:
 		return true

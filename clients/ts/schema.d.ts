@@ -1418,7 +1418,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1666,7 +1666,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
         CreateSlotInput: {
             /**
              * Format: date-time
