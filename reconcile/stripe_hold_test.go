@@ -98,7 +98,8 @@ func TestStripeHoldAtApprovalIsCapturedByTheCharge(t *testing.T) {
 		t.Fatalf("charge: %d %s", charged.Status, charged.Body)
 	}
 	pi := onlyPaymentIntent(t, r.sim)
-	if pi.ID != held.ID || pi.Captures != 1 || pi.AmountReceived != 3500 || pi.Status != "succeeded" {
+	if pi.ID != held.ID || pi.Captures != 1 || pi.AmountReceived != 3500 || pi.Status != "succeeded" ||
+		pi.Metadata[stripeprovider.MetaChargeAction] != charged.JSON(t)["action_id"] {
 		t.Fatalf("PaymentIntent after the charge %+v, want the hold captured once for 3500", pi)
 	}
 	if n := r.Count("SELECT count(*) FROM payments WHERE provider_ref = $1 AND status = 'succeeded' AND amount = 3500", pi.ID); n != 1 {

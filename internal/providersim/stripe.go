@@ -339,6 +339,11 @@ func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
 			}
 			amount = n
 		}
+		for k, v := range form {
+			if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") && len(v) > 0 {
+				pi.Metadata[strings.TrimSuffix(name, "]")] = v[0]
+			}
+		}
 		pi.Status, pi.AmountReceived, pi.AmountCapturable = "succeeded", amount, 0
 		pi.Captures++
 		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.succeeded", *pi}}

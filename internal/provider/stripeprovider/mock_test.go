@@ -96,7 +96,7 @@ func TestStripeMockAcceptsEveryRequestTheAdapterSends(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hold: %v", err)
 	}
-	if _, err := p.capture(ctx, key, "", pi.ID, 3000); err != nil {
+	if _, err := p.capture(ctx, provider.Write{Key: key}, charge{Amount: 3000}, pi.ID); err != nil {
 		t.Fatalf("capture: %v", err)
 	}
 	if _, err := p.Retrieve(ctx, pi.ID); err != nil {
@@ -185,7 +185,8 @@ func TestStripeMockAcceptsTheHoldAtApprovalOnTheTenantsAccount(t *testing.T) {
 				r.form.Get("expand[0]") == "latest_charge" && r.form.Get("metadata["+MetaAction+"]") == "01a2-approval" &&
 				r.form.Get("metadata["+MetaStep+"]") == provider.Holds
 		case r.path == "/v1/payment_intents/pi_1Held/capture":
-			captured = r.key == key+"-charge/capture" && r.form.Get("amount_to_capture") == "3000"
+			captured = r.key == key+"-charge/capture" && r.form.Get("amount_to_capture") == "3000" &&
+				r.form.Get("metadata["+MetaChargeAction+"]") == "01a2-charge"
 		}
 	}
 	if !created || !captured {

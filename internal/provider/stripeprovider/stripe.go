@@ -31,6 +31,10 @@ const (
 	MetaAction = "oncecall_action" // the action id
 	MetaStep   = "oncecall_step"   // the step name
 	MetaIntent = "oncecall_intent" // oncecall's payment intent id
+	// The charge that captured a hold made at approval: its action and
+	// step, set by the capture (the metadata above names the approval).
+	MetaChargeAction = "oncecall_charge_action"
+	MetaChargeStep   = "oncecall_charge_step"
 )
 
 // Operations this adapter performs: a charge (capture a hold made at
@@ -213,7 +217,7 @@ func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record
 // definitively is cancelled.
 func (p *Provider) captureOrRelease(ctx context.Context, w provider.Write, c charge, id string, release bool) (provider.Record, error) {
 	pi := &stripe.PaymentIntent{ID: id}
-	captured, err := p.capture(ctx, w.Key, c.Account, pi.ID, c.Amount)
+	captured, err := p.capture(ctx, w, c, pi.ID)
 	if err == nil && captured.Status == stripe.PaymentIntentStatusSucceeded {
 		return record(captured), nil
 	}
@@ -246,10 +250,17 @@ func (p *Provider) captureOrRelease(ctx context.Context, w provider.Write, c cha
 }
 
 // capture captures amount of a hold, under a key derived from the step's.
-func (p *Provider) capture(ctx context.Context, key, account, id string, amount int64) (*stripe.PaymentIntent, error) {
-	return p.sc.V1PaymentIntents.Capture(ctx, id, &stripe.PaymentIntentCaptureParams{
-		Params: p.params(key+captureKeySuffix, account), AmountToCapture: stripe.Int64(amount),
-	})
+// The capture of a hold made at approval names the charge in metadata.
+func (p *Provider) capture(ctx context.Context, w provider.Write, c charge, id string) (*stripe.PaymentIntent, error) {
+	params := &stripe.PaymentIntentCaptureParams{
+		Params: p.params(w.Key+captureKeySuffix, c.Account), AmountToCapture: stripe.Int64(c.Amount),
+	}
+	if c.Hold != "" {
+		action, stepName, _ := strings.Cut(w.ExternalRef, "/")
+		params.AddMetadata(MetaChargeAction, action)
+		params.AddMetadata(MetaChargeStep, stepName)
+	}
+	return p.sc.V1PaymentIntents.Capture(ctx, id, params)
 }
 
 // hold creates and confirms the PaymentIntent with manual capture.
