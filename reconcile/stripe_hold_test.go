@@ -293,3 +293,35 @@ func TestStripeSavedCardNeedingAuthenticationIsRejected(t *testing.T) {
 		t.Fatalf("%d intents recorded for a card that needs authentication", n)
 	}
 }
+
+// The capture of a hold whose answer is lost leaves the charge pending;
+// Stripe's signed webhook about the captured PaymentIntent names the charge
+// (the capture's metadata), so it is a notice on the charge's step, which
+// the reconciler then confirms from the PaymentIntent: one capture.
+func TestStripeWebhookAboutACapturedHoldIsANoticeForItsCharge(t *testing.T) {
+	t.Parallel()
+	r := setupStripeHolds(t, providersim.Config{})
+	resp := r.approve(t, r.key, r.tenant, "notice-approve", 1800, "pm_card_ok")
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("approve: %d %s", resp.Status, resp.Body)
+	}
+	approval := resp.JSON(t)["action_id"].(string)
+	intent := resp.JSON(t)["result"].(map[string]any)["id"].(string)
+	lose(t, r.sim, providersim.OnCapture)
+	first := r.Post("/v1/payments", r.key, "notice-charge", map[string]any{"payment_intent_id": intent})
+	if first.Status != http.StatusAccepted {
+		t.Fatalf("charge with the capture's answer lost: %d %s, want 202", first.Status, first.Body)
+	}
+	charge := first.JSON(t)["action_id"].(string)
+	waitFor(t, "Stripe's webhook about the capture to reach the charge", 10*time.Second, func() bool {
+		return r.Count(`SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'provider_notice'
+			AND detail->>'type' = 'payment_intent.succeeded'`, charge) == 1
+	})
+	if n := r.Count("SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'provider_notice' AND detail->>'type' = 'payment_intent.succeeded'", approval); n != 0 {
+		t.Fatalf("the capture's notice went to the approval (%d)", n)
+	}
+	r.untilConfirmed(t, charge, 20*time.Second)
+	if pi := onlyPaymentIntent(t, r.sim); pi.Captures != 1 || pi.Metadata[stripeprovider.MetaChargeAction] != charge {
+		t.Fatalf("PaymentIntent %+v, want captured once by %s", pi, charge)
+	}
+}
