@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/dashatool"
@@ -128,7 +129,7 @@ func decodeWebhook(body []byte, v any, what string) error {
 
 // checkOrg refuses a webhook from another Dasha orgId than the one the
 // tenant is bound to, if it is bound to one.
-func checkOrg(tenant db.Tenant, orgID string) error {
+func checkOrg(tenant oncecall.Tenant, orgID string) error {
 	if tenant.DashaOrgID != "" && orgID != tenant.DashaOrgID {
 		return fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId")
 	}
@@ -186,7 +187,7 @@ func invalid(err error) (dashatool.Answer, error) {
 }
 
 // runTool performs an operation for a tool call through the idempotency core.
-func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
+func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
 	args, bad := toolArguments(c.Arguments)
 	if bad != nil {
@@ -253,9 +254,9 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 // rejection (it did nothing; the same request is decided afresh) or a
 // confirmation whose object has changed since. The identity fields, the
 // only ones Standing looks at, are the same in p and in the stored action.
-func (s *Server) stale(p *op.Prepared) func(context.Context, db.Action) (bool, error) {
-	return func(ctx context.Context, a db.Action) (bool, error) {
-		if a.Outcome == db.Rejected {
+func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
+	return func(ctx context.Context, a oncecall.Action) (bool, error) {
+		if a.Outcome == oncecall.Rejected {
 			return true, nil
 		}
 		if p.Standing == nil {
@@ -267,7 +268,7 @@ func (s *Server) stale(p *op.Prepared) func(context.Context, db.Action) (bool, e
 }
 
 // changed adds to ans what became of a confirmed action's object since.
-func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action, p op.Phrases) (dashatool.Answer, error) {
+func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a oncecall.Action, p op.Phrases) (dashatool.Answer, error) {
 	current, err := s.cfg.Ops.Standing(ctx, s.cfg.Store, a)
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
@@ -280,7 +281,7 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action,
 // the operation's identity fields, the tenant and (for per-call operations)
 // the callId (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
-func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
+func (s *Server) toolKey(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
@@ -298,7 +299,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 		case a.Operation != prep.Operation:
 			// The model passed the id of another tool's action: that is not
 			// a retry of it, so the request gets its own identity.
-		case a.State == db.Completed && a.Outcome == db.Rejected && a.Fingerprint != prep.Fingerprint:
+		case a.State == oncecall.Completed && a.Outcome == oncecall.Rejected && a.Fingerprint != prep.Fingerprint:
 			// A rejection did nothing; new details after it are a new
 			// request (another slot after slot_unavailable), not a conflict.
 		default:
@@ -323,7 +324,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 	return idem.DeriveKey(append(parts, identity...)...), true, uuid.Nil, nil
 }
 
-func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) checkActionStatus(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.StatusInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
@@ -332,7 +333,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	if errors.Is(err, db.ErrNotFound) {
 		return dashatool.Unknown(in.ActionID), nil
 	}
-	if err == nil && a.State == db.Completed {
+	if err == nil && a.State == oncecall.Completed {
 		// Not an answer a failover could take back (see idem's replay).
 		err = s.cfg.Store.Replicated(ctx)
 	}
@@ -352,7 +353,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	return s.changed(ctx, ans, a, phrases)
 }
 
-func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.SlotsInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err

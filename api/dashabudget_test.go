@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
@@ -147,7 +148,7 @@ func TestShutdownWaitsForADispatchThatOutlivedItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != db.Completed || got.Outcome != db.Confirmed {
+	if got.State != oncecall.Completed || got.Outcome != oncecall.Confirmed {
 		t.Fatalf("after a graceful stop the action is %s/%s: its dispatch was abandoned", got.State, got.Outcome)
 	}
 	if l := sim.Ledger(provider.Calendar); len(l) != 1 {

@@ -9,6 +9,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
@@ -36,14 +38,14 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 // OpsAction is an action as operators see it.
 type OpsAction struct {
 	Envelope
-	TenantID      string     `json:"tenant_id"`
-	NeedsOperator bool       `json:"needs_operator"`
-	CreatedAt     string     `json:"created_at"`
-	Steps         []db.Step  `json:"steps,omitempty"`
-	Events        []db.Event `json:"events,omitempty"`
+	TenantID      string       `json:"tenant_id"`
+	NeedsOperator bool         `json:"needs_operator"`
+	CreatedAt     string       `json:"created_at"`
+	Steps         []wire.Step  `json:"steps,omitempty"`
+	Events        []wire.Event `json:"events,omitempty"`
 }
 
-func opsAction(a db.Action) OpsAction {
+func opsAction(a oncecall.Action) OpsAction {
 	return OpsAction{
 		Envelope: envelope(a), TenantID: a.TenantID.String(), NeedsOperator: a.NeedsOperator,
 		CreatedAt: a.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
@@ -54,7 +56,7 @@ func (s *Server) opsListActions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := db.ActionFilter{State: q.Get("state"), Limit: 100}
 	switch f.State {
-	case "", string(db.Running), string(db.Completed), string(db.Unknown):
+	case "", string(oncecall.Running), string(oncecall.Completed), string(oncecall.Unknown):
 	default:
 		writeError(w, r, fault.Field("state", "must be running, completed or unknown"))
 		return
@@ -104,7 +106,7 @@ func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
 // /v1/ops/actions/{id} answers it; the operator console shows the same.
 func OpsView(d reconcile.Detail) OpsAction {
 	a := opsAction(d.Action)
-	a.Steps, a.Events = d.Steps, d.Events
+	a.Steps, a.Events = wire.FromSteps(d.Steps), wire.FromEvents(d.Events)
 	return a
 }
 
@@ -133,7 +135,7 @@ func (s *Server) opsResolveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
-		Outcome: db.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
+		Outcome: oncecall.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
 	})
 	if err != nil {
 		writeError(w, r, readErr(err, "action"))

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -38,7 +39,7 @@ type Config struct {
 	// OperatorToken guards /v1/ops; empty disables those routes.
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
-	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
 	// Console, when set, serves the operator console under /console/.
 	Console http.Handler
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
@@ -171,6 +172,9 @@ func NewRouter(cfg Config) http.Handler {
 			r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
 			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
 			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
+			r.Post("/callbacks", s.write("callback.request"))
+			r.Get("/callbacks", s.listCallbacks)
+			r.Post("/callbacks/{callback_id}/cancel", s.write("callback.cancel", "callback_id"))
 		})
 		// What a key of scope dasha may call, on the Dasha budget.
 		r.Group(func(r chi.Router) {

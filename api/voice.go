@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -72,7 +72,7 @@ func (c voiceCall) callerNumber() (string, bool) {
 // answerTool answers one tool call: a read-only tool, or an operation run
 // through the idempotency core. An unknown tool is fault.NotFound; any
 // other error is a failure that claimed nothing.
-func (s *Server) answerTool(r *http.Request, tenant db.Tenant, c voiceCall) (dashatool.Answer, error) {
+func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
 	info.callID = c.call()
 	switch c.Tool {

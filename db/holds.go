@@ -18,7 +18,7 @@ import (
 // the payments provider, with the approving action's id as its id; its
 // capture deadline is the one the hold step recorded. A second call for the
 // same action changes nothing and returns the intent recorded first.
-func (t *Tx) CreateHeldPaymentIntent(ctx context.Context, in oncecall.NewHeldIntent) (PaymentIntent, error) {
+func (t *Tx) CreateHeldPaymentIntent(ctx context.Context, in oncecall.NewHeldIntent) (oncecall.PaymentIntent, error) {
 	row, err := t.q.CreateHeldPaymentIntent(ctx, dbsqlc.CreateHeldPaymentIntentParams{
 		ActionID: in.ActionID, TenantID: in.TenantID, CustomerID: in.CustomerID, Amount: in.Amount,
 		Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
@@ -28,7 +28,7 @@ func (t *Tx) CreateHeldPaymentIntent(ctx context.Context, in oncecall.NewHeldInt
 		return t.PaymentIntentByID(ctx, in.TenantID, in.ActionID)
 	}
 	if err != nil {
-		return PaymentIntent{}, err
+		return oncecall.PaymentIntent{}, err
 	}
 	return paymentIntent(row), nil
 }

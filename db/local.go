@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
@@ -177,17 +178,17 @@ var ErrAtClaim = errors.New("at the claim")
 // (OutcomeUnknown): the statement commits when it ends, and its end may
 // have been reached. The statement is never cancelled: when ctx ends first
 // the outcome is unknown while it goes on.
-func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration, l *Local) (claimed bool, a Action, err error) {
+func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration, l *Local) (claimed bool, a oncecall.Action, err error) {
 	if l.run == nil {
-		return false, Action{}, errors.New("a local operation without its SQL form")
+		return false, oncecall.Action{}, errors.New("a local operation without its SQL form")
 	}
 	if c.TenantID != l.tenant {
-		return false, Action{}, errors.New("a local operation claimed for another tenant")
+		return false, oncecall.Action{}, errors.New("a local operation claimed for another tenant")
 	}
 	wait := strconv.FormatInt(max(claimWait.Milliseconds(), 1), 10) + "ms"
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return false, Action{}, fmt.Errorf("acquire connection: %w", err)
+		return false, oncecall.Action{}, fmt.Errorf("acquire connection: %w", err)
 	}
 	// The statement commits when it ends, so no request context may cancel
 	// it (see detach); it is bounded by the connection's timeouts.
@@ -199,11 +200,11 @@ func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration
 	})
 	switch {
 	case takenMeanwhile(err):
-		return false, Action{}, nil
+		return false, oncecall.Action{}, nil
 	case LockTimeout(err) && waitedForKey(err):
-		return false, Action{}, fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
+		return false, oncecall.Action{}, fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
 	case err != nil:
-		return false, Action{}, fmt.Errorf("claim and run a local operation: %w", err)
+		return false, oncecall.Action{}, fmt.Errorf("claim and run a local operation: %w", err)
 	}
 	return row.ID == c.ID, action(row), nil
 }

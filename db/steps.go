@@ -7,15 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
-)
-
-// Step states.
-const (
-	StepPending   = "pending"   // certainly not performed yet: safe to send
-	StepUnknown   = "unknown"   // may have been performed: only evidence decides
-	StepSucceeded = "succeeded" // the provider holds the write
-	StepRejected  = "rejected"  // the provider refused it for good
 )
 
 // NewStep is a remote write declared when its action is claimed.
@@ -28,39 +21,6 @@ type NewStep struct {
 	ExternalRef string
 	Payload     []byte
 }
-
-// Step is one remote write of an action and what is known about it.
-type Step struct {
-	ActionID    uuid.UUID  `json:"-"`
-	Name        string     `json:"name"`
-	Seq         int        `json:"seq"`
-	Capability  string     `json:"capability"`
-	Required    bool       `json:"required"`
-	Operation   string     `json:"operation"`
-	ProviderKey string     `json:"provider_key"`
-	ExternalRef string     `json:"external_ref"`
-	Payload     []byte     `json:"-"`
-	State       string     `json:"state"`
-	ProviderRef string     `json:"provider_ref,omitempty"`
-	RejectCode  string     `json:"reject_code,omitempty"`
-	Attempts    int        `json:"attempts"`
-	Checks      int        `json:"checks"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastSentAt  *time.Time `json:"last_sent_at,omitempty"`
-	NextCheckAt time.Time  `json:"next_check_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	// Version counts the step's changes: BeginSend and RecordStep act only
-	// on the version their caller read.
-	Version int `json:"-"`
-	// ActionCreatedAt is when the action was claimed and DBNow the
-	// database's clock when the step was read: a driver's time decisions
-	// use these, never its own clock.
-	ActionCreatedAt time.Time `json:"-"`
-	DBNow           time.Time `json:"-"`
-}
-
-// Due reports whether the step is due for an attempt or a check.
-func (s Step) Due() bool { return !s.NextCheckAt.After(s.DBNow) }
 
 // StepUpdate is what an attempt or a check learned about a step.
 type StepUpdate struct {
@@ -97,14 +57,6 @@ type Send struct {
 	Settle time.Duration
 }
 
-// Event is one entry of an action's timeline.
-type Event struct {
-	At     time.Time       `json:"at"`
-	Kind   string          `json:"kind"`
-	Step   string          `json:"step,omitempty"`
-	Detail json.RawMessage `json:"detail"`
-}
-
 // Leased is an action a reconciler now holds a lease on.
 type Leased struct {
 	ID       uuid.UUID
@@ -135,14 +87,14 @@ func (q queries) InsertSteps(ctx context.Context, action uuid.UUID, steps []NewS
 }
 
 // Steps returns an action's steps in order.
-func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]Step, error) {
+func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]oncecall.Step, error) {
 	rows, err := q.q.StepsOfAction(ctx, action)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Step, len(rows))
+	out := make([]oncecall.Step, len(rows))
 	for i, r := range rows {
-		out[i] = Step{
+		out[i] = oncecall.Step{
 			ActionID: r.ActionID, Name: r.Name, Seq: int(r.Seq), Capability: r.Capability, Required: r.Required,
 			Operation: r.Operation, ProviderKey: r.ProviderKey, ExternalRef: r.ExternalRef, Payload: r.Payload,
 			State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
@@ -207,14 +159,14 @@ func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step stri
 }
 
 // Events returns an action's timeline.
-func (q queries) Events(ctx context.Context, action uuid.UUID) ([]Event, error) {
+func (q queries) Events(ctx context.Context, action uuid.UUID) ([]oncecall.Event, error) {
 	rows, err := q.q.EventsOfAction(ctx, action)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
+	out := make([]oncecall.Event, len(rows))
 	for i, r := range rows {
-		out[i] = Event{At: r.At.UTC(), Kind: r.Kind, Step: deref(r.Step), Detail: r.Detail}
+		out[i] = oncecall.Event{At: r.At.UTC(), Kind: r.Kind, Step: deref(r.Step), Detail: r.Detail}
 	}
 	return out, nil
 }
@@ -283,12 +235,12 @@ func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Durati
 }
 
 // ListActions lists actions of every tenant, newest first (operators).
-func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]Action, error) {
+func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]oncecall.Action, error) {
 	rows, err := q.q.ListActions(ctx, dbsqlc.ListActionsParams{State: ptr(f.State), OnlyNeedsOperator: f.NeedsOperator, TenantID: ptr(f.TenantID), MaxRows: int32(f.Limit)})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Action, len(rows))
+	out := make([]oncecall.Action, len(rows))
 	for i, r := range rows {
 		out[i] = action(r)
 	}
@@ -296,10 +248,10 @@ func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]Action, err
 }
 
 // ActionAnyTenant returns an action by id whatever its tenant (operators).
-func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
+func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (oncecall.Action, error) {
 	row, err := q.q.ActionByIDAnyTenant(ctx, id)
 	if err != nil {
-		return Action{}, notFound(err)
+		return oncecall.Action{}, notFound(err)
 	}
 	return action(row), nil
 }

@@ -20,9 +20,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -154,7 +156,7 @@ type Main struct {
 func Operations() *op.Registry {
 	var ops []op.Operation
 	for _, family := range [][]op.Operation{
-		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(),
+		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(), callback.Operations(),
 	} {
 		ops = append(ops, family...)
 	}
@@ -219,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core.SetDriver(m.driver)
 	m.core = core
 	// One resolution for /v1/ops and the console: reconcile.Resolve.
-	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
 		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 	}
 	var consoleHandler http.Handler

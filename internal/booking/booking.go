@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -88,7 +90,7 @@ var Book = op.Define(op.Spec[BookInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: a, Confirmation: cmp.Or(notified, "queued")})
+		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: wire.FromAppointment(a), Confirmation: cmp.Or(notified, "queued")})
 	},
 	Local: func(l *db.Local, in BookInput) bool {
 		if in.Notify != "" {
@@ -113,7 +115,7 @@ var Book = op.Define(op.Spec[BookInput]{
 
 // notifiedAppointment is a booking with the fate of its confirmation message.
 type notifiedAppointment struct {
-	db.Appointment
+	wire.Appointment
 	// Confirmation is "queued", or why the message could not be queued.
 	Confirmation string `json:"confirmation"`
 }
@@ -167,7 +169,7 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 			return idem.Result{}, err
 		}
 		if current.Status != "active" {
-			return op.Reject(AppointmentNotActive, current)
+			return op.Reject(AppointmentNotActive, wire.FromAppointment(current))
 		}
 		if current.SlotID == slot {
 			return confirm(http.StatusOK, current)
@@ -226,7 +228,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Reject(AppointmentNotActive, current)
+		return op.Reject(AppointmentNotActive, wire.FromAppointment(current))
 	},
 	Say: op.Phrases{
 		Confirmed: "The appointment is cancelled. You may tell the caller it has been cancelled.",
@@ -283,8 +285,8 @@ func slotRejection(ctx context.Context, tx *db.Tx, x idem.Exec, slot uuid.UUID) 
 	return op.Reject(SlotUnavailable, map[string]string{"slot_id": slot.String()})
 }
 
-func confirm(status int, a db.Appointment) (idem.Result, error) {
-	return op.Confirm(status, a.ID.String(), a)
+func confirm(status int, a oncecall.Appointment) (idem.Result, error) {
+	return op.Confirm(status, a.ID.String(), wire.FromAppointment(a))
 }
 
 // SlotInput is the input of slot.create.
@@ -315,7 +317,7 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, s.ID.String(), s)
+		return op.Confirm(http.StatusCreated, s.ID.String(), wire.FromSlot(s))
 	},
 })
 

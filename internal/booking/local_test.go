@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op/optest"
@@ -40,15 +41,15 @@ func TestBookingInSQLStoresWhatGoStores(t *testing.T) {
 		customer uuid.UUID
 		slot     func() uuid.UUID
 		service  string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		reason   string
 	}{
-		{"confirmed", customer, func() uuid.UUID { return slot(start) }, "Cut and colour", db.Confirmed, ""},
-		{"confirmed, text to escape", customer, func() uuid.UUID { return slot(start) }, `<Cut & "colour"> é`, db.Confirmed, ""},
-		{"slot taken", customer, taken, "", db.Rejected, booking.SlotUnavailable},
-		{"slot in the past", customer, func() uuid.UUID { return slot(time.Now().Add(-time.Hour)) }, "", db.Rejected, booking.SlotUnavailable},
-		{"slot missing", customer, func() uuid.UUID { return missingSlot }, "", db.Rejected, booking.SlotNotFound},
-		{"customer missing", missingCustomer, func() uuid.UUID { return slot(start) }, "", db.Rejected, booking.CustomerNotFound},
+		{"confirmed", customer, func() uuid.UUID { return slot(start) }, "Cut and colour", oncecall.Confirmed, ""},
+		{"confirmed, text to escape", customer, func() uuid.UUID { return slot(start) }, `<Cut & "colour"> é`, oncecall.Confirmed, ""},
+		{"slot taken", customer, taken, "", oncecall.Rejected, booking.SlotUnavailable},
+		{"slot in the past", customer, func() uuid.UUID { return slot(time.Now().Add(-time.Hour)) }, "", oncecall.Rejected, booking.SlotUnavailable},
+		{"slot missing", customer, func() uuid.UUID { return missingSlot }, "", oncecall.Rejected, booking.SlotNotFound},
+		{"customer missing", missingCustomer, func() uuid.UUID { return slot(start) }, "", oncecall.Rejected, booking.CustomerNotFound},
 	}
 	for _, c := range cases {
 		var slots [2][]string
@@ -114,13 +115,13 @@ func TestCancelInSQLStoresWhatGoStores(t *testing.T) {
 		name        string
 		appointment func() []uuid.UUID
 		escapes     bool
-		outcome     db.Outcome
+		outcome     oncecall.Outcome
 		reason      string
 	}{
-		{"confirmed", func() []uuid.UUID { return booked("Cut", false) }, false, db.Confirmed, ""},
-		{"confirmed, text to escape", func() []uuid.UUID { return booked(`<Cut & "colour"> é`, false) }, true, db.Confirmed, ""},
-		{"already cancelled", func() []uuid.UUID { return booked("Cut", true) }, false, db.Rejected, booking.AppointmentNotActive},
-		{"missing", func() []uuid.UUID { return []uuid.UUID{uuid.New()} }, false, db.Rejected, booking.AppointmentNotFound},
+		{"confirmed", func() []uuid.UUID { return booked("Cut", false) }, false, oncecall.Confirmed, ""},
+		{"confirmed, text to escape", func() []uuid.UUID { return booked(`<Cut & "colour"> é`, false) }, true, oncecall.Confirmed, ""},
+		{"already cancelled", func() []uuid.UUID { return booked("Cut", true) }, false, oncecall.Rejected, booking.AppointmentNotActive},
+		{"missing", func() []uuid.UUID { return []uuid.UUID{uuid.New()} }, false, oncecall.Rejected, booking.AppointmentNotFound},
 	}
 	for _, c := range cases {
 		var ids [2][]string
@@ -183,19 +184,19 @@ func TestRescheduleInSQLStoresWhatGoStores(t *testing.T) {
 	cases := []struct {
 		name    string
 		make    func() []uuid.UUID
-		outcome db.Outcome
+		outcome oncecall.Outcome
 		reason  string
 	}{
-		{"moved", active(func() uuid.UUID { return slot(start.Add(2 * time.Hour)) }), db.Confirmed, ""},
-		{"already in that slot", func() []uuid.UUID { s := slot(start); return []uuid.UUID{book(s, false), s, s} }, db.Confirmed, ""},
-		{"appointment missing", func() []uuid.UUID { return []uuid.UUID{uuid.New(), slot(start)} }, db.Rejected, booking.AppointmentNotFound},
+		{"moved", active(func() uuid.UUID { return slot(start.Add(2 * time.Hour)) }), oncecall.Confirmed, ""},
+		{"already in that slot", func() []uuid.UUID { s := slot(start); return []uuid.UUID{book(s, false), s, s} }, oncecall.Confirmed, ""},
+		{"appointment missing", func() []uuid.UUID { return []uuid.UUID{uuid.New(), slot(start)} }, oncecall.Rejected, booking.AppointmentNotFound},
 		{"appointment cancelled", func() []uuid.UUID {
 			from := slot(start)
 			return []uuid.UUID{book(from, true), from, slot(start.Add(time.Hour))}
-		}, db.Rejected, booking.AppointmentNotActive},
-		{"slot taken", active(taken), db.Rejected, booking.SlotUnavailable},
-		{"slot in the past", active(func() uuid.UUID { return slot(time.Now().Add(-time.Hour)) }), db.Rejected, booking.SlotUnavailable},
-		{"slot missing", active(func() uuid.UUID { return missingSlot }), db.Rejected, booking.SlotNotFound},
+		}, oncecall.Rejected, booking.AppointmentNotActive},
+		{"slot taken", active(taken), oncecall.Rejected, booking.SlotUnavailable},
+		{"slot in the past", active(func() uuid.UUID { return slot(time.Now().Add(-time.Hour)) }), oncecall.Rejected, booking.SlotUnavailable},
+		{"slot missing", active(func() uuid.UUID { return missingSlot }), oncecall.Rejected, booking.SlotNotFound},
 	}
 	for _, c := range cases {
 		var ids [2][]string

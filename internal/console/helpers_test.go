@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
@@ -27,7 +27,7 @@ const opsToken = "console-test-operator-token"
 type stack struct {
 	e      *apptest.Env
 	sim    *simtest.Sim
-	tenant db.Tenant
+	tenant oncecall.Tenant
 	key    string
 }
 

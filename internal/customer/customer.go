@@ -14,6 +14,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -81,7 +83,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 	// reference the same name from another call is another person.
 	CallScoped: func(in CreateInput) bool { return in.Phone == "" && in.Email == "" && in.ExternalRef == "" },
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
 			switch {
 			case in.Phone != "":
 				return c.Phone == in.Phone
@@ -107,7 +109,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, c.ID.String(), c)
+		return op.Confirm(http.StatusCreated, c.ID.String(), wire.FromCustomer(c))
 	},
 	Remote: op.SendInput[CreateInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
@@ -169,7 +171,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 			in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
 	},
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in UpdateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
 			holds := func(p op.Patch, v string) bool { return !p.Set || value(p) == v }
 			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
 		})
@@ -193,7 +195,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusOK, c.ID.String(), c)
+		return op.Confirm(http.StatusOK, c.ID.String(), wire.FromCustomer(c))
 	},
 	Remote: op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
 	Say: op.Phrases{
@@ -256,7 +258,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, n.ID.String(), n)
+		return op.Confirm(http.StatusCreated, n.ID.String(), wire.FromNote(n))
 	},
 	Remote: op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
@@ -318,7 +320,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			return idem.Result{}, err
 		}
 		if ok {
-			return op.Confirm(http.StatusCreated, e.ID.String(), e)
+			return op.Confirm(http.StatusCreated, e.ID.String(), wire.FromPointsEntry(e))
 		}
 		c, err := tx.CustomerByID(ctx, x.TenantID, id)
 		if errors.Is(err, db.ErrNotFound) {
@@ -353,7 +355,7 @@ const changed = "This was saved, but the customer's record has changed since (se
 // standing is "" while the customer a local action created or changed (its
 // resource id) still satisfies holds, else "changed". A resource id that is
 // no local customer is a remote CRM's reference: nothing here to check.
-func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string, holds func(db.Customer) bool) (string, error) {
+func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string, holds func(oncecall.Customer) bool) (string, error) {
 	cid, err := uuid.Parse(resourceID)
 	if err != nil {
 		return "", nil //nolint:nilerr // not a local customer
@@ -375,7 +377,7 @@ func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID str
 func holder(ctx context.Context, tx *db.Tx, tenant, self uuid.UUID, phone, ref string) (uuid.UUID, string, error) {
 	for _, k := range []struct {
 		field, value string
-		find         func(context.Context, uuid.UUID, string) (db.Customer, error)
+		find         func(context.Context, uuid.UUID, string) (oncecall.Customer, error)
 	}{{"phone", phone, tx.CustomerByPhone}, {"external_ref", ref, tx.CustomerByExternalRef}} {
 		if k.value == "" {
 			continue

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/op/optest"
@@ -43,14 +44,14 @@ func TestPointsInSQLStoresWhatGoStores(t *testing.T) {
 		customer func() uuid.UUID
 		delta    int64
 		reason   string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		code     string
 	}{
-		{"add", withBalance(0), 25, "visit", db.Confirmed, ""},
-		{"redeem", withBalance(40), -30, "free coffee", db.Confirmed, ""},
-		{"text to escape", withBalance(0), 5, `<birthday & "bonus"> é`, db.Confirmed, ""},
-		{"insufficient", withBalance(10), -30, "free lunch", db.Rejected, customer.InsufficientPoints},
-		{"customer missing", func() uuid.UUID { return missing }, 5, "visit", db.Rejected, customer.NotFound},
+		{"add", withBalance(0), 25, "visit", oncecall.Confirmed, ""},
+		{"redeem", withBalance(40), -30, "free coffee", oncecall.Confirmed, ""},
+		{"text to escape", withBalance(0), 5, `<birthday & "bonus"> é`, oncecall.Confirmed, ""},
+		{"insufficient", withBalance(10), -30, "free lunch", oncecall.Rejected, customer.InsufficientPoints},
+		{"customer missing", func() uuid.UUID { return missing }, 5, "visit", oncecall.Rejected, customer.NotFound},
 	}
 	for _, c := range cases {
 		var ids [2][]string
@@ -85,12 +86,12 @@ func TestNoteInSQLStoresWhatGoStores(t *testing.T) {
 		name     string
 		customer func() uuid.UUID
 		text     string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		reason   string
 	}{
-		{"confirmed", fresh, "Prefers mornings", db.Confirmed, ""},
-		{"confirmed, text to escape", fresh, "<Allergic> to \"latex\" & nuts\né\u2028", db.Confirmed, ""},
-		{"customer missing", func() uuid.UUID { return missing }, "Prefers mornings", db.Rejected, customer.NotFound},
+		{"confirmed", fresh, "Prefers mornings", oncecall.Confirmed, ""},
+		{"confirmed, text to escape", fresh, "<Allergic> to \"latex\" & nuts\né\u2028", oncecall.Confirmed, ""},
+		{"customer missing", func() uuid.UUID { return missing }, "Prefers mornings", oncecall.Rejected, customer.NotFound},
 	}
 	for _, c := range cases {
 		var ids [2][]string
@@ -130,24 +131,24 @@ func TestCreateCustomerInSQLStoresWhatGoStores(t *testing.T) {
 		name    string
 		before  func(twin string) []string // makes the database state; returns ids the body may name
 		input   func(twin string) map[string]any
-		outcome db.Outcome
+		outcome oncecall.Outcome
 		reason  string
 	}{
 		{"all fields", nil, func(n string) map[string]any {
 			return map[string]any{"name": "Ana <Lima> & co", "phone": "+4420794609" + n + "0", "email": "ana" + n + "@example.com", "external_ref": "crm-" + n}
-		}, db.Confirmed, ""},
-		{"name only", nil, func(string) map[string]any { return map[string]any{"name": "Bo"} }, db.Confirmed, ""},
+		}, oncecall.Confirmed, ""},
+		{"name only", nil, func(string) map[string]any { return map[string]any{"name": "Bo"} }, oncecall.Confirmed, ""},
 		{"phone on file", func(n string) []string { return []string{existing("+4420794608"+n+"0", "").String()} },
 			func(n string) map[string]any {
 				return map[string]any{"name": "Ana", "phone": "+4420794608" + n + "0", "external_ref": "other-" + n}
-			}, db.Rejected, customer.Exists},
+			}, oncecall.Rejected, customer.Exists},
 		{"reference on file", func(n string) []string { return []string{existing("", "ref-"+n).String()} },
-			func(n string) map[string]any { return map[string]any{"name": "Ana", "external_ref": "ref-" + n} }, db.Rejected, customer.Exists},
+			func(n string) map[string]any { return map[string]any{"name": "Ana", "external_ref": "ref-" + n} }, oncecall.Rejected, customer.Exists},
 		{"phone first when both are on file", func(n string) []string {
 			return []string{existing("+4420794607"+n+"0", "").String(), existing("", "both-"+n).String()}
 		}, func(n string) map[string]any {
 			return map[string]any{"name": "Ana", "phone": "+4420794607" + n + "0", "external_ref": "both-" + n}
-		}, db.Rejected, customer.Exists},
+		}, oncecall.Rejected, customer.Exists},
 	}
 	for _, c := range cases {
 		var ids [2][]string
@@ -194,25 +195,25 @@ func TestUpdateCustomerInSQLStoresWhatGoStores(t *testing.T) {
 		name    string
 		make    func(n string) []uuid.UUID // [the customer to change, others the body may name]
 		input   func(n string) map[string]any
-		outcome db.Outcome
+		outcome oncecall.Outcome
 		reason  string
 	}{
 		{"every field", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794601"+n+"0", "a-"+n)} },
 			func(n string) map[string]any {
 				return map[string]any{"name": "Ana <B> & C", "phone": "+4420794602" + n + "0", "email": "new" + n + "@example.com", "external_ref": "b-" + n}
-			}, db.Confirmed, ""},
+			}, oncecall.Confirmed, ""},
 		{"fields removed", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794603"+n+"0", "c-"+n)} },
-			func(string) map[string]any { return map[string]any{"phone": nil, "email": nil, "external_ref": nil} }, db.Confirmed, ""},
+			func(string) map[string]any { return map[string]any{"phone": nil, "email": nil, "external_ref": nil} }, oncecall.Confirmed, ""},
 		{"its own phone again", func(n string) []uuid.UUID { return []uuid.UUID{made("Ana", "+4420794604"+n+"0", "")} },
-			func(n string) map[string]any { return map[string]any{"phone": "+4420794604" + n + "0"} }, db.Confirmed, ""},
+			func(n string) map[string]any { return map[string]any{"phone": "+4420794604" + n + "0"} }, oncecall.Confirmed, ""},
 		{"missing", func(string) []uuid.UUID { return []uuid.UUID{uuid.New()} },
-			func(string) map[string]any { return map[string]any{"name": "Bo"} }, db.Rejected, customer.NotFound},
+			func(string) map[string]any { return map[string]any{"name": "Bo"} }, oncecall.Rejected, customer.NotFound},
 		{"phone on another", func(n string) []uuid.UUID {
 			return []uuid.UUID{made("Ana", "", ""), made("Other", "+4420794605"+n+"0", "")}
-		}, func(n string) map[string]any { return map[string]any{"phone": "+4420794605" + n + "0"} }, db.Rejected, customer.Exists},
+		}, func(n string) map[string]any { return map[string]any{"phone": "+4420794605" + n + "0"} }, oncecall.Rejected, customer.Exists},
 		{"reference on another", func(n string) []uuid.UUID {
 			return []uuid.UUID{made("Ana", "", ""), made("Other", "", "d-"+n)}
-		}, func(n string) map[string]any { return map[string]any{"external_ref": "d-" + n} }, db.Rejected, customer.Exists},
+		}, func(n string) map[string]any { return map[string]any{"external_ref": "d-" + n} }, oncecall.Rejected, customer.Exists},
 	}
 	for _, c := range cases {
 		var ids [2][]string

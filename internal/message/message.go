@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -209,7 +211,7 @@ func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Re
 	if err != nil {
 		return idem.Result{}, err
 	}
-	return op.Confirm(http.StatusCreated, msg.ID.String(), msg)
+	return op.Confirm(http.StatusCreated, msg.ID.String(), wire.FromMessage(msg))
 }
 
 // Variables are a template's variables. Decoding names the variable whose
@@ -280,7 +282,7 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 // now, becomes a follow-up step of the action x, recorded in its
 // transaction and sent by the driver (the reconciler's next pass) through
 // the messaging provider, with the step's provider key, once.
-func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, in SendInput) (reason string, err error) {
+func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c oncecall.Customer, in SendInput) (reason string, err error) {
 	switch {
 	case in.Channel == SMS && c.Phone == "":
 		return CustomerHasNoPhone, nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -181,7 +182,7 @@ type Prepared struct {
 	// Restates reports whether this request asks for exactly what the
 	// completed action a did (see Spec.Restates); nil when only an equal
 	// fingerprint does.
-	Restates func(ctx context.Context, s *db.Store, a db.Action) (bool, error)
+	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
 	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
 	// Local picks the one statement in SQL (see Spec.Local); nil
 	// when the operation has no SQL form.
@@ -205,7 +206,7 @@ type Prepared struct {
 	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
 	// Standing tells whether a completed action's answer still holds (see
 	// Spec.Standing); nil when it always does.
-	Standing func(ctx context.Context, s *db.Store, a db.Action) (string, error)
+	Standing func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error)
 }
 
 type spec[In any] struct {
@@ -273,8 +274,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		}
 	}
 	if o.s.Standing != nil {
-		p.Standing = func(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-			if a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Standing = func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+			if a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return "", nil
 			}
 			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
@@ -282,8 +283,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	}
 	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
 	if o.s.Restates != nil {
-		p.Restates = func(ctx context.Context, s *db.Store, a db.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
+			if a.Operation != o.s.Name || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return false, nil
 			}
 			var stored In
@@ -484,8 +485,8 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 
 // standingByResource is Standing of a completed, confirmed action whose
 // request was pruned (see Spec.StandingByResource).
-func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-	if o.s.StandingByResource == nil || a.State != db.Completed || a.Outcome != db.Confirmed {
+func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	if o.s.StandingByResource == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 		return "", nil
 	}
 	return o.s.StandingByResource(ctx, s, a.TenantID, a.ResourceID)

@@ -82,7 +82,7 @@ func holdRemote() *op.Remote[IntentInput] {
 			id, _, _ := strings.Cut(rec.ExternalRef, "/")
 			return op.Confirm(http.StatusCreated, id, heldIntent{
 				ID: id, CustomerID: in.CustomerID, Amount: in.Amount.Int64(), Currency: in.Currency,
-				Description: in.Description, PaymentMethod: in.PaymentMethod, Status: db.IntentRequiresCapture,
+				Description: in.Description, PaymentMethod: in.PaymentMethod, Status: oncecall.IntentRequiresCapture,
 				CreatedAt: time.Now().UTC().Truncate(time.Microsecond), ProviderRef: rec.ID,
 			})
 		},

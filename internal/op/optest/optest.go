@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -64,9 +65,9 @@ func setup(t *testing.T, pool *pgxpool.Pool) Env {
 // Run runs o once in SQL and once in Go, with the input input(true) and
 // input(false) makes (inputs naming twin objects of the same database
 // state), and returns the actions as stored: [0] in SQL, [1] in Go.
-func (e Env) Run(t *testing.T, o op.Operation, input func(inSQL bool) []byte) [2]db.Action {
+func (e Env) Run(t *testing.T, o op.Operation, input func(inSQL bool) []byte) [2]oncecall.Action {
 	t.Helper()
-	var got [2]db.Action
+	var got [2]oncecall.Action
 	for i, inSQL := range []bool{true, false} {
 		p, err := o.Prepare(input(inSQL), nil)
 		if err != nil {
@@ -99,7 +100,7 @@ func (e Env) Run(t *testing.T, o op.Operation, input func(inSQL bool) []byte) [2
 // are replaced by placeholders: as JSON values always, and as bytes unless
 // escapes is set (the SQL form does not escape <, > and & for HTML as Go's
 // encoding/json does).
-func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes bool) {
+func Same(t *testing.T, name string, got [2]oncecall.Action, own [2][]string, escapes bool) {
 	t.Helper()
 	sql, goes := got[0], got[1]
 	if sql.State != goes.State || sql.Outcome != goes.Outcome || sql.Reason != goes.Reason || sql.Status != goes.Status {
@@ -109,7 +110,7 @@ func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes 
 	if (sql.ResourceID == "") != (goes.ResourceID == "") {
 		t.Errorf("%s: resource ids %q and %q", name, sql.ResourceID, goes.ResourceID)
 	}
-	norm := func(a db.Action, ids []string) []byte {
+	norm := func(a oncecall.Action, ids []string) []byte {
 		b := a.Result
 		for i, id := range append(ids, a.ResourceID) {
 			if id != "" {
@@ -136,7 +137,7 @@ func Same(t *testing.T, name string, got [2]db.Action, own [2][]string, escapes 
 
 // OwnTimes adds to each run's own ids the created_at its answer gives:
 // rows made by the two runs have times of their own.
-func OwnTimes(got [2]db.Action, ids *[2][]string) {
+func OwnTimes(got [2]oncecall.Action, ids *[2][]string) {
 	for i, a := range got {
 		var v struct {
 			CreatedAt string `json:"created_at"`
@@ -151,7 +152,7 @@ func OwnTimes(got [2]db.Action, ids *[2][]string) {
 // holds what the statement needs: hold runs in that transaction first;
 // once the statement waits on a lock, release ends the transaction (commits
 // or rolls it back). It returns the core's answer.
-func (e Env) WhileHeld(t *testing.T, o op.Operation, input []byte, key string, hold, release func(tx pgx.Tx) error) db.Action {
+func (e Env) WhileHeld(t *testing.T, o op.Operation, input []byte, key string, hold, release func(tx pgx.Tx) error) oncecall.Action {
 	t.Helper()
 	p, err := o.Prepare(input, nil)
 	if err != nil {
