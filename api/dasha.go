@@ -107,24 +107,31 @@ func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 // are tolerated (Dasha may add some), but not a key that differs from a
 // known field only in case, which encoding/json would take for it.
 func decodeWebhook(body []byte, v any, what string) error {
+	_, err := canonicalWebhook(body, v, what)
+	return err
+}
+
+// canonicalWebhook is decodeWebhook that also returns the body's canonical
+// form, for a caller that hands part of it on as it is.
+func canonicalWebhook(body []byte, v any, what string) ([]byte, error) {
 	c, err := canon.Canonical(body)
 	if err != nil {
-		return fault.Wrap(fault.InvalidJSON, err, err.Error())
+		return nil, fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
 	if len(c) == 0 || c[0] != '{' {
-		return fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
+		return nil, fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
 	}
 	if err := op.CheckFieldNames(c, v); err != nil {
-		return err
+		return nil, err
 	}
 	if err := json.Unmarshal(c, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return fault.Field(typeErr.Field, "must be a string")
+			return nil, fault.Field(typeErr.Field, "must be a string")
 		}
-		return fault.Wrap(fault.InvalidJSON, err, "the request body is not "+what)
+		return nil, fault.Wrap(fault.InvalidJSON, err, "the request body is not "+what)
 	}
-	return nil
+	return c, nil
 }
 
 // checkOrg refuses a webhook from another Dasha orgId than the one the
@@ -144,7 +151,7 @@ func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (a
 	if bad != nil {
 		return *bad, false, nil
 	}
-	err = decodeArgs(args, in)
+	err = op.DecodeCanonical(args, in)
 	if err == nil {
 		err = in.Normalize()
 	}
@@ -155,11 +162,13 @@ func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (a
 	return dashatool.Answer{}, true, nil
 }
 
-// toolArguments returns the arguments as a JSON object; absent or null
-// arguments are an empty object.
-func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.Answer) {
+// toolArguments returns a tool call's arguments (canonical JSON, see
+// voiceCall) as a canonical JSON object: absent or null arguments are an
+// empty object, and a string holding an object is unwrapped and
+// canonicalised. An object is returned as it is: it is not parsed again.
+func toolArguments(raw json.RawMessage) ([]byte, *dashatool.Answer) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return map[string]json.RawMessage{}, nil
+		return []byte("{}"), nil
 	}
 	if raw[0] == '"' {
 		var err error
@@ -168,12 +177,11 @@ func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.
 			return nil, &a
 		}
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if raw[0] != '{' {
 		a := dashatool.Invalid("arguments", "arguments must be a JSON object")
 		return nil, &a
 	}
-	return m, nil
+	return raw, nil
 }
 
 // invalid turns an input error into the invalid_arguments answer; any other
@@ -189,24 +197,9 @@ func invalid(err error) (dashatool.Answer, error) {
 // runTool performs an operation for a tool call through the idempotency core.
 func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	args, bad := toolArguments(c.Arguments)
-	if bad != nil {
-		return *bad, nil
-	}
-	var given string
-	if raw, ok := args["action_id"]; ok {
-		delete(args, "action_id")
-		if string(raw) != "null" && json.Unmarshal(raw, &given) != nil {
-			return dashatool.Invalid("action_id", "action_id must be a string"), nil
-		}
-	}
-	input, err := json.Marshal(args)
-	if err != nil {
-		return dashatool.Answer{}, err
-	}
-	prep, err := o.Prepare(input, nil)
-	if err != nil {
-		return invalid(err)
+	prep, given, ans, ok, err := prepareTool(o, c.Arguments)
+	if !ok {
+		return ans, err
 	}
 	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
@@ -241,12 +234,35 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		return invalid(err)
 	}
 	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
-	ans, err := s.speakable(ctx, tenant, reply.Action, reply.Replayed, dashatool.ForAction(reply.Action, o.Phrases()))
+	ans, err = s.speakable(ctx, tenant, reply.Action, reply.Replayed, dashatool.ForAction(reply.Action, o.Phrases()))
 	if err != nil || !reply.Replayed || derived {
 		return ans, err
 	}
 	// A repeat that names its action hears what became of it.
 	return s.changed(ctx, ans, reply.Action, o.Phrases())
+}
+
+// prepareTool validates and normalises a tool call's arguments for o, and
+// takes out the action_id they may name (given). The arguments are
+// canonical already: they are decoded once, without being canonicalised or
+// re-encoded again. ok is false when they are bad: ans is then the
+// invalid_arguments answer, or err a failure.
+func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given string, ans dashatool.Answer, ok bool, err error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return nil, "", *bad, false, nil
+	}
+	if id, rest, found := canon.Cut(args, "action_id"); found {
+		args = rest
+		if string(id) != "null" && json.Unmarshal(id, &given) != nil {
+			return nil, "", dashatool.Invalid("action_id", "action_id must be a string"), false, nil
+		}
+	}
+	if prep, err = op.PrepareCanonical(o, args); err != nil {
+		ans, err := invalid(err)
+		return nil, "", ans, false, err
+	}
+	return prep, given, dashatool.Answer{}, true, nil
 }
 
 // stale is the Stale check of a request whose key was derived from
@@ -368,15 +384,6 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant,
 		return dashatool.Answer{}, db.Fault(err)
 	}
 	return s.slotsAnswer(ctx, tenant, slots)
-}
-
-// decodeArgs decodes tool arguments strictly, like an operation's input.
-func decodeArgs(args map[string]json.RawMessage, v any) error {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	return op.Decode(raw, v)
 }
 
 // dashaError keeps protocol errors and 503 as they are and turns any other

@@ -2421,6 +2421,19 @@ type ReceiveStripeWebhookParams struct {
 	StripeSignature string `json:"Stripe-Signature"`
 }
 
+// ReceiveTwilioStatusFormdataBody defines parameters for ReceiveTwilioStatus.
+type ReceiveTwilioStatusFormdataBody struct {
+}
+
+// ReceiveTwilioStatusParams defines parameters for ReceiveTwilioStatus.
+type ReceiveTwilioStatusParams struct {
+	// Step The step the message was sent for (`<action id>/<step name>`), as oncecall set it.
+	Step *string `form:"step,omitempty" json:"step,omitempty"`
+
+	// XTwilioSignature Base64 of the HMAC-SHA1, keyed with the auth token, of the URL and the sorted POST parameters.
+	XTwilioSignature string `json:"X-Twilio-Signature"`
+}
+
 // ListSlotsParams defines parameters for ListSlots.
 type ListSlotsParams struct {
 	// Available true lists only slots that are free (not booked, not past).
@@ -2517,6 +2530,9 @@ type ChargePaymentJSONRequestBody = ChargePaymentInput
 
 // ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
 type ReceiveStripeWebhookJSONRequestBody ReceiveStripeWebhookJSONBody
+
+// ReceiveTwilioStatusFormdataRequestBody defines body for ReceiveTwilioStatus for application/x-www-form-urlencoded ContentType.
+type ReceiveTwilioStatusFormdataRequestBody ReceiveTwilioStatusFormdataBody
 
 // CallRetellFunctionJSONRequestBody defines body for CallRetellFunction for application/json ContentType.
 type CallRetellFunctionJSONRequestBody = RetellFunctionCall
@@ -4986,6 +5002,40 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveTwilioStatusWithBody Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithBody(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveTwilioStatusWithFormdataBody Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithFormdataBody(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CallRetellFunctionWithBody Call a tool as a Retell custom function
 	//
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
@@ -6320,6 +6370,60 @@ func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, params *Recei
 // Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 func (c *Client) ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceiveStripeWebhookRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveTwilioStatusWithBody Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *Client) ReceiveTwilioStatusWithBody(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveTwilioStatusRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveTwilioStatusWithFormdataBody Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *Client) ReceiveTwilioStatusWithFormdataBody(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveTwilioStatusRequestWithFormdataBody(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8457,6 +8561,86 @@ func NewReceiveStripeWebhookRequestWithBody(server string, params *ReceiveStripe
 	return req, nil
 }
 
+// NewReceiveTwilioStatusRequestWithFormdataBody calls the generic ReceiveTwilioStatus builder with application/x-www-form-urlencoded body
+func NewReceiveTwilioStatusRequestWithFormdataBody(server string, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewReceiveTwilioStatusRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewReceiveTwilioStatusRequestWithBody constructs an http.Request for the ReceiveTwilioStatus method, with any body, and a specified content type
+func NewReceiveTwilioStatusRequestWithBody(server string, params *ReceiveTwilioStatusParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/providers/twilio/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Step != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "step", *params.Step, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Twilio-Signature", params.XTwilioSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Twilio-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewCallRetellFunctionRequest calls the generic CallRetellFunction builder with application/json body
 func NewCallRetellFunctionRequest(server string, tool ToolName, body CallRetellFunctionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9471,6 +9655,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhookWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
+
+	// ReceiveTwilioStatusWithBodyWithResponse Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error)
+
+	// ReceiveTwilioStatusWithFormdataBodyWithResponse Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error)
 
 	// CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
 	//
@@ -13972,6 +14190,97 @@ func (r ReceiveStripeWebhookResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveTwilioStatusResponse503Headers the declared response headers of an HTTP 503 response for ReceiveTwilioStatus
+type ReceiveTwilioStatusResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveTwilioStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Matched The callback named a message whose outcome was unknown.
+		Matched  bool `json:"matched"`
+		Received bool `json:"received"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveTwilioStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveTwilioStatusResponse) GetJSON200() *struct {
+	// Matched The callback named a message whose outcome was unknown.
+	Matched  bool `json:"matched"`
+	Received bool `json:"received"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveTwilioStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveTwilioStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveTwilioStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveTwilioStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CallRetellFunctionResponse200Headers the declared response headers of an HTTP 200 response for CallRetellFunction
 type CallRetellFunctionResponse200Headers struct {
 	IdempotentReplayed *string
@@ -15637,6 +15946,52 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseReceiveStripeWebhookResponse(rsp)
+}
+
+// ReceiveTwilioStatusWithBodyWithResponse Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *ClientWithResponses) ReceiveTwilioStatusWithBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error) {
+	rsp, err := c.ReceiveTwilioStatusWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveTwilioStatusResponse(rsp)
+}
+
+// ReceiveTwilioStatusWithFormdataBodyWithResponse Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *ClientWithResponses) ReceiveTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error) {
+	rsp, err := c.ReceiveTwilioStatusWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveTwilioStatusResponse(rsp)
 }
 
 // CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
@@ -20451,6 +20806,84 @@ func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhoo
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ReceiveStripeWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveTwilioStatusResponse parses an HTTP response from a ReceiveTwilioStatusWithResponse call
+func ParseReceiveTwilioStatusResponse(rsp *http.Response) (*ReceiveTwilioStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveTwilioStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Matched The callback named a message whose outcome was unknown.
+			Matched  bool `json:"matched"`
+			Received bool `json:"received"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveTwilioStatusResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -147,6 +147,31 @@ func (q queries) NoticeStep(ctx context.Context, action uuid.UUID, step string, 
 	return n > 0, err
 }
 
+// NoticeStepRef is NoticeStep for a notice naming the provider's reference
+// of the write: an unknown step keeps the first one it is told as where its
+// next check looks first.
+func (q queries) NoticeStepRef(ctx context.Context, action uuid.UUID, step, providerRef string, detail any) (bool, error) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return false, err
+	}
+	n, err := q.q.NoticeStepRef(ctx, dbsqlc.NoticeStepRefParams{StepAction: action, StepName: step, ProviderRef: providerRef, Detail: b})
+	return n > 0, err
+}
+
+// ProviderRefHeld reports whether a step other than (action, step) holds a
+// provider reference of the capability. In a transaction, it first waits for
+// every other transaction checking the same reference (LockProviderRef).
+func (q queries) ProviderRefHeld(ctx context.Context, capability, ref string, action uuid.UUID, step string) (bool, error) {
+	return q.q.ProviderRefHeld(ctx, dbsqlc.ProviderRefHeldParams{Capability: capability, ProviderRef: &ref, StepAction: action, StepName: step})
+}
+
+// LockProviderRef holds, until the transaction ends, the lock on a provider
+// reference that drivers recording it as found take first.
+func (tx *Tx) LockProviderRef(ctx context.Context, capability, ref string) error {
+	return tx.q.LockProviderRef(ctx, dbsqlc.LockProviderRefParams{Capability: capability, ProviderRef: ref})
+}
+
 func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step string, detail any) error {
 	b, err := json.Marshal(detail)
 	if err != nil {

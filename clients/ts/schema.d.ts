@@ -816,6 +816,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/providers/twilio/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Twilio's signed status callbacks
+         * @description Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+         *     docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+         *     query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+         *     SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+         *     query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+         *     message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+         *     that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+         *     (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+         *     acknowledged and changes nothing. A callback never settles a message by itself.
+         */
+        post: operations["receiveTwilioStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4662,6 +4690,78 @@ export interface operations {
                      *       "title": "Unauthorized",
                      *       "status": 401,
                      *       "detail": "the Stripe-Signature header does not verify this body",
+                     *       "code": "UNAUTHORIZED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveTwilioStatus: {
+        parameters: {
+            query?: {
+                /** @description The step the message was sent for (`<action id>/<step name>`), as oncecall set it. */
+                step?: string;
+            };
+            header: {
+                /** @description Base64 of the HMAC-SHA1, keyed with the auth token, of the URL and the sorted POST parameters. */
+                "X-Twilio-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The callback was verified and taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "matched": true
+                     *     }
+                     */
+                    "application/json": {
+                        received: boolean;
+                        /** @description The callback named a message whose outcome was unknown. */
+                        matched: boolean;
+                    };
+                };
+            };
+            /** @description The body could not be read (`INVALID_INPUT`); nothing changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The signature does not verify (`UNAUTHORIZED`); nothing changed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "the X-Twilio-Signature header does not verify this callback",
                      *       "code": "UNAUTHORIZED"
                      *     }
                      */

@@ -74,6 +74,10 @@ type Config struct {
 	// StripeWebhookSecret, when set, serves Stripe's signed webhooks (see
 	// docs/providers/stripe.md).
 	StripeWebhookSecret string
+	// TwilioAuthToken, when set, serves Twilio's signed status callbacks,
+	// sent to PublicURL (oncecall's public base URL) and the status route
+	// (see docs/providers/twilio.md).
+	TwilioAuthToken, PublicURL string
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -242,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
-		StripeWebhookSecret: cfg.StripeWebhookSecret,
+		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,

@@ -130,6 +130,30 @@ func bookRemote() *op.Remote[BookInput] {
 		}
 		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
 	}
+	// The confirmation is rendered when the booking is claimed, with the
+	// slot's time, so that every send of it carries the same text.
+	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
+		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
+			return op.Reservation{}, nil
+		}
+		start, err := tx.SlotStart(ctx, x.TenantID, op.MustUUID(in.SlotID))
+		if errors.Is(err, db.ErrNotFound) {
+			return op.Reservation{}, nil
+		}
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		when, err := localWhen(ctx, tx, x.TenantID, start)
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
+		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, in.SlotID)
+		if err != nil || payload == nil {
+			return op.Reservation{}, err
+		}
+		return op.Reservation{FollowUps: map[string]any{f.Name: payload}}, nil
+	}
 	return r
 }
 

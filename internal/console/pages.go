@@ -267,7 +267,7 @@ func (c *Console) queueRows(w http.ResponseWriter, r *http.Request, _ session) {
 
 type actionData struct {
 	Now        time.Time
-	View       api.OpsAction
+	View       api.OperatorAction
 	Action     oncecall.Action
 	Tenant     string
 	Platform   string
@@ -298,7 +298,7 @@ func (c *Console) actionData(r *http.Request, id uuid.UUID) (actionData, error) 
 		return actionData{}, err
 	}
 	a := d.Action
-	view := api.OpsView(d)
+	view := api.OperatorView(d)
 	_, names, err := c.tenants(r)
 	if err != nil {
 		return actionData{}, err

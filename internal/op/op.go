@@ -122,6 +122,9 @@ type Reservation struct {
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
+	// FollowUps, by follow-up name, replace the payloads the follow-ups
+	// declared (a confirmation's text, rendered now).
+	FollowUps map[string]any
 }
 
 // FollowUp is a further remote write of an action.
@@ -238,6 +241,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	if err := Decode(raw, &in); err != nil {
 		return nil, err
 	}
+	return o.prepare(in)
+}
+
+// prepare normalises a decoded input and builds its Prepared request.
+func (o spec[In]) prepare(in In) (*Prepared, error) {
 	if o.s.Normalize != nil {
 		if err := o.s.Normalize(&in); err != nil {
 			return nil, err
@@ -314,6 +322,11 @@ func Decode(raw []byte, v any) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
+	return decodeCanonical(c, v)
+}
+
+// decodeCanonical is Decode of the canonical JSON c.
+func decodeCanonical(c []byte, v any) error {
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
 	}
@@ -455,6 +468,16 @@ func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In],
 			return nil, err
 		}
 		steps[0].Payload = payload
+	}
+	for i := range steps[1:] {
+		f := &steps[1+i]
+		if p, ok := res.FollowUps[f.Name]; ok {
+			payload, err := json.Marshal(p)
+			if err != nil {
+				return nil, err
+			}
+			f.Payload = payload
+		}
 	}
 	return nil, nil
 }

@@ -71,6 +71,9 @@ type Config struct {
 	// StripeCaptureWindow is how long the Stripe mode keeps a card hold
 	// capturable (its latest charge's capture_before). Default 7 days.
 	StripeCaptureWindow time.Duration
+	// TwilioAccountSID and TwilioAuthToken are the Twilio mode's account
+	// (see twilio.go). Defaults TwilioTestAccountSID and TwilioTestAuthToken.
+	TwilioAccountSID, TwilioAuthToken string
 }
 
 // Main is a running simulator.
@@ -78,6 +81,7 @@ type Main struct {
 	cfg    Config
 	st     *state
 	stripe *stripeState
+	twilio *twilioState
 	rules  *rules
 	ln     net.Listener
 	srv    *http.Server
@@ -111,7 +115,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 			return nil, err
 		}
 	}
-	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(), rules: &rules{}, quit: make(chan struct{})}
+	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(),
+		twilio: newTwilioState(cfg.TwilioAccountSID, cfg.TwilioAuthToken), rules: &rules{}, quit: make(chan struct{})}
 	m.SetStripeWebhook(cfg.StripeWebhookURL, cfg.StripeWebhookSecret)
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {

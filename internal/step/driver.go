@@ -195,7 +195,26 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	case found && rec.Status == "rejected":
 		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: oncecall.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until}, rec.ID)
+		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until}
+		if _, searched := p.(provider.Finder); !searched {
+			return false, d.record(ctx, a, s, owner, "evidence", u, rec.ID)
+		}
+		// A write found by what it carries is this step's only if no other
+		// step holds it; drivers recording the same one take turns.
+		err := d.recordIf(ctx, a, s, owner, "evidence", u, rec.ID, func(tx *db.Tx) error {
+			if err := tx.LockProviderRef(ctx, s.Capability, rec.ID); err != nil {
+				return err
+			}
+			held, err := tx.ProviderRefHeld(ctx, s.Capability, rec.ID, a.ID, s.Name)
+			if err == nil && held {
+				err = errHeld
+			}
+			return err
+		})
+		if errors.Is(err, errHeld) {
+			return d.inconclusive(ctx, a, s, owner, "the write found is another step's")
+		}
+		return false, err
 	case t.HonoursKeys:
 		// Past the key's retention the provider no longer protects a
 		// re-send, and a local key never extends that protection.
@@ -223,6 +242,17 @@ func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *oncecall.St
 	if p.Traits().HonoursKeys {
 		return p.LookupByKey(ctx, s.Capability, s.ProviderKey)
 	}
+	if f, ok := p.(provider.Finder); ok {
+		return f.Find(ctx, provider.Query{
+			Write: provider.Write{
+				Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef, Operation: s.Operation, Payload: s.Payload,
+			},
+			ProviderRef: s.ProviderRef, Since: s.ActionCreatedAt,
+			Taken: func(ctx context.Context, id string) (bool, error) {
+				return d.store.ProviderRefHeld(ctx, s.Capability, id, s.ActionID, s.Name)
+			},
+		})
+	}
 	recs, err := p.LookupByRef(ctx, s.Capability, s.ExternalRef)
 	if err != nil || len(recs) == 0 {
 		return provider.Record{}, false, err
@@ -234,6 +264,9 @@ func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *oncecall.St
 // (another driver took the lease, sent or checked the step), or the
 // evidence it was about to act on expired: this driver must not act on it.
 var errMoved = errors.New("the step was moved by another driver")
+
+// errHeld: the write a search found is held by another step.
+var errHeld = errors.New("the write found is another step's")
 
 // send dispatches the step with its persisted provider key, relying on the
 // evidence in ev (none for a pending step, which was certainly never sent).
@@ -319,10 +352,21 @@ func (d *Driver) inconclusive(ctx context.Context, a oncecall.Action, s *oncecal
 // record stores a step update and its timeline event, fenced by the lease
 // and the step's version, and reflects it in s.
 func (d *Driver) record(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string) error {
+	return d.recordIf(ctx, a, s, owner, kind, u, ref, nil)
+}
+
+// recordIf is record after guard, in the same transaction: a guard's error
+// records nothing and is returned.
+func (d *Driver) recordIf(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string, guard func(*db.Tx) error) error {
 	if u.ProviderRef == "" && u.State == oncecall.StepSucceeded {
 		u.ProviderRef = ref
 	}
 	err := d.store.InTx(ctx, func(tx *db.Tx) error {
+		if guard != nil {
+			if err := guard(tx); err != nil {
+				return err
+			}
+		}
 		ok, err := tx.RecordStep(ctx, a.ID, s.Name, owner, s.Version, u)
 		if err != nil || !ok {
 			return leaseLost(err, ok)
@@ -331,7 +375,7 @@ func (d *Driver) record(ctx context.Context, a oncecall.Action, s *oncecall.Step
 			"state": u.State, "provider_ref": u.ProviderRef, "reject_code": u.RejectCode, "error": u.LastError,
 		})
 	})
-	if errors.Is(err, errMoved) {
+	if errors.Is(err, errMoved) || errors.Is(err, errHeld) {
 		return err
 	}
 	if err != nil {
