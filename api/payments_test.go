@@ -154,3 +154,38 @@ func TestOneSucceededPaymentIsADatabaseRule(t *testing.T) {
 		t.Fatalf("second succeeded payment: %v", err)
 	}
 }
+
+// A card saved at Stripe is checked at the door (a saved card needs its
+// Stripe customer, and only a saved card has one) and, on oncecall's own
+// tables, which cannot charge it, rejected SAVED_CARDS_NEED_STRIPE with no
+// intent recorded. The test methods keep their fingerprint: stripe_customer
+// is not part of a request that leaves it out.
+func TestStripeSavedCardIsCheckedAndRefusedWithoutStripe(t *testing.T) {
+	t.Parallel()
+	e := setupRecords(t)
+	customer := e.customer("", "").String()
+	approve := func(key string, body map[string]any) apptest.Response {
+		body["customer_id"], body["amount"], body["currency"] = customer, 500, "EUR"
+		return e.Post("/v1/payment-intents", e.key, key, body)
+	}
+	for i, bad := range []map[string]any{
+		{"payment_method": "pm_1Saved"},
+		{"payment_method": "pm_card_ok", "stripe_customer": "cus_1"},
+		{"payment_method": "pm_1Saved", "stripe_customer": "acct_1"},
+		{"payment_method": "card 4242", "stripe_customer": "cus_1"},
+	} {
+		if got := approve(fmt.Sprintf("bad-%d", i), bad); got.Status != http.StatusBadRequest {
+			t.Errorf("%v: %d %s, want 400", bad, got.Status, got.Body)
+		}
+	}
+	got := approve("saved-local", map[string]any{"payment_method": "pm_1Saved", "stripe_customer": "cus_1"})
+	if got.Status != http.StatusUnprocessableEntity || got.JSON(t)["code"] != "SAVED_CARDS_NEED_STRIPE" {
+		t.Fatalf("saved card on the local provider: %d %s", got.Status, got.Body)
+	}
+	if n := e.Count("SELECT count(*) FROM payment_intents"); n != 0 {
+		t.Fatalf("%d intents recorded", n)
+	}
+	if got := approve("plain", map[string]any{}); got.Status != http.StatusCreated {
+		t.Fatalf("plain approval: %d %s", got.Status, got.Body)
+	}
+}

@@ -55,10 +55,15 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		Metadata map[string]string `json:"metadata"`
 	}
 	action, perr := uuid.Nil, json.Unmarshal(ev.Data.Raw, &pi)
-	if perr == nil {
-		action, perr = uuid.Parse(pi.Metadata[stripeprovider.MetaAction])
+	actionKey, step := stripeprovider.MetaAction, pi.Metadata[stripeprovider.MetaStep]
+	if charge := pi.Metadata[stripeprovider.MetaChargeStep]; charge != "" {
+		// A hold made at approval and captured since: the event is news
+		// of the charge that captured it.
+		actionKey, step = stripeprovider.MetaChargeAction, charge
 	}
-	step := pi.Metadata[stripeprovider.MetaStep]
+	if perr == nil {
+		action, perr = uuid.Parse(pi.Metadata[actionKey])
+	}
 	if perr != nil || step == "" {
 		// Not a PaymentIntent of oncecall's: nothing to do.
 		writeJSON(w, http.StatusOK, stripeNotice{Received: true})

@@ -109,29 +109,12 @@ func (e ConfirmedOutcome) Valid() bool {
 	}
 }
 
-// Defines values for CreatePaymentIntentInputPaymentMethod.
-const (
-	CreatePaymentIntentInputPaymentMethodPmCardDeclined CreatePaymentIntentInputPaymentMethod = "pm_card_declined"
-	CreatePaymentIntentInputPaymentMethodPmCardOk       CreatePaymentIntentInputPaymentMethod = "pm_card_ok"
-)
-
-// Valid indicates whether the value is a known member of the CreatePaymentIntentInputPaymentMethod enum.
-func (e CreatePaymentIntentInputPaymentMethod) Valid() bool {
-	switch e {
-	case CreatePaymentIntentInputPaymentMethodPmCardDeclined:
-		return true
-	case CreatePaymentIntentInputPaymentMethodPmCardOk:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for DashaReason.
 const (
 	AmountExceedsIntent    DashaReason = "amount_exceeds_intent"
 	AppointmentNotActive   DashaReason = "appointment_not_active"
 	AppointmentNotFound    DashaReason = "appointment_not_found"
+	AuthenticationRequired DashaReason = "authentication_required"
 	CallbackNotActive      DashaReason = "callback_not_active"
 	CallbackNotFound       DashaReason = "callback_not_found"
 	ConflictingRequest     DashaReason = "conflicting_request"
@@ -146,6 +129,7 @@ const (
 	NeedsOperator          DashaReason = "needs_operator"
 	PaymentDeclined        DashaReason = "payment_declined"
 	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
+	SavedCardsNeedStripe   DashaReason = "saved_cards_need_stripe"
 	SlotNotFound           DashaReason = "slot_not_found"
 	SlotUnavailable        DashaReason = "slot_unavailable"
 	TemplateExists         DashaReason = "template_exists"
@@ -161,6 +145,8 @@ func (e DashaReason) Valid() bool {
 	case AppointmentNotActive:
 		return true
 	case AppointmentNotFound:
+		return true
+	case AuthenticationRequired:
 		return true
 	case CallbackNotActive:
 		return true
@@ -189,6 +175,8 @@ func (e DashaReason) Valid() bool {
 	case PaymentDeclined:
 		return true
 	case PaymentIntentNotFound:
+		return true
+	case SavedCardsNeedStripe:
 		return true
 	case SlotNotFound:
 		return true
@@ -247,24 +235,6 @@ const (
 func (e MessageStatus) Valid() bool {
 	switch e {
 	case Queued:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for OpenPaymentIntentPaymentMethod.
-const (
-	OpenPaymentIntentPaymentMethodPmCardDeclined OpenPaymentIntentPaymentMethod = "pm_card_declined"
-	OpenPaymentIntentPaymentMethodPmCardOk       OpenPaymentIntentPaymentMethod = "pm_card_ok"
-)
-
-// Valid indicates whether the value is a known member of the OpenPaymentIntentPaymentMethod enum.
-func (e OpenPaymentIntentPaymentMethod) Valid() bool {
-	switch e {
-	case OpenPaymentIntentPaymentMethodPmCardDeclined:
-		return true
-	case OpenPaymentIntentPaymentMethodPmCardOk:
 		return true
 	default:
 		return false
@@ -385,24 +355,6 @@ func (e PaymentStatus) Valid() bool {
 	}
 }
 
-// Defines values for PaymentIntentPaymentMethod.
-const (
-	PaymentIntentPaymentMethodPmCardDeclined PaymentIntentPaymentMethod = "pm_card_declined"
-	PaymentIntentPaymentMethodPmCardOk       PaymentIntentPaymentMethod = "pm_card_ok"
-)
-
-// Valid indicates whether the value is a known member of the PaymentIntentPaymentMethod enum.
-func (e PaymentIntentPaymentMethod) Valid() bool {
-	switch e {
-	case PaymentIntentPaymentMethodPmCardDeclined:
-		return true
-	case PaymentIntentPaymentMethodPmCardOk:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for PaymentIntentStatus.
 const (
 	PaymentIntentStatusCaptured        PaymentIntentStatus = "captured"
@@ -415,24 +367,6 @@ func (e PaymentIntentStatus) Valid() bool {
 	case PaymentIntentStatusCaptured:
 		return true
 	case PaymentIntentStatusRequiresCapture:
-		return true
-	default:
-		return false
-	}
-}
-
-// Defines values for PaymentIntentWithPaymentsPaymentMethod.
-const (
-	PaymentIntentWithPaymentsPaymentMethodPmCardDeclined PaymentIntentWithPaymentsPaymentMethod = "pm_card_declined"
-	PaymentIntentWithPaymentsPaymentMethodPmCardOk       PaymentIntentWithPaymentsPaymentMethod = "pm_card_ok"
-)
-
-// Valid indicates whether the value is a known member of the PaymentIntentWithPaymentsPaymentMethod enum.
-func (e PaymentIntentWithPaymentsPaymentMethod) Valid() bool {
-	switch e {
-	case PaymentIntentWithPaymentsPaymentMethodPmCardDeclined:
-		return true
-	case PaymentIntentWithPaymentsPaymentMethodPmCardOk:
 		return true
 	default:
 		return false
@@ -478,6 +412,7 @@ const (
 	AMOUNTEXCEEDSINTENT    ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTNOTACTIVE   ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND    ProblemCode = "APPOINTMENT_NOT_FOUND"
+	AUTHENTICATIONREQUIRED ProblemCode = "AUTHENTICATION_REQUIRED"
 	CALLBACKNOTACTIVE      ProblemCode = "CALLBACK_NOT_ACTIVE"
 	CALLBACKNOTFOUND       ProblemCode = "CALLBACK_NOT_FOUND"
 	CUSTOMEREXISTS         ProblemCode = "CUSTOMER_EXISTS"
@@ -501,6 +436,7 @@ const (
 	PAYMENTDECLINED        ProblemCode = "PAYMENT_DECLINED"
 	PAYMENTINTENTNOTFOUND  ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
 	RATELIMITED            ProblemCode = "RATE_LIMITED"
+	SAVEDCARDSNEEDSTRIPE   ProblemCode = "SAVED_CARDS_NEED_STRIPE"
 	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
 	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
 	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
@@ -520,6 +456,8 @@ func (e ProblemCode) Valid() bool {
 	case APPOINTMENTNOTACTIVE:
 		return true
 	case APPOINTMENTNOTFOUND:
+		return true
+	case AUTHENTICATIONREQUIRED:
 		return true
 	case CALLBACKNOTACTIVE:
 		return true
@@ -566,6 +504,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYMENTINTENTNOTFOUND:
 		return true
 	case RATELIMITED:
+		return true
+	case SAVEDCARDSNEEDSTRIPE:
 		return true
 	case SERVICEUNAVAILABLE:
 		return true
@@ -1040,12 +980,12 @@ type CreatePaymentIntentInput struct {
 	// Description Optional: what the payment is for.
 	Description *string `json:"description,omitempty"`
 
-	// PaymentMethod Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok.
-	PaymentMethod *CreatePaymentIntentInputPaymentMethod `json:"payment_method,omitempty"`
-}
+	// PaymentMethod Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...).
+	PaymentMethod *string `json:"payment_method,omitempty"`
 
-// CreatePaymentIntentInputPaymentMethod Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok.
-type CreatePaymentIntentInputPaymentMethod string
+	// StripeCustomer Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe.
+	StripeCustomer *string `json:"stripe_customer,omitempty"`
+}
 
 // CreateSlotInput defines model for CreateSlotInput.
 type CreateSlotInput struct {
@@ -1495,16 +1435,15 @@ type OpenPaymentIntent struct {
 	CreatedAt        time.Time `json:"created_at"`
 
 	// Currency ISO 4217 code, upper-case.
-	Currency      string                         `json:"currency"`
-	CustomerId    openapi_types.UUID             `json:"customer_id"`
-	Description   string                         `json:"description"`
-	Id            openapi_types.UUID             `json:"id"`
-	PaymentMethod OpenPaymentIntentPaymentMethod `json:"payment_method"`
-	Status        OpenPaymentIntentStatus        `json:"status"`
-}
+	Currency    string             `json:"currency"`
+	CustomerId  openapi_types.UUID `json:"customer_id"`
+	Description string             `json:"description"`
+	Id          openapi_types.UUID `json:"id"`
 
-// OpenPaymentIntentPaymentMethod defines model for OpenPaymentIntent.PaymentMethod.
-type OpenPaymentIntentPaymentMethod string
+	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	PaymentMethod string                  `json:"payment_method"`
+	Status        OpenPaymentIntentStatus `json:"status"`
+}
 
 // OpenPaymentIntentStatus defines model for OpenPaymentIntent.Status.
 type OpenPaymentIntentStatus string
@@ -1624,16 +1563,19 @@ type PaymentIntent struct {
 	CreatedAt      time.Time                `json:"created_at"`
 
 	// Currency ISO 4217 code, upper-case.
-	Currency      string                     `json:"currency"`
-	CustomerId    openapi_types.UUID         `json:"customer_id"`
-	Description   string                     `json:"description"`
-	Id            openapi_types.UUID         `json:"id"`
-	PaymentMethod PaymentIntentPaymentMethod `json:"payment_method"`
-	Status        PaymentIntentStatus        `json:"status"`
-}
+	Currency    string             `json:"currency"`
+	CustomerId  openapi_types.UUID `json:"customer_id"`
+	Description string             `json:"description"`
+	Id          openapi_types.UUID `json:"id"`
 
-// PaymentIntentPaymentMethod defines model for PaymentIntent.PaymentMethod.
-type PaymentIntentPaymentMethod string
+	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	PaymentMethod string `json:"payment_method"`
+
+	// ProviderRef The payments provider's hold of the approved amount, when the approval made one (with
+	// Stripe: the PaymentIntent id, `pi_...`, with manual capture); `payment.charge` captures it.
+	ProviderRef *string             `json:"provider_ref,omitempty"`
+	Status      PaymentIntentStatus `json:"status"`
+}
 
 // PaymentIntentStatus defines model for PaymentIntent.Status.
 type PaymentIntentStatus string
@@ -1676,17 +1618,16 @@ type PaymentIntentWithPayments struct {
 	CreatedAt      time.Time                `json:"created_at"`
 
 	// Currency ISO 4217 code, upper-case.
-	Currency      string                                 `json:"currency"`
-	CustomerId    openapi_types.UUID                     `json:"customer_id"`
-	Description   string                                 `json:"description"`
-	Id            openapi_types.UUID                     `json:"id"`
-	PaymentMethod PaymentIntentWithPaymentsPaymentMethod `json:"payment_method"`
-	Payments      []Payment                              `json:"payments"`
-	Status        PaymentIntentWithPaymentsStatus        `json:"status"`
-}
+	Currency    string             `json:"currency"`
+	CustomerId  openapi_types.UUID `json:"customer_id"`
+	Description string             `json:"description"`
+	Id          openapi_types.UUID `json:"id"`
 
-// PaymentIntentWithPaymentsPaymentMethod defines model for PaymentIntentWithPayments.PaymentMethod.
-type PaymentIntentWithPaymentsPaymentMethod string
+	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	PaymentMethod string                          `json:"payment_method"`
+	Payments      []Payment                       `json:"payments"`
+	Status        PaymentIntentWithPaymentsStatus `json:"status"`
+}
 
 // PaymentIntentWithPaymentsStatus defines model for PaymentIntentWithPayments.Status.
 type PaymentIntentWithPaymentsStatus string
@@ -4975,7 +4916,10 @@ type ClientInterface interface {
 	// CreatePaymentIntentWithBody Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-	// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+	// it at most once. With payments through Stripe the approval holds the amount on the card (see
+	// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+	// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+	// `SAVED_CARDS_NEED_STRIPE`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4985,7 +4929,10 @@ type ClientInterface interface {
 	// CreatePaymentIntent Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-	// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+	// it at most once. With payments through Stripe the approval holds the amount on the card (see
+	// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+	// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+	// `SAVED_CARDS_NEED_STRIPE`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6277,7 +6224,10 @@ func (c *Client) ListPaymentIntents(ctx context.Context, params *ListPaymentInte
 // CreatePaymentIntentWithBody Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+// it at most once. With payments through Stripe the approval holds the amount on the card (see
+// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+// `SAVED_CARDS_NEED_STRIPE`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6297,7 +6247,10 @@ func (c *Client) CreatePaymentIntentWithBody(ctx context.Context, params *Create
 // CreatePaymentIntent Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+// it at most once. With payments through Stripe the approval holds the amount on the card (see
+// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+// `SAVED_CARDS_NEED_STRIPE`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9615,7 +9568,10 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentIntentWithBodyWithResponse Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-	// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+	// it at most once. With payments through Stripe the approval holds the amount on the card (see
+	// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+	// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+	// `SAVED_CARDS_NEED_STRIPE`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9625,7 +9581,10 @@ type ClientWithResponsesInterface interface {
 	// CreatePaymentIntentWithResponse Approve a payment
 	//
 	// Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-	// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+	// it at most once. With payments through Stripe the approval holds the amount on the card (see
+	// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+	// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+	// `SAVED_CARDS_NEED_STRIPE`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15859,7 +15818,10 @@ func (c *ClientWithResponses) ListPaymentIntentsWithResponse(ctx context.Context
 // CreatePaymentIntentWithBodyWithResponse Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+// it at most once. With payments through Stripe the approval holds the amount on the card (see
+// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+// `SAVED_CARDS_NEED_STRIPE`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15875,7 +15837,10 @@ func (c *ClientWithResponses) CreatePaymentIntentWithBodyWithResponse(ctx contex
 // CreatePaymentIntentWithResponse Approve a payment
 //
 // Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-// it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+// it at most once. With payments through Stripe the approval holds the amount on the card (see
+// docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+// `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+// `SAVED_CARDS_NEED_STRIPE`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

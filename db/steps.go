@@ -34,6 +34,9 @@ type StepUpdate struct {
 	// Backoff is how long from now (the database's clock) the step waits
 	// before its next attempt or check.
 	Backoff time.Duration
+	// ProviderUntil, when set, is how long the provider keeps the write
+	// open (a hold's capture deadline); it is kept once learned.
+	ProviderUntil time.Time
 }
 
 // Send is a driver's request to send a step, with the evidence it relies
@@ -127,7 +130,7 @@ func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, 
 	n, err := q.q.RecordStep(ctx, dbsqlc.RecordStepParams{
 		State: u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
 		Checks: int32(u.Checks), LastError: ptr(u.LastError), Backoff: interval(u.Backoff),
-		ActionID: action, Name: name, Owner: &owner, Version: int32(version),
+		ProviderUntil: optionalTime(u.ProviderUntil), ActionID: action, Name: name, Owner: &owner, Version: int32(version),
 	})
 	return n == 1, err
 }
@@ -289,4 +292,12 @@ func (q queries) ResolveAction(ctx context.Context, id, owner uuid.UUID, c Compl
 		ResourceID: ptr(c.ResourceID), Result: c.Result,
 	})
 	return n == 1, err
+}
+
+// optionalTime is t, or NULL when it is zero.
+func optionalTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }

@@ -46,3 +46,48 @@ SELECT * FROM payment_intents
 WHERE tenant_id = sqlc.arg(tenant_id) AND customer_id = sqlc.arg(customer_id) AND status = 'requires_capture'
 ORDER BY created_at DESC, id DESC
 LIMIT sqlc.arg(max_rows);
+
+-- name: CreateHeldPaymentIntent :one
+-- An intent approved with a hold at the payments provider. Its id is the
+-- approving action's, so the action's answer names it before it exists. The
+-- hold's capture deadline is the one the provider reported with the hold
+-- step, or 7 days from the claim (before the hold was made) when none was.
+INSERT INTO payment_intents (id, tenant_id, customer_id, amount, currency, description, payment_method, action_id,
+                             hold_ref, hold_account, created_at, capture_before)
+SELECT sqlc.arg(action_id), sqlc.arg(tenant_id), sqlc.arg(customer_id), sqlc.arg(amount), sqlc.arg(currency),
+       sqlc.arg(description), sqlc.arg(payment_method), a.id, sqlc.arg(hold_ref), sqlc.narg(hold_account),
+       sqlc.arg(created_at),
+       coalesce((SELECT s.provider_until FROM action_steps s WHERE s.action_id = a.id AND s.required),
+                a.created_at + interval '7 days')
+FROM actions a WHERE a.id = sqlc.arg(action_id)
+ON CONFLICT (id) DO NOTHING
+RETURNING *;
+
+-- name: PaymentIntentHold :one
+-- The provider's hold of an intent approved with one.
+SELECT coalesce(hold_ref, '')::text AS hold_ref, coalesce(hold_account, '')::text AS hold_account, capture_before
+FROM payment_intents WHERE tenant_id = $1 AND id = $2;
+
+-- name: FlagExpiringHolds :many
+-- Holds that are not captured and reach their capture deadline within
+-- margin: each is flagged once, its approving action joins the operator
+-- queue and its timeline says why, in the same statement.
+WITH due AS (
+    UPDATE payment_intents SET hold_flagged_at = now(), updated_at = now()
+    WHERE hold_ref IS NOT NULL AND status = 'requires_capture' AND hold_flagged_at IS NULL
+      AND capture_before < now() + sqlc.arg(margin)::interval
+    RETURNING id, tenant_id, action_id, hold_ref, capture_before
+), queued AS (
+    UPDATE actions a SET needs_operator = true, updated_at = now()
+    FROM due WHERE a.id = due.action_id
+    RETURNING a.id
+), noted AS (
+    INSERT INTO action_events (action_id, kind, step, detail)
+    SELECT due.action_id, 'hold_expiring', 'payment_holds',
+           jsonb_build_object('payment_intent_id', due.id, 'provider_ref', due.hold_ref,
+                              'capture_before', due.capture_before)
+    FROM due
+    RETURNING action_id
+)
+SELECT due.id, due.tenant_id, due.action_id, due.hold_ref::text AS hold_ref, due.capture_before::timestamptz AS capture_before
+FROM due;

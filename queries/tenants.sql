@@ -17,3 +17,9 @@ SELECT id, name, dasha_org_id FROM tenants WHERE id = $1;
 
 -- name: TenantTimezone :one
 SELECT timezone FROM tenants WHERE id = $1;
+
+-- name: TenantStripeAccount :one
+SELECT coalesce(stripe_account, '')::text FROM tenants WHERE id = $1;
+
+-- name: SetTenantStripeAccount :execrows
+UPDATE tenants SET stripe_account = sqlc.narg(stripe_account) WHERE id = $1;

@@ -26,6 +26,10 @@ type Config struct {
 	Lease time.Duration
 	// Batch is how many actions one pass leases at most. Default 50.
 	Batch int
+	// HoldWarning is how long before a payment hold's capture deadline
+	// (Stripe's capture_before) the hold is flagged for an operator if no
+	// charge has captured it. Default 24h.
+	HoldWarning time.Duration
 }
 
 // Reconciler runs passes over unfinished actions.
@@ -49,6 +53,9 @@ func New(store *db.Store, driver *step.Driver, cfg Config, log zerolog.Logger) *
 	if cfg.Batch <= 0 {
 		cfg.Batch = 50
 	}
+	if cfg.HoldWarning <= 0 {
+		cfg.HoldWarning = 24 * time.Hour
+	}
 	return &Reconciler{store: store, driver: driver, cfg: cfg, log: log}
 }
 
@@ -57,6 +64,9 @@ type Stats struct {
 	Abandoned int // running actions past their lease, now treated as possibly executed
 	Due       int // actions with a step due for a send or a check
 	Completed int // actions that reached a known outcome in this pass
+	// HoldsFlagged counts payment holds near their capture deadline that
+	// this pass put in the operator queue.
+	HoldsFlagged int
 }
 
 // RunOnce makes one pass. The pass holds its leases under a token of its
@@ -64,6 +74,16 @@ type Stats struct {
 // action another reconciler has taken over meanwhile is left to it.
 func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 	var st Stats
+	holds, err := r.store.FlagExpiringHolds(ctx, r.cfg.HoldWarning)
+	if err != nil {
+		return st, err
+	}
+	st.HoldsFlagged = len(holds)
+	for _, h := range holds {
+		r.log.Warn().Str("action_id", h.ActionID.String()).Str("payment_intent_id", h.IntentID.String()).
+			Str("provider_ref", h.Ref).Time("capture_before", h.CaptureBefore).
+			Msg("payment hold near its capture deadline: flagged for an operator")
+	}
 	owner := uuid.New()
 	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch)
 	if err != nil {
@@ -111,7 +131,7 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			r.log.Warn().Err(err).Msg("reconcile pass failed")
-		case st.Abandoned+st.Due > 0:
+		case st.Abandoned+st.Due+st.HoldsFlagged > 0:
 			r.log.Info().Int("abandoned", st.Abandoned).Int("due", st.Due).Int("completed", st.Completed).Msg("reconcile pass")
 		}
 		select {

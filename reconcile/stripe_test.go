@@ -229,15 +229,13 @@ func TestStripeWebhooksAreVerifiedNoticesThatChangeNothingByThemselves(t *testin
 	}
 }
 
-// oncecall serve, a real process, is killed (SIGKILL) while Stripe holds
-// the payment and before it records any answer; a new process's
-// reconciler finishes the charge under the same keys: one capture.
+// oncecall serve, a real process, is killed (SIGKILL) while Stripe
+// captures the hold its approval made, before it records any answer; a new
+// process's reconciler finishes the charge under the same keys: one
+// capture.
 func TestStripeKilledWorkerCapturesOnceAfterRestart(t *testing.T) {
 	t.Parallel()
 	sim := simtest.Start(t, providersim.Config{})
-	// The hold takes its time: oncecall is killed while it is in flight,
-	// and Stripe commits it after oncecall is gone.
-	sim.Fault(provider.Payments, "delay=2s", 1)
 	url := pgtest.NewDB(t)
 	pool, err := pgxpool.New(t.Context(), url)
 	if err != nil {
@@ -255,6 +253,12 @@ func TestStripeKilledWorkerCapturesOnceAfterRestart(t *testing.T) {
 	customer := post(t, first.url, key, "kill-customer", "/v1/customers", `{"name":"Killed Worker"}`)["result"].(map[string]any)["id"]
 	intent := post(t, first.url, key, "kill-intent", "/v1/payment-intents",
 		fmt.Sprintf(`{"customer_id":%q,"amount":3300,"currency":"USD"}`, customer))["result"].(map[string]any)["id"]
+	// The approval held the amount. The capture takes its time: oncecall
+	// is killed while it is in flight, and Stripe commits it after
+	// oncecall is gone.
+	if _, err := sim.Admin.AddFault(t.Context(), providersim.Rule{Capability: provider.Payments, Fault: "delay=2s", Count: 1, On: providersim.OnCapture}); err != nil {
+		t.Fatal(err)
+	}
 	go func() {
 		req, _ := http.NewRequest(http.MethodPost, first.url+"/v1/payments", strings.NewReader(fmt.Sprintf(`{"payment_intent_id":%q}`, intent)))
 		req.Header.Set("Authorization", "Bearer "+key)
@@ -264,11 +268,11 @@ func TestStripeKilledWorkerCapturesOnceAfterRestart(t *testing.T) {
 			resp.Body.Close() // the process is killed first
 		}
 	}()
-	waitFor(t, "the hold to reach Stripe", 20*time.Second, func() bool { return inFlight(t, sim.URL) > 0 })
+	waitFor(t, "the capture to reach Stripe", 20*time.Second, func() bool { return inFlight(t, sim.URL) > 0 })
 	first.kill()
-	waitFor(t, "Stripe to commit the hold", 20*time.Second, func() bool {
+	waitFor(t, "Stripe to commit the capture", 20*time.Second, func() bool {
 		l := sim.StripeLedger()
-		return len(l) == 1 && l[0].Status == "requires_capture"
+		return len(l) == 1 && l[0].Status == "succeeded"
 	})
 	var state string
 	if err := pool.QueryRow(context.Background(), "SELECT state FROM actions WHERE idempotency_key = 'kill-charge'").Scan(&state); err != nil || state != "running" {

@@ -258,7 +258,10 @@ export interface paths {
         /**
          * Approve a payment
          * @description Approves an amount for a customer (operation `payment_intent.create`); `payment.charge` charges
-         *     it at most once. Rejections: `CUSTOMER_NOT_FOUND`.
+         *     it at most once. With payments through Stripe the approval holds the amount on the card (see
+         *     docs/providers/stripe.md). Rejections: `CUSTOMER_NOT_FOUND`; with Stripe `PAYMENT_DECLINED`,
+         *     `AUTHENTICATION_REQUIRED` (a saved card held off-session needs the cardholder); without it
+         *     `SAVED_CARDS_NEED_STRIPE`.
          */
         post: operations["createPaymentIntent"];
         delete?: never;
@@ -1279,8 +1282,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture" | "captured";
             /**
@@ -1290,6 +1293,11 @@ export interface components {
             captured_amount: number | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * @description The payments provider's hold of the approved amount, when the approval made one (with
+             *     Stripe: the PaymentIntent id, `pi_...`, with manual capture); `payment.charge` captures it.
+             */
+            provider_ref?: string;
         };
         /** @description A customer's open payment intents, newest first. */
         OpenPaymentIntentList: {
@@ -1311,8 +1319,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture";
             /**
@@ -1341,8 +1349,8 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @enum {string} */
-            payment_method: "pm_card_ok" | "pm_card_declined";
+            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            payment_method: string;
             /** @enum {string} */
             status: "requires_capture" | "captured";
             /**
@@ -1490,7 +1498,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1738,7 +1746,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1843,11 +1851,10 @@ export interface components {
             currency: string;
             /** @description Optional: what the payment is for. */
             description?: string;
-            /**
-             * @description Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok.
-             * @enum {string}
-             */
-            payment_method?: "pm_card_ok" | "pm_card_declined";
+            /** @description Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...). */
+            payment_method?: string;
+            /** @description Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe. */
+            stripe_customer?: string;
         };
         ChargePaymentInput: {
             /**

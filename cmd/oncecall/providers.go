@@ -26,6 +26,10 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 				return nil, err
 			}
 			set[capability] = p
+			if capability == provider.Payments {
+				// The Stripe adapter also holds at approval time.
+				set[provider.Holds] = p
+			}
 			continue
 		}
 		if url == "" {
@@ -127,6 +131,9 @@ func reconcileConfig() (reconcile.Config, error) {
 		return c, err
 	}
 	if c.Lease, err = durationVar(envLookup, "ONCECALL_RECONCILE_LEASE", time.Minute); err != nil {
+		return c, err
+	}
+	if c.HoldWarning, err = durationVar(envLookup, "ONCECALL_HOLD_WARNING", 24*time.Hour); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -8,13 +8,19 @@ import (
 	"io"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--json]"
+	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--stripe-account ACCT] [--json]\n" +
+		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)"
+	if len(args) > 0 && args[0] == "stripe-account" {
+		return tenantStripeAccount(ctx, args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New(usage)
 	}
@@ -23,6 +29,7 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
 	zone := fs.String("timezone", schedule.UTC, "the business's IANA timezone, e.g. Europe/London: weekly hours are read and times spoken to callers in it")
 	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	stripeAccount := fs.String("stripe-account", "", "the tenant's Stripe Connect account (acct_...): its payments are made on it")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "timezone": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
@@ -37,6 +44,11 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := schedule.ParseZone(*zone); err != nil {
 		return fmt.Errorf("--timezone: %w", err)
 	}
+	if *stripeAccount != "" {
+		if err := db.ValidStripeAccount(*stripeAccount); err != nil {
+			return fmt.Errorf("--stripe-account: %w", err)
+		}
+	}
 	store, closeDB, err := openStore(ctx)
 	if err != nil {
 		return err
@@ -48,9 +60,52 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("create tenant: %w", err)
 	}
+	if *stripeAccount != "" {
+		if err := store.SetTenantStripeAccount(ctx, t.ID, *stripeAccount); err != nil {
+			return fmt.Errorf("set the tenant's Stripe account: %w", err)
+		}
+	}
 	if *asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key, "timezone": *zone, "scope": string(scope)})
 	}
 	fmt.Fprintf(stdout, "tenant %s (%s, timezone %s) created\nAPI key, scope %s (shown once, store it now): %s\n", t.Name, t.ID, *zone, scope, key)
+	return nil
+}
+
+// tenantStripeAccount sets or clears a tenant's Stripe Connect account:
+// the tenant's holds and charges are made on it (Stripe-Account), instead
+// of the process default STRIPE_ACCOUNT. A hold made earlier is captured on
+// the account it was made on.
+func tenantStripeAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tenant stripe-account", stderr)
+	id := fs.String("tenant", "", "the tenant's id (required)")
+	account := fs.String("account", "", "the Stripe Connect account, acct_...; leave it out to clear the tenant's account")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tenant, err := uuid.Parse(strings.TrimSpace(*id))
+	if err != nil {
+		return errors.New("--tenant is required: the tenant's id")
+	}
+	if *account != "" {
+		if err := db.ValidStripeAccount(*account); err != nil {
+			return fmt.Errorf("--account: %w", err)
+		}
+	}
+	store, closeDB, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := store.SetTenantStripeAccount(ctx, tenant, *account); errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("no tenant %s", tenant)
+	} else if err != nil {
+		return err
+	}
+	if *account == "" {
+		fmt.Fprintf(stdout, "tenant %s: Stripe account cleared (STRIPE_ACCOUNT, if set, is used)\n", tenant)
+		return nil
+	}
+	fmt.Fprintf(stdout, "tenant %s: payments are made on Stripe account %s\n", tenant, *account)
 	return nil
 }

@@ -79,3 +79,56 @@ func TestBinaryEmbedsTheZoneDatabase(t *testing.T) {
 	}
 	t.Fatal(`cmd/oncecall/main.go does not import _ "time/tzdata"`)
 }
+
+// Not parallel: it changes the environment. A tenant's Stripe account is
+// set at creation or later, checked, and cleared.
+func TestTenantStripeAccountIsStoredWithTheTenant(t *testing.T) {
+	url := pgtest.NewDB(t)
+	t.Setenv("DATABASE_URL", url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	accountOf := func(id string) *string {
+		t.Helper()
+		var acct *string
+		if err := conn.QueryRow(ctx, "SELECT stripe_account FROM tenants WHERE id = $1", uuid.MustParse(id)).Scan(&acct); err != nil {
+			t.Fatal(err)
+		}
+		return acct
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"tenant", "create", "--json", "--name", "shop", "--stripe-account", "acct_1Shop"}, &out, &out); err != nil {
+		t.Fatalf("create with --stripe-account: %v %s", err, out.String())
+	}
+	var created map[string]string
+	if err := json.Unmarshal(out.Bytes(), &created); err != nil {
+		t.Fatal(err)
+	}
+	id := created["tenant_id"]
+	if a := accountOf(id); a == nil || *a != "acct_1Shop" {
+		t.Fatalf("stripe_account after create: %v", a)
+	}
+	if err := run(ctx, []string{"tenant", "stripe-account", "--tenant", id, "--account", "acct_2Other"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if a := accountOf(id); a == nil || *a != "acct_2Other" {
+		t.Fatalf("stripe_account after set: %v", a)
+	}
+	for _, bad := range []string{"sk_live_123", "acct_", "acct_1 x"} {
+		if err := run(ctx, []string{"tenant", "stripe-account", "--tenant", id, "--account", bad}, &out, &out); err == nil {
+			t.Errorf("--account %q accepted", bad)
+		}
+	}
+	if err := run(ctx, []string{"tenant", "stripe-account", "--tenant", uuid.NewString(), "--account", "acct_1"}, &out, &out); err == nil {
+		t.Error("an unknown tenant accepted")
+	}
+	if err := run(ctx, []string{"tenant", "stripe-account", "--tenant", id}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if a := accountOf(id); a != nil {
+		t.Fatalf("stripe_account after clearing: %v", *a)
+	}
+}

@@ -43,25 +43,26 @@ type ActionEvent struct {
 }
 
 type ActionStep struct {
-	ActionID    uuid.UUID
-	Name        string
-	Seq         int32
-	Capability  string
-	Required    bool
-	Operation   string
-	ProviderKey string
-	ExternalRef string
-	Payload     json.RawMessage
-	State       string
-	ProviderRef *string
-	RejectCode  *string
-	Attempts    int32
-	Checks      int32
-	LastError   *string
-	LastSentAt  *time.Time
-	NextCheckAt time.Time
-	UpdatedAt   time.Time
-	Version     int32
+	ActionID      uuid.UUID
+	Name          string
+	Seq           int32
+	Capability    string
+	Required      bool
+	Operation     string
+	ProviderKey   string
+	ExternalRef   string
+	Payload       json.RawMessage
+	State         string
+	ProviderRef   *string
+	RejectCode    *string
+	Attempts      int32
+	Checks        int32
+	LastError     *string
+	LastSentAt    *time.Time
+	NextCheckAt   time.Time
+	UpdatedAt     time.Time
+	Version       int32
+	ProviderUntil *time.Time
 }
 
 type ApiKey struct {
@@ -184,6 +185,10 @@ type PaymentIntent struct {
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
 	ChargingActionID *uuid.UUID
+	HoldRef          *string
+	HoldAccount      *string
+	CaptureBefore    *time.Time
+	HoldFlaggedAt    *time.Time
 }
 
 type PointsLedger struct {
@@ -213,9 +218,10 @@ type Slot struct {
 }
 
 type Tenant struct {
-	ID         uuid.UUID
-	Name       string
-	DashaOrgID *string
-	CreatedAt  time.Time
-	Timezone   string
+	ID            uuid.UUID
+	Name          string
+	DashaOrgID    *string
+	CreatedAt     time.Time
+	Timezone      string
+	StripeAccount *string
 }

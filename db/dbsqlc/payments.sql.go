@@ -7,15 +7,17 @@ package dbsqlc
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const capturePaymentIntent = `-- name: CapturePaymentIntent :one
 UPDATE payment_intents
 SET status = 'captured', captured_amount = $3, charging_action_id = NULL, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
-RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id
+RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at
 `
 
 type CapturePaymentIntentParams struct {
@@ -41,6 +43,76 @@ func (q *Queries) CapturePaymentIntent(ctx context.Context, arg CapturePaymentIn
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ChargingActionID,
+		&i.HoldRef,
+		&i.HoldAccount,
+		&i.CaptureBefore,
+		&i.HoldFlaggedAt,
+	)
+	return i, err
+}
+
+const createHeldPaymentIntent = `-- name: CreateHeldPaymentIntent :one
+INSERT INTO payment_intents (id, tenant_id, customer_id, amount, currency, description, payment_method, action_id,
+                             hold_ref, hold_account, created_at, capture_before)
+SELECT $1, $2, $3, $4, $5,
+       $6, $7, a.id, $8, $9,
+       $10,
+       coalesce((SELECT s.provider_until FROM action_steps s WHERE s.action_id = a.id AND s.required),
+                a.created_at + interval '7 days')
+FROM actions a WHERE a.id = $1
+ON CONFLICT (id) DO NOTHING
+RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at
+`
+
+type CreateHeldPaymentIntentParams struct {
+	ActionID      uuid.UUID
+	TenantID      uuid.UUID
+	CustomerID    uuid.UUID
+	Amount        int64
+	Currency      string
+	Description   string
+	PaymentMethod string
+	HoldRef       *string
+	HoldAccount   *string
+	CreatedAt     time.Time
+}
+
+// An intent approved with a hold at the payments provider. Its id is the
+// approving action's, so the action's answer names it before it exists. The
+// hold's capture deadline is the one the provider reported with the hold
+// step, or 7 days from the claim (before the hold was made) when none was.
+func (q *Queries) CreateHeldPaymentIntent(ctx context.Context, arg CreateHeldPaymentIntentParams) (PaymentIntent, error) {
+	row := q.db.QueryRow(ctx, createHeldPaymentIntent,
+		arg.ActionID,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.Amount,
+		arg.Currency,
+		arg.Description,
+		arg.PaymentMethod,
+		arg.HoldRef,
+		arg.HoldAccount,
+		arg.CreatedAt,
+	)
+	var i PaymentIntent
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.CustomerID,
+		&i.Amount,
+		&i.Currency,
+		&i.Description,
+		&i.PaymentMethod,
+		&i.Status,
+		&i.CapturedAmount,
+		&i.ActionID,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.ChargingActionID,
+		&i.HoldRef,
+		&i.HoldAccount,
+		&i.CaptureBefore,
+		&i.HoldFlaggedAt,
 	)
 	return i, err
 }
@@ -94,7 +166,7 @@ func (q *Queries) CreatePayment(ctx context.Context, arg CreatePaymentParams) (P
 const createPaymentIntent = `-- name: CreatePaymentIntent :one
 INSERT INTO payment_intents (id, tenant_id, customer_id, amount, currency, description, payment_method, action_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id
+RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at
 `
 
 type CreatePaymentIntentParams struct {
@@ -134,8 +206,71 @@ func (q *Queries) CreatePaymentIntent(ctx context.Context, arg CreatePaymentInte
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ChargingActionID,
+		&i.HoldRef,
+		&i.HoldAccount,
+		&i.CaptureBefore,
+		&i.HoldFlaggedAt,
 	)
 	return i, err
+}
+
+const flagExpiringHolds = `-- name: FlagExpiringHolds :many
+WITH due AS (
+    UPDATE payment_intents SET hold_flagged_at = now(), updated_at = now()
+    WHERE hold_ref IS NOT NULL AND status = 'requires_capture' AND hold_flagged_at IS NULL
+      AND capture_before < now() + $1::interval
+    RETURNING id, tenant_id, action_id, hold_ref, capture_before
+), queued AS (
+    UPDATE actions a SET needs_operator = true, updated_at = now()
+    FROM due WHERE a.id = due.action_id
+    RETURNING a.id
+), noted AS (
+    INSERT INTO action_events (action_id, kind, step, detail)
+    SELECT due.action_id, 'hold_expiring', 'payment_holds',
+           jsonb_build_object('payment_intent_id', due.id, 'provider_ref', due.hold_ref,
+                              'capture_before', due.capture_before)
+    FROM due
+    RETURNING action_id
+)
+SELECT due.id, due.tenant_id, due.action_id, due.hold_ref::text AS hold_ref, due.capture_before::timestamptz AS capture_before
+FROM due
+`
+
+type FlagExpiringHoldsRow struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	ActionID      uuid.UUID
+	HoldRef       string
+	CaptureBefore time.Time
+}
+
+// Holds that are not captured and reach their capture deadline within
+// margin: each is flagged once, its approving action joins the operator
+// queue and its timeline says why, in the same statement.
+func (q *Queries) FlagExpiringHolds(ctx context.Context, margin pgtype.Interval) ([]FlagExpiringHoldsRow, error) {
+	rows, err := q.db.Query(ctx, flagExpiringHolds, margin)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FlagExpiringHoldsRow
+	for rows.Next() {
+		var i FlagExpiringHoldsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.ActionID,
+			&i.HoldRef,
+			&i.CaptureBefore,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const holdPaymentIntent = `-- name: HoldPaymentIntent :execrows
@@ -160,7 +295,7 @@ func (q *Queries) HoldPaymentIntent(ctx context.Context, arg HoldPaymentIntentPa
 }
 
 const listOpenPaymentIntents = `-- name: ListOpenPaymentIntents :many
-SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at FROM payment_intents
 WHERE tenant_id = $1 AND customer_id = $2 AND status = 'requires_capture'
 ORDER BY created_at DESC, id DESC
 LIMIT $3
@@ -196,6 +331,10 @@ func (q *Queries) ListOpenPaymentIntents(ctx context.Context, arg ListOpenPaymen
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.ChargingActionID,
+			&i.HoldRef,
+			&i.HoldAccount,
+			&i.CaptureBefore,
+			&i.HoldFlaggedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -208,7 +347,7 @@ func (q *Queries) ListOpenPaymentIntents(ctx context.Context, arg ListOpenPaymen
 }
 
 const lockPaymentIntent = `-- name: LockPaymentIntent :one
-SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at FROM payment_intents WHERE tenant_id = $1 AND id = $2 FOR UPDATE
 `
 
 type LockPaymentIntentParams struct {
@@ -235,12 +374,16 @@ func (q *Queries) LockPaymentIntent(ctx context.Context, arg LockPaymentIntentPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ChargingActionID,
+		&i.HoldRef,
+		&i.HoldAccount,
+		&i.CaptureBefore,
+		&i.HoldFlaggedAt,
 	)
 	return i, err
 }
 
 const paymentIntentByID = `-- name: PaymentIntentByID :one
-SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id FROM payment_intents WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at FROM payment_intents WHERE tenant_id = $1 AND id = $2
 `
 
 type PaymentIntentByIDParams struct {
@@ -265,7 +408,35 @@ func (q *Queries) PaymentIntentByID(ctx context.Context, arg PaymentIntentByIDPa
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.ChargingActionID,
+		&i.HoldRef,
+		&i.HoldAccount,
+		&i.CaptureBefore,
+		&i.HoldFlaggedAt,
 	)
+	return i, err
+}
+
+const paymentIntentHold = `-- name: PaymentIntentHold :one
+SELECT coalesce(hold_ref, '')::text AS hold_ref, coalesce(hold_account, '')::text AS hold_account, capture_before
+FROM payment_intents WHERE tenant_id = $1 AND id = $2
+`
+
+type PaymentIntentHoldParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+type PaymentIntentHoldRow struct {
+	HoldRef       string
+	HoldAccount   string
+	CaptureBefore *time.Time
+}
+
+// The provider's hold of an intent approved with one.
+func (q *Queries) PaymentIntentHold(ctx context.Context, arg PaymentIntentHoldParams) (PaymentIntentHoldRow, error) {
+	row := q.db.QueryRow(ctx, paymentIntentHold, arg.TenantID, arg.ID)
+	var i PaymentIntentHoldRow
+	err := row.Scan(&i.HoldRef, &i.HoldAccount, &i.CaptureBefore)
 	return i, err
 }
 

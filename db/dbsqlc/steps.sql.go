@@ -481,7 +481,7 @@ func (q *Queries) ProviderRefHeld(ctx context.Context, arg ProviderRefHeldParams
 
 const recordStep = `-- name: RecordStep :execrows
 WITH held AS (
-    SELECT id FROM actions WHERE id = $10 AND lease_owner = $11 FOR SHARE
+    SELECT id FROM actions WHERE id = $11 AND lease_owner = $12 FOR SHARE
 )
 UPDATE action_steps s
 SET state = $1,
@@ -489,25 +489,27 @@ SET state = $1,
     -- named for it (see NoticeStepRef) until evidence replaces it.
     provider_ref = coalesce($2, CASE WHEN $1::text = 'unknown' THEN s.provider_ref END),
     reject_code = $3,
-    attempts = s.attempts + $4::integer, checks = $5,
-    last_error = $6,
-    next_check_at = now() + $7::interval, version = s.version + 1, updated_at = now()
+    provider_until = coalesce($4, s.provider_until),
+    attempts = s.attempts + $5::integer, checks = $6,
+    last_error = $7,
+    next_check_at = now() + $8::interval, version = s.version + 1, updated_at = now()
 FROM held
-WHERE s.action_id = held.id AND s.name = $8 AND s.version = $9
+WHERE s.action_id = held.id AND s.name = $9 AND s.version = $10
 `
 
 type RecordStepParams struct {
-	State       string
-	ProviderRef *string
-	RejectCode  *string
-	Sent        int32
-	Checks      int32
-	LastError   *string
-	Backoff     pgtype.Interval
-	Name        string
-	Version     int32
-	ActionID    uuid.UUID
-	Owner       *uuid.UUID
+	State         string
+	ProviderRef   *string
+	RejectCode    *string
+	ProviderUntil *time.Time
+	Sent          int32
+	Checks        int32
+	LastError     *string
+	Backoff       pgtype.Interval
+	Name          string
+	Version       int32
+	ActionID      uuid.UUID
+	Owner         *uuid.UUID
 }
 
 // Records what an attempt or a check learned about a step, if the recorder
@@ -517,6 +519,7 @@ func (q *Queries) RecordStep(ctx context.Context, arg RecordStepParams) (int64, 
 		arg.State,
 		arg.ProviderRef,
 		arg.RejectCode,
+		arg.ProviderUntil,
 		arg.Sent,
 		arg.Checks,
 		arg.LastError,
@@ -617,7 +620,7 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many
-SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, a.created_at AS action_created_at, now()::timestamptz AS db_now
+SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, a.created_at AS action_created_at, now()::timestamptz AS db_now
 FROM action_steps s JOIN actions a ON a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq
@@ -643,6 +646,7 @@ type StepsOfActionRow struct {
 	NextCheckAt     time.Time
 	UpdatedAt       time.Time
 	Version         int32
+	ProviderUntil   *time.Time
 	ActionCreatedAt time.Time
 	DbNow           time.Time
 }
@@ -679,6 +683,7 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Step
 			&i.NextCheckAt,
 			&i.UpdatedAt,
 			&i.Version,
+			&i.ProviderUntil,
 			&i.ActionCreatedAt,
 			&i.DbNow,
 		); err != nil {

@@ -53,6 +53,23 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) erro
 	return err
 }
 
+const setTenantStripeAccount = `-- name: SetTenantStripeAccount :execrows
+UPDATE tenants SET stripe_account = $2 WHERE id = $1
+`
+
+type SetTenantStripeAccountParams struct {
+	ID            uuid.UUID
+	StripeAccount *string
+}
+
+func (q *Queries) SetTenantStripeAccount(ctx context.Context, arg SetTenantStripeAccountParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setTenantStripeAccount, arg.ID, arg.StripeAccount)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const tenantByID = `-- name: TenantByID :one
 SELECT id, name, dasha_org_id FROM tenants WHERE id = $1
 `
@@ -110,6 +127,17 @@ func (q *Queries) TenantByName(ctx context.Context, name string) (TenantByNameRo
 	var i TenantByNameRow
 	err := row.Scan(&i.ID, &i.Name, &i.DashaOrgID)
 	return i, err
+}
+
+const tenantStripeAccount = `-- name: TenantStripeAccount :one
+SELECT coalesce(stripe_account, '')::text FROM tenants WHERE id = $1
+`
+
+func (q *Queries) TenantStripeAccount(ctx context.Context, id uuid.UUID) (string, error) {
+	row := q.db.QueryRow(ctx, tenantStripeAccount, id)
+	var column_1 string
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const tenantTimezone = `-- name: TenantTimezone :one

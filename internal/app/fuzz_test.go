@@ -80,6 +80,10 @@ func example(o op.Operation) string {
 			m[name] = "2030-01-07T16:00"
 		case name == "window_start":
 			m[name] = "2030-01-07T14:00"
+		case name == "payment_method": // a saved card, with its Stripe customer
+			m[name] = "pm_1SavedVisa"
+		case name == "stripe_customer":
+			m[name] = "cus_Saved42"
 		case p["pattern"] != nil: // the phone pattern
 			m[name] = "+442079460958"
 		case p["enum"] != nil:

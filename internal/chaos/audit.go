@@ -170,10 +170,15 @@ func stripeCaptures(pis []providersim.StripePaymentIntent) []providersim.LedgerE
 	var out []providersim.LedgerEntry
 	for _, pi := range pis {
 		payload, _ := json.Marshal(map[string]string{"payment_intent_id": pi.Metadata[stripeprovider.MetaIntent]})
+		ref := pi.Metadata[stripeprovider.MetaAction] + "/" + pi.Metadata[stripeprovider.MetaStep]
+		if charge := pi.Metadata[stripeprovider.MetaChargeAction]; charge != "" {
+			// A hold made at approval, captured by a charge.
+			ref = charge + "/" + pi.Metadata[stripeprovider.MetaChargeStep]
+		}
 		for range pi.Captures {
 			out = append(out, providersim.LedgerEntry{Requests: 1, Write: providersim.Write{
 				ID: pi.ID, Capability: provider.Payments, Operation: stripeprovider.Operation, Status: providersim.StatusCommitted,
-				ExternalRef: pi.Metadata[stripeprovider.MetaAction] + "/" + pi.Metadata[stripeprovider.MetaStep], Payload: payload,
+				ExternalRef: ref, Payload: payload,
 			}})
 		}
 	}

@@ -53,6 +53,11 @@ func (r *Registry) Confirmed(a oncecall.Action, rec provider.Record) (idem.Resul
 	if err != nil {
 		return idem.Result{}, err
 	}
+	if rec.ExternalRef == "" {
+		// An operator's evidence names the write only: its reference is
+		// the required step's, named after the capability.
+		rec.ExternalRef = a.ID.String() + "/" + p.Capability
+	}
 	if p.Confirmed == nil {
 		return Confirm(200, rec.ID, map[string]string{"id": rec.ID, "provider_ref": rec.ID})
 	}

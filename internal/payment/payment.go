@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
@@ -32,6 +33,11 @@ const (
 	Declined            = "PAYMENT_DECLINED"
 	AmountExceedsIntent = "AMOUNT_EXCEEDS_INTENT"
 	ChargeInProgress    = "INTENT_CHARGE_IN_PROGRESS"
+	// AuthenticationRequired: the saved card's bank wants the cardholder to
+	// authenticate, which an off-session hold cannot ask for.
+	AuthenticationRequired = "AUTHENTICATION_REQUIRED"
+	// SavedCardsNeedStripe: a saved card is held only through Stripe.
+	SavedCardsNeedStripe = "SAVED_CARDS_NEED_STRIPE"
 )
 
 // Payment methods of the local provider.
@@ -42,6 +48,12 @@ const (
 
 const maxDescription = 500
 
+// A saved card and its owner at Stripe.
+var (
+	savedCard      = regexp.MustCompile(`^pm_[A-Za-z0-9_]{1,250}$`)
+	stripeCustomer = regexp.MustCompile(`^cus_[A-Za-z0-9]{1,250}$`)
+)
+
 // Operations returns the payment operations.
 func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge} }
 
@@ -51,7 +63,10 @@ type IntentInput struct {
 	Amount        op.Integer `json:"amount" required:"true" minimum:"1" maximum:"9007199254740991" desc:"The approved amount in minor units of the currency, e.g. 1050 for 10.50 EUR."`
 	Currency      string     `json:"currency" required:"true" maxLength:"3" desc:"ISO 4217 currency code, e.g. EUR."`
 	Description   string     `json:"description" maxLength:"500" desc:"Optional: what the payment is for."`
-	PaymentMethod string     `json:"payment_method" enum:"pm_card_ok,pm_card_declined" desc:"Optional: the local provider's payment method; pm_card_declined makes every charge decline. Default pm_card_ok."`
+	PaymentMethod string     `json:"payment_method" maxLength:"255" desc:"Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...)."`
+	// StripeCustomer is omitted when empty, so requests without it keep
+	// the fingerprint they had before it existed.
+	StripeCustomer string `json:"stripe_customer,omitempty" maxLength:"255" desc:"Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe."`
 }
 
 // CreateIntent approves an amount for a customer. It is not offered to voice
@@ -64,12 +79,22 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 			op.Currency("currency", &in.Currency), op.Text("description", &in.Description, maxDescription, false)); err != nil {
 			return err
 		}
+		in.StripeCustomer = strings.TrimSpace(in.StripeCustomer)
 		switch in.PaymentMethod = strings.TrimSpace(in.PaymentMethod); in.PaymentMethod {
 		case "":
 			in.PaymentMethod = MethodOK
 		case MethodOK, MethodDeclined:
 		default:
-			return fault.Field("payment_method", "must be %s or %s", MethodOK, MethodDeclined)
+			if in.StripeCustomer == "" || !savedCard.MatchString(in.PaymentMethod) {
+				return fault.Field("payment_method", "must be %s, %s, or a saved card (pm_...) with stripe_customer", MethodOK, MethodDeclined)
+			}
+		}
+		switch {
+		case in.StripeCustomer == "":
+		case !stripeCustomer.MatchString(in.StripeCustomer):
+			return fault.Field("stripe_customer", "must be a Stripe customer id (cus_...)")
+		case in.PaymentMethod == MethodOK || in.PaymentMethod == MethodDeclined:
+			return fault.Field("stripe_customer", "is only for a saved card (payment_method pm_...)")
 		}
 		return nil
 	},
@@ -82,6 +107,10 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		if !ok {
 			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
 		}
+		if in.StripeCustomer != "" {
+			// oncecall's own tables cannot charge a card saved at Stripe.
+			return op.Reject(SavedCardsNeedStripe, map[string]string{"payment_method": in.PaymentMethod})
+		}
 		pi, err := tx.CreatePaymentIntent(ctx, db.NewPaymentIntent{
 			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Amount: in.Amount.Int64(),
 			Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
@@ -91,11 +120,15 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		}
 		return op.Confirm(http.StatusCreated, pi.ID.String(), wire.FromPaymentIntent(pi))
 	},
+	Remote: holdRemote(),
 	Say: op.Phrases{
 		Confirmed: "The payment is approved but not charged yet.",
 		Rejected: map[string]string{
-			CustomerNotFound: "The customer record was not found; no payment was approved.",
-			"":               "The payment was not approved.",
+			CustomerNotFound:       "The customer record was not found; no payment was approved.",
+			Declined:               "The card was declined; nothing was held or charged.",
+			AuthenticationRequired: "The saved card needs the cardholder to confirm the payment with their bank, which cannot be done on this call; nothing was held or charged.",
+			SavedCardsNeedStripe:   "Saved cards can only be used with payments through Stripe; no payment was approved.",
+			"":                     "The payment was not approved.",
 		},
 		Pending: "The payment approval is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
@@ -233,6 +266,13 @@ type remoteCharge struct {
 	// PaymentMethod is the intent's payment method (a Stripe adapter
 	// charges it; see docs/providers/stripe.md).
 	PaymentMethod string `json:"payment_method,omitempty"`
+	// Hold is the provider's hold made when the intent was approved (a
+	// Stripe PaymentIntent): the charge captures it. Empty: the charge
+	// holds and captures at once.
+	Hold string `json:"hold,omitempty"`
+	// Account is the connected account the charge is made on: the hold's,
+	// or the tenant's for a charge without one.
+	Account string `json:"account,omitempty"`
 }
 
 // chargeRemote charges through a remote payments provider. The intent is
@@ -256,7 +296,18 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		if !held {
 			return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
 		}
-		return op.Reservation{Payload: remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}}, nil
+		charge := remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}
+		hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		charge.Hold, charge.Account = hold.Ref, hold.Account
+		if hold.Ref == "" {
+			if charge.Account, err = tx.TenantStripeAccount(ctx, x.TenantID); err != nil {
+				return op.Reservation{}, err
+			}
+		}
+		return op.Reservation{Payload: charge}, nil
 	}
 	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
 		// The succeeded payment of an intent charged by its provider,

@@ -24,6 +24,13 @@ const (
 // Capabilities lists every capability.
 var Capabilities = []string{Calendar, Payments, Messaging, CRM}
 
+// Holds is the payments provider's hold at approval time: a payment intent
+// approved while a provider serves it reserves the amount on the card there
+// (Stripe: a PaymentIntent with manual capture), and its charge captures the
+// hold. It is not configured on its own: the adapter that serves payments
+// and can hold (stripe) serves it too.
+const Holds = "payment_holds"
+
 // Write is one downstream write.
 type Write struct {
 	Capability string
@@ -44,6 +51,9 @@ type Record struct {
 	Status      string `json:"status,omitempty"`
 	// Code is the rejection code when Status is "rejected".
 	Code string `json:"code,omitempty"`
+	// Until, when set, is how long the provider keeps the write open: a
+	// hold's capture deadline, after which it is released uncaptured.
+	Until time.Time `json:"until,omitzero"`
 }
 
 // Traits is what a provider promises; recovery relies on nothing else.
@@ -84,6 +94,14 @@ type Provider interface {
 	LookupByKey(ctx context.Context, capability, key string) (Record, bool, error)
 	// LookupByRef finds writes by external reference.
 	LookupByRef(ctx context.Context, capability, ref string) ([]Record, error)
+}
+
+// WriteLookup is implemented by providers whose lookups need what the write
+// carried (the account it was made on, the object it changed): the driver
+// then looks a step up with the whole write instead of LookupByKey or
+// LookupByRef.
+type WriteLookup interface {
+	LookupWrite(ctx context.Context, w Write) (Record, bool, error)
 }
 
 // Rejected is a definitive business rejection: the write was not performed

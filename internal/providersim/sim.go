@@ -68,6 +68,9 @@ type Config struct {
 	// events, signed with StripeWebhookSecret (see stripe.go).
 	StripeWebhookURL    string
 	StripeWebhookSecret string
+	// StripeCaptureWindow is how long the Stripe mode keeps a card hold
+	// capturable (its latest charge's capture_before). Default 7 days.
+	StripeCaptureWindow time.Duration
 	// TwilioAccountSID and TwilioAuthToken are the Twilio mode's account
 	// (see twilio.go). Defaults TwilioTestAccountSID and TwilioTestAuthToken.
 	TwilioAccountSID, TwilioAuthToken string
@@ -91,6 +94,9 @@ type Main struct {
 func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:8090"
+	}
+	if cfg.StripeCaptureWindow <= 0 {
+		cfg.StripeCaptureWindow = 7 * 24 * time.Hour
 	}
 	if cfg.KeyRetention <= 0 {
 		cfg.KeyRetention = 24 * time.Hour

@@ -32,22 +32,45 @@ import (
 
 // StripePaymentIntent is the simulator's PaymentIntent.
 type StripePaymentIntent struct {
-	ID               string            `json:"id"`
-	Object           string            `json:"object"`
-	Amount           int64             `json:"amount"`
-	AmountCapturable int64             `json:"amount_capturable"`
-	AmountReceived   int64             `json:"amount_received"`
-	Currency         string            `json:"currency"`
-	CaptureMethod    string            `json:"capture_method"`
-	Status           string            `json:"status"`
-	PaymentMethod    string            `json:"payment_method"`
-	Metadata         map[string]string `json:"metadata"`
-	Created          int64             `json:"created"`
-	Livemode         bool              `json:"livemode"`
+	ID               string `json:"id"`
+	Object           string `json:"object"`
+	Amount           int64  `json:"amount"`
+	AmountCapturable int64  `json:"amount_capturable"`
+	AmountReceived   int64  `json:"amount_received"`
+	Currency         string `json:"currency"`
+	CaptureMethod    string `json:"capture_method"`
+	Status           string `json:"status"`
+	PaymentMethod    string `json:"payment_method"`
+	// Customer is the Stripe customer of a saved card; OffSession is set
+	// when the confirmation said the cardholder is not present.
+	Customer   string            `json:"customer,omitempty"`
+	OffSession bool              `json:"oncecall_sim_off_session"`
+	Metadata   map[string]string `json:"metadata"`
+	Created    int64             `json:"created"`
+	Livemode   bool              `json:"livemode"`
+	// LatestCharge is the hold's charge (always expanded here), with its
+	// capture deadline.
+	LatestCharge *StripeCharge `json:"latest_charge,omitempty"`
 	// Captures counts successful captures: the audit expects at most one.
 	Captures int `json:"oncecall_sim_captures"`
+	// Account is the connected account (Stripe-Account) the PaymentIntent
+	// was created on; "" for the platform's own. Requests on another
+	// account do not see it, as with Stripe Connect.
+	Account string `json:"oncecall_sim_account"`
 
 	searchableAt, created time.Time
+}
+
+// StripeCharge is the simulator's Charge: only what a hold's deadline needs.
+type StripeCharge struct {
+	ID                   string `json:"id"`
+	Object               string `json:"object"`
+	PaymentMethodDetails struct {
+		Type string `json:"type"`
+		Card struct {
+			CaptureBefore int64 `json:"capture_before"`
+		} `json:"card"`
+	} `json:"payment_method_details"`
 }
 
 type stripeKeyed struct {
@@ -96,6 +119,11 @@ func (st *stripeState) inFlight() int {
 // StripeDeclinedMethod is the test payment method every confirmation of
 // declines (card_declined), as in Stripe's test mode.
 const StripeDeclinedMethod = "pm_card_chargeDeclined"
+
+// StripeAuthenticationMethod is the test payment method whose bank asks the
+// cardholder to authenticate: an off-session confirmation of it fails with
+// the card error authentication_required, as in Stripe's test mode.
+const StripeAuthenticationMethod = "pm_card_authenticationRequired"
 
 func (m *Main) stripeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/payment_intents", m.stripeCreate)
@@ -229,6 +257,7 @@ func formHash(path string, form url.Values) string {
 }
 
 func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
+	account := r.Header.Get("Stripe-Account")
 	m.stripePost(w, r, OnWrite, func(form url.Values, now time.Time) (int, any, []stripeEvent) {
 		st := m.stripe
 		amount, err := strconv.ParseInt(form.Get("amount"), 10, 64)
@@ -239,7 +268,8 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 		pi := &StripePaymentIntent{
 			ID: fmt.Sprintf("pi_sim%06d", st.seq), Object: "payment_intent", Amount: amount, Currency: form.Get("currency"),
 			CaptureMethod: form.Get("capture_method"), Status: "requires_payment_method", PaymentMethod: form.Get("payment_method"),
-			Metadata: map[string]string{}, Created: now.Unix(), created: now,
+			Metadata: map[string]string{}, Created: now.Unix(), created: now, Account: account,
+			Customer: form.Get("customer"), OffSession: form.Get("off_session") == "true",
 		}
 		if pi.CaptureMethod == "" {
 			pi.CaptureMethod = "automatic"
@@ -254,6 +284,12 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 		if form.Get("confirm") != "true" || pi.PaymentMethod == "" {
 			return http.StatusOK, pi, nil
 		}
+		if pi.PaymentMethod == StripeAuthenticationMethod && pi.OffSession {
+			c := *pi
+			body := errBody("card_error", "authentication_required", "Your card was declined. This transaction requires authentication.", &c)
+			body["error"].(map[string]any)["decline_code"] = "authentication_required"
+			return http.StatusPaymentRequired, body, []stripeEvent{{"payment_intent.payment_failed", c}}
+		}
 		if pi.PaymentMethod == StripeDeclinedMethod {
 			c := *pi
 			return http.StatusPaymentRequired, errBody("card_error", "card_declined", "Your card was declined.", &c),
@@ -261,6 +297,10 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 		}
 		if pi.CaptureMethod == "manual" {
 			pi.Status, pi.AmountCapturable = "requires_capture", amount
+			ch := &StripeCharge{ID: fmt.Sprintf("ch_sim%06d", st.seq), Object: "charge"}
+			ch.PaymentMethodDetails.Type = "card"
+			ch.PaymentMethodDetails.Card.CaptureBefore = now.Add(m.cfg.StripeCaptureWindow).Unix()
+			pi.LatestCharge = ch
 			return http.StatusOK, *pi, []stripeEvent{{"payment_intent.amount_capturable_updated", *pi}}
 		}
 		pi.Status, pi.AmountReceived = "succeeded", amount
@@ -281,9 +321,9 @@ func errBody(typ, code, msg string, pi *StripePaymentIntent) map[string]any {
 }
 
 func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, account := r.PathValue("id"), r.Header.Get("Stripe-Account")
 	m.stripePost(w, r, OnCapture, func(form url.Values, now time.Time) (int, any, []stripeEvent) {
-		pi := m.stripe.intents[id]
+		pi := m.stripe.on(account, id)
 		if pi == nil {
 			return http.StatusNotFound, errBody("invalid_request_error", "resource_missing", "No such payment_intent", nil), nil
 		}
@@ -299,6 +339,11 @@ func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
 			}
 			amount = n
 		}
+		for k, v := range form {
+			if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") && len(v) > 0 {
+				pi.Metadata[strings.TrimSuffix(name, "]")] = v[0]
+			}
+		}
 		pi.Status, pi.AmountReceived, pi.AmountCapturable = "succeeded", amount, 0
 		pi.Captures++
 		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.succeeded", *pi}}
@@ -306,9 +351,9 @@ func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
 }
 
 func (m *Main) stripeCancel(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("id")
+	id, account := r.PathValue("id"), r.Header.Get("Stripe-Account")
 	m.stripePost(w, r, OnWrite, func(form url.Values, now time.Time) (int, any, []stripeEvent) {
-		pi := m.stripe.intents[id]
+		pi := m.stripe.on(account, id)
 		if pi == nil {
 			return http.StatusNotFound, errBody("invalid_request_error", "resource_missing", "No such payment_intent", nil), nil
 		}
@@ -332,7 +377,7 @@ func (m *Main) stripeRetrieve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	m.stripe.mu.Lock()
-	pi := m.stripe.intents[r.PathValue("id")]
+	pi := m.stripe.on(r.Header.Get("Stripe-Account"), r.PathValue("id"))
 	var c StripePaymentIntent
 	if pi != nil {
 		c = *pi
@@ -374,7 +419,7 @@ func (m *Main) stripeSearch(w http.ResponseWriter, r *http.Request) {
 		if !pi.searchableAt.IsZero() && now.Before(pi.searchableAt) || f.lookupLag > 0 && now.Before(pi.created.Add(f.lookupLag)) {
 			continue
 		}
-		match := true
+		match := pi.Account == r.Header.Get("Stripe-Account")
 		for k, v := range want {
 			match = match && pi.Metadata[k] == v
 		}
@@ -384,6 +429,15 @@ func (m *Main) stripeSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	m.stripe.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"object": "search_result", "data": data, "has_more": false, "url": "/v1/payment_intents/search"})
+}
+
+// on is the PaymentIntent id as seen from account: nil when it does not
+// exist there. Called with st.mu held.
+func (st *stripeState) on(account, id string) *StripePaymentIntent {
+	if pi := st.intents[id]; pi != nil && pi.Account == account {
+		return pi
+	}
+	return nil
 }
 
 // StripeLedger lists every PaymentIntent with its capture count.

@@ -195,7 +195,7 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	case found && rec.Status == "rejected":
 		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: oncecall.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks}
+		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until}
 		if _, searched := p.(provider.Finder); !searched {
 			return false, d.record(ctx, a, s, owner, "evidence", u, rec.ID)
 		}
@@ -234,6 +234,11 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 }
 
 func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *oncecall.Step) (provider.Record, bool, error) {
+	if wl, ok := p.(provider.WriteLookup); ok {
+		return wl.LookupWrite(ctx, provider.Write{
+			Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef, Operation: s.Operation, Payload: s.Payload,
+		})
+	}
 	if p.Traits().HonoursKeys {
 		return p.LookupByKey(ctx, s.Capability, s.ProviderKey)
 	}
@@ -300,7 +305,7 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
-		u.State, u.ProviderRef = oncecall.StepSucceeded, rec.ID
+		u.State, u.ProviderRef, u.ProviderUntil = oncecall.StepSucceeded, rec.ID, rec.Until
 	case errors.As(err, &rej):
 		u.State, u.RejectCode = oncecall.StepRejected, rej.Code
 	case class == "not_sent":

@@ -1,7 +1,9 @@
 package stripeprovider
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -18,6 +20,7 @@ import (
 type seen struct {
 	method, path, key, account string
 	status                     int
+	form                       url.Values
 }
 
 // recorder forwards to stripe-mock and keeps what each request carried and
@@ -41,10 +44,23 @@ func proxy(t *testing.T, target string) (string, *recorder) {
 	}
 	rc := &recorder{}
 	rp := httputil.NewSingleHostReverseProxy(u)
+	direct := rp.Director
+	forms := map[string]url.Values{} // by method, path and key
+	rp.Director = func(r *http.Request) {
+		direct(r)
+		if r.Body != nil {
+			b, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+			f, _ := url.ParseQuery(string(b))
+			rc.mu.Lock()
+			forms[r.Method+r.URL.Path+r.Header.Get("Idempotency-Key")] = f
+			rc.mu.Unlock()
+		}
+	}
 	rp.ModifyResponse = func(resp *http.Response) error {
 		r := resp.Request
 		rc.mu.Lock()
-		rc.reqs = append(rc.reqs, seen{r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"), r.Header.Get("Stripe-Account"), resp.StatusCode})
+		rc.reqs = append(rc.reqs, seen{r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"), r.Header.Get("Stripe-Account"), resp.StatusCode, forms[r.Method+r.URL.Path+r.Header.Get("Idempotency-Key")]})
 		rc.mu.Unlock()
 		return nil
 	}
@@ -80,13 +96,13 @@ func TestStripeMockAcceptsEveryRequestTheAdapterSends(t *testing.T) {
 	if err != nil {
 		t.Fatalf("hold: %v", err)
 	}
-	if _, err := p.capture(ctx, key, pi.ID, 3000); err != nil {
+	if _, err := p.capture(ctx, provider.Write{Key: key}, charge{Amount: 3000}, pi.ID); err != nil {
 		t.Fatalf("capture: %v", err)
 	}
 	if _, err := p.Retrieve(ctx, pi.ID); err != nil {
 		t.Fatalf("retrieve: %v", err)
 	}
-	if _, err := p.searchPI(ctx, "metadata['"+MetaKey+"']:'"+key+"'"); err != nil {
+	if _, err := p.searchPI(ctx, "", "metadata['"+MetaKey+"']:'"+key+"'"); err != nil {
 		t.Fatalf("search by key: %v", err)
 	}
 	if _, err := p.LookupByRef(ctx, provider.Payments, w.ExternalRef); err != nil && !strings.Contains(err.Error(), "not captured") {
@@ -122,5 +138,58 @@ func TestStripeMockAcceptsEveryRequestTheAdapterSends(t *testing.T) {
 		if !want[k] {
 			t.Errorf("no %s request reached stripe-mock; saw %+v", k, reqs)
 		}
+	}
+}
+
+// The hold at approval time and its capture by a charge, on a tenant's own
+// connected account: stripe-mock accepts every request (manual capture,
+// confirmation, the latest charge expanded, metadata, amount_to_capture),
+// each carrying the tenant's account as Stripe-Account instead of the
+// process default, and the step's key as Idempotency-Key.
+func TestStripeMockAcceptsTheHoldAtApprovalOnTheTenantsAccount(t *testing.T) {
+	t.Parallel()
+	base, rc := proxy(t, stripemock.Start(t))
+	p, err := New(Config{SecretKey: "sk_test_123", BaseURL: base, Account: "acct_processDefault"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	key := "oc-fedcba9876543210fedcba9876543210fedcba98"
+	hold := provider.Write{Capability: provider.Holds, Key: key, ExternalRef: "01a2-approval/payment_holds", Operation: HoldOperation,
+		Payload: json.RawMessage(`{"payment_intent_id":"01a2-approval","amount":4500,"currency":"USD","payment_method":"pm_card_ok","account":"acct_tenantOne"}`)}
+	// stripe-mock's PaymentIntent is never capturable: the hold is refused
+	// honestly and released.
+	if _, err := p.Write(ctx, hold); err == nil {
+		t.Fatal("a hold stripe-mock does not make capturable was accepted")
+	} else if rej, ok := err.(*provider.Rejected); !ok || rej.Code != Declined {
+		t.Fatalf("hold = %v, want %s", err, Declined)
+	}
+	if _, _, err := p.LookupWrite(ctx, hold); err != nil && !strings.Contains(err.Error(), "requires_payment_method") {
+		t.Fatalf("look the hold up: %v", err)
+	}
+	capture := provider.Write{Capability: provider.Payments, Key: key + "-charge", ExternalRef: "01a2-charge/payments", Operation: Operation,
+		Payload: json.RawMessage(`{"payment_intent_id":"01a2-approval","amount":3000,"currency":"USD","hold":"pi_1Held","account":"acct_tenantOne"}`)}
+	_, _ = p.Write(ctx, capture) // stripe-mock's capture answers a fixture, not a captured intent
+
+	var created, captured bool
+	for _, r := range rc.all() {
+		if r.status >= 300 {
+			t.Errorf("stripe-mock refused %s %s: %d", r.method, r.path, r.status)
+		}
+		if r.account != "acct_tenantOne" {
+			t.Errorf("%s %s carried Stripe-Account %q, want the tenant's", r.method, r.path, r.account)
+		}
+		switch {
+		case r.method == http.MethodPost && r.path == "/v1/payment_intents":
+			created = r.key == key && r.form.Get("capture_method") == "manual" && r.form.Get("confirm") == "true" &&
+				r.form.Get("expand[0]") == "latest_charge" && r.form.Get("metadata["+MetaAction+"]") == "01a2-approval" &&
+				r.form.Get("metadata["+MetaStep+"]") == provider.Holds
+		case r.path == "/v1/payment_intents/pi_1Held/capture":
+			captured = r.key == key+"-charge/capture" && r.form.Get("amount_to_capture") == "3000" &&
+				r.form.Get("metadata["+MetaChargeAction+"]") == "01a2-charge"
+		}
+	}
+	if !created || !captured {
+		t.Fatalf("hold sent %v, capture of the hold sent %v; requests %+v", created, captured, rc.all())
 	}
 }

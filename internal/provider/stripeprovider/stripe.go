@@ -31,16 +31,32 @@ const (
 	MetaAction = "oncecall_action" // the action id
 	MetaStep   = "oncecall_step"   // the step name
 	MetaIntent = "oncecall_intent" // oncecall's payment intent id
+	// The charge that captured a hold made at approval: its action and
+	// step, set by the capture (the metadata above names the approval).
+	MetaChargeAction = "oncecall_charge_action"
+	MetaChargeStep   = "oncecall_charge_step"
 )
 
-// Operation is the only operation this adapter performs.
-const Operation = "payment.charge"
+// Operations this adapter performs: a charge (capture a hold made at
+// approval, or hold and capture at once), and a hold at approval time
+// (provider.Holds).
+const (
+	Operation     = "payment.charge"
+	HoldOperation = "payment_intent.create"
+)
+
+// HoldWindow is how long Stripe keeps a card hold when the charge does not
+// say (payment_method_details.card.capture_before): 7 days from creation.
+const HoldWindow = 7 * 24 * time.Hour
 
 // Rejection codes.
 const (
 	// Declined: the card was declined or needs the cardholder (3-D Secure);
 	// nothing was charged and the hold, if any, is cancelled.
 	Declined = "PAYMENT_DECLINED"
+	// AuthenticationRequired: an off-session hold on a saved card that the
+	// bank wants the cardholder to authenticate; nothing is held.
+	AuthenticationRequired = "AUTHENTICATION_REQUIRED"
 )
 
 // Default traits: Stripe remembers idempotency keys for at least 24 hours,
@@ -118,6 +134,14 @@ type charge struct {
 	Amount          int64  `json:"amount"`
 	Currency        string `json:"currency"`
 	PaymentMethod   string `json:"payment_method"`
+	// Hold is the PaymentIntent held at approval; the charge captures it.
+	Hold string `json:"hold"`
+	// Account is the connected account (Stripe-Account) of the request;
+	// "" for Config.Account.
+	Account string `json:"account"`
+	// Customer, set for a card the customer saved (cus_...), makes the
+	// hold off-session: the cardholder is not there to authenticate.
+	Customer string `json:"customer"`
 }
 
 // PaymentMethod maps oncecall's payment methods to Stripe payment methods.
@@ -133,26 +157,41 @@ func PaymentMethod(m string) string {
 	return m
 }
 
-func (p *Provider) params(key string) stripe.Params {
+// params are a request's headers: its Idempotency-Key and the account it
+// is made on (the tenant's, else the process default).
+func (p *Provider) params(key, account string) stripe.Params {
 	var ps stripe.Params
 	if key != "" {
 		ps.SetIdempotencyKey(key)
 	}
-	if p.cfg.Account != "" {
-		ps.SetStripeAccount(p.cfg.Account)
+	if acct := p.account(account); acct != "" {
+		ps.SetStripeAccount(acct)
 	}
 	return ps
+}
+
+func (p *Provider) account(account string) string {
+	if account != "" {
+		return account
+	}
+	return p.cfg.Account
 }
 
 // Write charges: hold (create and confirm a PaymentIntent with manual
 // capture) under the step's key, then capture under a key derived from it.
 func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record, error) {
-	if w.Operation != Operation {
-		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge only"}
+	if w.Operation != Operation && w.Operation != HoldOperation {
+		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge and payment_intent.create only"}
 	}
 	var c charge
 	if err := json.Unmarshal(w.Payload, &c); err != nil || c.Amount <= 0 || c.Currency == "" {
 		return provider.Record{}, &provider.Rejected{Code: "INVALID_CHARGE", Message: "the charge payload has no amount or currency"}
+	}
+	if w.Operation == HoldOperation {
+		return p.holdAtApproval(ctx, w, c)
+	}
+	if c.Hold != "" {
+		return p.captureHold(ctx, w, c)
 	}
 	pi, err := p.hold(ctx, w, c)
 	if err != nil {
@@ -167,17 +206,25 @@ func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record
 	default:
 		// Refused (requires_payment_method, requires_action, canceled):
 		// nothing was charged; release what Stripe holds.
-		p.cancel(ctx, w.Key, pi.ID)
+		p.cancel(ctx, w.Key, c.Account, pi.ID)
 		return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is " + string(pi.Status)}
 	}
-	captured, err := p.capture(ctx, w.Key, pi.ID, c.Amount)
+	return p.captureOrRelease(ctx, w, c, pi.ID, true)
+}
+
+// captureOrRelease captures amount of the hold id under a key derived from
+// the step's; when release is set, a hold whose capture is refused
+// definitively is cancelled.
+func (p *Provider) captureOrRelease(ctx context.Context, w provider.Write, c charge, id string, release bool) (provider.Record, error) {
+	pi := &stripe.PaymentIntent{ID: id}
+	captured, err := p.capture(ctx, w, c, pi.ID)
 	if err == nil && captured.Status == stripe.PaymentIntentStatusSucceeded {
 		return record(captured), nil
 	}
 	// The capture failed, was answered ambiguously, or its key replays an
 	// earlier failure: the PaymentIntent itself says whether it is captured
 	// (a PaymentIntent is captured at most once, whatever the keys).
-	now, rerr := p.sc.V1PaymentIntents.Retrieve(ctx, pi.ID, &stripe.PaymentIntentRetrieveParams{Params: p.params("")})
+	now, rerr := p.sc.V1PaymentIntents.Retrieve(ctx, pi.ID, &stripe.PaymentIntentRetrieveParams{Params: p.params("", c.Account)})
 	if rerr == nil {
 		switch now.Status {
 		case stripe.PaymentIntentStatusSucceeded:
@@ -192,25 +239,35 @@ func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record
 	err = classify(err)
 	if rej, ok := errors.AsType[*provider.Rejected](err); ok && rerr == nil && now.Status == stripe.PaymentIntentStatusRequiresCapture {
 		// A definitive refusal of the capture of a hold that is still
-		// uncaptured: release the hold.
-		p.cancel(ctx, w.Key, pi.ID)
+		// uncaptured: release a hold made for this charge (a hold made at
+		// approval stays for another charge of the intent).
+		if release {
+			p.cancel(ctx, w.Key, c.Account, pi.ID)
+		}
 		return provider.Record{}, rej
 	}
 	return provider.Record{}, fmt.Errorf("%w: hold %s made, capture not confirmed: %w", provider.ErrAmbiguous, pi.ID, err)
 }
 
 // capture captures amount of a hold, under a key derived from the step's.
-func (p *Provider) capture(ctx context.Context, key, id string, amount int64) (*stripe.PaymentIntent, error) {
-	return p.sc.V1PaymentIntents.Capture(ctx, id, &stripe.PaymentIntentCaptureParams{
-		Params: p.params(key + captureKeySuffix), AmountToCapture: stripe.Int64(amount),
-	})
+// The capture of a hold made at approval names the charge in metadata.
+func (p *Provider) capture(ctx context.Context, w provider.Write, c charge, id string) (*stripe.PaymentIntent, error) {
+	params := &stripe.PaymentIntentCaptureParams{
+		Params: p.params(w.Key+captureKeySuffix, c.Account), AmountToCapture: stripe.Int64(c.Amount),
+	}
+	if c.Hold != "" {
+		action, stepName, _ := strings.Cut(w.ExternalRef, "/")
+		params.AddMetadata(MetaChargeAction, action)
+		params.AddMetadata(MetaChargeStep, stepName)
+	}
+	return p.sc.V1PaymentIntents.Capture(ctx, id, params)
 }
 
 // hold creates and confirms the PaymentIntent with manual capture.
 func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*stripe.PaymentIntent, error) {
 	action, stepName, _ := strings.Cut(w.ExternalRef, "/")
 	params := &stripe.PaymentIntentCreateParams{
-		Params:             p.params(w.Key),
+		Params:             p.params(w.Key, c.Account),
 		Amount:             stripe.Int64(c.Amount),
 		Currency:           stripe.String(strings.ToLower(c.Currency)),
 		CaptureMethod:      stripe.String(string(stripe.PaymentIntentCaptureMethodManual)),
@@ -218,16 +275,22 @@ func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*strip
 		PaymentMethod:      stripe.String(PaymentMethod(c.PaymentMethod)),
 		PaymentMethodTypes: stripe.StringSlice([]string{"card"}),
 	}
+	if c.Customer != "" {
+		params.Customer = stripe.String(c.Customer)
+		params.OffSession = stripe.Bool(true)
+	}
 	params.AddMetadata(MetaKey, w.Key)
 	params.AddMetadata(MetaAction, action)
 	params.AddMetadata(MetaStep, stepName)
 	params.AddMetadata(MetaIntent, c.PaymentIntentID)
+	// The latest charge tells until when the hold can be captured.
+	params.AddExpand("latest_charge")
 	pi, err := p.sc.V1PaymentIntents.Create(ctx, params)
 	if err == nil {
 		return pi, nil
 	}
 	if se, ok := errors.AsType[*stripe.Error](err); ok && se.Type == stripe.ErrorTypeCard && se.PaymentIntent != nil && se.PaymentIntent.ID != "" {
-		p.cancel(ctx, w.Key, se.PaymentIntent.ID)
+		p.cancel(ctx, w.Key, c.Account, se.PaymentIntent.ID)
 	}
 	err = classify(err)
 	if provider.Classify(err) != "ambiguous" {
@@ -235,7 +298,7 @@ func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*strip
 	}
 	// Stripe replays a 500 under its key for good: a hold made before the
 	// failure is found by its key in metadata (once search sees it).
-	if found, ferr := p.searchPI(ctx, fmt.Sprintf("metadata['%s']:'%s'", MetaKey, w.Key)); ferr == nil && found != nil {
+	if found, ferr := p.searchPI(ctx, c.Account, fmt.Sprintf("metadata['%s']:'%s'", MetaKey, w.Key)); ferr == nil && found != nil {
 		return found, nil
 	}
 	return nil, err
@@ -243,20 +306,20 @@ func (p *Provider) hold(ctx context.Context, w provider.Write, c charge) (*strip
 
 // cancel releases a hold that will not be captured. Its failure changes
 // nothing: an uncaptured hold is never charged and expires on its own.
-func (p *Provider) cancel(ctx context.Context, key, id string) {
-	_, _ = p.sc.V1PaymentIntents.Cancel(ctx, id, &stripe.PaymentIntentCancelParams{Params: p.params(key + cancelKeySuffix)})
+func (p *Provider) cancel(ctx context.Context, key, account, id string) {
+	_, _ = p.sc.V1PaymentIntents.Cancel(ctx, id, &stripe.PaymentIntentCancelParams{Params: p.params(key+cancelKeySuffix, account)})
 }
 
 // LookupByKey finds the PaymentIntent of a step by its key in metadata
 // (Stripe's search; it may miss a write for SearchDelay).
 func (p *Provider) LookupByKey(ctx context.Context, _ string, key string) (provider.Record, bool, error) {
-	return p.search(ctx, MetaKey, key)
+	return p.search(ctx, "", MetaKey, key)
 }
 
 // LookupByRef finds it by the step's external reference (action/step).
 func (p *Provider) LookupByRef(ctx context.Context, _ string, ref string) ([]provider.Record, error) {
 	action, stepName, _ := strings.Cut(ref, "/")
-	rec, found, err := p.searchQuery(ctx, fmt.Sprintf("metadata[%q]:%q AND metadata[%q]:%q", MetaAction, action, MetaStep, stepName))
+	rec, found, err := p.searchQuery(ctx, "", fmt.Sprintf("metadata[%q]:%q AND metadata[%q]:%q", MetaAction, action, MetaStep, stepName))
 	if err != nil || !found {
 		return nil, err
 	}
@@ -265,7 +328,7 @@ func (p *Provider) LookupByRef(ctx context.Context, _ string, ref string) ([]pro
 
 // Retrieve looks a PaymentIntent up by its id.
 func (p *Provider) Retrieve(ctx context.Context, id string) (provider.Record, error) {
-	ps := p.params("")
+	ps := p.params("", "")
 	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, id, &stripe.PaymentIntentRetrieveParams{Params: ps})
 	if err != nil {
 		return provider.Record{}, err
@@ -273,12 +336,12 @@ func (p *Provider) Retrieve(ctx context.Context, id string) (provider.Record, er
 	return evidence(pi)
 }
 
-func (p *Provider) search(ctx context.Context, field, value string) (provider.Record, bool, error) {
-	return p.searchQuery(ctx, fmt.Sprintf("metadata[%q]:%q", field, value))
+func (p *Provider) search(ctx context.Context, account, field, value string) (provider.Record, bool, error) {
+	return p.searchQuery(ctx, account, fmt.Sprintf("metadata[%q]:%q", field, value))
 }
 
-func (p *Provider) searchQuery(ctx context.Context, q string) (provider.Record, bool, error) {
-	pi, err := p.searchPI(ctx, strings.ReplaceAll(q, `"`, `'`))
+func (p *Provider) searchQuery(ctx context.Context, account, q string) (provider.Record, bool, error) {
+	pi, err := p.searchPI(ctx, account, strings.ReplaceAll(q, `"`, `'`))
 	if err != nil || pi == nil {
 		return provider.Record{}, false, err
 	}
@@ -287,11 +350,11 @@ func (p *Provider) searchQuery(ctx context.Context, q string) (provider.Record, 
 }
 
 // searchPI returns the first PaymentIntent a search query finds, or nil.
-func (p *Provider) searchPI(ctx context.Context, q string) (*stripe.PaymentIntent, error) {
+func (p *Provider) searchPI(ctx context.Context, account, q string) (*stripe.PaymentIntent, error) {
 	sp := &stripe.PaymentIntentSearchParams{}
 	sp.Query = q
-	if p.cfg.Account != "" {
-		sp.SetStripeAccount(p.cfg.Account)
+	if acct := p.account(account); acct != "" {
+		sp.SetStripeAccount(acct)
 	}
 	for pi, err := range p.sc.V1PaymentIntents.Search(ctx, sp) {
 		return pi, err
@@ -327,6 +390,8 @@ func classify(err error) error {
 	if errors.As(err, &se) {
 		code := string(se.Code)
 		switch {
+		case se.Type == stripe.ErrorTypeCard && (se.Code == stripe.ErrorCodeAuthenticationRequired || se.DeclineCode == stripe.DeclineCodeAuthenticationRequired):
+			return &provider.Rejected{Code: AuthenticationRequired, Message: "card error: the bank requires the cardholder to authenticate"}
 		case se.Type == stripe.ErrorTypeCard:
 			return &provider.Rejected{Code: Declined, Message: "card error: " + string(se.DeclineCode) + " " + code}
 		case se.Type == stripe.ErrorTypeIdempotency:

@@ -1,0 +1,127 @@
+package payment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
+)
+
+// HoldRequest is what a payments provider that holds at approval time
+// (provider.Holds) is asked to hold: the approved amount on the intent's
+// payment method, on the tenant's account. IntentID is the approving
+// action's id, which the intent takes once the hold is confirmed.
+type HoldRequest struct {
+	IntentID      string `json:"payment_intent_id"`
+	Amount        int64  `json:"amount"`
+	Currency      string `json:"currency"`
+	PaymentMethod string `json:"payment_method"`
+	// Customer is the Stripe customer of a saved card: the hold is made
+	// off-session.
+	Customer string `json:"customer,omitempty"`
+	// Account is the tenant's connected account (Stripe-Account); "" for
+	// the provider's default.
+	Account string `json:"account,omitempty"`
+}
+
+// heldIntent is the answer of an approval whose hold the provider
+// confirmed: the intent as the local one reads, with the provider's
+// reference of the hold.
+type heldIntent struct {
+	ID             string    `json:"id"`
+	CustomerID     string    `json:"customer_id"`
+	Amount         int64     `json:"amount"`
+	Currency       string    `json:"currency"`
+	Description    string    `json:"description"`
+	PaymentMethod  string    `json:"payment_method"`
+	Status         string    `json:"status"`
+	CapturedAmount *int64    `json:"captured_amount"`
+	CreatedAt      time.Time `json:"created_at"`
+	ProviderRef    string    `json:"provider_ref"`
+}
+
+// holdRemote makes the approval a hold when a payments provider that holds
+// serves provider.Holds: the customer is checked and the tenant's account
+// read in the claim's transaction, the hold is the approval's required
+// step (its provider key is the hold's idempotency key), and the intent is
+// recorded with the hold's reference and capture deadline once the hold is
+// confirmed. A refused hold rejects the approval: no intent exists.
+func holdRemote() *op.Remote[IntentInput] {
+	return &op.Remote[IntentInput]{
+		Capability: provider.Holds,
+		Payload:    func(in IntentInput) any { return in },
+		Reserve: func(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput) (op.Reservation, error) {
+			ok, err := tx.CustomerExists(ctx, x.TenantID, op.MustUUID(in.CustomerID))
+			if err != nil {
+				return op.Reservation{}, err
+			}
+			if !ok {
+				res, err := op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+				return op.Reservation{Reject: &res}, err
+			}
+			account, err := tx.TenantStripeAccount(ctx, x.TenantID)
+			if err != nil {
+				return op.Reservation{}, err
+			}
+			return op.Reservation{Payload: HoldRequest{
+				IntentID: x.ActionID.String(), Amount: in.Amount.Int64(), Currency: in.Currency,
+				PaymentMethod: in.PaymentMethod, Customer: in.StripeCustomer, Account: account,
+			}}, nil
+		},
+		Confirmed: func(in IntentInput, rec provider.Record) (idem.Result, error) {
+			id, _, _ := strings.Cut(rec.ExternalRef, "/")
+			return op.Confirm(http.StatusCreated, id, heldIntent{
+				ID: id, CustomerID: in.CustomerID, Amount: in.Amount.Int64(), Currency: in.Currency,
+				Description: in.Description, PaymentMethod: in.PaymentMethod, Status: oncecall.IntentRequiresCapture,
+				CreatedAt: time.Now().UTC().Truncate(time.Microsecond), ProviderRef: rec.ID,
+			})
+		},
+		Settle: func(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput, res idem.Result, providerRef string) error {
+			if res.Outcome != idem.Confirmed {
+				return nil // refused: the adapter released what it held; no intent
+			}
+			var h heldIntent
+			if err := json.Unmarshal(res.Body, &h); err != nil {
+				return fmt.Errorf("read the held intent's answer: %w", err)
+			}
+			if h.ID != x.ActionID.String() {
+				return fmt.Errorf("held intent %s answered for action %s", h.ID, x.ActionID)
+			}
+			var req HoldRequest
+			if err := holdPayload(ctx, tx, x.ActionID, &req); err != nil {
+				return err
+			}
+			_, err := tx.CreateHeldPaymentIntent(ctx, oncecall.NewHeldIntent{
+				TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: op.MustUUID(in.CustomerID), Amount: in.Amount.Int64(),
+				Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
+				HoldRef: providerRef, HoldAccount: req.Account, CreatedAt: h.CreatedAt,
+			})
+			return err
+		},
+	}
+}
+
+// holdPayload reads the hold request recorded with the approval's step:
+// the account the hold was made on, whatever the tenant's account is now.
+func holdPayload(ctx context.Context, tx *db.Tx, action uuid.UUID, req *HoldRequest) error {
+	steps, err := tx.Steps(ctx, action)
+	if err != nil {
+		return err
+	}
+	for _, s := range steps {
+		if s.Required {
+			return json.Unmarshal(s.Payload, req)
+		}
+	}
+	return fmt.Errorf("action %s has no hold step", action)
+}
