@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-failover screenshots
+.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-providers chaos-failover screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -23,6 +23,13 @@ sim:
 test:
 	go vet ./...
 	go run ./cmd/testsummary -count=1 ./...
+
+# The same tests under the race detector, over the packages whose goroutines share state: the store and
+# its pools, the idempotency core, the step driver, the reconciler, the console and the HTTP API
+# (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
+RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./api
+test-race:
+	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 $(RACE_PKGS)
 
 build:
 	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
@@ -91,6 +98,11 @@ DURATION ?= 60s
 chaos:
 	go run ./cmd/chaos --duration $(DURATION)
 
+# The chaos run with payments through the Stripe adapter and SMS through the Twilio adapter,
+# against the simulator's Stripe and Twilio modes.
+chaos-providers:
+	go run ./cmd/chaos --stripe --twilio --duration $(DURATION)
+
 # oncecall on a Patroni cluster (etcd, three PostgreSQL nodes, synchronous
 # strict mode): leader crashes, a switchover and an etcd pause, then the
 # audit (docs/high-availability.md). Installs patroni and etcd-server with
@@ -108,6 +120,7 @@ help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
 	@echo 'make sim             run the provider simulator'
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
+	@echo 'make test-race       the tests of the packages where goroutines share state under the race detector (RACE_PKGS)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
 	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
 	@echo 'make check-generated fail when generated Go code is stale or not committed'
@@ -120,6 +133,7 @@ help:
 	@echo 'make bench-short     a short load benchmark'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
+	@echo 'make chaos-providers the chaos run with payments through Stripe and SMS through Twilio (simulated; DURATION)'
 	@echo 'make chaos-failover  oncecall on a Patroni cluster through leader crashes, a switchover and an etcd pause (DURATION)'
 	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
 	@echo 'make help            this list'

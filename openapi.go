@@ -1,10 +1,10 @@
-// Package oncecall holds the files of the repository root that the code
-// needs: openapi.yaml, the HTTP contract that the api tests and the
-// generated clients check the server against.
 package oncecall
 
 import _ "embed"
 
+// openAPI is openapi.yaml, the HTTP contract that the api tests and the
+// generated clients check the server against.
+//
 //go:embed openapi.yaml
 var openAPI []byte
 

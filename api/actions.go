@@ -13,7 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -146,7 +146,7 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			infoFrom(ctx).actionID = a.ID.String()
 		}
-		if err == nil && a.State == db.Completed {
+		if err == nil && a.State == oncecall.Completed {
 			// Not an answer a failover could take back (see idem's replay).
 			err = s.cfg.Store.Replicated(ctx)
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -41,9 +42,9 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, db.Fault(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"slots": slots})
+	writeJSON(w, http.StatusOK, map[string]any{"slots": wire.FromSlots(slots)})
 }
 
 func (s *Server) getAppointment(w http.ResponseWriter, r *http.Request) {
-	getRecord(s, "appointment_id", "appointment", s.cfg.Store.AppointmentByID)(w, r)
+	getRecord(s, "appointment_id", "appointment", viewed(s.cfg.Store.AppointmentByID, wire.FromAppointment))(w, r)
 }

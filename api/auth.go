@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -18,14 +19,14 @@ var (
 	scopeKey  = ctxKey{"scope"}
 )
 
-func tenantFrom(ctx context.Context) db.Tenant {
-	t, _ := ctx.Value(tenantKey).(db.Tenant)
+func tenantFrom(ctx context.Context) oncecall.Tenant {
+	t, _ := ctx.Value(tenantKey).(oncecall.Tenant)
 	return t
 }
 
 // scopeFrom is the scope of the request's API key.
-func scopeFrom(ctx context.Context) db.Scope {
-	s, _ := ctx.Value(scopeKey).(db.Scope)
+func scopeFrom(ctx context.Context) oncecall.Scope {
+	s, _ := ctx.Value(scopeKey).(oncecall.Scope)
 	return s
 }
 
@@ -40,8 +41,8 @@ type keyCache struct {
 }
 
 type cachedTenant struct {
-	tenant  db.Tenant
-	scope   db.Scope
+	tenant  oncecall.Tenant
+	scope   oncecall.Scope
 	expires time.Time
 }
 
@@ -53,7 +54,7 @@ func newKeyCache(store *db.Store, ttl time.Duration) *keyCache {
 	return &keyCache{store: store, ttl: ttl, m: map[[32]byte]cachedTenant{}}
 }
 
-func (c *keyCache) lookup(ctx context.Context, key string) (db.Tenant, db.Scope, error) {
+func (c *keyCache) lookup(ctx context.Context, key string) (oncecall.Tenant, oncecall.Scope, error) {
 	h := sha256.Sum256([]byte(key))
 	now := time.Now()
 	c.mu.Lock()
@@ -64,7 +65,7 @@ func (c *keyCache) lookup(ctx context.Context, key string) (db.Tenant, db.Scope,
 	}
 	t, scope, err := c.store.APIKeyOwner(ctx, key)
 	if err != nil {
-		return db.Tenant{}, "", err
+		return oncecall.Tenant{}, "", err
 	}
 	c.mu.Lock()
 	if len(c.m) >= maxCachedKeys {
@@ -105,7 +106,7 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 // the Dasha webhooks take) with 403 before anything is read or done.
 func fullScopeOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if scopeFrom(r.Context()) != db.ScopeFull {
+		if scopeFrom(r.Context()) != oncecall.ScopeFull {
 			writeError(w, r, fault.New(fault.Forbidden, "this API key has scope %s: it may call only the Dasha webhooks (/v1/dasha/...)", scopeFrom(r.Context())))
 			return
 		}

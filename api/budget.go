@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 )
 
@@ -12,19 +11,17 @@ import (
 // time.
 const budgetMargin = 500 * time.Millisecond
 
-// dashaBudget gives a Dasha tool call (and any voice platform's, see
-// isVoicePath) its time budget from before
+// voiceBudget gives a voice platform's tool call or event (a middleware of
+// each voice sub-router, see voiceRouter) its time budget from before
 // authentication: everything it waits for (its tenant's turn, a concurrent
 // attempt of the same action, the database, a remote provider) ends by the
-// budget's deadline, so the answer reaches Dasha within its webhook limit.
+// budget's deadline, so the answer arrives within the platform's webhook
+// limit. The budget, DashaBudget (8s by default), is below every
+// platform's tool timeout (Dasha 10s, Vapi and ElevenLabs 20s by default).
 // A remote write still running at the deadline goes on without the request
 // (see idem.Core's drive) and the call answers pending.
-func (s *Server) dashaBudget(next http.Handler) http.Handler {
+func (s *Server) voiceBudget(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isVoicePath(r.URL.Path) {
-			next.ServeHTTP(w, r)
-			return
-		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.cfg.DashaBudget)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
@@ -40,16 +37,4 @@ func (s *Server) dashaWait(ctx context.Context) time.Duration {
 		wait = min(wait, time.Until(deadline)-budgetMargin)
 	}
 	return max(wait, time.Millisecond)
-}
-
-// isVoicePath reports whether a path is a voice platform's webhook: they
-// all answer within the Dasha budget (8s by default), below every
-// platform's tool timeout (Dasha 10s, Vapi and ElevenLabs 20s by default).
-func isVoicePath(path string) bool {
-	for _, p := range []string{"/v1/dasha/", "/v1/vapi/", "/v1/retell/", "/v1/elevenlabs/"} {
-		if strings.HasPrefix(path, p) {
-			return true
-		}
-	}
-	return false
 }

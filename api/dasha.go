@@ -11,6 +11,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/dashatool"
@@ -106,29 +107,36 @@ func decodePayload(body []byte, pathTool string) (dashaPayload, error) {
 // are tolerated (Dasha may add some), but not a key that differs from a
 // known field only in case, which encoding/json would take for it.
 func decodeWebhook(body []byte, v any, what string) error {
+	_, err := canonicalWebhook(body, v, what)
+	return err
+}
+
+// canonicalWebhook is decodeWebhook that also returns the body's canonical
+// form, for a caller that hands part of it on as it is.
+func canonicalWebhook(body []byte, v any, what string) ([]byte, error) {
 	c, err := canon.Canonical(body)
 	if err != nil {
-		return fault.Wrap(fault.InvalidJSON, err, err.Error())
+		return nil, fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
 	if len(c) == 0 || c[0] != '{' {
-		return fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
+		return nil, fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
 	}
 	if err := op.CheckFieldNames(c, v); err != nil {
-		return err
+		return nil, err
 	}
 	if err := json.Unmarshal(c, v); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) {
-			return fault.Field(typeErr.Field, "must be a string")
+			return nil, fault.Field(typeErr.Field, "must be a string")
 		}
-		return fault.Wrap(fault.InvalidJSON, err, "the request body is not "+what)
+		return nil, fault.Wrap(fault.InvalidJSON, err, "the request body is not "+what)
 	}
-	return nil
+	return c, nil
 }
 
 // checkOrg refuses a webhook from another Dasha orgId than the one the
 // tenant is bound to, if it is bound to one.
-func checkOrg(tenant db.Tenant, orgID string) error {
+func checkOrg(tenant oncecall.Tenant, orgID string) error {
 	if tenant.DashaOrgID != "" && orgID != tenant.DashaOrgID {
 		return fault.New(fault.Forbidden, "this API key's tenant does not accept calls from that Dasha orgId")
 	}
@@ -143,7 +151,7 @@ func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (a
 	if bad != nil {
 		return *bad, false, nil
 	}
-	err = decodeArgs(args, in)
+	err = op.DecodeCanonical(args, in)
 	if err == nil {
 		err = in.Normalize()
 	}
@@ -154,11 +162,13 @@ func toolInput[In interface{ Normalize() error }](raw json.RawMessage, in In) (a
 	return dashatool.Answer{}, true, nil
 }
 
-// toolArguments returns the arguments as a JSON object; absent or null
-// arguments are an empty object.
-func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.Answer) {
+// toolArguments returns a tool call's arguments (canonical JSON, see
+// voiceCall) as a canonical JSON object: absent or null arguments are an
+// empty object, and a string holding an object is unwrapped and
+// canonicalised. An object is returned as it is: it is not parsed again.
+func toolArguments(raw json.RawMessage) ([]byte, *dashatool.Answer) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return map[string]json.RawMessage{}, nil
+		return []byte("{}"), nil
 	}
 	if raw[0] == '"' {
 		var err error
@@ -167,12 +177,11 @@ func toolArguments(raw json.RawMessage) (map[string]json.RawMessage, *dashatool.
 			return nil, &a
 		}
 	}
-	var m map[string]json.RawMessage
-	if raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+	if raw[0] != '{' {
 		a := dashatool.Invalid("arguments", "arguments must be a JSON object")
 		return nil, &a
 	}
-	return m, nil
+	return raw, nil
 }
 
 // invalid turns an input error into the invalid_arguments answer; any other
@@ -186,26 +195,11 @@ func invalid(err error) (dashatool.Answer, error) {
 }
 
 // runTool performs an operation for a tool call through the idempotency core.
-func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
+func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	args, bad := toolArguments(c.Arguments)
-	if bad != nil {
-		return *bad, nil
-	}
-	var given string
-	if raw, ok := args["action_id"]; ok {
-		delete(args, "action_id")
-		if string(raw) != "null" && json.Unmarshal(raw, &given) != nil {
-			return dashatool.Invalid("action_id", "action_id must be a string"), nil
-		}
-	}
-	input, err := json.Marshal(args)
-	if err != nil {
-		return dashatool.Answer{}, err
-	}
-	prep, err := o.Prepare(input, nil)
-	if err != nil {
-		return invalid(err)
+	prep, given, ans, ok, err := prepareTool(o, c.Arguments)
+	if !ok {
+		return ans, err
 	}
 	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
@@ -240,7 +234,7 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 		return invalid(err)
 	}
 	info.actionID, info.replayed = reply.Action.ID.String(), reply.Replayed
-	ans, err := s.speakable(ctx, tenant, reply.Action, reply.Replayed, dashatool.ForAction(reply.Action, o.Phrases()))
+	ans, err = s.speakable(ctx, tenant, reply.Action, reply.Replayed, dashatool.ForAction(reply.Action, o.Phrases()))
 	if err != nil || !reply.Replayed || derived {
 		return ans, err
 	}
@@ -248,14 +242,37 @@ func (s *Server) runTool(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 	return s.changed(ctx, ans, reply.Action, o.Phrases())
 }
 
+// prepareTool validates and normalises a tool call's arguments for o, and
+// takes out the action_id they may name (given). The arguments are
+// canonical already: they are decoded once, without being canonicalised or
+// re-encoded again. ok is false when they are bad: ans is then the
+// invalid_arguments answer, or err a failure.
+func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given string, ans dashatool.Answer, ok bool, err error) {
+	args, bad := toolArguments(raw)
+	if bad != nil {
+		return nil, "", *bad, false, nil
+	}
+	if id, rest, found := canon.Cut(args, "action_id"); found {
+		args = rest
+		if string(id) != "null" && json.Unmarshal(id, &given) != nil {
+			return nil, "", dashatool.Invalid("action_id", "action_id must be a string"), false, nil
+		}
+	}
+	if prep, err = op.PrepareCanonical(o, args); err != nil {
+		ans, err := invalid(err)
+		return nil, "", ans, false, err
+	}
+	return prep, given, dashatool.Answer{}, true, nil
+}
+
 // stale is the Stale check of a request whose key was derived from
 // identity fields: the stored answer no longer holds when it was a
 // rejection (it did nothing; the same request is decided afresh) or a
 // confirmation whose object has changed since. The identity fields, the
 // only ones Standing looks at, are the same in p and in the stored action.
-func (s *Server) stale(p *op.Prepared) func(context.Context, db.Action) (bool, error) {
-	return func(ctx context.Context, a db.Action) (bool, error) {
-		if a.Outcome == db.Rejected {
+func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
+	return func(ctx context.Context, a oncecall.Action) (bool, error) {
+		if a.Outcome == oncecall.Rejected {
 			return true, nil
 		}
 		if p.Standing == nil {
@@ -267,7 +284,7 @@ func (s *Server) stale(p *op.Prepared) func(context.Context, db.Action) (bool, e
 }
 
 // changed adds to ans what became of a confirmed action's object since.
-func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action, p op.Phrases) (dashatool.Answer, error) {
+func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a oncecall.Action, p op.Phrases) (dashatool.Answer, error) {
 	current, err := s.cfg.Ops.Standing(ctx, s.cfg.Store, a)
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
@@ -280,7 +297,7 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a db.Action,
 // the operation's identity fields, the tenant and (for per-call operations)
 // the callId (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
-func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
+func (s *Server) toolKey(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
@@ -298,7 +315,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 		case a.Operation != prep.Operation:
 			// The model passed the id of another tool's action: that is not
 			// a retry of it, so the request gets its own identity.
-		case a.State == db.Completed && a.Outcome == db.Rejected && a.Fingerprint != prep.Fingerprint:
+		case a.State == oncecall.Completed && a.Outcome == oncecall.Rejected && a.Fingerprint != prep.Fingerprint:
 			// A rejection did nothing; new details after it are a new
 			// request (another slot after slot_unavailable), not a conflict.
 		default:
@@ -323,7 +340,7 @@ func (s *Server) toolKey(r *http.Request, tenant db.Tenant, o op.Operation, c vo
 	return idem.DeriveKey(append(parts, identity...)...), true, uuid.Nil, nil
 }
 
-func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) checkActionStatus(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.StatusInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
@@ -332,7 +349,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	if errors.Is(err, db.ErrNotFound) {
 		return dashatool.Unknown(in.ActionID), nil
 	}
-	if err == nil && a.State == db.Completed {
+	if err == nil && a.State == oncecall.Completed {
 		// Not an answer a failover could take back (see idem's replay).
 		err = s.cfg.Store.Replicated(ctx)
 	}
@@ -352,7 +369,7 @@ func (s *Server) checkActionStatus(ctx context.Context, tenant db.Tenant, raw js
 	return s.changed(ctx, ans, a, phrases)
 }
 
-func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.SlotsInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
@@ -367,15 +384,6 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant db.Tenant, raw j
 		return dashatool.Answer{}, db.Fault(err)
 	}
 	return s.slotsAnswer(ctx, tenant, slots)
-}
-
-// decodeArgs decodes tool arguments strictly, like an operation's input.
-func decodeArgs(args map[string]json.RawMessage, v any) error {
-	raw, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	return op.Decode(raw, v)
 }
 
 // dashaError keeps protocol errors and 503 as they are and turns any other

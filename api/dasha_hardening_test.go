@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
@@ -86,7 +86,7 @@ func TestDashaArgumentsMayBeAJSONString(t *testing.T) {
 func TestDashaScopedKeyCallsOnlyTheDashaWebhooks(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
-	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, db.ScopeDasha)
+	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, oncecall.ScopeDasha)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 )
@@ -18,7 +19,7 @@ import (
 // findCustomer looks a customer up by the phone argument or, without one,
 // by the number the call comes from (Dasha's endpoint, another platform's
 // caller number).
-func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, c voiceCall) (dashatool.Answer, error) {
+func (s *Server) findCustomer(ctx context.Context, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
 	var in dashatool.FindCustomerInput
 	if ans, ok, err := toolInput(c.Arguments, &in); !ok {
 		return ans, err
@@ -41,7 +42,7 @@ func (s *Server) findCustomer(ctx context.Context, tenant db.Tenant, c voiceCall
 	return dashatool.CustomersFound([]dashatool.CustomerView{dashatool.ViewOf(cust)}, source), nil
 }
 
-func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) getCustomerTool(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.CustomerInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
@@ -56,7 +57,7 @@ func (s *Server) getCustomerTool(ctx context.Context, tenant db.Tenant, raw json
 	return dashatool.CustomerAnswer(dashatool.ViewOf(c)), nil
 }
 
-func (s *Server) listAppointmentsTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) listAppointmentsTool(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.AppointmentsInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
@@ -84,7 +85,7 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant db.Tenant, raw
 }
 
 // slotsAnswer answers find_available_slots with the slots' local times.
-func (s *Server) slotsAnswer(ctx context.Context, tenant db.Tenant, slots []db.Slot) (dashatool.Answer, error) {
+func (s *Server) slotsAnswer(ctx context.Context, tenant oncecall.Tenant, slots []oncecall.Slot) (dashatool.Answer, error) {
 	zone, loc, err := s.tenantZone(ctx, tenant.ID)
 	if err != nil {
 		return dashatool.Answer{}, err
@@ -93,12 +94,12 @@ func (s *Server) slotsAnswer(ctx context.Context, tenant db.Tenant, slots []db.S
 	if err != nil {
 		return dashatool.Answer{}, err
 	}
-	return dashatool.Answer{Outcome: string(db.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+	return dashatool.Answer{Outcome: string(oncecall.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
 }
 
 // toolCustomer is the customer a read tool names (its id already checked by
 // the tool's input); when none is on file, missing is the answer saying so.
-func (s *Server) toolCustomer(ctx context.Context, tenant db.Tenant, id string) (customer uuid.UUID, missing dashatool.Answer, err error) {
+func (s *Server) toolCustomer(ctx context.Context, tenant oncecall.Tenant, id string) (customer uuid.UUID, missing dashatool.Answer, err error) {
 	customer = uuid.MustParse(id)
 	exists, err := s.cfg.Store.CustomerExists(ctx, tenant.ID, customer)
 	if err != nil {

@@ -61,7 +61,22 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 	points := func(extra ...any) map[string]any {
 		return with(map[string]any{"customer_id": customer, "delta": 50, "reason": "Visit on 2 January"}, extra...)
 	}
+	callback := func(extra ...any) map[string]any {
+		return with(map[string]any{
+			"customer_id": customer, "window_start": "2030-07-05T14:00", "window_end": "2030-07-05T16:00", "reason": "Invoice question",
+		}, extra...)
+	}
 	valid = map[string][]any{
+		"request_callback": {
+			callback(),
+			callback("customer_id", absent, "phone", "+44 20 7946 0958", "window_start", "2030-07-05 14:00", "callback_ref", "second"),
+			callback("phone", "+442079460958", "window_end", "2030-07-05T16:00:00", "reason", strings.Repeat("é", 500)),
+			callback("window_end", "2030-07-19T14:00", "action_id", "callback-1"),
+		},
+		"cancel_callback": {
+			map[string]any{"callback_id": id()},
+			map[string]any{"callback_id": strings.ToUpper(id()), "action_id": "cancel-1"},
+		},
 		"book_appointment": {
 			book(),
 			book("customer_id", strings.ToUpper(customer), "service", "Haircut", "action_id", "retry-1"),
@@ -200,6 +215,19 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			update("email", ""),
 			update("customer_id", "Ana"),
 		},
+		"request_callback": {
+			callback("window_start", "2030-07-05T14:00:00+01:00"),
+			callback("window_end", "2030-07-05T16:00Z"),
+			callback("window_start", "5 July at 14:00"),
+			callback("window_start", "2030-07-05T14:00:30"),
+			callback("reason", strings.Repeat("a", 501)),
+			callback("reason", ""),
+			callback("phone", "020 7946 0958"),
+			callback("callback_ref", strings.Repeat("a", 101)),
+		},
+		"cancel_callback": {
+			map[string]any{"callback_id": "cb-1"},
+		},
 		"add_customer_note": {
 			note("text", strings.Repeat("a", 2001)),
 			note("text", ""),
@@ -306,6 +334,14 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 		"add_customer_note": {
 			{map[string]any{"customer_id": customer, "text": "  "}, "text"},
 			{map[string]any{"customer_id": customer, "text": "bell\u0007"}, "text"},
+		},
+		"request_callback": {
+			{map[string]any{"window_start": "2030-07-05T14:00", "window_end": "2030-07-05T16:00", "reason": "Invoice"}, "customer_id"},
+			{map[string]any{"customer_id": customer, "window_start": "2030-07-05T16:00", "window_end": "2030-07-05T14:00", "reason": "Invoice"}, "window_end"},
+			{map[string]any{"customer_id": customer, "window_start": "2030-07-05T14:00", "window_end": "2030-07-25T14:00", "reason": "Invoice"}, "window_end"},
+			{map[string]any{"customer_id": customer, "window_start": "2030-02-30T14:00", "window_end": "2030-03-01T14:00", "reason": "Invoice"}, "window_start"},
+			{map[string]any{"customer_id": customer, "window_start": "2020-07-05T14:00", "window_end": "2020-07-05T16:00", "reason": "Invoice"}, "window_end"},
+			{map[string]any{"customer_id": customer, "window_start": "2030-07-05T14:00", "window_end": "2030-07-05T16:00", "reason": " "}, "reason"},
 		},
 		"add_loyalty_points": {
 			{map[string]any{"customer_id": customer, "delta": 0, "reason": "Visit"}, "delta"},

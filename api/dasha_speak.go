@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/op"
@@ -29,8 +30,8 @@ const (
 // now (balance_now; the stored balance is dropped when it is no longer
 // true). The stored answer is never changed; a first answer and its exact
 // retry still say the same.
-func (s *Server) speakable(ctx context.Context, tenant db.Tenant, a db.Action, replayed bool, ans dashatool.Answer) (dashatool.Answer, error) {
-	if a.State != db.Completed {
+func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a oncecall.Action, replayed bool, ans dashatool.Answer) (dashatool.Answer, error) {
+	if a.State != oncecall.Completed {
 		return ans, nil
 	}
 	var d map[string]json.RawMessage
@@ -61,7 +62,7 @@ func (s *Server) speakable(ctx context.Context, tenant db.Tenant, a db.Action, r
 			}
 		}
 	}
-	if a.Operation == chargeOperation && a.Outcome == db.Confirmed {
+	if a.Operation == chargeOperation && a.Outcome == oncecall.Confirmed {
 		if err := s.chargedAmount(ctx, tenant, d, set); err != nil {
 			return ans, err
 		}
@@ -73,7 +74,7 @@ func (s *Server) speakable(ctx context.Context, tenant db.Tenant, a db.Action, r
 			}
 		}
 	}
-	if a.Operation == pointsOperation && a.Outcome == db.Confirmed {
+	if a.Operation == pointsOperation && a.Outcome == oncecall.Confirmed {
 		if err := s.balanceNow(ctx, tenant, d, replayed, set); err != nil {
 			return ans, err
 		}
@@ -92,7 +93,7 @@ func (s *Server) speakable(ctx context.Context, tenant db.Tenant, a db.Action, r
 // chargedAmount gives the amount and currency of a charge whose answer
 // holds only the provider's reference and the request (a remote charge):
 // the request's amount, or the intent's whole amount, in its currency.
-func (s *Server) chargedAmount(ctx context.Context, tenant db.Tenant, d map[string]json.RawMessage, set func(string, any)) error {
+func (s *Server) chargedAmount(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage, set func(string, any)) error {
 	if _, ok := d["amount"]; ok {
 		return nil
 	}
@@ -126,7 +127,7 @@ func (s *Server) chargedAmount(ctx context.Context, tenant db.Tenant, d map[stri
 // balanceNow adds the customer's balance read now to a points change's
 // answer. A replay's stored balance (the balance right after the change)
 // is dropped once other changes have moved it: it is no longer true.
-func (s *Server) balanceNow(ctx context.Context, tenant db.Tenant, d map[string]json.RawMessage, replayed bool, set func(string, any)) error {
+func (s *Server) balanceNow(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage, replayed bool, set func(string, any)) error {
 	id, ok := stringField(d, "customer_id")
 	cid, err := uuid.Parse(id)
 	if !ok || err != nil {
@@ -171,7 +172,7 @@ func intField(d map[string]json.RawMessage, k string) (int64, bool) {
 // details. When the request only restates what that action did (see
 // op.Spec.Restates) it is a replay of it; otherwise the answer says what
 // stands.
-func (s *Server) conflicting(ctx context.Context, tenant db.Tenant, prep *op.Prepared, existing db.Action) (dashatool.Answer, error) {
+func (s *Server) conflicting(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, existing oncecall.Action) (dashatool.Answer, error) {
 	info := infoFrom(ctx)
 	var phrases op.Phrases
 	if o, ok := s.cfg.Ops.Get(existing.Operation); ok {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
@@ -38,15 +39,17 @@ func slowCalendar(t *testing.T, delay string) (*simtest.Sim, provider.Set) {
 	})}
 }
 
-// A remote calendar takes 20s to answer. The tool call still answers well
-// within Dasha's limit, pending, while the dispatch goes on and records
-// the calendar's answer: the ledger holds one write, and the agent's
-// check_action_status then hears confirmed.
+// A remote calendar takes longer to answer than the tool call's budget
+// (2s against a configured 1s; by default 8s, under Dasha's 10s limit). The
+// tool call still answers within Dasha's limit, pending, while the dispatch
+// goes on and records the calendar's answer: the ledger holds one write,
+// and the agent's check_action_status then hears confirmed.
 func TestDashaAnswersPendingWithinItsBudgetWhileTheProviderIsSlow(t *testing.T) {
 	t.Parallel()
-	sim, providers := slowCalendar(t, "20s")
+	sim, providers := slowCalendar(t, "2s")
 	d := setupDasha(t, func(c *app.Config) {
 		c.Providers = providers
+		c.DashaBudget, c.DashaWait = time.Second, 500*time.Millisecond
 		c.ReconcileDisabled = true // the request's own dispatch records the result
 	})
 	start := time.Now()
@@ -147,7 +150,7 @@ func TestShutdownWaitsForADispatchThatOutlivedItsRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.State != db.Completed || got.Outcome != db.Confirmed {
+	if got.State != oncecall.Completed || got.Outcome != oncecall.Confirmed {
 		t.Fatalf("after a graceful stop the action is %s/%s: its dispatch was abandoned", got.State, got.Outcome)
 	}
 	if l := sim.Ledger(provider.Calendar); len(l) != 1 {

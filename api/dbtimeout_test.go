@@ -27,23 +27,6 @@ func within(t *testing.T, e *apptest.Env, d time.Duration, method, path, apiKey 
 	return r
 }
 
-// Every connection of the pool carries the documented default timeouts.
-func TestPoolConnectionsHaveDatabaseTimeouts(t *testing.T) {
-	t.Parallel()
-	e := apptest.Start(t)
-	for name, want := range map[string]string{
-		"lock_timeout": "2s", "statement_timeout": "5s", "idle_in_transaction_session_timeout": "10s",
-	} {
-		var got string
-		if err := e.Store.Pool().QueryRow(t.Context(), "SELECT current_setting($1)", name).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Errorf("%s = %s, want %s", name, got, want)
-		}
-	}
-}
-
 // A transaction left open outside oncecall (an operator's psql session)
 // holds a customer's row. Requests that need it answer within the lock
 // timeout, 503 with Retry-After, and store nothing; once the row is free,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
@@ -29,7 +30,8 @@ func (s *Server) elevenLabsTool(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var args map[string]json.RawMessage
-	if err := decodeWebhook(body, &args, "an ElevenLabs server tool body"); err != nil {
+	raw, err := canonicalWebhook(body, &args, "an ElevenLabs server tool body")
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -43,7 +45,7 @@ func (s *Server) elevenLabsTool(w http.ResponseWriter, r *http.Request) {
 		if !strings.HasPrefix(k, "system__") {
 			continue
 		}
-		delete(args, k)
+		_, raw, _ = canon.Cut(raw, k) // the arguments stay canonical
 		var dst *string
 		switch k {
 		case elevenConversationID:
@@ -59,11 +61,6 @@ func (s *Server) elevenLabsTool(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := checkCallID(conv, elevenConversationID); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	raw, err := json.Marshal(args)
-	if err != nil {
 		writeError(w, r, err)
 		return
 	}

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 )
 
 // Envelope is the answer to every write and to GET /v1/actions/{id}.
@@ -21,15 +21,15 @@ type Envelope struct {
 func statusURL(id string) string { return "/v1/actions/" + id }
 
 // outcomeOf is what a caller may be told: anything not completed is pending.
-func outcomeOf(a db.Action) string {
-	if a.State == db.Completed {
+func outcomeOf(a oncecall.Action) string {
+	if a.State == oncecall.Completed {
 		return string(a.Outcome)
 	}
-	return string(db.Pending)
+	return string(oncecall.Pending)
 }
 
 // result is the stored body, or the compact reference once the body is gone.
-func result(a db.Action) json.RawMessage {
+func result(a oncecall.Action) json.RawMessage {
 	switch {
 	case a.Result != nil:
 		return a.Result
@@ -40,7 +40,7 @@ func result(a db.Action) json.RawMessage {
 	return json.RawMessage("null")
 }
 
-func envelope(a db.Action) Envelope {
+func envelope(a oncecall.Action) Envelope {
 	e := Envelope{
 		ActionID: a.ID.String(), Operation: a.Operation, Outcome: outcomeOf(a), State: string(a.State),
 		Result: result(a), StatusURL: statusURL(a.ID.String()),
@@ -55,15 +55,15 @@ func envelope(a db.Action) Envelope {
 // status and envelope when confirmed, 422 problem+json when rejected, 202
 // pending otherwise. The answer is a function of the stored action only, so a
 // replay is byte-identical to the first answer.
-func writeAction(w http.ResponseWriter, a db.Action, replayed bool) {
+func writeAction(w http.ResponseWriter, a oncecall.Action, replayed bool) {
 	if replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	w.Header().Set("Location", statusURL(a.ID.String()))
 	switch {
-	case a.State != db.Completed:
+	case a.State != oncecall.Completed:
 		writeEnvelope(w, http.StatusAccepted, a)
-	case a.Outcome == db.Rejected:
+	case a.Outcome == oncecall.Rejected:
 		writeProblem(w, Problem{
 			Status: http.StatusUnprocessableEntity, Code: a.Reason, Detail: "the action was rejected: " + a.Reason,
 			ActionID: a.ID.String(), Outcome: string(a.Outcome), State: string(a.State),
@@ -81,7 +81,7 @@ func writeAction(w http.ResponseWriter, a db.Action, replayed bool) {
 // writeEnvelope writes envelope(a) as writeJSON would, without encoding/json:
 // the stored result is copied as it is instead of being parsed and compacted
 // again on every replay.
-func writeEnvelope(w http.ResponseWriter, status int, a db.Action) {
+func writeEnvelope(w http.ResponseWriter, status int, a oncecall.Action) {
 	id := a.ID.String()
 	body := make([]byte, 0, 160+len(a.Result))
 	body = append(body, `{"action_id":`...)

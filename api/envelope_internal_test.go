@@ -9,8 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
-
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 )
 
 // The envelope and the problem of a rejection are written without
@@ -19,15 +18,15 @@ import (
 func TestAnswersMatchEncodingJSON(t *testing.T) {
 	t.Parallel()
 	id := uuid.MustParse("0197a3b0-0000-7000-8000-00000000000a")
-	confirmed := func(result string) db.Action {
-		a := db.Action{ID: id, Operation: "appointment.book", State: db.Completed, Outcome: db.Confirmed,
+	confirmed := func(result string) oncecall.Action {
+		a := oncecall.Action{ID: id, Operation: "appointment.book", State: oncecall.Completed, Outcome: oncecall.Confirmed,
 			Status: http.StatusCreated, ResourceID: "0197a3b0-0000-7000-8000-000000000000"}
 		if result != "-" {
 			a.Result = []byte(result)
 		}
 		return a
 	}
-	cases := map[string]db.Action{
+	cases := map[string]oncecall.Action{
 		"marshalled result":      confirmed(`{"id":"x","name":"Zoë Ångström","note":"a \"b\" \\ c\n"}`),
 		"whitespace in result":   confirmed("{ \"id\" : \"x\",\n\t\"n\": [1, 2] }\r\n"),
 		"carriage return":        confirmed("{\"a\":1}\r"),
@@ -40,16 +39,16 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 		"other E2 in result":     confirmed("{\"note\":\"a\u2026b\u20acc\"}"),
 		"pruned result":          confirmed("-"),
 		"scalar result":          confirmed(`"done"`),
-		"no resource, no result": {ID: id, Operation: "x.y", State: db.Completed, Outcome: db.Confirmed},
-		"pending":                {ID: id, Operation: "payment.charge", State: db.Unknown},
-		"pending with a reason":  {ID: id, Operation: "payment.charge", State: db.Running, Reason: "A<B>&\"é\u2028"},
-		"odd operation name":     {ID: id, Operation: "op<&>\"\\\x01é", State: db.Completed, Outcome: db.Confirmed, Status: 200},
+		"no resource, no result": {ID: id, Operation: "x.y", State: oncecall.Completed, Outcome: oncecall.Confirmed},
+		"pending":                {ID: id, Operation: "payment.charge", State: oncecall.Unknown},
+		"pending with a reason":  {ID: id, Operation: "payment.charge", State: oncecall.Running, Reason: "A<B>&\"é\u2028"},
+		"odd operation name":     {ID: id, Operation: "op<&>\"\\\x01é", State: oncecall.Completed, Outcome: oncecall.Confirmed, Status: 200},
 	}
 	for name, a := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			status := cmp.Or(a.Status, http.StatusOK)
-			if a.State != db.Completed {
+			if a.State != oncecall.Completed {
 				status = http.StatusAccepted
 			}
 			got, want := httptest.NewRecorder(), httptest.NewRecorder()
@@ -66,7 +65,7 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 	} {
 		t.Run("rejection details "+name, func(t *testing.T) {
 			t.Parallel()
-			a := db.Action{ID: id, Operation: "appointment.book", State: db.Completed, Outcome: db.Rejected,
+			a := oncecall.Action{ID: id, Operation: "appointment.book", State: oncecall.Completed, Outcome: oncecall.Rejected,
 				Status: http.StatusUnprocessableEntity, Reason: "SLOT_UNAVAILABLE"}
 			if details != "" {
 				a.Result = []byte(details)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -25,7 +27,7 @@ const (
 
 // openIntent is an intent with its amount as it is said.
 type openIntent struct {
-	db.PaymentIntent
+	wire.PaymentIntent
 	AmountSpoken     string `json:"amount_spoken"`
 	ChargeInProgress bool   `json:"charge_in_progress"`
 }
@@ -64,12 +66,12 @@ func (s *Server) listPaymentIntents(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]openIntent, len(list))
 	for i, pi := range list {
-		out[i] = openIntent{PaymentIntent: pi, AmountSpoken: op.SpokenAmount(pi.Amount, pi.Currency), ChargeInProgress: pi.ChargingAction != uuid.Nil}
+		out[i] = openIntent{PaymentIntent: wire.FromPaymentIntent(pi), AmountSpoken: op.SpokenAmount(pi.Amount, pi.Currency), ChargeInProgress: pi.ChargingAction != uuid.Nil}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"payment_intents": out, "has_more": more})
 }
 
-func (s *Server) listPaymentIntentsTool(ctx context.Context, tenant db.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
+func (s *Server) listPaymentIntentsTool(ctx context.Context, tenant oncecall.Tenant, raw json.RawMessage) (dashatool.Answer, error) {
 	var in dashatool.IntentsInput
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err

@@ -33,6 +33,7 @@ func TestOpenAPIDescribesEveryRoute(t *testing.T) {
 	t.Parallel()
 	router := api.NewRouter(api.Config{
 		Ops: app.Operations(), Metrics: metrics.New(metrics.Config{}), OperatorToken: "walk", StripeWebhookSecret: "walk",
+		TwilioAuthToken: "walk",
 	}).(chi.Routes)
 	served := map[string]bool{}
 	err := chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

@@ -10,7 +10,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/schedule"
@@ -18,13 +21,13 @@ import (
 
 // localSlot is a slot with its times in the tenant's timezone.
 type localSlot struct {
-	db.Slot
+	wire.Slot
 	schedule.Local
 }
 
 // localAppointment is an appointment with its times in the tenant's timezone.
 type localAppointment struct {
-	db.Appointment
+	wire.Appointment
 	schedule.Local
 }
 
@@ -44,18 +47,18 @@ func (s *Server) tenantZone(ctx context.Context, tenant uuid.UUID) (string, *tim
 	return name, loc, nil
 }
 
-func localSlots(slots []db.Slot, loc *time.Location, now time.Time) []localSlot {
+func localSlots(slots []oncecall.Slot, loc *time.Location, now time.Time) []localSlot {
 	out := make([]localSlot, len(slots))
 	for i, sl := range slots {
-		out[i] = localSlot{Slot: sl, Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
+		out[i] = localSlot{Slot: wire.FromSlot(sl), Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
 	}
 	return out
 }
 
-func localAppointments(list []db.Appointment, loc *time.Location, now time.Time) []localAppointment {
+func localAppointments(list []oncecall.Appointment, loc *time.Location, now time.Time) []localAppointment {
 	out := make([]localAppointment, len(list))
 	for i, a := range list {
-		out[i] = localAppointment{Appointment: a, Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
+		out[i] = localAppointment{Appointment: wire.FromAppointment(a), Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
 	}
 	return out
 }
@@ -96,24 +99,66 @@ func (s *Server) findCustomers(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.Field("phone", "is required: GET /v1/customers?phone=%%2B442079460958"))
 		return
 	}
-	// An unencoded + arrives as a space; a phone number never starts with one.
-	if trimmed := strings.TrimLeft(phone, " "); trimmed != phone && trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' {
-		phone = "+" + trimmed
-	}
-	if err := op.Phone("phone", &phone); err != nil {
+	if err := phoneParam(&phone); err != nil {
 		writeError(w, r, err)
 		return
 	}
-	found := []db.Customer{}
+	found := []wire.Customer{}
 	c, err := s.cfg.Store.CustomerByPhone(r.Context(), tenantFrom(r.Context()).ID, phone)
 	switch {
 	case err == nil:
-		found = append(found, c)
+		found = append(found, wire.FromCustomer(c))
 	case !errors.Is(err, db.ErrNotFound):
 		writeError(w, r, db.Fault(err))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"customers": found})
+}
+
+// phoneParam normalises a phone number given as a query parameter to
+// E.164. An unencoded + arrives as a space; a phone number never starts
+// with one.
+func phoneParam(phone *string) error {
+	if trimmed := strings.TrimLeft(*phone, " "); trimmed != *phone && trimmed != "" && trimmed[0] >= '0' && trimmed[0] <= '9' {
+		*phone = "+" + trimmed
+	}
+	return op.Phone("phone", phone)
+}
+
+// maxCallbacks bounds GET /v1/callbacks.
+const maxCallbacks = 100
+
+// listCallbacks answers GET /v1/callbacks?customer_id= or ?phone=: the
+// tenant's callbacks of a customer, or to a number, requested and
+// cancelled, by window (at most maxCallbacks).
+func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "customer_id", "phone")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	customer, phone := uuid.Nil, q["phone"]
+	switch _, byCustomer := q["customer_id"]; {
+	case byCustomer == (phone != ""):
+		err = fault.Field("customer_id", "or phone is required, not both: GET /v1/callbacks?customer_id=...")
+	case byCustomer:
+		var id string
+		if id, err = requiredCustomer(q); err == nil {
+			customer = uuid.MustParse(id)
+		}
+	default:
+		err = phoneParam(&phone)
+	}
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	list, err := s.cfg.Store.CallbacksOf(r.Context(), tenantFrom(r.Context()).ID, customer, phone, maxCallbacks)
+	if err != nil {
+		writeError(w, r, db.Fault(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"callbacks": callback.Views(list, time.Now())})
 }
 
 // Bounds of GET /v1/appointments.

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -41,8 +42,8 @@ func readErr(err error, what string) error {
 
 // paymentIntentView is an intent with its charge attempts.
 type paymentIntentView struct {
-	db.PaymentIntent
-	Payments []db.Payment `json:"payments"`
+	wire.PaymentIntent
+	Payments []wire.Payment `json:"payments"`
 }
 
 func (s *Server) getPaymentIntent(w http.ResponseWriter, r *http.Request) {
@@ -52,14 +53,14 @@ func (s *Server) getPaymentIntent(w http.ResponseWriter, r *http.Request) {
 			return paymentIntentView{}, err
 		}
 		payments, err := s.cfg.Store.PaymentsByIntent(ctx, tenant, id)
-		return paymentIntentView{PaymentIntent: pi, Payments: payments}, err
+		return paymentIntentView{PaymentIntent: wire.FromPaymentIntent(pi), Payments: wire.FromPayments(payments)}, err
 	})(w, r)
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
-	getRecord(s, "message_id", "message", s.cfg.Store.MessageByID)(w, r)
+	getRecord(s, "message_id", "message", viewed(s.cfg.Store.MessageByID, wire.FromMessage))(w, r)
 }
 
 func (s *Server) getCustomer(w http.ResponseWriter, r *http.Request) {
-	getRecord(s, "customer_id", "customer", s.cfg.Store.CustomerByID)(w, r)
+	getRecord(s, "customer_id", "customer", viewed(s.cfg.Store.CustomerByID, wire.FromCustomer))(w, r)
 }

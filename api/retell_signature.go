@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -25,7 +26,7 @@ var retellSignaturePattern = regexp.MustCompile(`^v=(\d{1,15}),d=([0-9a-f]{64})$
 // followed by that timestamp, keyed with the Retell API key>", within five
 // minutes of now. A tenant without a Retell key is authenticated by its
 // Bearer key alone. A missing or wrong signature is 401, nothing claimed.
-func (s *Server) checkRetellSignature(w http.ResponseWriter, r *http.Request, tenant db.Tenant, body []byte) error {
+func (s *Server) checkRetellSignature(w http.ResponseWriter, r *http.Request, tenant oncecall.Tenant, body []byte) error {
 	key, err := s.cfg.Store.RetellKey(r.Context(), tenant.ID)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil

@@ -11,12 +11,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -24,8 +26,10 @@ import (
 type Config struct {
 	Store *db.Store
 	Core  *idem.Core
-	Ops   *op.Registry
-	Log   zerolog.Logger
+	// Ops is the operation registry, the operations REST writes and tool
+	// calls run (not the operator API at /v1/ops, see OperatorToken).
+	Ops *op.Registry
+	Log zerolog.Logger
 	// MaxBodyBytes limits request bodies (413 beyond). Default 64 KiB.
 	MaxBodyBytes int64
 	// KeyCacheTTL is how long an API key's tenant is cached. Default 30s.
@@ -35,10 +39,11 @@ type Config struct {
 	// Remote reports whether a capability is served by a remote provider;
 	// nil means every capability is local.
 	Remote func(capability string) bool
-	// OperatorToken guards /v1/ops; empty disables those routes.
+	// OperatorToken guards the operator API, /v1/ops (operator.go); empty
+	// disables those routes.
 	OperatorToken string
 	// Resolve applies an operator's resolution (reconcile.Resolve).
-	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
 	// Console, when set, serves the operator console under /console/.
 	Console http.Handler
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of
@@ -75,6 +80,10 @@ type Config struct {
 	// StripeWebhookSecret, when set, serves Stripe's signed webhooks at
 	// /v1/providers/stripe/webhook (stripe_webhook.go).
 	StripeWebhookSecret string
+	// TwilioAuthToken, when set, serves Twilio's signed status callbacks at
+	// /v1/providers/twilio/status (twilio_status.go); PublicURL is the base
+	// URL Twilio was given for them.
+	TwilioAuthToken, PublicURL string
 }
 
 // Server holds the handlers' dependencies.
@@ -134,15 +143,35 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	r.Route("/v1/ops", func(r chi.Router) {
 		r.Use(s.limitBody, s.operatorOnly)
-		r.Get("/actions", s.opsListActions)
-		r.Get("/actions/{action_id}", s.opsShowAction)
-		r.Post("/actions/{action_id}/resolve", s.opsResolveAction)
+		r.Get("/actions", s.operatorListActions)
+		r.Get("/actions/{action_id}", s.operatorShowAction)
+		r.Post("/actions/{action_id}/resolve", s.operatorResolveAction)
 	})
 	if cfg.StripeWebhookSecret != "" {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
 	}
+	if cfg.TwilioAuthToken != "" {
+		r.With(s.limitBody).Post(twilioprovider.StatusPath, s.twilioStatus)
+	}
+	// Each voice platform's webhooks are a sub-router of their own, with
+	// their own middleware: the answer budget, authentication with any
+	// scope (a dasha key opens them), the Dasha rate budget.
+	r.Mount("/v1/dasha", s.voiceRouter("", func(r chi.Router) {
+		r.Post("/tools", s.dashaTool)
+		r.Post("/tools/{toolName}", s.dashaTool)
+		r.Post("/events", s.dashaEvent)
+	}))
+	r.Mount("/v1/vapi", s.voiceRouter("X-Vapi-Secret", func(r chi.Router) {
+		r.Post("/webhook", s.vapiWebhook)
+	}))
+	r.Mount("/v1/retell", s.voiceRouter("", func(r chi.Router) {
+		r.Post("/functions/{tool}", s.retellFunction)
+	}))
+	r.Mount("/v1/elevenlabs", s.voiceRouter("X-Oncecall-Key", func(r chi.Router) {
+		r.Post("/tools/{tool}", s.elevenLabsTool)
+	}))
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(s.limitBody, s.dashaBudget, voiceSecret, s.keys.authenticate)
+		r.Use(s.limitBody, s.keys.authenticate)
 		r.Group(func(r chi.Router) {
 			r.Use(fullScopeOnly, s.limitRate, s.bodyFirst, s.shareDB)
 			r.Get("/actions/{action_id}", s.getAction)
@@ -171,18 +200,28 @@ func NewRouter(cfg Config) http.Handler {
 			r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
 			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
 			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
-		})
-		// What a key of scope dasha may call, on the Dasha budget.
-		r.Group(func(r chi.Router) {
-			r.Use(s.limitDasha, s.bodyFirst, s.shareDB)
-			r.Post("/dasha/tools", s.dashaTool)
-			r.Post("/dasha/tools/{toolName}", s.dashaTool)
-			r.Post("/dasha/events", s.dashaEvent)
-			r.Post("/vapi/webhook", s.vapiWebhook)
-			r.Post("/retell/functions/{tool}", s.retellFunction)
-			r.Post("/elevenlabs/tools/{tool}", s.elevenLabsTool)
+			r.Post("/callbacks", s.write("callback.request"))
+			r.Get("/callbacks", s.listCallbacks)
+			r.Post("/callbacks/{callback_id}/cancel", s.write("callback.cancel", "callback_id"))
 		})
 	})
+	return r
+}
+
+// voiceRouter is the sub-router of one voice platform's webhooks: body
+// limit, the voice budget (from before authentication, so that every wait
+// of the call ends within it), the platform's secret header as an
+// alternative to Authorization (secretHeader, when not empty), the API key
+// of any scope, then the Dasha rate budget and the tenant's share of the
+// database. routes adds the platform's routes.
+func (s *Server) voiceRouter(secretHeader string, routes func(r chi.Router)) http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.limitBody, s.voiceBudget)
+	if secretHeader != "" {
+		r.Use(keyFromHeader(secretHeader))
+	}
+	r.Use(s.keys.authenticate, s.limitDasha, s.bodyFirst, s.shareDB)
+	routes(r)
 	return r
 }
 

@@ -11,13 +11,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/apptest"
 )
 
 // zonedTenant creates a tenant in an IANA timezone, bound to a Dasha org
 // when org is not empty, and returns it with its API key.
-func zonedTenant(t *testing.T, e *apptest.Env, name, org, zone string) (db.Tenant, string) {
+func zonedTenant(t *testing.T, e *apptest.Env, name, org, zone string) (oncecall.Tenant, string) {
 	t.Helper()
 	tn, key, err := e.Store.CreateTenantWith(t.Context(), db.NewTenant{Name: name, DashaOrgID: org, Timezone: zone})
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
-	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/metrics"
 )
@@ -21,7 +21,7 @@ import (
 func TestDashaKeyIsRefusedOnEveryOtherRoute(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
-	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, db.ScopeDasha)
+	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, oncecall.ScopeDasha)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
 )
 
@@ -29,7 +29,7 @@ func TestSlowBodiesHoldNoTenantPlace(t *testing.T) {
 		c.TenantDBWait = 100 * time.Millisecond
 		c.BodyReadTimeout = bound
 	})
-	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, db.ScopeDasha)
+	dashaKey, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, oncecall.ScopeDasha)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -222,7 +223,7 @@ func fallbackFor(tool string) dashatool.Answer {
 
 // voiceCallEnded nudges the unfinished actions of a call that has ended so
 // the reconciler settles them at its next pass, and answers 200.
-func (s *Server) voiceCallEnded(w http.ResponseWriter, r *http.Request, tenant db.Tenant, c voiceCall, event string) {
+func (s *Server) voiceCallEnded(w http.ResponseWriter, r *http.Request, tenant oncecall.Tenant, c voiceCall, event string) {
 	if c.CallID == "" {
 		writeJSON(w, http.StatusOK, dashaEventAnswer{})
 		return

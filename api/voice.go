@@ -3,9 +3,8 @@ package api
 import (
 	"encoding/json"
 	"net/http"
-	"strings"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -32,7 +31,9 @@ type voiceCall struct {
 	// tool again gets a new one.
 	CallID string
 	// Tool is the tool's name, Arguments its arguments: an object, a JSON
-	// string holding one, or absent.
+	// string holding one, or absent. They are canonical JSON (part of the
+	// canonicalised webhook body, see canonicalWebhook): tools decode them
+	// without canonicalising them again (op.PrepareCanonical).
 	Tool      string
 	Arguments json.RawMessage
 	// Caller returns the number the call comes from, if the platform says.
@@ -72,7 +73,7 @@ func (c voiceCall) callerNumber() (string, bool) {
 // answerTool answers one tool call: a read-only tool, or an operation run
 // through the idempotency core. An unknown tool is fault.NotFound; any
 // other error is a failure that claimed nothing.
-func (s *Server) answerTool(r *http.Request, tenant db.Tenant, c voiceCall) (dashatool.Answer, error) {
+func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
 	info.callID = c.call()
 	switch c.Tool {
@@ -97,26 +98,18 @@ func (s *Server) answerTool(r *http.Request, tenant db.Tenant, c voiceCall) (das
 	return s.runTool(r, tenant, o, c)
 }
 
-// voiceSecretHeaders are the headers a voice platform may carry the API key
-// in instead of Authorization (Vapi's server URL secret; a secret header
-// configured on an ElevenLabs tool), by route prefix.
-var voiceSecretHeaders = map[string]string{
-	"/v1/vapi/":       "X-Vapi-Secret",
-	"/v1/elevenlabs/": "X-Oncecall-Key",
-}
-
-// voiceSecret lets a voice platform's webhook carry the tenant's API key in
-// its platform's secret header: when Authorization is absent, the key is
-// taken from there and authenticated like a Bearer key.
-func voiceSecret(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") == "" {
-			for prefix, h := range voiceSecretHeaders {
-				if key := r.Header.Get(h); key != "" && strings.HasPrefix(r.URL.Path, prefix) {
-					r.Header.Set("Authorization", "Bearer "+key)
-				}
+// keyFromHeader lets a voice platform's webhook carry the tenant's API key
+// in the platform's secret header (Vapi's server URL secret, a secret
+// header configured on an ElevenLabs tool) instead of Authorization: when
+// Authorization is absent, the key is taken from header and authenticated
+// like a Bearer key. It is a middleware of that platform's sub-router only.
+func keyFromHeader(header string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if key := r.Header.Get(header); key != "" && r.Header.Get("Authorization") == "" {
+				r.Header.Set("Authorization", "Bearer "+key)
 			}
-		}
-		next.ServeHTTP(w, r)
-	})
+			next.ServeHTTP(w, r)
+		})
+	}
 }

@@ -132,6 +132,8 @@ const (
 	AmountExceedsIntent    DashaReason = "amount_exceeds_intent"
 	AppointmentNotActive   DashaReason = "appointment_not_active"
 	AppointmentNotFound    DashaReason = "appointment_not_found"
+	CallbackNotActive      DashaReason = "callback_not_active"
+	CallbackNotFound       DashaReason = "callback_not_found"
 	ConflictingRequest     DashaReason = "conflicting_request"
 	CustomerExists         DashaReason = "customer_exists"
 	CustomerHasNoEmail     DashaReason = "customer_has_no_email"
@@ -159,6 +161,10 @@ func (e DashaReason) Valid() bool {
 	case AppointmentNotActive:
 		return true
 	case AppointmentNotFound:
+		return true
+	case CallbackNotActive:
+		return true
+	case CallbackNotFound:
 		return true
 	case ConflictingRequest:
 		return true
@@ -285,6 +291,8 @@ const (
 	AppointmentBook       OperationName = "appointment.book"
 	AppointmentCancel     OperationName = "appointment.cancel"
 	AppointmentReschedule OperationName = "appointment.reschedule"
+	CallbackCancel        OperationName = "callback.cancel"
+	CallbackRequest       OperationName = "callback.request"
 	CustomerCreate        OperationName = "customer.create"
 	CustomerNoteAppend    OperationName = "customer.note.append"
 	CustomerPointsAdd     OperationName = "customer.points.add"
@@ -306,6 +314,10 @@ func (e OperationName) Valid() bool {
 	case AppointmentCancel:
 		return true
 	case AppointmentReschedule:
+		return true
+	case CallbackCancel:
+		return true
+	case CallbackRequest:
 		return true
 	case CustomerCreate:
 		return true
@@ -466,6 +478,8 @@ const (
 	AMOUNTEXCEEDSINTENT    ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTNOTACTIVE   ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND    ProblemCode = "APPOINTMENT_NOT_FOUND"
+	CALLBACKNOTACTIVE      ProblemCode = "CALLBACK_NOT_ACTIVE"
+	CALLBACKNOTFOUND       ProblemCode = "CALLBACK_NOT_FOUND"
 	CUSTOMEREXISTS         ProblemCode = "CUSTOMER_EXISTS"
 	CUSTOMERHASNOEMAIL     ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
 	CUSTOMERHASNOPHONE     ProblemCode = "CUSTOMER_HAS_NO_PHONE"
@@ -506,6 +520,10 @@ func (e ProblemCode) Valid() bool {
 	case APPOINTMENTNOTACTIVE:
 		return true
 	case APPOINTMENTNOTFOUND:
+		return true
+	case CALLBACKNOTACTIVE:
+		return true
+	case CALLBACKNOTFOUND:
 		return true
 	case CUSTOMEREXISTS:
 		return true
@@ -688,6 +706,7 @@ const (
 	AddLoyaltyPoints      ToolName = "add_loyalty_points"
 	BookAppointment       ToolName = "book_appointment"
 	CancelAppointment     ToolName = "cancel_appointment"
+	CancelCallback        ToolName = "cancel_callback"
 	ChargePayment         ToolName = "charge_payment"
 	CheckActionStatus     ToolName = "check_action_status"
 	CreateCustomer        ToolName = "create_customer"
@@ -696,6 +715,7 @@ const (
 	GetCustomer           ToolName = "get_customer"
 	ListAppointments      ToolName = "list_appointments"
 	ListPaymentIntents    ToolName = "list_payment_intents"
+	RequestCallback       ToolName = "request_callback"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
 	UpdateCustomer        ToolName = "update_customer"
@@ -712,6 +732,8 @@ func (e ToolName) Valid() bool {
 		return true
 	case CancelAppointment:
 		return true
+	case CancelCallback:
+		return true
 	case ChargePayment:
 		return true
 	case CheckActionStatus:
@@ -727,6 +749,8 @@ func (e ToolName) Valid() bool {
 	case ListAppointments:
 		return true
 	case ListPaymentIntents:
+		return true
+	case RequestCallback:
 		return true
 	case RescheduleAppointment:
 		return true
@@ -895,8 +919,79 @@ type BookingAction_Result struct {
 	union json.RawMessage
 }
 
+// Callback A caller's request to be called back, with its window in UTC and on the tenant's wall clock.
+type Callback struct {
+	// CallbackRef Absent when empty.
+	CallbackRef *string `json:"callback_ref,omitempty"`
+
+	// CancelledAt Present once cancelled.
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
+	CreatedAt   time.Time  `json:"created_at"`
+
+	// CustomerId Absent when the callback is to a number alone.
+	CustomerId *openapi_types.UUID `json:"customer_id,omitempty"`
+	Id         openapi_types.UUID  `json:"id"`
+
+	// Phone The number to call, E.164; absent when only the customer was given.
+	Phone  *string `json:"phone,omitempty"`
+	Reason string  `json:"reason"`
+
+	// Status `requested`, or `cancelled`.
+	//
+	// Example: requested
+	Status string `json:"status"`
+
+	// Timezone The IANA timezone the window was given in (the tenant's).
+	Timezone string `json:"timezone"`
+
+	// When The window as a person says it, e.g. "Friday 5 July between 14:00 and 16:00".
+	When           string    `json:"when"`
+	WindowEndLocal time.Time `json:"window_end_local"`
+	WindowEndsAt   time.Time `json:"window_ends_at"`
+
+	// WindowStartLocal The window's start in the timezone, with its offset at that moment.
+	WindowStartLocal time.Time `json:"window_start_local"`
+	WindowStartsAt   time.Time `json:"window_starts_at"`
+}
+
+// CallbackAction The envelope of a confirmed `callback.request` or `callback.cancel`.
+type CallbackAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result CallbackAction_Result     `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// CallbackAction_Result defines model for CallbackAction.Result.
+type CallbackAction_Result struct {
+	union json.RawMessage
+}
+
+// CallbackList defines model for CallbackList.
+type CallbackList struct {
+	Callbacks []Callback `json:"callbacks"`
+}
+
 // CancelAppointmentInput An empty object; the appointment comes from the URL.
 type CancelAppointmentInput = map[string]interface{}
+
+// CancelCallbackInput An empty object; the callback comes from the URL.
+type CancelCallbackInput = map[string]interface{}
 
 // Capability A kind of write a provider serves.
 type Capability string
@@ -1706,6 +1801,27 @@ type RemoteResult struct {
 	Request map[string]interface{} `json:"request"`
 }
 
+// RequestCallbackInput Who to call back: `customer_id` or `phone` (or both).
+type RequestCallbackInput struct {
+	// CallbackRef Optional: a new value asks for a separate callback in this call, on purpose; leave it unchanged to amend the call's callback or when retrying.
+	CallbackRef *string `json:"callback_ref,omitempty"`
+
+	// CustomerId The customer to call back. Give customer_id or phone (or both).
+	CustomerId *openapi_types.UUID `json:"customer_id,omitempty"`
+
+	// Phone The number to call back in international form, e.g. +442079460958; needed when the caller has no customer_id.
+	Phone *string `json:"phone,omitempty"`
+
+	// Reason What the caller wants to talk about. Within one call a later request replaces the reason and window of the call's earlier one (same callback_ref): give them whole each time.
+	Reason string `json:"reason"`
+
+	// WindowEnd The latest time to call, local like window_start, after it and at most 14 days later, e.g. 2030-07-05T16:00.
+	WindowEnd string `json:"window_end"`
+
+	// WindowStart The earliest time to call, as the business's local date and time without offset, e.g. 2030-07-05T14:00.
+	WindowStart string `json:"window_start"`
+}
+
 // RescheduleAppointmentInput The appointment comes from the URL.
 type RescheduleAppointmentInput struct {
 	// SlotId The id of the new slot the caller chose.
@@ -2057,6 +2173,9 @@ type ActionID = openapi_types.UUID
 // AppointmentID defines model for AppointmentID.
 type AppointmentID = openapi_types.UUID
 
+// CallbackID defines model for CallbackID.
+type CallbackID = openapi_types.UUID
+
 // CustomerID defines model for CustomerID.
 type CustomerID = openapi_types.UUID
 
@@ -2170,6 +2289,37 @@ type CancelAppointmentParams struct {
 
 // RescheduleAppointmentParams defines parameters for RescheduleAppointment.
 type RescheduleAppointmentParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// ListCallbacksParams defines parameters for ListCallbacks.
+type ListCallbacksParams struct {
+	// CustomerId The customer's id.
+	CustomerId *openapi_types.UUID `form:"customer_id,omitempty" json:"customer_id,omitempty"`
+
+	// Phone The number called back, in international form, e.g. +442079460958.
+	Phone *string `form:"phone,omitempty" json:"phone,omitempty"`
+}
+
+// RequestCallbackParams defines parameters for RequestCallback.
+type RequestCallbackParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CancelCallbackParams defines parameters for CancelCallback.
+type CancelCallbackParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
 	// scoped to the tenant. See the idempotency contract in the description of this document.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
@@ -2330,6 +2480,19 @@ type ReceiveStripeWebhookParams struct {
 	StripeSignature string `json:"Stripe-Signature"`
 }
 
+// ReceiveTwilioStatusFormdataBody defines parameters for ReceiveTwilioStatus.
+type ReceiveTwilioStatusFormdataBody struct {
+}
+
+// ReceiveTwilioStatusParams defines parameters for ReceiveTwilioStatus.
+type ReceiveTwilioStatusParams struct {
+	// Step The step the message was sent for (`<action id>/<step name>`), as oncecall set it.
+	Step *string `form:"step,omitempty" json:"step,omitempty"`
+
+	// XTwilioSignature Base64 of the HMAC-SHA1, keyed with the auth token, of the URL and the sorted POST parameters.
+	XTwilioSignature string `json:"X-Twilio-Signature"`
+}
+
 // ListSlotsParams defines parameters for ListSlots.
 type ListSlotsParams struct {
 	// Available true lists only slots that are free (not booked, not past).
@@ -2372,6 +2535,12 @@ type CancelAppointmentJSONRequestBody = CancelAppointmentInput
 
 // RescheduleAppointmentJSONRequestBody defines body for RescheduleAppointment for application/json ContentType.
 type RescheduleAppointmentJSONRequestBody = RescheduleAppointmentInput
+
+// RequestCallbackJSONRequestBody defines body for RequestCallback for application/json ContentType.
+type RequestCallbackJSONRequestBody = RequestCallbackInput
+
+// CancelCallbackJSONRequestBody defines body for CancelCallback for application/json ContentType.
+type CancelCallbackJSONRequestBody = CancelCallbackInput
 
 // CreateCustomerJSONRequestBody defines body for CreateCustomer for application/json ContentType.
 type CreateCustomerJSONRequestBody = CreateCustomerInput
@@ -2420,6 +2589,9 @@ type ChargePaymentJSONRequestBody = ChargePaymentInput
 
 // ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
 type ReceiveStripeWebhookJSONRequestBody ReceiveStripeWebhookJSONBody
+
+// ReceiveTwilioStatusFormdataRequestBody defines body for ReceiveTwilioStatus for application/x-www-form-urlencoded ContentType.
+type ReceiveTwilioStatusFormdataRequestBody ReceiveTwilioStatusFormdataBody
 
 // CallRetellFunctionJSONRequestBody defines body for CallRetellFunction for application/json ContentType.
 type CallRetellFunctionJSONRequestBody = RetellFunctionCall
@@ -3417,6 +3589,68 @@ func (t *BookingAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsCallback returns the union data inside the CallbackAction_Result as a Callback
+func (t CallbackAction_Result) AsCallback() (Callback, error) {
+	var body Callback
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCallback overwrites any union data inside the CallbackAction_Result as the provided Callback
+func (t *CallbackAction_Result) FromCallback(v Callback) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCallback performs a merge with any union data inside the CallbackAction_Result, using the provided Callback
+func (t *CallbackAction_Result) MergeCallback(v Callback) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the CallbackAction_Result as a ResourceRef
+func (t CallbackAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the CallbackAction_Result as the provided ResourceRef
+func (t *CallbackAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the CallbackAction_Result, using the provided ResourceRef
+func (t *CallbackAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t CallbackAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *CallbackAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsCustomer returns the union data inside the CustomerAction_Result as a Customer
 func (t CustomerAction_Result) AsCustomer() (Customer, error) {
 	var body Customer
@@ -4292,6 +4526,63 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListCallbacks List the callbacks of a customer or a number
+	//
+	// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
+	// E.164; encode `+` as `%2B`): exactly one of the two. Requested and cancelled ones, by window, at
+	// most 100. A query parameter other than these, or given twice, is a `400` naming it.
+	//
+	// Corresponds with GET /v1/callbacks (the `ListCallbacks` operationId).
+	ListCallbacks(ctx context.Context, params *ListCallbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestCallbackWithBody Request a callback
+	//
+	// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+	// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+	// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+	// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+	// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+	// Rejections: `CUSTOMER_NOT_FOUND`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+	RequestCallbackWithBody(ctx context.Context, params *RequestCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RequestCallback Request a callback
+	//
+	// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+	// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+	// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+	// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+	// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+	// Rejections: `CUSTOMER_NOT_FOUND`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+	RequestCallback(ctx context.Context, params *RequestCallbackParams, body RequestCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelCallbackWithBody Cancel a callback
+	//
+	// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+	// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+	CancelCallbackWithBody(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelCallback Cancel a callback
+	//
+	// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+	// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+	CancelCallback(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, body CancelCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// FindCustomers Find customers by phone number
 	//
 	// The tenant's customers with this phone number: none or one, since a number belongs to one
@@ -4764,6 +5055,40 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveTwilioStatusWithBody Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithBody(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveTwilioStatusWithFormdataBody Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithFormdataBody(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CallRetellFunctionWithBody Call a tool as a Retell custom function
 	//
 	// A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
@@ -5123,6 +5448,113 @@ func (c *Client) RescheduleAppointmentWithBody(ctx context.Context, appointmentI
 // Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 func (c *Client) RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescheduleAppointmentRequest(c.Server, appointmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListCallbacks List the callbacks of a customer or a number
+//
+// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
+// E.164; encode `+` as `%2B`): exactly one of the two. Requested and cancelled ones, by window, at
+// most 100. A query parameter other than these, or given twice, is a `400` naming it.
+//
+// Corresponds with GET /v1/callbacks (the `ListCallbacks` operationId).
+func (c *Client) ListCallbacks(ctx context.Context, params *ListCallbacksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListCallbacksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestCallbackWithBody Request a callback
+//
+// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+// Rejections: `CUSTOMER_NOT_FOUND`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+func (c *Client) RequestCallbackWithBody(ctx context.Context, params *RequestCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestCallbackRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RequestCallback Request a callback
+//
+// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+// Rejections: `CUSTOMER_NOT_FOUND`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+func (c *Client) RequestCallback(ctx context.Context, params *RequestCallbackParams, body RequestCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRequestCallbackRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelCallbackWithBody Cancel a callback
+//
+// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+func (c *Client) CancelCallbackWithBody(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelCallbackRequestWithBody(c.Server, callbackId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelCallback Cancel a callback
+//
+// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+func (c *Client) CancelCallback(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, body CancelCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelCallbackRequest(c.Server, callbackId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5995,6 +6427,60 @@ func (c *Client) ReceiveStripeWebhook(ctx context.Context, params *ReceiveStripe
 	return c.Client.Do(req)
 }
 
+// ReceiveTwilioStatusWithBody Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *Client) ReceiveTwilioStatusWithBody(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveTwilioStatusRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveTwilioStatusWithFormdataBody Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *Client) ReceiveTwilioStatusWithFormdataBody(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveTwilioStatusRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CallRetellFunctionWithBody Call a tool as a Retell custom function
 //
 // A Retell custom function's URL: `{name, call: {call_id, from_number, ...}, args}`. The identity is
@@ -6606,6 +7092,207 @@ func NewRescheduleAppointmentRequestWithBody(server string, appointmentId Appoin
 	}
 
 	operationPath := fmt.Sprintf("/v1/appointments/%s/reschedule", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewListCallbacksRequest constructs an http.Request for the ListCallbacks method
+func NewListCallbacksRequest(server string, params *ListCallbacksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/callbacks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.CustomerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "customer_id", *params.CustomerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Phone != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phone", *params.Phone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewRequestCallbackRequest calls the generic RequestCallback builder with application/json body
+func NewRequestCallbackRequest(server string, params *RequestCallbackParams, body RequestCallbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewRequestCallbackRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewRequestCallbackRequestWithBody constructs an http.Request for the RequestCallback method, with any body, and a specified content type
+func NewRequestCallbackRequestWithBody(server string, params *RequestCallbackParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/callbacks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCancelCallbackRequest calls the generic CancelCallback builder with application/json body
+func NewCancelCallbackRequest(server string, callbackId CallbackID, params *CancelCallbackParams, body CancelCallbackJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelCallbackRequestWithBody(server, callbackId, params, "application/json", bodyReader)
+}
+
+// NewCancelCallbackRequestWithBody constructs an http.Request for the CancelCallback method, with any body, and a specified content type
+func NewCancelCallbackRequestWithBody(server string, callbackId CallbackID, params *CancelCallbackParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "callback_id", callbackId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/callbacks/%s/cancel", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -7921,6 +8608,86 @@ func NewReceiveStripeWebhookRequestWithBody(server string, params *ReceiveStripe
 	return req, nil
 }
 
+// NewReceiveTwilioStatusRequestWithFormdataBody calls the generic ReceiveTwilioStatus builder with application/x-www-form-urlencoded body
+func NewReceiveTwilioStatusRequestWithFormdataBody(server string, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewReceiveTwilioStatusRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewReceiveTwilioStatusRequestWithBody constructs an http.Request for the ReceiveTwilioStatus method, with any body, and a specified content type
+func NewReceiveTwilioStatusRequestWithBody(server string, params *ReceiveTwilioStatusParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/providers/twilio/status")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Step != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "step", *params.Step, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Twilio-Signature", params.XTwilioSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Twilio-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 // NewCallRetellFunctionRequest calls the generic CallRetellFunction builder with application/json body
 func NewCallRetellFunctionRequest(server string, tool ToolName, body CallRetellFunctionJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -8382,6 +9149,65 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointmentWithResponse(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*RescheduleAppointmentResponse, error)
+
+	// ListCallbacksWithResponse List the callbacks of a customer or a number
+	//
+	// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
+	// E.164; encode `+` as `%2B`): exactly one of the two. Requested and cancelled ones, by window, at
+	// most 100. A query parameter other than these, or given twice, is a `400` naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/callbacks (the `ListCallbacks` operationId).
+	ListCallbacksWithResponse(ctx context.Context, params *ListCallbacksParams, reqEditors ...RequestEditorFn) (*ListCallbacksResponse, error)
+
+	// RequestCallbackWithBodyWithResponse Request a callback
+	//
+	// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+	// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+	// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+	// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+	// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+	// Rejections: `CUSTOMER_NOT_FOUND`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+	RequestCallbackWithBodyWithResponse(ctx context.Context, params *RequestCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestCallbackResponse, error)
+
+	// RequestCallbackWithResponse Request a callback
+	//
+	// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+	// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+	// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+	// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+	// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+	// Rejections: `CUSTOMER_NOT_FOUND`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+	RequestCallbackWithResponse(ctx context.Context, params *RequestCallbackParams, body RequestCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestCallbackResponse, error)
+
+	// CancelCallbackWithBodyWithResponse Cancel a callback
+	//
+	// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+	// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+	CancelCallbackWithBodyWithResponse(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelCallbackResponse, error)
+
+	// CancelCallbackWithResponse Cancel a callback
+	//
+	// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+	// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+	CancelCallbackWithResponse(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, body CancelCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelCallbackResponse, error)
 
 	// FindCustomersWithResponse Find customers by phone number
 	//
@@ -8870,6 +9696,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/providers/stripe/webhook (the `ReceiveStripeWebhook` operationId).
 	ReceiveStripeWebhookWithResponse(ctx context.Context, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveStripeWebhookResponse, error)
+
+	// ReceiveTwilioStatusWithBodyWithResponse Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error)
+
+	// ReceiveTwilioStatusWithFormdataBodyWithResponse Twilio's signed status callbacks
+	//
+	// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+	// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+	// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+	// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+	// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+	// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+	// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+	// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+	// acknowledged and changes nothing. A callback never settles a message by itself.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+	ReceiveTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error)
 
 	// CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
 	//
@@ -9969,6 +10829,450 @@ func (r RescheduleAppointmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RescheduleAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListCallbacksResponse401Headers the declared response headers of an HTTP 401 response for ListCallbacks
+type ListCallbacksResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListCallbacksResponse429Headers the declared response headers of an HTTP 429 response for ListCallbacks
+type ListCallbacksResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListCallbacksResponse503Headers the declared response headers of an HTTP 503 response for ListCallbacks
+type ListCallbacksResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListCallbacksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CallbackList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListCallbacksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListCallbacksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListCallbacksResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListCallbacksResponse) GetJSON200() *CallbackList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListCallbacksResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListCallbacksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListCallbacksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListCallbacksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListCallbacksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RequestCallbackResponse201Headers the declared response headers of an HTTP 201 response for RequestCallback
+type RequestCallbackResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// RequestCallbackResponse202Headers the declared response headers of an HTTP 202 response for RequestCallback
+type RequestCallbackResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// RequestCallbackResponse401Headers the declared response headers of an HTTP 401 response for RequestCallback
+type RequestCallbackResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// RequestCallbackResponse409Headers the declared response headers of an HTTP 409 response for RequestCallback
+type RequestCallbackResponse409Headers struct {
+	RetryAfter int
+}
+
+// RequestCallbackResponse422Headers the declared response headers of an HTTP 422 response for RequestCallback
+type RequestCallbackResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// RequestCallbackResponse429Headers the declared response headers of an HTTP 429 response for RequestCallback
+type RequestCallbackResponse429Headers struct {
+	RetryAfter int
+}
+
+// RequestCallbackResponse503Headers the declared response headers of an HTTP 503 response for RequestCallback
+type RequestCallbackResponse503Headers struct {
+	RetryAfter int
+}
+
+type RequestCallbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *CallbackAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *RequestCallbackResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *RequestCallbackResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RequestCallbackResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RequestCallbackResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RequestCallbackResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RequestCallbackResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RequestCallbackResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r RequestCallbackResponse) GetJSON201() *CallbackAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r RequestCallbackResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RequestCallbackResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RequestCallbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RequestCallbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RequestCallbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RequestCallbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelCallbackResponse200Headers the declared response headers of an HTTP 200 response for CancelCallback
+type CancelCallbackResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelCallbackResponse202Headers the declared response headers of an HTTP 202 response for CancelCallback
+type CancelCallbackResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelCallbackResponse401Headers the declared response headers of an HTTP 401 response for CancelCallback
+type CancelCallbackResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelCallbackResponse409Headers the declared response headers of an HTTP 409 response for CancelCallback
+type CancelCallbackResponse409Headers struct {
+	RetryAfter int
+}
+
+// CancelCallbackResponse422Headers the declared response headers of an HTTP 422 response for CancelCallback
+type CancelCallbackResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CancelCallbackResponse429Headers the declared response headers of an HTTP 429 response for CancelCallback
+type CancelCallbackResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelCallbackResponse503Headers the declared response headers of an HTTP 503 response for CancelCallback
+type CancelCallbackResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelCallbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *CallbackAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelCallbackResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CancelCallbackResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelCallbackResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelCallbackResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CancelCallbackResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelCallbackResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelCallbackResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelCallbackResponse) GetJSON200() *CallbackAction {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CancelCallbackResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelCallbackResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelCallbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelCallbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelCallbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelCallbackResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12927,6 +14231,97 @@ func (r ReceiveStripeWebhookResponse) ContentType() string {
 	return ""
 }
 
+// ReceiveTwilioStatusResponse503Headers the declared response headers of an HTTP 503 response for ReceiveTwilioStatus
+type ReceiveTwilioStatusResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveTwilioStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Matched The callback named a message whose outcome was unknown.
+		Matched  bool `json:"matched"`
+		Received bool `json:"received"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveTwilioStatusResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReceiveTwilioStatusResponse) GetJSON200() *struct {
+	// Matched The callback named a message whose outcome was unknown.
+	Matched  bool `json:"matched"`
+	Received bool `json:"received"`
+} {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveTwilioStatusResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveTwilioStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveTwilioStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveTwilioStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveTwilioStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CallRetellFunctionResponse200Headers the declared response headers of an HTTP 200 response for CallRetellFunction
 type CallRetellFunctionResponse200Headers struct {
 	IdempotentReplayed *string
@@ -13777,6 +15172,95 @@ func (c *ClientWithResponses) RescheduleAppointmentWithResponse(ctx context.Cont
 	return ParseRescheduleAppointmentResponse(rsp)
 }
 
+// ListCallbacksWithResponse List the callbacks of a customer or a number
+//
+// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
+// E.164; encode `+` as `%2B`): exactly one of the two. Requested and cancelled ones, by window, at
+// most 100. A query parameter other than these, or given twice, is a `400` naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/callbacks (the `ListCallbacks` operationId).
+func (c *ClientWithResponses) ListCallbacksWithResponse(ctx context.Context, params *ListCallbacksParams, reqEditors ...RequestEditorFn) (*ListCallbacksResponse, error) {
+	rsp, err := c.ListCallbacks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListCallbacksResponse(rsp)
+}
+
+// RequestCallbackWithBodyWithResponse Request a callback
+//
+// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+// Rejections: `CUSTOMER_NOT_FOUND`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+func (c *ClientWithResponses) RequestCallbackWithBodyWithResponse(ctx context.Context, params *RequestCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RequestCallbackResponse, error) {
+	rsp, err := c.RequestCallbackWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestCallbackResponse(rsp)
+}
+
+// RequestCallbackWithResponse Request a callback
+//
+// Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+// number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+// tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+// says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+// call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+// Rejections: `CUSTOMER_NOT_FOUND`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks (the `RequestCallback` operationId).
+func (c *ClientWithResponses) RequestCallbackWithResponse(ctx context.Context, params *RequestCallbackParams, body RequestCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*RequestCallbackResponse, error) {
+	rsp, err := c.RequestCallback(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRequestCallbackResponse(rsp)
+}
+
+// CancelCallbackWithBodyWithResponse Cancel a callback
+//
+// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+func (c *ClientWithResponses) CancelCallbackWithBodyWithResponse(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelCallbackResponse, error) {
+	rsp, err := c.CancelCallbackWithBody(ctx, callbackId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelCallbackResponse(rsp)
+}
+
+// CancelCallbackWithResponse Cancel a callback
+//
+// Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+// Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/callbacks/{callback_id}/cancel (the `CancelCallback` operationId).
+func (c *ClientWithResponses) CancelCallbackWithResponse(ctx context.Context, callbackId CallbackID, params *CancelCallbackParams, body CancelCallbackJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelCallbackResponse, error) {
+	rsp, err := c.CancelCallback(ctx, callbackId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelCallbackResponse(rsp)
+}
+
 // FindCustomersWithResponse Find customers by phone number
 //
 // The tenant's customers with this phone number: none or one, since a number belongs to one
@@ -14497,6 +15981,52 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseReceiveStripeWebhookResponse(rsp)
+}
+
+// ReceiveTwilioStatusWithBodyWithResponse Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *ClientWithResponses) ReceiveTwilioStatusWithBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error) {
+	rsp, err := c.ReceiveTwilioStatusWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveTwilioStatusResponse(rsp)
+}
+
+// ReceiveTwilioStatusWithFormdataBodyWithResponse Twilio's signed status callbacks
+//
+// Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+// docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+// query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+// SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+// query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+// message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+// that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+// (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+// acknowledged and changes nothing. A callback never settles a message by itself.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/providers/twilio/status (the `ReceiveTwilioStatus` operationId).
+func (c *ClientWithResponses) ReceiveTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, params *ReceiveTwilioStatusParams, body ReceiveTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*ReceiveTwilioStatusResponse, error) {
+	rsp, err := c.ReceiveTwilioStatusWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveTwilioStatusResponse(rsp)
 }
 
 // CallRetellFunctionWithBodyWithResponse Call a tool as a Retell custom function
@@ -15682,6 +17212,501 @@ func ParseRescheduleAppointmentResponse(rsp *http.Response) (*RescheduleAppointm
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RescheduleAppointmentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListCallbacksResponse parses an HTTP response from a ListCallbacksWithResponse call
+func ParseListCallbacksResponse(rsp *http.Response) (*ListCallbacksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListCallbacksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CallbackList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListCallbacksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListCallbacksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListCallbacksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRequestCallbackResponse parses an HTTP response from a RequestCallbackWithResponse call
+func ParseRequestCallbackResponse(rsp *http.Response) (*RequestCallbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RequestCallbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest CallbackAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers RequestCallbackResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers RequestCallbackResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers RequestCallbackResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers RequestCallbackResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RequestCallbackResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers RequestCallbackResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers RequestCallbackResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelCallbackResponse parses an HTTP response from a CancelCallbackWithResponse call
+func ParseCancelCallbackResponse(rsp *http.Response) (*CancelCallbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelCallbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest CallbackAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelCallbackResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CancelCallbackResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelCallbackResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelCallbackResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CancelCallbackResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelCallbackResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelCallbackResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -18816,6 +20841,84 @@ func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhoo
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ReceiveStripeWebhookResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveTwilioStatusResponse parses an HTTP response from a ReceiveTwilioStatusWithResponse call
+func ParseReceiveTwilioStatusResponse(rsp *http.Response) (*ReceiveTwilioStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveTwilioStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Matched The callback named a message whose outcome was unknown.
+			Matched  bool `json:"matched"`
+			Received bool `json:"received"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveTwilioStatusResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -6,53 +6,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// State is where an action is.
-type State string
-
-// States of an action.
-const (
-	Running   State = "running"
-	Completed State = "completed"
-	Unknown   State = "unknown"
-)
-
-// Outcome is what a caller hears about an action.
-type Outcome string
-
-// Outcomes.
-const (
-	Confirmed Outcome = "confirmed"
-	Rejected  Outcome = "rejected"
-	Pending   Outcome = "pending"
-)
-
-// Action is the retained record of one confirmed intent.
-type Action struct {
-	ID            uuid.UUID
-	TenantID      uuid.UUID
-	Key           string
-	Operation     string
-	Fingerprint   string
-	State         State
-	NeedsOperator bool
-	// Outcome is empty while the action is running or unknown.
-	Outcome    Outcome
-	Reason     string
-	Status     int
-	ResourceID string
-	// Result is the replayable body; nil once pruned or when too large.
-	Result     []byte
-	LeaseUntil *time.Time
-	CreatedAt  time.Time
-	// Request is the normalised input the action was claimed with.
-	Request []byte
-	// CallID is the voice call whose tool call claimed the action; empty
-	// for REST requests.
-	CallID string
-}
 
 // Claim is the row an attempt tries to insert.
 type Claim struct {
@@ -73,7 +29,7 @@ type Claim struct {
 
 // Completion is the known outcome of an action.
 type Completion struct {
-	Outcome    Outcome
+	Outcome    oncecall.Outcome
 	Reason     string
 	Status     int
 	ResourceID string
@@ -92,19 +48,19 @@ func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
 }
 
 // ActionByKey returns the tenant's action for an idempotency key.
-func (q queries) ActionByKey(ctx context.Context, tenant uuid.UUID, key string) (Action, error) {
+func (q queries) ActionByKey(ctx context.Context, tenant uuid.UUID, key string) (oncecall.Action, error) {
 	row, err := q.q.ActionByKey(ctx, dbsqlc.ActionByKeyParams{TenantID: tenant, IdempotencyKey: key})
 	if err != nil {
-		return Action{}, notFound(err)
+		return oncecall.Action{}, notFound(err)
 	}
 	return action(row), nil
 }
 
 // ActionByID returns one of the tenant's actions.
-func (q queries) ActionByID(ctx context.Context, tenant, id uuid.UUID) (Action, error) {
+func (q queries) ActionByID(ctx context.Context, tenant, id uuid.UUID) (oncecall.Action, error) {
 	row, err := q.q.ActionByID(ctx, dbsqlc.ActionByIDParams{TenantID: tenant, ID: id})
 	if err != nil {
-		return Action{}, notFound(err)
+		return oncecall.Action{}, notFound(err)
 	}
 	return action(row), nil
 }
@@ -123,11 +79,11 @@ func (q queries) CompleteAction(ctx context.Context, id uuid.UUID, c Completion)
 	return err
 }
 
-func action(r dbsqlc.Action) Action {
-	a := Action{
+func action(r dbsqlc.Action) oncecall.Action {
+	a := oncecall.Action{
 		ID: r.ID, TenantID: r.TenantID, Key: r.IdempotencyKey, Operation: r.Operation,
-		Fingerprint: r.Fingerprint, State: State(r.State), NeedsOperator: r.NeedsOperator,
-		Outcome: Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
+		Fingerprint: r.Fingerprint, State: oncecall.State(r.State), NeedsOperator: r.NeedsOperator,
+		Outcome: oncecall.Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
 		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, Request: r.Request,
 		CallID: deref(r.CallID),
 	}

@@ -6,28 +6,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// Slot is a bookable time.
-type Slot struct {
-	ID        uuid.UUID `json:"id"`
-	StartsAt  time.Time `json:"starts_at"`
-	EndsAt    time.Time `json:"ends_at"`
-	Resource  string    `json:"resource"`
-	Available bool      `json:"available"`
-}
-
-// Appointment is a booking of one slot by one customer.
-type Appointment struct {
-	ID         uuid.UUID `json:"id"`
-	CustomerID uuid.UUID `json:"customer_id"`
-	SlotID     uuid.UUID `json:"slot_id"`
-	Service    string    `json:"service"`
-	Status     string    `json:"status"`
-	StartsAt   time.Time `json:"starts_at"`
-	EndsAt     time.Time `json:"ends_at"`
-}
 
 // NewSlot is a slot to create.
 type NewSlot struct {
@@ -54,18 +35,18 @@ type Booking struct {
 }
 
 // CreateSlot inserts a slot.
-func (q queries) CreateSlot(ctx context.Context, s NewSlot) (Slot, error) {
+func (q queries) CreateSlot(ctx context.Context, s NewSlot) (oncecall.Slot, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Slot{}, err
+		return oncecall.Slot{}, err
 	}
 	row, err := q.q.CreateSlot(ctx, dbsqlc.CreateSlotParams{
 		ID: id, TenantID: s.TenantID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Resource: s.Resource,
 	})
 	if err != nil {
-		return Slot{}, err
+		return oncecall.Slot{}, err
 	}
-	return Slot{ID: row.ID, StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(), Resource: row.Resource, Available: true}, nil
+	return oncecall.Slot{ID: row.ID, StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(), Resource: row.Resource, Available: true}, nil
 }
 
 // SlotExists reports whether the tenant has the slot.
@@ -77,17 +58,26 @@ func (q queries) SlotExists(ctx context.Context, tenant, id uuid.UUID) (bool, er
 	return err == nil, err
 }
 
+// SlotStart is when the tenant's slot starts; ErrNotFound when it has none.
+func (q queries) SlotStart(ctx context.Context, tenant, id uuid.UUID) (time.Time, error) {
+	s, err := q.q.SlotByID(ctx, dbsqlc.SlotByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return time.Time{}, notFound(err)
+	}
+	return s.StartsAt, nil
+}
+
 // ListSlots lists the tenant's slots in start order.
-func (q queries) ListSlots(ctx context.Context, tenant uuid.UUID, f SlotFilter) ([]Slot, error) {
+func (q queries) ListSlots(ctx context.Context, tenant uuid.UUID, f SlotFilter) ([]oncecall.Slot, error) {
 	rows, err := q.q.ListSlots(ctx, dbsqlc.ListSlotsParams{
 		TenantID: tenant, FromTime: f.From, OnlyAvailable: f.OnlyAvailable, MaxRows: int32(f.Limit),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Slot, len(rows))
+	out := make([]oncecall.Slot, len(rows))
 	for i, r := range rows {
-		out[i] = Slot{ID: r.ID, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(), Resource: r.Resource, Available: r.Available}
+		out[i] = oncecall.Slot{ID: r.ID, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(), Resource: r.Resource, Available: r.Available}
 	}
 	return out, nil
 }
@@ -104,10 +94,10 @@ const (
 
 // BookSlot creates an appointment unless the customer is missing or the slot
 // is missing, past or taken, in one statement.
-func (q queries) BookSlot(ctx context.Context, b Booking) (Appointment, Booked, error) {
+func (q queries) BookSlot(ctx context.Context, b Booking) (oncecall.Appointment, Booked, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Appointment{}, 0, err
+		return oncecall.Appointment{}, 0, err
 	}
 	row, err := q.q.BookSlot(ctx, dbsqlc.BookSlotParams{
 		ID: id, TenantID: b.TenantID, CustomerID: b.CustomerID, SlotID: b.SlotID,
@@ -115,37 +105,37 @@ func (q queries) BookSlot(ctx context.Context, b Booking) (Appointment, Booked, 
 	})
 	switch {
 	case err != nil:
-		return Appointment{}, 0, err
+		return oncecall.Appointment{}, 0, err
 	case !row.CustomerFound:
-		return Appointment{}, BookedNoCustomer, nil
+		return oncecall.Appointment{}, BookedNoCustomer, nil
 	case row.ID == nil:
-		return Appointment{}, BookedSlotNotFree, nil
+		return oncecall.Appointment{}, BookedSlotNotFree, nil
 	}
-	return Appointment{
+	return oncecall.Appointment{
 		ID: *row.ID, CustomerID: *row.CustomerID, SlotID: *row.SlotID, Service: *row.Service, Status: *row.Status,
 		StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(),
 	}, BookedOK, nil
 }
 
 // AppointmentByID returns one of the tenant's appointments.
-func (q queries) AppointmentByID(ctx context.Context, tenant, id uuid.UUID) (Appointment, error) {
+func (q queries) AppointmentByID(ctx context.Context, tenant, id uuid.UUID) (oncecall.Appointment, error) {
 	row, err := q.q.AppointmentByID(ctx, dbsqlc.AppointmentByIDParams{TenantID: tenant, ID: id})
 	if err != nil {
-		return Appointment{}, notFound(err)
+		return oncecall.Appointment{}, notFound(err)
 	}
 	return appointment(row), nil
 }
 
 // MoveAppointment moves an active appointment to a free future slot; ok is
 // false when the appointment is not active or the slot not free.
-func (q queries) MoveAppointment(ctx context.Context, tenant, id, slot uuid.UUID) (Appointment, bool, error) {
+func (q queries) MoveAppointment(ctx context.Context, tenant, id, slot uuid.UUID) (oncecall.Appointment, bool, error) {
 	row, err := q.q.MoveAppointment(ctx, dbsqlc.MoveAppointmentParams{TenantID: tenant, ID: id, NewSlotID: slot})
 	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
 }
 
 // CancelAppointment cancels an active appointment; ok is false when it is
 // not active.
-func (q queries) CancelAppointment(ctx context.Context, tenant, id uuid.UUID) (Appointment, bool, error) {
+func (q queries) CancelAppointment(ctx context.Context, tenant, id uuid.UUID) (oncecall.Appointment, bool, error) {
 	row, err := q.q.CancelAppointment(ctx, dbsqlc.CancelAppointmentParams{TenantID: tenant, ID: id})
 	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
 }
@@ -155,18 +145,18 @@ func (q queries) CountActiveAppointments(ctx context.Context, tenant uuid.UUID) 
 	return q.q.CountActiveAppointments(ctx, tenant)
 }
 
-func appointmentResult(row dbsqlc.AppointmentByIDRow, err error) (Appointment, bool, error) {
+func appointmentResult(row dbsqlc.AppointmentByIDRow, err error) (oncecall.Appointment, bool, error) {
 	if err = notFound(err); err == ErrNotFound {
-		return Appointment{}, false, nil
+		return oncecall.Appointment{}, false, nil
 	}
 	if err != nil {
-		return Appointment{}, false, err
+		return oncecall.Appointment{}, false, err
 	}
 	return appointment(row), true, nil
 }
 
-func appointment(r dbsqlc.AppointmentByIDRow) Appointment {
-	return Appointment{
+func appointment(r dbsqlc.AppointmentByIDRow) oncecall.Appointment {
+	return oncecall.Appointment{
 		ID: r.ID, CustomerID: r.CustomerID, SlotID: r.SlotID, Service: r.Service, Status: r.Status,
 		StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(),
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
@@ -22,7 +23,7 @@ type QueueFilter struct {
 }
 
 // Queue returns the console's queue under f.
-func (q queries) Queue(ctx context.Context, f QueueFilter) ([]Action, error) {
+func (q queries) Queue(ctx context.Context, f QueueFilter) ([]oncecall.Action, error) {
 	rows, err := q.q.ConsoleQueue(ctx, dbsqlc.ConsoleQueueParams{
 		TenantID: f.Tenant, Operation: ptr(f.Operation), QueueState: ptr(f.State),
 		MinAgeSeconds: f.MinAge.Seconds(), MaxRows: int32(f.Limit),
@@ -47,14 +48,14 @@ func (q queries) QueueCounts(ctx context.Context, f QueueFilter) (map[string]int
 }
 
 // Tenants lists tenants by name (at most 1000), for the console's filters.
-func (q queries) Tenants(ctx context.Context) ([]Tenant, error) {
+func (q queries) Tenants(ctx context.Context) ([]oncecall.Tenant, error) {
 	rows, err := q.q.ConsoleTenants(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Tenant, len(rows))
+	out := make([]oncecall.Tenant, len(rows))
 	for i, r := range rows {
-		out[i] = Tenant{ID: r.ID, Name: r.Name}
+		out[i] = oncecall.Tenant{ID: r.ID, Name: r.Name}
 	}
 	return out, nil
 }
@@ -62,12 +63,12 @@ func (q queries) Tenants(ctx context.Context) ([]Tenant, error) {
 // ActionsByKey finds actions, in any tenant, by the idempotency key they
 // were claimed with (also once retired) or by its key_hash as the logs
 // print it.
-func (q queries) ActionsByKey(ctx context.Context, key string) ([]Action, error) {
+func (q queries) ActionsByKey(ctx context.Context, key string) ([]oncecall.Action, error) {
 	return actions(q.q.ConsoleActionsByKey(ctx, key))
 }
 
 // ActionsByCall finds the actions claimed by a voice call's tool calls.
-func (q queries) ActionsByCall(ctx context.Context, callID string) ([]Action, error) {
+func (q queries) ActionsByCall(ctx context.Context, callID string) ([]oncecall.Action, error) {
 	return actions(q.q.ConsoleActionsByCall(ctx, &callID))
 }
 
@@ -93,7 +94,7 @@ func (q queries) FindCustomers(ctx context.Context, query string) ([]CustomerHit
 }
 
 // ActionsOfCustomers finds the actions whose request names one of ids.
-func (q queries) ActionsOfCustomers(ctx context.Context, ids []uuid.UUID) ([]Action, error) {
+func (q queries) ActionsOfCustomers(ctx context.Context, ids []uuid.UUID) ([]oncecall.Action, error) {
 	s := make([]string, len(ids))
 	for i, id := range ids {
 		s[i] = id.String()
@@ -101,11 +102,11 @@ func (q queries) ActionsOfCustomers(ctx context.Context, ids []uuid.UUID) ([]Act
 	return actions(q.q.ConsoleActionsOfCustomers(ctx, s))
 }
 
-func actions(rows []dbsqlc.Action, err error) ([]Action, error) {
+func actions(rows []dbsqlc.Action, err error) ([]oncecall.Action, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Action, len(rows))
+	out := make([]oncecall.Action, len(rows))
 	for i, r := range rows {
 		out[i] = action(r)
 	}

@@ -2,23 +2,12 @@ package db
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// Customer is a customer record of a tenant.
-type Customer struct {
-	ID          uuid.UUID `json:"id"`
-	Name        string    `json:"name"`
-	Phone       string    `json:"phone,omitempty"`
-	Email       string    `json:"email,omitempty"`
-	ExternalRef string    `json:"external_ref,omitempty"`
-	Points      int64     `json:"points"`
-	CreatedAt   time.Time `json:"created_at"`
-}
 
 // NewCustomer is a customer to create.
 type NewCustomer struct {
@@ -30,16 +19,16 @@ type NewCustomer struct {
 }
 
 // CreateCustomer inserts a customer.
-func (q queries) CreateCustomer(ctx context.Context, c NewCustomer) (Customer, error) {
+func (q queries) CreateCustomer(ctx context.Context, c NewCustomer) (oncecall.Customer, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Customer{}, err
+		return oncecall.Customer{}, err
 	}
 	row, err := q.q.CreateCustomer(ctx, dbsqlc.CreateCustomerParams{
 		ID: id, TenantID: c.TenantID, Name: c.Name, Phone: ptr(c.Phone), Email: ptr(c.Email), ExternalRef: ptr(c.ExternalRef),
 	})
 	if err != nil {
-		return Customer{}, err
+		return oncecall.Customer{}, err
 	}
 	return customer(row), nil
 }
@@ -50,28 +39,28 @@ func (q queries) CustomerExists(ctx context.Context, tenant, id uuid.UUID) (bool
 }
 
 // CustomerByExternalRef finds a customer by the tenant's own reference.
-func (q queries) CustomerByExternalRef(ctx context.Context, tenant uuid.UUID, ref string) (Customer, error) {
+func (q queries) CustomerByExternalRef(ctx context.Context, tenant uuid.UUID, ref string) (oncecall.Customer, error) {
 	row, err := q.q.CustomerByExternalRef(ctx, dbsqlc.CustomerByExternalRefParams{TenantID: tenant, ExternalRef: &ref})
 	if err != nil {
-		return Customer{}, notFound(err)
+		return oncecall.Customer{}, notFound(err)
 	}
 	return customer(row), nil
 }
 
 // CustomerByID returns one of the tenant's customers.
-func (q queries) CustomerByID(ctx context.Context, tenant, id uuid.UUID) (Customer, error) {
+func (q queries) CustomerByID(ctx context.Context, tenant, id uuid.UUID) (oncecall.Customer, error) {
 	row, err := q.q.CustomerByID(ctx, dbsqlc.CustomerByIDParams{TenantID: tenant, ID: id})
 	if err != nil {
-		return Customer{}, notFound(err)
+		return oncecall.Customer{}, notFound(err)
 	}
 	return customer(row), nil
 }
 
 // CustomerByPhone finds a customer by E.164 phone number.
-func (q queries) CustomerByPhone(ctx context.Context, tenant uuid.UUID, phone string) (Customer, error) {
+func (q queries) CustomerByPhone(ctx context.Context, tenant uuid.UUID, phone string) (oncecall.Customer, error) {
 	row, err := q.q.CustomerByPhone(ctx, dbsqlc.CustomerByPhoneParams{TenantID: tenant, Phone: &phone})
 	if err != nil {
-		return Customer{}, notFound(err)
+		return oncecall.Customer{}, notFound(err)
 	}
 	return customer(row), nil
 }
@@ -96,7 +85,7 @@ type CustomerChange struct {
 // UpdateCustomer applies a change; ErrNotFound when the tenant has no such
 // customer. A phone or external reference another customer holds violates
 // a unique index.
-func (q queries) UpdateCustomer(ctx context.Context, c CustomerChange) (Customer, error) {
+func (q queries) UpdateCustomer(ctx context.Context, c CustomerChange) (oncecall.Customer, error) {
 	row, err := q.q.UpdateCustomer(ctx, dbsqlc.UpdateCustomerParams{
 		TenantID: c.TenantID, ID: c.ID,
 		SetName: c.Name != nil, Name: deref(c.Name),
@@ -105,17 +94,9 @@ func (q queries) UpdateCustomer(ctx context.Context, c CustomerChange) (Customer
 		SetExternalRef: c.ExternalRef.Set, ExternalRef: ptr(c.ExternalRef.Value),
 	})
 	if err != nil {
-		return Customer{}, notFound(err)
+		return oncecall.Customer{}, notFound(err)
 	}
 	return customer(row), nil
-}
-
-// Note is a note appended to a customer record.
-type Note struct {
-	ID         uuid.UUID `json:"id"`
-	CustomerID uuid.UUID `json:"customer_id"`
-	Text       string    `json:"text"`
-	CreatedAt  time.Time `json:"created_at"`
 }
 
 // NewNote is a note to append.
@@ -132,30 +113,19 @@ type NewNote struct {
 
 // AppendCustomerNote appends a note to a customer the caller checked exists,
 // or amends the call's note under the same note_ref.
-func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (Note, error) {
+func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (oncecall.Note, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Note{}, err
+		return oncecall.Note{}, err
 	}
 	row, err := q.q.AppendCustomerNote(ctx, dbsqlc.AppendCustomerNoteParams{
 		ID: id, TenantID: n.TenantID, CustomerID: n.CustomerID, Text: n.Text, ActionID: n.ActionID,
 		CallID: ptr(n.CallID), NoteRef: n.NoteRef,
 	})
 	if err != nil {
-		return Note{}, err
+		return oncecall.Note{}, err
 	}
-	return Note{ID: row.ID, CustomerID: row.CustomerID, Text: row.Text, CreatedAt: row.CreatedAt.UTC()}, nil
-}
-
-// PointsEntry is one change of a customer's loyalty balance.
-type PointsEntry struct {
-	ID         uuid.UUID `json:"id"`
-	CustomerID uuid.UUID `json:"customer_id"`
-	Delta      int64     `json:"delta"`
-	Reason     string    `json:"reason"`
-	// Balance is the customer's balance after this change.
-	Balance   int64     `json:"balance"`
-	CreatedAt time.Time `json:"created_at"`
+	return oncecall.Note{ID: row.ID, CustomerID: row.CustomerID, Text: row.Text, CreatedAt: row.CreatedAt.UTC()}, nil
 }
 
 // PointsChange is a change of a customer's loyalty balance.
@@ -170,28 +140,28 @@ type PointsChange struct {
 // AddPoints changes a customer's balance and records it in the ledger; ok is
 // false, and nothing changes, when the customer is missing or the balance
 // would go below zero.
-func (q queries) AddPoints(ctx context.Context, c PointsChange) (e PointsEntry, ok bool, err error) {
+func (q queries) AddPoints(ctx context.Context, c PointsChange) (e oncecall.PointsEntry, ok bool, err error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return PointsEntry{}, false, err
+		return oncecall.PointsEntry{}, false, err
 	}
 	row, err := q.q.AddPoints(ctx, dbsqlc.AddPointsParams{
 		ID: id, TenantID: c.TenantID, CustomerID: c.CustomerID, Delta: c.Delta, Reason: c.Reason, ActionID: c.ActionID,
 	})
 	if err = notFound(err); err == ErrNotFound {
-		return PointsEntry{}, false, nil
+		return oncecall.PointsEntry{}, false, nil
 	}
 	if err != nil {
-		return PointsEntry{}, false, err
+		return oncecall.PointsEntry{}, false, err
 	}
-	return PointsEntry{
+	return oncecall.PointsEntry{
 		ID: row.ID, CustomerID: row.CustomerID, Delta: row.Delta, Reason: row.Reason,
 		Balance: row.BalanceAfter, CreatedAt: row.CreatedAt.UTC(),
 	}, true, nil
 }
 
-func customer(r dbsqlc.Customer) Customer {
-	return Customer{
+func customer(r dbsqlc.Customer) oncecall.Customer {
+	return oncecall.Customer{
 		ID: r.ID, Name: r.Name, Phone: deref(r.Phone), Email: deref(r.Email), ExternalRef: deref(r.ExternalRef),
 		Points: r.Points, CreatedAt: r.CreatedAt.UTC(),
 	}

@@ -2,53 +2,12 @@ package db
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// Payment intent statuses.
-const (
-	IntentRequiresCapture = "requires_capture"
-	IntentCaptured        = "captured"
-)
-
-// Payment statuses.
-const (
-	PaymentSucceeded = "succeeded"
-	PaymentDeclined  = "declined"
-)
-
-// PaymentIntent is an amount approved for a customer, charged at most once.
-type PaymentIntent struct {
-	ID             uuid.UUID `json:"id"`
-	CustomerID     uuid.UUID `json:"customer_id"`
-	Amount         int64     `json:"amount"`
-	Currency       string    `json:"currency"`
-	Description    string    `json:"description"`
-	PaymentMethod  string    `json:"payment_method"`
-	Status         string    `json:"status"`
-	CapturedAmount *int64    `json:"captured_amount"`
-	CreatedAt      time.Time `json:"created_at"`
-	// ChargingAction is the action whose remote charge of the intent is in
-	// flight; uuid.Nil when none is.
-	ChargingAction uuid.UUID `json:"-"`
-}
-
-// Payment is one charge attempt of an intent that the provider answered.
-type Payment struct {
-	ID              uuid.UUID `json:"id"`
-	PaymentIntentID uuid.UUID `json:"payment_intent_id"`
-	Amount          int64     `json:"amount"`
-	Currency        string    `json:"currency"`
-	Status          string    `json:"status"`
-	DeclineCode     string    `json:"decline_code,omitempty"`
-	// ProviderRef is the remote payments provider's reference of the charge.
-	ProviderRef string    `json:"provider_ref,omitempty"`
-	CreatedAt   time.Time `json:"created_at"`
-}
 
 // NewPaymentIntent is an intent to create.
 type NewPaymentIntent struct {
@@ -74,46 +33,46 @@ type NewPayment struct {
 }
 
 // CreatePaymentIntent inserts an intent awaiting capture.
-func (q queries) CreatePaymentIntent(ctx context.Context, in NewPaymentIntent) (PaymentIntent, error) {
+func (q queries) CreatePaymentIntent(ctx context.Context, in NewPaymentIntent) (oncecall.PaymentIntent, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return PaymentIntent{}, err
+		return oncecall.PaymentIntent{}, err
 	}
 	row, err := q.q.CreatePaymentIntent(ctx, dbsqlc.CreatePaymentIntentParams{
 		ID: id, TenantID: in.TenantID, CustomerID: in.CustomerID, Amount: in.Amount, Currency: in.Currency,
 		Description: in.Description, PaymentMethod: in.PaymentMethod, ActionID: in.ActionID,
 	})
 	if err != nil {
-		return PaymentIntent{}, err
+		return oncecall.PaymentIntent{}, err
 	}
 	return paymentIntent(row), nil
 }
 
 // PaymentIntentByID returns one of the tenant's intents.
-func (q queries) PaymentIntentByID(ctx context.Context, tenant, id uuid.UUID) (PaymentIntent, error) {
+func (q queries) PaymentIntentByID(ctx context.Context, tenant, id uuid.UUID) (oncecall.PaymentIntent, error) {
 	row, err := q.q.PaymentIntentByID(ctx, dbsqlc.PaymentIntentByIDParams{TenantID: tenant, ID: id})
 	if err != nil {
-		return PaymentIntent{}, notFound(err)
+		return oncecall.PaymentIntent{}, notFound(err)
 	}
 	return paymentIntent(row), nil
 }
 
 // LockPaymentIntent returns one of the tenant's intents and holds its row
 // lock until the transaction ends, so charges of one intent take turns.
-func (t *Tx) LockPaymentIntent(ctx context.Context, tenant, id uuid.UUID) (PaymentIntent, error) {
+func (t *Tx) LockPaymentIntent(ctx context.Context, tenant, id uuid.UUID) (oncecall.PaymentIntent, error) {
 	row, err := t.q.LockPaymentIntent(ctx, dbsqlc.LockPaymentIntentParams{TenantID: tenant, ID: id})
 	if err != nil {
-		return PaymentIntent{}, notFound(err)
+		return oncecall.PaymentIntent{}, notFound(err)
 	}
 	return paymentIntent(row), nil
 }
 
 // CapturePaymentIntent marks an intent captured for amount; ErrNotFound when
 // it is missing or already captured.
-func (q queries) CapturePaymentIntent(ctx context.Context, tenant, id uuid.UUID, amount int64) (PaymentIntent, error) {
+func (q queries) CapturePaymentIntent(ctx context.Context, tenant, id uuid.UUID, amount int64) (oncecall.PaymentIntent, error) {
 	row, err := q.q.CapturePaymentIntent(ctx, dbsqlc.CapturePaymentIntentParams{TenantID: tenant, ID: id, CapturedAmount: &amount})
 	if err != nil {
-		return PaymentIntent{}, notFound(err)
+		return oncecall.PaymentIntent{}, notFound(err)
 	}
 	return paymentIntent(row), nil
 }
@@ -133,53 +92,53 @@ func (q queries) ReleasePaymentIntent(ctx context.Context, tenant, id, action uu
 
 // CreatePayment records a charge attempt. A second succeeded payment of one
 // intent violates payments_one_success_per_intent.
-func (q queries) CreatePayment(ctx context.Context, in NewPayment) (Payment, error) {
+func (q queries) CreatePayment(ctx context.Context, in NewPayment) (oncecall.Payment, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Payment{}, err
+		return oncecall.Payment{}, err
 	}
 	row, err := q.q.CreatePayment(ctx, dbsqlc.CreatePaymentParams{
 		ID: id, TenantID: in.TenantID, IntentID: in.IntentID, Amount: in.Amount, Currency: in.Currency,
 		Status: in.Status, DeclineCode: ptr(in.DeclineCode), ActionID: in.ActionID, ProviderRef: ptr(in.ProviderRef),
 	})
 	if err != nil {
-		return Payment{}, err
+		return oncecall.Payment{}, err
 	}
 	return payment(row), nil
 }
 
 // SucceededPayment returns the payment that captured an intent.
-func (q queries) SucceededPayment(ctx context.Context, tenant, intent uuid.UUID) (Payment, error) {
+func (q queries) SucceededPayment(ctx context.Context, tenant, intent uuid.UUID) (oncecall.Payment, error) {
 	row, err := q.q.SucceededPayment(ctx, dbsqlc.SucceededPaymentParams{TenantID: tenant, IntentID: intent})
 	if err != nil {
-		return Payment{}, notFound(err)
+		return oncecall.Payment{}, notFound(err)
 	}
 	return payment(row), nil
 }
 
 // PaymentsByIntent lists an intent's charge attempts, oldest first.
-func (q queries) PaymentsByIntent(ctx context.Context, tenant, intent uuid.UUID) ([]Payment, error) {
+func (q queries) PaymentsByIntent(ctx context.Context, tenant, intent uuid.UUID) ([]oncecall.Payment, error) {
 	rows, err := q.q.PaymentsByIntent(ctx, dbsqlc.PaymentsByIntentParams{TenantID: tenant, IntentID: intent})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Payment, len(rows))
+	out := make([]oncecall.Payment, len(rows))
 	for i, r := range rows {
 		out[i] = payment(r)
 	}
 	return out, nil
 }
 
-func paymentIntent(r dbsqlc.PaymentIntent) PaymentIntent {
-	return PaymentIntent{
+func paymentIntent(r dbsqlc.PaymentIntent) oncecall.PaymentIntent {
+	return oncecall.PaymentIntent{
 		ID: r.ID, CustomerID: r.CustomerID, Amount: r.Amount, Currency: r.Currency, Description: r.Description,
 		PaymentMethod: r.PaymentMethod, Status: r.Status, CapturedAmount: r.CapturedAmount, CreatedAt: r.CreatedAt.UTC(),
 		ChargingAction: deref(r.ChargingActionID),
 	}
 }
 
-func payment(r dbsqlc.Payment) Payment {
-	return Payment{
+func payment(r dbsqlc.Payment) oncecall.Payment {
+	return oncecall.Payment{
 		ID: r.ID, PaymentIntentID: r.IntentID, Amount: r.Amount, Currency: r.Currency, Status: r.Status,
 		DeclineCode: deref(r.DeclineCode), ProviderRef: deref(r.ProviderRef), CreatedAt: r.CreatedAt.UTC(),
 	}
@@ -187,14 +146,14 @@ func payment(r dbsqlc.Payment) Payment {
 
 // ListOpenPaymentIntents returns a customer's approved intents that are not
 // charged yet, newest first, at most limit.
-func (q queries) ListOpenPaymentIntents(ctx context.Context, tenant, customer uuid.UUID, limit int) ([]PaymentIntent, error) {
+func (q queries) ListOpenPaymentIntents(ctx context.Context, tenant, customer uuid.UUID, limit int) ([]oncecall.PaymentIntent, error) {
 	rows, err := q.q.ListOpenPaymentIntents(ctx, dbsqlc.ListOpenPaymentIntentsParams{
 		TenantID: tenant, CustomerID: customer, MaxRows: int32(min(limit, 1000)),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]PaymentIntent, len(rows))
+	out := make([]oncecall.PaymentIntent, len(rows))
 	for i, r := range rows {
 		out[i] = paymentIntent(r)
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
@@ -40,14 +41,14 @@ func (tx *Tx) ScheduleSlots(ctx context.Context, tenant uuid.UUID, resource stri
 
 // ListCustomerAppointments lists a customer's active appointments starting
 // at or after from, soonest first; an id of another tenant lists nothing.
-func (q queries) ListCustomerAppointments(ctx context.Context, tenant, customer uuid.UUID, from time.Time, limit int) ([]Appointment, error) {
+func (q queries) ListCustomerAppointments(ctx context.Context, tenant, customer uuid.UUID, from time.Time, limit int) ([]oncecall.Appointment, error) {
 	rows, err := q.q.ListCustomerAppointments(ctx, dbsqlc.ListCustomerAppointmentsParams{
 		TenantID: tenant, CustomerID: customer, FromTime: from, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Appointment, len(rows))
+	out := make([]oncecall.Appointment, len(rows))
 	for i, r := range rows {
 		out[i] = appointment(dbsqlc.AppointmentByIDRow(r))
 	}

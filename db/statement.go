@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
@@ -48,7 +49,7 @@ import (
 type Statement struct {
 	tenant uuid.UUID
 	run    func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error)
-	then   func(ctx context.Context, tx *Tx, a Action) ([]byte, error)
+	then   func(ctx context.Context, tx *Tx, a oncecall.Action) ([]byte, error)
 }
 
 // NewStatement returns a Statement for an action that tenant is about to
@@ -64,7 +65,7 @@ func (l *Statement) Tenant() uuid.UUID { return l.tenant }
 // statement stored it, and a result fn returns replaces the stored answer's
 // body before COMMIT. An error from fn rolls everything back, the
 // statement's writes included.
-func (l *Statement) Then(fn func(ctx context.Context, tx *Tx, a Action) (result []byte, err error)) {
+func (l *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)) {
 	l.then = fn
 }
 
@@ -200,17 +201,17 @@ var ErrAtClaim = errors.New("at the claim")
 // when ctx ends first the outcome is unknown while it goes on. A statement
 // with a follow-up (Then) runs in a transaction of its own, with its
 // follow-up, and commits after them.
-func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration, st *Statement) (claimed bool, a Action, err error) {
+func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration, st *Statement) (claimed bool, a oncecall.Action, err error) {
 	if st.run == nil {
-		return false, Action{}, errors.New("an operation's statement without its operation")
+		return false, oncecall.Action{}, errors.New("an operation's statement without its operation")
 	}
 	if c.TenantID != st.tenant {
-		return false, Action{}, errors.New("an operation's statement claimed for another tenant")
+		return false, oncecall.Action{}, errors.New("an operation's statement claimed for another tenant")
 	}
 	wait := strconv.FormatInt(max(claimWait.Milliseconds(), 1), 10) + "ms"
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return false, Action{}, fmt.Errorf("acquire connection: %w", err)
+		return false, oncecall.Action{}, fmt.Errorf("acquire connection: %w", err)
 	}
 	if st.then != nil {
 		return claimOnceThen(ctx, conn, c, wait, st)
@@ -224,10 +225,10 @@ func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration,
 		return err
 	})
 	if err := claimError(err); err != nil {
-		return false, Action{}, err
+		return false, oncecall.Action{}, err
 	}
 	if row.ID == uuid.Nil { // taken meanwhile
-		return false, Action{}, nil
+		return false, oncecall.Action{}, nil
 	}
 	return row.ID == c.ID, action(row), nil
 }
@@ -236,7 +237,7 @@ func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration,
 // statement, the follow-up when the statement claimed the action, and the
 // follow-up's answer stored together with COMMIT. Until that COMMIT is sent
 // nothing is stored, whatever fails.
-func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string, st *Statement) (bool, Action, error) {
+func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string, st *Statement) (bool, oncecall.Action, error) {
 	committing := false
 	defer func() {
 		if !committing {
@@ -246,21 +247,21 @@ func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string
 	}()
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
-		return false, Action{}, fmt.Errorf("begin: %w", err)
+		return false, oncecall.Action{}, fmt.Errorf("begin: %w", err)
 	}
 	row, err := st.run(ctx, dbsqlc.New(tx), c, wait)
 	if err := claimError(err); err != nil || row.ID != c.ID {
 		// A replay, the key taken meanwhile (no row) or an error: the
 		// transaction wrote nothing that stays.
 		if err != nil || row.ID == uuid.Nil {
-			return false, Action{}, err
+			return false, oncecall.Action{}, err
 		}
 		return false, action(row), nil
 	}
 	a := action(row)
 	result, err := st.then(ctx, &Tx{queries: on(tx), tx: tx}, a)
 	if err != nil {
-		return true, Action{}, err
+		return true, oncecall.Action{}, err
 	}
 	// From here on the connection belongs to the commit (see detach).
 	committing = true
@@ -275,7 +276,7 @@ func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string
 		return execAndCommit(ctx, conn.Conn(), "store the answer", setResultSQL, a.ID, result)
 	})
 	if err != nil {
-		return true, Action{}, err
+		return true, oncecall.Action{}, err
 	}
 	if result != nil {
 		a.Result = result

@@ -1,12 +1,16 @@
 package db
 
-import "context"
+import (
+	"context"
+
+	"github.com/oncecall/oncecall"
+)
 
 // ActionCounts is how many actions there are, by state.
 type ActionCounts struct {
 	// ByState counts running and unknown actions exactly and completed
 	// actions by the statistics collector's estimate of the table's rows.
-	ByState map[State]int64
+	ByState map[oncecall.State]int64
 	// NeedsOperator counts unresolved actions waiting for an operator.
 	NeedsOperator int64
 }
@@ -23,13 +27,13 @@ func (s *Store) CountActions(ctx context.Context) (ActionCounts, error) {
 	if err != nil {
 		return ActionCounts{}, err
 	}
-	c := ActionCounts{ByState: map[State]int64{Running: 0, Unknown: 0}}
+	c := ActionCounts{ByState: map[oncecall.State]int64{oncecall.Running: 0, oncecall.Unknown: 0}}
 	unfinished := int64(0)
 	for _, r := range rows {
-		c.ByState[State(r.State)] = r.Actions
+		c.ByState[oncecall.State(r.State)] = r.Actions
 		c.NeedsOperator += r.NeedsOperator
 		unfinished += r.Actions
 	}
-	c.ByState[Completed] = max(estimate-unfinished, 0)
+	c.ByState[oncecall.Completed] = max(estimate-unfinished, 0)
 	return c, nil
 }

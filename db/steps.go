@@ -7,15 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
-)
-
-// Step states.
-const (
-	StepPending   = "pending"   // certainly not performed yet: safe to send
-	StepUnknown   = "unknown"   // may have been performed: only evidence decides
-	StepSucceeded = "succeeded" // the provider holds the write
-	StepRejected  = "rejected"  // the provider refused it for good
 )
 
 // NewStep is a remote write declared when its action is claimed.
@@ -28,39 +21,6 @@ type NewStep struct {
 	ExternalRef string
 	Payload     []byte
 }
-
-// Step is one remote write of an action and what is known about it.
-type Step struct {
-	ActionID    uuid.UUID  `json:"-"`
-	Name        string     `json:"name"`
-	Seq         int        `json:"seq"`
-	Capability  string     `json:"capability"`
-	Required    bool       `json:"required"`
-	Operation   string     `json:"operation"`
-	ProviderKey string     `json:"provider_key"`
-	ExternalRef string     `json:"external_ref"`
-	Payload     []byte     `json:"-"`
-	State       string     `json:"state"`
-	ProviderRef string     `json:"provider_ref,omitempty"`
-	RejectCode  string     `json:"reject_code,omitempty"`
-	Attempts    int        `json:"attempts"`
-	Checks      int        `json:"checks"`
-	LastError   string     `json:"last_error,omitempty"`
-	LastSentAt  *time.Time `json:"last_sent_at,omitempty"`
-	NextCheckAt time.Time  `json:"next_check_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	// Version counts the step's changes: BeginSend and RecordStep act only
-	// on the version their caller read.
-	Version int `json:"-"`
-	// ActionCreatedAt is when the action was claimed and DBNow the
-	// database's clock when the step was read: a driver's time decisions
-	// use these, never its own clock.
-	ActionCreatedAt time.Time `json:"-"`
-	DBNow           time.Time `json:"-"`
-}
-
-// Due reports whether the step is due for an attempt or a check.
-func (s Step) Due() bool { return !s.NextCheckAt.After(s.DBNow) }
 
 // StepUpdate is what an attempt or a check learned about a step.
 type StepUpdate struct {
@@ -94,14 +54,6 @@ type Send struct {
 	Settle time.Duration
 }
 
-// Event is one entry of an action's timeline.
-type Event struct {
-	At     time.Time       `json:"at"`
-	Kind   string          `json:"kind"`
-	Step   string          `json:"step,omitempty"`
-	Detail json.RawMessage `json:"detail"`
-}
-
 // Leased is an action a reconciler now holds a lease on.
 type Leased struct {
 	ID       uuid.UUID
@@ -132,14 +84,14 @@ func (q queries) InsertSteps(ctx context.Context, action uuid.UUID, steps []NewS
 }
 
 // Steps returns an action's steps in order.
-func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]Step, error) {
+func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]oncecall.Step, error) {
 	rows, err := q.q.StepsOfAction(ctx, action)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Step, len(rows))
+	out := make([]oncecall.Step, len(rows))
 	for i, r := range rows {
-		out[i] = Step{
+		out[i] = oncecall.Step{
 			ActionID: r.ActionID, Name: r.Name, Seq: int(r.Seq), Capability: r.Capability, Required: r.Required,
 			Operation: r.Operation, ProviderKey: r.ProviderKey, ExternalRef: r.ExternalRef, Payload: r.Payload,
 			State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
@@ -192,6 +144,31 @@ func (q queries) NoticeStep(ctx context.Context, action uuid.UUID, step string, 
 	return n > 0, err
 }
 
+// NoticeStepRef is NoticeStep for a notice naming the provider's reference
+// of the write: an unknown step keeps the first one it is told as where its
+// next check looks first.
+func (q queries) NoticeStepRef(ctx context.Context, action uuid.UUID, step, providerRef string, detail any) (bool, error) {
+	b, err := json.Marshal(detail)
+	if err != nil {
+		return false, err
+	}
+	n, err := q.q.NoticeStepRef(ctx, dbsqlc.NoticeStepRefParams{StepAction: action, StepName: step, ProviderRef: providerRef, Detail: b})
+	return n > 0, err
+}
+
+// ProviderRefHeld reports whether a step other than (action, step) holds a
+// provider reference of the capability. In a transaction, it first waits for
+// every other transaction checking the same reference (LockProviderRef).
+func (q queries) ProviderRefHeld(ctx context.Context, capability, ref string, action uuid.UUID, step string) (bool, error) {
+	return q.q.ProviderRefHeld(ctx, dbsqlc.ProviderRefHeldParams{Capability: capability, ProviderRef: &ref, StepAction: action, StepName: step})
+}
+
+// LockProviderRef holds, until the transaction ends, the lock on a provider
+// reference that drivers recording it as found take first.
+func (tx *Tx) LockProviderRef(ctx context.Context, capability, ref string) error {
+	return tx.q.LockProviderRef(ctx, dbsqlc.LockProviderRefParams{Capability: capability, ProviderRef: ref})
+}
+
 func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step string, detail any) error {
 	b, err := json.Marshal(detail)
 	if err != nil {
@@ -204,14 +181,14 @@ func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step stri
 }
 
 // Events returns an action's timeline.
-func (q queries) Events(ctx context.Context, action uuid.UUID) ([]Event, error) {
+func (q queries) Events(ctx context.Context, action uuid.UUID) ([]oncecall.Event, error) {
 	rows, err := q.q.EventsOfAction(ctx, action)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Event, len(rows))
+	out := make([]oncecall.Event, len(rows))
 	for i, r := range rows {
-		out[i] = Event{At: r.At.UTC(), Kind: r.Kind, Step: deref(r.Step), Detail: r.Detail}
+		out[i] = oncecall.Event{At: r.At.UTC(), Kind: r.Kind, Step: deref(r.Step), Detail: r.Detail}
 	}
 	return out, nil
 }
@@ -280,12 +257,12 @@ func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Durati
 }
 
 // ListActions lists actions of every tenant, newest first (operators).
-func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]Action, error) {
+func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]oncecall.Action, error) {
 	rows, err := q.q.ListActions(ctx, dbsqlc.ListActionsParams{State: ptr(f.State), OnlyNeedsOperator: f.NeedsOperator, TenantID: ptr(f.TenantID), MaxRows: int32(f.Limit)})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Action, len(rows))
+	out := make([]oncecall.Action, len(rows))
 	for i, r := range rows {
 		out[i] = action(r)
 	}
@@ -293,10 +270,10 @@ func (q queries) ListActions(ctx context.Context, f ActionFilter) ([]Action, err
 }
 
 // ActionAnyTenant returns an action by id whatever its tenant (operators).
-func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
+func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (oncecall.Action, error) {
 	row, err := q.q.ActionByIDAnyTenant(ctx, id)
 	if err != nil {
-		return Action{}, notFound(err)
+		return oncecall.Action{}, notFound(err)
 	}
 	return action(row), nil
 }

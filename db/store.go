@@ -18,7 +18,8 @@ import (
 var ErrNotFound = errors.New("not found")
 
 // Store is oncecall's access to PostgreSQL. Generated sqlc types stop here:
-// callers see only the domain structs of this package.
+// it turns their rows into the domain types of package oncecall and takes
+// those (or parameter structs of this package) as arguments.
 type Store struct {
 	queries
 	pool *pgxpool.Pool

@@ -2,25 +2,12 @@ package db
 
 import (
 	"context"
-	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// Template is one version of a tenant's message template, as declared.
-type Template struct {
-	Name    string
-	Version int
-	// Subject is the e-mail subject line's template; empty when the template
-	// cannot be sent by e-mail.
-	Subject   string
-	Body      string
-	Required  []string
-	Optional  []string
-	CreatedAt time.Time
-}
 
 // NewTemplate is a template version to store.
 type NewTemplate struct {
@@ -35,7 +22,7 @@ type NewTemplate struct {
 
 // CreateTemplate stores version 1 of a template. It reports false, storing
 // nothing, when the tenant already has a template of that name.
-func (q queries) CreateTemplate(ctx context.Context, t NewTemplate) (Template, bool, error) {
+func (q queries) CreateTemplate(ctx context.Context, t NewTemplate) (oncecall.Template, bool, error) {
 	row, err := q.q.CreateTemplate(ctx, dbsqlc.CreateTemplateParams{
 		TenantID: t.TenantID, Name: t.Name, Subject: ptr(t.Subject), Body: t.Body,
 		Required: nonNil(t.Required), Optional: nonNil(t.Optional), ActionID: t.ActionID,
@@ -46,7 +33,7 @@ func (q queries) CreateTemplate(ctx context.Context, t NewTemplate) (Template, b
 // AddTemplateVersion stores the next version of a template, in a
 // transaction (the lock it takes is held until the end). It reports false,
 // storing nothing, when the tenant has no template of that name.
-func (q queries) AddTemplateVersion(ctx context.Context, t NewTemplate) (Template, bool, error) {
+func (q queries) AddTemplateVersion(ctx context.Context, t NewTemplate) (oncecall.Template, bool, error) {
 	// Concurrent updates of one template wait for each other here instead
 	// of picking the same version number.
 	if _, err := q.q.LockTemplate(ctx, dbsqlc.LockTemplateParams{TenantID: t.TenantID, Name: t.Name}); err != nil {
@@ -59,41 +46,41 @@ func (q queries) AddTemplateVersion(ctx context.Context, t NewTemplate) (Templat
 	return templateResult(row, err)
 }
 
-func templateResult(row dbsqlc.MessageTemplate, err error) (Template, bool, error) {
+func templateResult(row dbsqlc.MessageTemplate, err error) (oncecall.Template, bool, error) {
 	switch err = notFound(err); err {
 	case nil:
 		return template(row), true, nil
 	case ErrNotFound:
-		return Template{}, false, nil
+		return oncecall.Template{}, false, nil
 	}
-	return Template{}, false, err
+	return oncecall.Template{}, false, err
 }
 
 // LatestTemplate returns the newest version of one of the tenant's templates.
-func (q queries) LatestTemplate(ctx context.Context, tenant uuid.UUID, name string) (Template, error) {
+func (q queries) LatestTemplate(ctx context.Context, tenant uuid.UUID, name string) (oncecall.Template, error) {
 	row, err := q.q.LatestTemplate(ctx, dbsqlc.LatestTemplateParams{TenantID: tenant, Name: name})
 	if err != nil {
-		return Template{}, notFound(err)
+		return oncecall.Template{}, notFound(err)
 	}
 	return template(row), nil
 }
 
 // LatestTemplates returns the newest version of each of the tenant's
 // templates, by name.
-func (q queries) LatestTemplates(ctx context.Context, tenant uuid.UUID) ([]Template, error) {
+func (q queries) LatestTemplates(ctx context.Context, tenant uuid.UUID) ([]oncecall.Template, error) {
 	rows, err := q.q.LatestTemplates(ctx, tenant)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Template, len(rows))
+	out := make([]oncecall.Template, len(rows))
 	for i, r := range rows {
 		out[i] = template(r)
 	}
 	return out, nil
 }
 
-func template(r dbsqlc.MessageTemplate) Template {
-	return Template{
+func template(r dbsqlc.MessageTemplate) oncecall.Template {
+	return oncecall.Template{
 		Name: r.Name, Version: int(r.Version), Subject: deref(r.Subject), Body: r.Body,
 		Required: nonNil(r.Required), Optional: nonNil(r.Optional), CreatedAt: r.CreatedAt.UTC(),
 	}

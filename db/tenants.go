@@ -6,46 +6,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"fmt"
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
-
-// Tenant is an organisation using oncecall.
-type Tenant struct {
-	ID   uuid.UUID
-	Name string
-	// DashaOrgID, when set, is the only Dasha orgId accepted for the tenant.
-	DashaOrgID string
-}
-
-// Scope is what an API key may do.
-type Scope string
-
-// API key scopes.
-const (
-	// ScopeFull may call every /v1 route.
-	ScopeFull Scope = "full"
-	// ScopeDasha may call only the Dasha webhooks (tools and call events):
-	// the key pasted into a voice agent's tool definitions can do no more.
-	ScopeDasha Scope = "dasha"
-)
-
-// ParseScope checks a scope's name. Empty is an error, not ScopeFull: an
-// unset shell variable (--scope "$SCOPE") must not make a full key.
-func ParseScope(s string) (Scope, error) {
-	switch Scope(s) {
-	case "":
-		return "", fmt.Errorf("empty API key scope: want full or dasha (leave --scope out for full)")
-	case ScopeFull:
-		return ScopeFull, nil
-	case ScopeDasha:
-		return ScopeDasha, nil
-	}
-	return "", fmt.Errorf("unknown API key scope %q: want full or dasha", s)
-}
 
 // APIKeyPrefix starts every API key, so keys are recognisable in secret scanners.
 const APIKeyPrefix = "oc_"
@@ -64,20 +30,20 @@ type NewTenant struct {
 	// the caller has validated; empty means UTC.
 	Timezone string
 	// Scope is the first API key's scope; empty means full.
-	Scope Scope
+	Scope oncecall.Scope
 }
 
 // CreateTenant creates a tenant in UTC and its first API key, of full
 // scope; the key is returned once and only its hash is stored.
-func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (Tenant, string, error) {
+func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (oncecall.Tenant, string, error) {
 	return s.CreateTenantWith(ctx, NewTenant{Name: name, DashaOrgID: dashaOrg})
 }
 
 // CreateTenantWith creates a tenant and its first API key, like CreateTenant.
-func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (Tenant, string, error) {
+func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (oncecall.Tenant, string, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return Tenant{}, "", err
+		return oncecall.Tenant{}, "", err
 	}
 	var key string
 	err = s.InTx(ctx, func(tx *Tx) error {
@@ -87,13 +53,13 @@ func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (Tenant, stri
 		if err != nil {
 			return err
 		}
-		key, err = tx.AddScopedAPIKey(ctx, id, cmp.Or(t.Scope, ScopeFull))
+		key, err = tx.AddScopedAPIKey(ctx, id, cmp.Or(t.Scope, oncecall.ScopeFull))
 		return err
 	})
 	if err != nil {
-		return Tenant{}, "", err
+		return oncecall.Tenant{}, "", err
 	}
-	return Tenant{ID: id, Name: t.Name, DashaOrgID: t.DashaOrgID}, key, nil
+	return oncecall.Tenant{ID: id, Name: t.Name, DashaOrgID: t.DashaOrgID}, key, nil
 }
 
 // TenantTimezone returns the IANA zone name of a tenant.
@@ -103,47 +69,47 @@ func (q queries) TenantTimezone(ctx context.Context, tenant uuid.UUID) (string, 
 }
 
 // TenantByAPIKey returns the tenant owning an unrevoked API key.
-func (q queries) TenantByAPIKey(ctx context.Context, key string) (Tenant, error) {
+func (q queries) TenantByAPIKey(ctx context.Context, key string) (oncecall.Tenant, error) {
 	t, _, err := q.APIKeyOwner(ctx, key)
 	return t, err
 }
 
 // APIKeyOwner returns the tenant owning an unrevoked API key and the key's
 // scope.
-func (q queries) APIKeyOwner(ctx context.Context, key string) (Tenant, Scope, error) {
+func (q queries) APIKeyOwner(ctx context.Context, key string) (oncecall.Tenant, oncecall.Scope, error) {
 	row, err := q.q.TenantByKeyHash(ctx, HashAPIKey(key))
 	if err != nil {
-		return Tenant{}, "", notFound(err)
+		return oncecall.Tenant{}, "", notFound(err)
 	}
-	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, Scope(row.Scope), nil
+	return oncecall.Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, oncecall.Scope(row.Scope), nil
 }
 
 // TenantByID returns a tenant.
-func (q queries) TenantByID(ctx context.Context, id uuid.UUID) (Tenant, error) {
+func (q queries) TenantByID(ctx context.Context, id uuid.UUID) (oncecall.Tenant, error) {
 	row, err := q.q.TenantByID(ctx, id)
 	if err != nil {
-		return Tenant{}, notFound(err)
+		return oncecall.Tenant{}, notFound(err)
 	}
-	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
+	return oncecall.Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
 }
 
 // TenantByName returns the oldest tenant with that name.
-func (q queries) TenantByName(ctx context.Context, name string) (Tenant, error) {
+func (q queries) TenantByName(ctx context.Context, name string) (oncecall.Tenant, error) {
 	row, err := q.q.TenantByName(ctx, name)
 	if err != nil {
-		return Tenant{}, notFound(err)
+		return oncecall.Tenant{}, notFound(err)
 	}
-	return Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
+	return oncecall.Tenant{ID: row.ID, Name: row.Name, DashaOrgID: deref(row.DashaOrgID)}, nil
 }
 
 // AddAPIKey creates another API key, of full scope, for a tenant and returns
 // it; only its hash is stored.
 func (q queries) AddAPIKey(ctx context.Context, tenant uuid.UUID) (string, error) {
-	return q.AddScopedAPIKey(ctx, tenant, ScopeFull)
+	return q.AddScopedAPIKey(ctx, tenant, oncecall.ScopeFull)
 }
 
 // AddScopedAPIKey is AddAPIKey with a scope.
-func (q queries) AddScopedAPIKey(ctx context.Context, tenant uuid.UUID, scope Scope) (string, error) {
+func (q queries) AddScopedAPIKey(ctx context.Context, tenant uuid.UUID, scope oncecall.Scope) (string, error) {
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
 		return "", err

@@ -47,7 +47,11 @@ WITH held AS (
     SELECT id FROM actions WHERE id = sqlc.arg(action_id) AND lease_owner = sqlc.arg(owner) FOR SHARE
 )
 UPDATE action_steps s
-SET state = sqlc.arg(state), provider_ref = sqlc.narg(provider_ref), reject_code = sqlc.narg(reject_code),
+SET state = sqlc.arg(state),
+    -- A step still unknown keeps the reference a provider's signed notice
+    -- named for it (see NoticeStepRef) until evidence replaces it.
+    provider_ref = coalesce(sqlc.narg(provider_ref), CASE WHEN sqlc.arg(state)::text = 'unknown' THEN s.provider_ref END),
+    reject_code = sqlc.narg(reject_code),
     attempts = s.attempts + sqlc.arg(sent)::integer, checks = sqlc.arg(checks),
     last_error = sqlc.narg(last_error),
     next_check_at = now() + sqlc.arg(backoff)::interval, version = s.version + 1, updated_at = now()
@@ -157,3 +161,34 @@ WITH noticed AS (
 )
 INSERT INTO action_events (action_id, kind, step, detail)
 SELECT noticed_action, 'provider_notice', noticed_step, sqlc.arg(detail) FROM noticed;
+
+-- name: NoticeStepRef :execrows
+-- NoticeStep for a notice that names the provider's reference of the write
+-- (a Twilio status callback names its message): an unknown step keeps the
+-- first such reference as where its next check looks first. The reference
+-- decides nothing by itself: the check asks the provider whether that write
+-- exists and is this step's.
+WITH noticed AS (
+    UPDATE action_steps
+    SET next_check_at = least(next_check_at, now()),
+        provider_ref = coalesce(action_steps.provider_ref, sqlc.arg(provider_ref)::text)
+    WHERE action_steps.action_id = sqlc.arg(step_action) AND action_steps.name = sqlc.arg(step_name) AND action_steps.state = 'unknown'
+    RETURNING action_steps.action_id AS noticed_action, action_steps.name AS noticed_step
+)
+INSERT INTO action_events (action_id, kind, step, detail)
+SELECT noticed_action, 'provider_notice', noticed_step, sqlc.arg(detail) FROM noticed;
+
+-- name: LockProviderRef :exec
+-- Serialises, until the transaction ends, the drivers that record the same
+-- provider reference found by a search (providers without keys).
+SELECT pg_advisory_xact_lock(hashtextextended('provider_ref/' || sqlc.arg(capability)::text || '/' || sqlc.arg(provider_ref)::text, 0));
+
+-- name: ProviderRefHeld :one
+-- Whether another step of the capability holds a provider reference: a
+-- write found by a search that another step holds is not this step's.
+SELECT EXISTS (
+    SELECT 1 FROM action_steps
+    WHERE capability = sqlc.arg(capability) AND provider_ref = sqlc.arg(provider_ref)
+      AND state IN ('succeeded', 'unknown')
+      AND NOT (action_id = sqlc.arg(step_action) AND name = sqlc.arg(step_name))
+);

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -17,18 +18,18 @@ import (
 
 // Resolution is an operator's decision on a stuck action, with the evidence.
 type Resolution struct {
-	Outcome     db.Outcome // confirmed or rejected
-	ProviderRef string     // the provider's reference of the write (required to confirm)
-	Reason      string     // the rejection code; default OPERATOR_REJECTED
-	Note        string     // the evidence, in the operator's words
-	By          string     // who resolved it
+	Outcome     oncecall.Outcome // confirmed or rejected
+	ProviderRef string           // the provider's reference of the write (required to confirm)
+	Reason      string           // the rejection code; default OPERATOR_REJECTED
+	Note        string           // the evidence, in the operator's words
+	By          string           // who resolved it
 }
 
 // Detail is an action with its steps and timeline, for operators.
 type Detail struct {
-	Action db.Action
-	Steps  []db.Step
-	Events []db.Event
+	Action oncecall.Action
+	Steps  []oncecall.Step
+	Events []oncecall.Event
 }
 
 // Show returns an action with its steps and timeline.
@@ -68,41 +69,41 @@ var errLeaseLost = fault.New(fault.InFlight,
 // The resolution takes the action's lease first, so it never races a
 // request or a reconciler: while any of them holds the action (a step may
 // be in flight) it is refused with ACTION_IN_FLIGHT.
-func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUID, r Resolution) (db.Action, error) {
+func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUID, r Resolution) (oncecall.Action, error) {
 	switch {
-	case r.Outcome != db.Confirmed && r.Outcome != db.Rejected:
-		return db.Action{}, fault.Field("outcome", "must be confirmed or rejected")
-	case r.Outcome == db.Confirmed && r.ProviderRef == "":
-		return db.Action{}, fault.Field("provider_ref", "is required to confirm: the provider's reference of the write is the evidence")
+	case r.Outcome != oncecall.Confirmed && r.Outcome != oncecall.Rejected:
+		return oncecall.Action{}, fault.Field("outcome", "must be confirmed or rejected")
+	case r.Outcome == oncecall.Confirmed && r.ProviderRef == "":
+		return oncecall.Action{}, fault.Field("provider_ref", "is required to confirm: the provider's reference of the write is the evidence")
 	case r.Note == "":
-		return db.Action{}, fault.Field("note", "is required: record the evidence")
+		return oncecall.Action{}, fault.Field("note", "is required: record the evidence")
 	case r.By == "":
-		return db.Action{}, fault.Field("by", "is required: who resolved it")
+		return oncecall.Action{}, fault.Field("by", "is required: who resolved it")
 	}
 	a, err := store.ActionAnyTenant(ctx, id)
 	if err != nil {
-		return db.Action{}, err
+		return oncecall.Action{}, err
 	}
-	if a.State == db.Completed && !a.NeedsOperator {
-		return db.Action{}, fault.New(fault.InvalidInput, "the action is already completed (%s)", a.Outcome)
+	if a.State == oncecall.Completed && !a.NeedsOperator {
+		return oncecall.Action{}, fault.New(fault.InvalidInput, "the action is already completed (%s)", a.Outcome)
 	}
 	owner := uuid.New()
 	held, err := store.TakeLease(ctx, id, owner, operatorLease)
 	if err != nil {
-		return db.Action{}, err
+		return oncecall.Action{}, err
 	}
 	if !held {
-		return db.Action{}, fault.New(fault.InFlight, "the action is being worked on (a step may be in flight); look again and retry shortly")
+		return oncecall.Action{}, fault.New(fault.InFlight, "the action is being worked on (a step may be in flight); look again and retry shortly")
 	}
 	// Read again under the lease: nothing changes it from here on.
 	if a, err = store.ActionAnyTenant(ctx, id); err != nil {
-		return db.Action{}, err
+		return oncecall.Action{}, err
 	}
 	steps, err := store.Steps(ctx, id)
 	if err != nil {
-		return db.Action{}, err
+		return oncecall.Action{}, err
 	}
-	if a.State == db.Completed {
+	if a.State == oncecall.Completed {
 		err = resolveFollowUps(ctx, store, a, owner, steps, r)
 	} else {
 		err = resolveAction(ctx, store, ops, a, owner, steps, r)
@@ -110,16 +111,16 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 	if err != nil {
 		// Let the action go; a running one is unknown from now on.
 		store.ReleaseAction(context.WithoutCancel(ctx), id, owner, false) //nolint:errcheck // the lease expires anyway
-		return db.Action{}, err
+		return oncecall.Action{}, err
 	}
 	return store.ActionAnyTenant(ctx, id)
 }
 
 // resolveAction completes an unfinished action with the operator's outcome.
-func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a db.Action, owner uuid.UUID, steps []db.Step, r Resolution) error {
+func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a oncecall.Action, owner uuid.UUID, steps []oncecall.Step, r Resolution) error {
 	var res idem.Result
 	var err error
-	if r.Outcome == db.Confirmed {
+	if r.Outcome == oncecall.Confirmed {
 		res, err = ops.Confirmed(a, provider.Record{ID: r.ProviderRef, Status: "committed"})
 	} else {
 		res, err = op.Reject(cmp.Or(r.Reason, "OPERATOR_REJECTED"), map[string]string{"resolved_by": "operator"})
@@ -129,7 +130,7 @@ func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a db.
 	}
 	err = store.InTx(ctx, func(tx *db.Tx) error {
 		for _, s := range steps {
-			if !s.Required || s.State == db.StepSucceeded || s.State == db.StepRejected {
+			if !s.Required || s.State == oncecall.StepSucceeded || s.State == oncecall.StepRejected {
 				continue
 			}
 			if err := recordDecision(ctx, tx, a.ID, owner, s, r, res.Reason); err != nil {
@@ -158,11 +159,11 @@ func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a db.
 
 // resolveFollowUps resolves the open steps of a completed action; its
 // outcome stays as it is.
-func resolveFollowUps(ctx context.Context, store *db.Store, a db.Action, owner uuid.UUID, steps []db.Step, r Resolution) error {
+func resolveFollowUps(ctx context.Context, store *db.Store, a oncecall.Action, owner uuid.UUID, steps []oncecall.Step, r Resolution) error {
 	reason := cmp.Or(r.Reason, "OPERATOR_REJECTED")
 	err := store.InTx(ctx, func(tx *db.Tx) error {
 		for _, s := range steps {
-			if s.State == db.StepSucceeded || s.State == db.StepRejected {
+			if s.State == oncecall.StepSucceeded || s.State == oncecall.StepRejected {
 				continue
 			}
 			if err := recordDecision(ctx, tx, a.ID, owner, s, r, reason); err != nil {
@@ -185,10 +186,10 @@ func resolveFollowUps(ctx context.Context, store *db.Store, a db.Action, owner u
 }
 
 // recordDecision gives step s the operator's outcome.
-func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s db.Step, r Resolution, reason string) error {
-	u := db.StepUpdate{State: db.StepSucceeded, ProviderRef: r.ProviderRef, Checks: s.Checks}
-	if r.Outcome == db.Rejected {
-		u = db.StepUpdate{State: db.StepRejected, RejectCode: reason, Checks: s.Checks}
+func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s oncecall.Step, r Resolution, reason string) error {
+	u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: r.ProviderRef, Checks: s.Checks}
+	if r.Outcome == oncecall.Rejected {
+		u = db.StepUpdate{State: oncecall.StepRejected, RejectCode: reason, Checks: s.Checks}
 	}
 	ok, err := tx.RecordStep(ctx, action, s.Name, owner, s.Version, u)
 	if err == nil && !ok {

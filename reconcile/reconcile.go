@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/step"
 )
@@ -91,7 +92,7 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 			r.log.Error().Err(err).Str("action_id", a.ID.String()).Msg("reconcile action")
 			continue
 		}
-		if a.State != db.Completed && after.State == db.Completed {
+		if a.State != oncecall.Completed && after.State == oncecall.Completed {
 			st.Completed++
 			r.count("completed")
 		}

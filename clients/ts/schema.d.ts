@@ -511,6 +511,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the callbacks of a customer or a number
+         * @description The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
+         *     E.164; encode `+` as `%2B`): exactly one of the two. Requested and cancelled ones, by window, at
+         *     most 100. A query parameter other than these, or given twice, is a `400` naming it.
+         */
+        get: operations["listCallbacks"];
+        put?: never;
+        /**
+         * Request a callback
+         * @description Records that a caller asks to be called back (operation `callback.request`): a customer, a phone
+         *     number or both, a window on the tenant's wall clock (local date-times without offset, read in the
+         *     tenant's timezone) and a reason. The answer gives the window in UTC, in local time and as a caller
+         *     says it (`when`). A window that ends in the past is a `400` naming `window_end`. Within one voice
+         *     call, a later request of the same customer (or number) and `callback_ref` amends that callback.
+         *     Rejections: `CUSTOMER_NOT_FOUND`.
+         */
+        post: operations["requestCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/callbacks/{callback_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a callback
+         * @description Cancels a requested callback (operation `callback.cancel`). The body is an empty object or none.
+         *     Rejections: `CALLBACK_NOT_FOUND`, `CALLBACK_NOT_ACTIVE` (cancelled already).
+         */
+        post: operations["cancelCallback"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dasha/tools": {
         parameters: {
             query?: never;
@@ -761,6 +813,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/providers/twilio/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Twilio's signed status callbacks
+         * @description Served when messaging goes through Twilio (`ONCECALL_PROVIDER_MESSAGING=twilio`, see
+         *     docs/providers/twilio.md). Every SMS oncecall sends carries this route, with its step in the `step`
+         *     query parameter, as its `StatusCallback`. The `X-Twilio-Signature` header is verified with Twilio's own
+         *     SDK against `TWILIO_AUTH_TOKEN` and the URL Twilio was given (`ONCECALL_PUBLIC_URL`, this path and the
+         *     query). A forged or missing signature is `401` and changes nothing. A verified callback about a
+         *     message whose outcome is unknown records its `MessageSid` as where the next check looks first, makes
+         *     that check due now (oncecall asks Twilio's API, which decides) and is kept in the action's timeline
+         *     (`matched: true`); every other verified callback (duplicates, unknown messages, settled steps) is
+         *     acknowledged and changes nothing. A callback never settles a message by itself.
+         */
+        post: operations["receiveTwilioStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -773,7 +853,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "message_template.create" | "message_template.update";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -1410,7 +1490,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1422,7 +1502,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents";
         MessageTemplateInput: {
             /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
             name: string;
@@ -1658,7 +1738,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1844,6 +1924,83 @@ export interface components {
             reason: string;
             /** @description Optional: within one call, the same delta for the same customer is one change however the reason is worded; a new value makes a deliberate second change of the same size. Leave it unchanged when retrying. */
             points_ref?: string;
+        };
+        /** @description Who to call back: `customer_id` or `phone` (or both). */
+        RequestCallbackInput: {
+            /**
+             * Format: uuid
+             * @description The customer to call back. Give customer_id or phone (or both).
+             */
+            customer_id?: string;
+            /** @description The number to call back in international form, e.g. +442079460958; needed when the caller has no customer_id. */
+            phone?: string;
+            /** @description The earliest time to call, as the business's local date and time without offset, e.g. 2030-07-05T14:00. */
+            window_start: string;
+            /** @description The latest time to call, local like window_start, after it and at most 14 days later, e.g. 2030-07-05T16:00. */
+            window_end: string;
+            /** @description What the caller wants to talk about. Within one call a later request replaces the reason and window of the call's earlier one (same callback_ref): give them whole each time. */
+            reason: string;
+            /** @description Optional: a new value asks for a separate callback in this call, on purpose; leave it unchanged to amend the call's callback or when retrying. */
+            callback_ref?: string;
+        };
+        /** @description An empty object; the callback comes from the URL. */
+        CancelCallbackInput: Record<string, never>;
+        /** @description A caller's request to be called back, with its window in UTC and on the tenant's wall clock. */
+        Callback: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description Absent when the callback is to a number alone.
+             */
+            customer_id?: string;
+            /** @description The number to call, E.164; absent when only the customer was given. */
+            phone?: string;
+            reason: string;
+            /** @description Absent when empty. */
+            callback_ref?: string;
+            /**
+             * @description `requested`, or `cancelled`.
+             * @example requested
+             */
+            status: string;
+            /** @description The IANA timezone the window was given in (the tenant's). */
+            timezone: string;
+            /** Format: date-time */
+            window_starts_at: string;
+            /** Format: date-time */
+            window_ends_at: string;
+            /**
+             * Format: date-time
+             * @description The window's start in the timezone, with its offset at that moment.
+             */
+            window_start_local: string;
+            /** Format: date-time */
+            window_end_local: string;
+            /** @description The window as a person says it, e.g. "Friday 5 July between 14:00 and 16:00". */
+            when: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Present once cancelled.
+             */
+            cancelled_at?: string;
+        };
+        CallbackList: {
+            callbacks: components["schemas"]["Callback"][];
+        };
+        /** @description The envelope of a confirmed `callback.request` or `callback.cancel`. */
+        CallbackAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["Callback"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
         };
     };
     responses: {
@@ -2211,6 +2368,8 @@ export interface components {
         MessageID: string;
         /** @description The customer's id. */
         CustomerID: string;
+        /** @description The callback's id. */
+        CallbackID: string;
     };
     requestBodies: {
         DashaToolCall: {
@@ -3893,6 +4052,173 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    listCallbacks: {
+        parameters: {
+            query?: {
+                /** @description The customer's id. */
+                customer_id?: string;
+                /** @description The number called back, in international form, e.g. +442079460958. */
+                phone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The callbacks (an empty list when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallbackList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    requestCallback: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                 *       "window_start": "2030-07-05T14:00",
+                 *       "window_end": "2030-07-05T16:00",
+                 *       "reason": "A question about the last invoice."
+                 *     }
+                 */
+                "application/json": components["schemas"]["RequestCallbackInput"];
+            };
+        };
+        responses: {
+            /** @description The callback is recorded. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20",
+                     *       "operation": "callback.request",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e21",
+                     *         "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *         "reason": "A question about the last invoice.",
+                     *         "status": "requested",
+                     *         "timezone": "Europe/London",
+                     *         "window_starts_at": "2030-07-05T13:00:00Z",
+                     *         "window_ends_at": "2030-07-05T15:00:00Z",
+                     *         "window_start_local": "2030-07-05T14:00:00+01:00",
+                     *         "window_end_local": "2030-07-05T16:00:00+01:00",
+                     *         "when": "Friday 5 July 2030 between 14:00 and 16:00",
+                     *         "created_at": "2030-07-01T08:05:00Z"
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e20"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CallbackAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelCallback: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The callback's id. */
+                callback_id: components["parameters"]["CallbackID"];
+            };
+            cookie?: never;
+        };
+        /** @description An empty object, or no body at all. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["CancelCallbackInput"];
+            };
+        };
+        responses: {
+            /** @description The callback is cancelled. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CallbackAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     callDashaTool: {
         parameters: {
             query?: never;
@@ -4357,6 +4683,78 @@ export interface operations {
                      *       "title": "Unauthorized",
                      *       "status": 401,
                      *       "detail": "the Stripe-Signature header does not verify this body",
+                     *       "code": "UNAUTHORIZED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveTwilioStatus: {
+        parameters: {
+            query?: {
+                /** @description The step the message was sent for (`<action id>/<step name>`), as oncecall set it. */
+                step?: string;
+            };
+            header: {
+                /** @description Base64 of the HMAC-SHA1, keyed with the auth token, of the URL and the sorted POST parameters. */
+                "X-Twilio-Signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description The callback was verified and taken. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "matched": true
+                     *     }
+                     */
+                    "application/json": {
+                        received: boolean;
+                        /** @description The callback named a message whose outcome was unknown. */
+                        matched: boolean;
+                    };
+                };
+            };
+            /** @description The body could not be read (`INVALID_INPUT`); nothing changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The signature does not verify (`UNAUTHORIZED`); nothing changed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "the X-Twilio-Signature header does not verify this callback",
                      *       "code": "UNAUTHORIZED"
                      *     }
                      */

@@ -16,6 +16,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op"
@@ -90,7 +92,7 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 		case booked != db.BookedOK:
 			http.Error(w, "slot unavailable", http.StatusUnprocessableEntity)
 		default:
-			out, _ := json.Marshal(a)
+			out, _ := json.Marshal(wire.FromAppointment(a))
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusCreated)
 			w.Write(out) //nolint:errcheck
@@ -101,7 +103,7 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 
 // bareBook is the bare handler's one statement: the booking's INSERT,
 // without idempotency. The bare_sql scenario sends it without HTTP.
-func bareBook(ctx context.Context, store *db.Store, tenant, customer, slot uuid.UUID, service string) (db.Appointment, db.Booked, error) {
+func bareBook(ctx context.Context, store *db.Store, tenant, customer, slot uuid.UUID, service string) (oncecall.Appointment, db.Booked, error) {
 	// appointments.action_id is NOT NULL; without idempotency there is no
 	// action, so a random reference stands in for it.
 	return store.BookSlot(ctx, db.Booking{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 )
@@ -53,7 +54,7 @@ func (b *bench) ceilingBatch(ctx context.Context, tenant, customer, slot uuid.UU
 	if err != nil {
 		return err
 	}
-	if !claimed || a.Outcome != db.Confirmed {
+	if !claimed || a.Outcome != oncecall.Confirmed {
 		return errors.New("a fresh key and a free slot were not booked")
 	}
 	return nil
@@ -89,7 +90,7 @@ func (b *bench) ceilingTx(ctx context.Context, tenant, customer, slot uuid.UUID)
 			return errors.New("free slot not booked")
 		}
 		return tx.CompleteAction(ctx, id, db.Completion{
-			Outcome: db.Confirmed, Status: http.StatusCreated, ResourceID: a.ID.String(), Result: resultBody,
+			Outcome: oncecall.Confirmed, Status: http.StatusCreated, ResourceID: a.ID.String(), Result: resultBody,
 		})
 	})
 }

@@ -53,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	basePort := fs.Int("base-port", 23000, "with --failover: first of the 50 loopback ports the run uses")
 	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
 	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
+	fs.BoolVar(&cfg.Twilio, "twilio", false, "serve SMS with the Twilio adapter against the simulator's Twilio mode (with --stripe: both)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

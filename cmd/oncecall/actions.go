@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/reconcile"
@@ -144,7 +145,7 @@ func actionsResolve(ctx context.Context, open func() (*pgxpool.Pool, error), arg
 	}
 	defer pool.Close()
 	a, err := reconcile.Resolve(ctx, dbStore(pool), app.Operations(), id, reconcile.Resolution{
-		Outcome: db.Outcome(*outcome), ProviderRef: *ref, Reason: *reason, Note: *note, By: *by,
+		Outcome: oncecall.Outcome(*outcome), ProviderRef: *ref, Reason: *reason, Note: *note, By: *by,
 	})
 	if err != nil {
 		return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 )
 
@@ -26,12 +27,12 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("key create", stderr)
 	tenantRef := fs.String("tenant", "", "the tenant: its id, or its name (the oldest tenant of that name) (required)")
-	scopeName := fs.String("scope", string(db.ScopeFull), "the key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	scope, err := db.ParseScope(*scopeName)
+	scope, err := oncecall.ParseScope(*scopeName)
 	if err != nil {
 		return err
 	}
@@ -60,8 +61,8 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // findTenant finds a tenant by id, or by name (the oldest of that name).
-func findTenant(ctx context.Context, store *db.Store, ref string) (db.Tenant, error) {
-	var t db.Tenant
+func findTenant(ctx context.Context, store *db.Store, ref string) (oncecall.Tenant, error) {
+	var t oncecall.Tenant
 	var err error
 	if id, perr := uuid.Parse(ref); perr == nil {
 		t, err = store.TenantByID(ctx, id)
@@ -69,10 +70,10 @@ func findTenant(ctx context.Context, store *db.Store, ref string) (db.Tenant, er
 		t, err = store.TenantByName(ctx, ref)
 	}
 	if errors.Is(err, db.ErrNotFound) {
-		return db.Tenant{}, fmt.Errorf("no tenant %q: give its id or its name as oncecall tenant create printed it", ref)
+		return oncecall.Tenant{}, fmt.Errorf("no tenant %q: give its id or its name as oncecall tenant create printed it", ref)
 	}
 	if err != nil {
-		return db.Tenant{}, fmt.Errorf("find tenant: %w", err)
+		return oncecall.Tenant{}, fmt.Errorf("find tenant: %w", err)
 	}
 	return t, nil
 }

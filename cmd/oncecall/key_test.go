@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/pgtest"
@@ -44,7 +45,7 @@ func TestKeysWithAScope(t *testing.T) {
 		}
 		return k
 	}
-	scopeOf := func(key string) db.Scope {
+	scopeOf := func(key string) oncecall.Scope {
 		t.Helper()
 		_, scope, err := store.APIKeyOwner(ctx, key)
 		if err != nil {
@@ -54,19 +55,19 @@ func TestKeysWithAScope(t *testing.T) {
 	}
 
 	voice := runJSON("tenant", "create", "--name", "voice", "--scope", "dasha", "--json")
-	if voice.Scope != "dasha" || scopeOf(voice.APIKey) != db.ScopeDasha {
+	if voice.Scope != "dasha" || scopeOf(voice.APIKey) != oncecall.ScopeDasha {
 		t.Fatalf("tenant create --scope dasha: %+v", voice)
 	}
 	plain := runJSON("tenant", "create", "--name", "plain", "--json")
-	if scopeOf(plain.APIKey) != db.ScopeFull {
+	if scopeOf(plain.APIKey) != oncecall.ScopeFull {
 		t.Fatalf("tenant create without --scope: %+v", plain)
 	}
 	byName := runJSON("key", "create", "--tenant", "plain", "--scope", "dasha", "--json")
-	if byName.TenantID != plain.TenantID || scopeOf(byName.APIKey) != db.ScopeDasha {
+	if byName.TenantID != plain.TenantID || scopeOf(byName.APIKey) != oncecall.ScopeDasha {
 		t.Fatalf("key create by name: %+v", byName)
 	}
 	byID := runJSON("key", "create", "--tenant", voice.TenantID, "--json")
-	if byID.TenantID != voice.TenantID || scopeOf(byID.APIKey) != db.ScopeFull {
+	if byID.TenantID != voice.TenantID || scopeOf(byID.APIKey) != oncecall.ScopeFull {
 		t.Fatalf("key create by id: %+v", byID)
 	}
 	var n int

@@ -8,6 +8,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
+	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -57,8 +58,11 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 // for payments); its ONCECALL_PROVIDER_<CAP>_URL overrides the provider's
 // API base.
 func namedProvider(getenv func(string) string, capability, kind, prefix string) (provider.Provider, error) {
+	if capability == provider.Messaging && kind == "twilio" {
+		return twilioFromEnv(getenv, prefix)
+	}
 	if capability != provider.Payments || kind != "stripe" {
-		return nil, fmt.Errorf("%s=%q is not a provider: use http (the JSON protocol) or, for payments, stripe", strings.TrimSuffix(prefix, "_"), kind)
+		return nil, fmt.Errorf("%s=%q is not a provider: use http (the JSON protocol), for payments stripe, for messaging twilio", strings.TrimSuffix(prefix, "_"), kind)
 	}
 	timeout, err := durationVar(getenv, prefix+"TIMEOUT", stripeprovider.DefaultTimeout)
 	if err != nil {
@@ -72,6 +76,35 @@ func namedProvider(getenv func(string) string, capability, kind, prefix string) 
 		SecretKey: getenv("STRIPE_SECRET_KEY"), BaseURL: getenv(prefix + "URL"), Account: getenv("STRIPE_ACCOUNT"),
 		Timeout: timeout, SearchDelay: delay,
 	})
+}
+
+// twilioFromEnv builds the Twilio messaging adapter: TWILIO_ACCOUNT_SID,
+// TWILIO_AUTH_TOKEN, a sender (TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID,
+// one for the whole process), ONCECALL_PUBLIC_URL for status callbacks,
+// and ONCECALL_PROVIDER_MESSAGING_URL overriding Twilio's API base.
+func twilioFromEnv(getenv func(string) string, prefix string) (provider.Provider, error) {
+	timeout, err := durationVar(getenv, prefix+"TIMEOUT", twilioprovider.DefaultTimeout)
+	if err != nil {
+		return nil, err
+	}
+	delay, err := durationVar(getenv, prefix+"VISIBILITY_DELAY", twilioprovider.DefaultVisibilityDelay)
+	if err != nil {
+		return nil, err
+	}
+	return twilioprovider.New(twilioprovider.Config{
+		AccountSID: getenv("TWILIO_ACCOUNT_SID"), AuthToken: getenv("TWILIO_AUTH_TOKEN"),
+		From: getenv("TWILIO_FROM"), MessagingServiceSID: getenv("TWILIO_MESSAGING_SERVICE_SID"),
+		BaseURL: getenv(prefix + "URL"), PublicURL: getenv("ONCECALL_PUBLIC_URL"), Timeout: timeout, VisibilityDelay: delay,
+	})
+}
+
+// twilioStatusToken is the auth token that verifies Twilio's status
+// callbacks, when messaging goes through Twilio.
+func twilioStatusToken(getenv func(string) string) string {
+	if getenv("ONCECALL_PROVIDER_MESSAGING") != "twilio" {
+		return ""
+	}
+	return getenv("TWILIO_AUTH_TOKEN")
 }
 
 // stepConfig reads how unresolved remote steps are re-checked.

@@ -116,6 +116,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Core:          idem.Config{Lease: *lease},
 		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})
 	if err != nil {
 		return err

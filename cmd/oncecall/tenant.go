@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
@@ -21,12 +22,12 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	name := fs.String("name", "", "tenant name (required)")
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
 	zone := fs.String("timezone", schedule.UTC, "the business's IANA timezone, e.g. Europe/London: weekly hours are read and times spoken to callers in it")
-	scopeName := fs.String("scope", string(db.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "timezone": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	scope, err := db.ParseScope(*scopeName)
+	scope, err := oncecall.ParseScope(*scopeName)
 	if err != nil {
 		return err
 	}

@@ -85,6 +85,25 @@ type Appointment struct {
 	UpdatedAt  time.Time
 }
 
+type Callback struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	CustomerID  *uuid.UUID
+	Phone       *string
+	Subject     string
+	WindowStart time.Time
+	WindowEnd   time.Time
+	Timezone    string
+	Reason      string
+	ActionID    uuid.UUID
+	CallID      *string
+	CallbackRef string
+	Status      string
+	CreatedAt   time.Time
+	AmendedAt   *time.Time
+	CancelledAt *time.Time
+}
+
 type Customer struct {
 	ID          uuid.UUID
 	TenantID    uuid.UUID

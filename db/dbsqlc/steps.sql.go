@@ -367,6 +367,22 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 	return items, nil
 }
 
+const lockProviderRef = `-- name: LockProviderRef :exec
+SELECT pg_advisory_xact_lock(hashtextextended('provider_ref/' || $1::text || '/' || $2::text, 0))
+`
+
+type LockProviderRefParams struct {
+	Capability  string
+	ProviderRef string
+}
+
+// Serialises, until the transaction ends, the drivers that record the same
+// provider reference found by a search (providers without keys).
+func (q *Queries) LockProviderRef(ctx context.Context, arg LockProviderRefParams) error {
+	_, err := q.db.Exec(ctx, lockProviderRef, arg.Capability, arg.ProviderRef)
+	return err
+}
+
 const noticeStep = `-- name: NoticeStep :execrows
 WITH noticed AS (
     UPDATE action_steps
@@ -396,12 +412,83 @@ func (q *Queries) NoticeStep(ctx context.Context, arg NoticeStepParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
+const noticeStepRef = `-- name: NoticeStepRef :execrows
+WITH noticed AS (
+    UPDATE action_steps
+    SET next_check_at = least(next_check_at, now()),
+        provider_ref = coalesce(action_steps.provider_ref, $2::text)
+    WHERE action_steps.action_id = $3 AND action_steps.name = $4 AND action_steps.state = 'unknown'
+    RETURNING action_steps.action_id AS noticed_action, action_steps.name AS noticed_step
+)
+INSERT INTO action_events (action_id, kind, step, detail)
+SELECT noticed_action, 'provider_notice', noticed_step, $1 FROM noticed
+`
+
+type NoticeStepRefParams struct {
+	Detail      json.RawMessage
+	ProviderRef string
+	StepAction  uuid.UUID
+	StepName    string
+}
+
+// NoticeStep for a notice that names the provider's reference of the write
+// (a Twilio status callback names its message): an unknown step keeps the
+// first such reference as where its next check looks first. The reference
+// decides nothing by itself: the check asks the provider whether that write
+// exists and is this step's.
+func (q *Queries) NoticeStepRef(ctx context.Context, arg NoticeStepRefParams) (int64, error) {
+	result, err := q.db.Exec(ctx, noticeStepRef,
+		arg.Detail,
+		arg.ProviderRef,
+		arg.StepAction,
+		arg.StepName,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const providerRefHeld = `-- name: ProviderRefHeld :one
+SELECT EXISTS (
+    SELECT 1 FROM action_steps
+    WHERE capability = $1 AND provider_ref = $2
+      AND state IN ('succeeded', 'unknown')
+      AND NOT (action_id = $3 AND name = $4)
+)
+`
+
+type ProviderRefHeldParams struct {
+	Capability  string
+	ProviderRef *string
+	StepAction  uuid.UUID
+	StepName    string
+}
+
+// Whether another step of the capability holds a provider reference: a
+// write found by a search that another step holds is not this step's.
+func (q *Queries) ProviderRefHeld(ctx context.Context, arg ProviderRefHeldParams) (bool, error) {
+	row := q.db.QueryRow(ctx, providerRefHeld,
+		arg.Capability,
+		arg.ProviderRef,
+		arg.StepAction,
+		arg.StepName,
+	)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const recordStep = `-- name: RecordStep :execrows
 WITH held AS (
     SELECT id FROM actions WHERE id = $10 AND lease_owner = $11 FOR SHARE
 )
 UPDATE action_steps s
-SET state = $1, provider_ref = $2, reject_code = $3,
+SET state = $1,
+    -- A step still unknown keeps the reference a provider's signed notice
+    -- named for it (see NoticeStepRef) until evidence replaces it.
+    provider_ref = coalesce($2, CASE WHEN $1::text = 'unknown' THEN s.provider_ref END),
+    reject_code = $3,
     attempts = s.attempts + $4::integer, checks = $5,
     last_error = $6,
     next_check_at = now() + $7::interval, version = s.version + 1, updated_at = now()

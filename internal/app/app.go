@@ -20,9 +20,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
+	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -72,6 +74,10 @@ type Config struct {
 	// StripeWebhookSecret, when set, serves Stripe's signed webhooks (see
 	// docs/providers/stripe.md).
 	StripeWebhookSecret string
+	// TwilioAuthToken, when set, serves Twilio's signed status callbacks,
+	// sent to PublicURL (oncecall's public base URL) and the status route
+	// (see docs/providers/twilio.md).
+	TwilioAuthToken, PublicURL string
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -154,7 +160,7 @@ type Main struct {
 func Operations() *op.Registry {
 	var ops []op.Operation
 	for _, family := range [][]op.Operation{
-		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(),
+		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(), callback.Operations(),
 	} {
 		ops = append(ops, family...)
 	}
@@ -219,7 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core.SetDriver(m.driver)
 	m.core = core
 	// One resolution for /v1/ops and the console: reconcile.Resolve.
-	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error) {
+	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
 		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 	}
 	var consoleHandler http.Handler
@@ -240,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
-		StripeWebhookSecret: cfg.StripeWebhookSecret,
+		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,

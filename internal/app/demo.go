@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 )
 
@@ -145,13 +146,13 @@ Ctrl-C stops the server and its database.
 
 // demoKey returns the kept demo key while it still opens tenant t with the
 // full scope, else a new key of t.
-func (m *Main) demoKey(ctx context.Context, t db.Tenant) (string, error) {
+func (m *Main) demoKey(ctx context.Context, t oncecall.Tenant) (string, error) {
 	if m.pg != nil {
 		b, err := os.ReadFile(filepath.Join(m.dataDir(), demoKeyFile))
 		if err == nil {
 			key := strings.TrimSpace(string(b))
 			owner, scope, err := m.store.APIKeyOwner(ctx, key)
-			if err == nil && owner.ID == t.ID && scope == db.ScopeFull {
+			if err == nil && owner.ID == t.ID && scope == oncecall.ScopeFull {
 				return key, nil
 			}
 			if err != nil && !errors.Is(err, db.ErrNotFound) {

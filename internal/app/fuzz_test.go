@@ -76,6 +76,10 @@ func example(o op.Operation) string {
 			m[name] = "appointment_reminder"
 		case name == "currency":
 			m[name] = "EUR"
+		case name == "window_end": // a callback's window, local date-times
+			m[name] = "2030-01-07T16:00"
+		case name == "window_start":
+			m[name] = "2030-01-07T14:00"
 		case p["pattern"] != nil: // the phone pattern
 			m[name] = "+442079460958"
 		case p["enum"] != nil:

@@ -23,6 +23,8 @@ func TestAgentPhrasing(t *testing.T) {
 		"customer.update":       {"CUSTOMER_NOT_FOUND", "CUSTOMER_EXISTS"},
 		"customer.note.append":  {"CUSTOMER_NOT_FOUND"},
 		"customer.points.add":   {"CUSTOMER_NOT_FOUND", "INSUFFICIENT_POINTS"},
+		"callback.request":      {"CUSTOMER_NOT_FOUND"},
+		"callback.cancel":       {"CALLBACK_NOT_FOUND", "CALLBACK_NOT_ACTIVE"},
 	}
 	for name, codes := range reasons {
 		o, ok := reg.Get(name)
@@ -59,6 +61,8 @@ func TestToolsAndIdentities(t *testing.T) {
 		"customer.update":       {"update_customer", true},
 		"customer.note.append":  {"add_customer_note", true},
 		"customer.points.add":   {"add_loyalty_points", true},
+		"callback.request":      {"request_callback", true},
+		"callback.cancel":       {"cancel_callback", false},
 	} {
 		o := reg.MustGet(name)
 		if o.Tool() != want.tool || o.PerCall() != want.perCall {
@@ -80,6 +84,10 @@ func TestToolsAndIdentities(t *testing.T) {
 		// A points change is its delta, not the wording of its reason.
 		{"customer.points.add", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","delta":5,"reason":"visit"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "5", ""}},
 		{"customer.points.add", `{"customer_id":"0190a8c2-7f3e-7000-8000-000000000001","delta":5,"reason":"Visit!","points_ref":"b"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001", "5", "b"}},
+		// A callback's identity is every field, its window spelled one way.
+		{"callback.request", `{"phone":"0044 20 7946 0958","window_start":"2030-07-05 14:00","window_end":"2030-07-05T16:00:00","reason":" Invoice "}`,
+			[]string{`{"callback_ref":"","customer_id":"","phone":"+442079460958","reason":"Invoice","window_end":"2030-07-05T16:00","window_start":"2030-07-05T14:00"}`}},
+		{"callback.cancel", `{"callback_id":"0190A8C2-7F3E-7000-8000-000000000001"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001"}},
 	}
 	for _, c := range cases {
 		p, err := reg.MustGet(c.operation).Prepare([]byte(c.body), nil)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/pgtest"
@@ -80,7 +81,7 @@ func StartOn(t testing.TB, dbURL string, cfg ...func(*app.Config)) *Env {
 }
 
 // Tenant creates a tenant and returns it with its API key.
-func (e *Env) Tenant(name string) (db.Tenant, string) {
+func (e *Env) Tenant(name string) (oncecall.Tenant, string) {
 	e.t.Helper()
 	t, key, err := e.Store.CreateTenant(context.Background(), name, "")
 	if err != nil {

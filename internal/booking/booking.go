@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -68,7 +70,7 @@ var Book = op.Define(op.Spec[BookInput]{
 		if in.Notify != "" {
 			// The confirmation message is rendered in Go: a follow-up in
 			// the booking's transaction.
-			s.Then(func(ctx context.Context, tx *db.Tx, a db.Action) ([]byte, error) {
+			s.Then(func(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
 				return confirmBooking(ctx, tx, x, in, a)
 			})
 		}
@@ -91,8 +93,8 @@ var Book = op.Define(op.Spec[BookInput]{
 // statement booked: a rejection is left as it is) and returns the answer
 // that replaces a's: the appointment with the fate of its message. The
 // confirmation is a follow-up: it never changes the booking's outcome.
-func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a db.Action) ([]byte, error) {
-	if a.Outcome != db.Confirmed {
+func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
+	if a.Outcome != oncecall.Confirmed {
 		return nil, nil
 	}
 	booked, err := tx.AppointmentByID(ctx, x.TenantID, op.MustUUID(a.ResourceID))
@@ -107,12 +109,12 @@ func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(notifiedAppointment{Appointment: booked, Confirmation: cmp.Or(notified, "queued")})
+	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: cmp.Or(notified, "queued")})
 }
 
 // notifiedAppointment is a booking with the fate of its confirmation message.
 type notifiedAppointment struct {
-	db.Appointment
+	wire.Appointment
 	// Confirmation is "queued", or why the message could not be queued.
 	Confirmation string `json:"confirmation"`
 }
@@ -126,6 +128,30 @@ func bookRemote() *op.Remote[BookInput] {
 			return nil
 		}
 		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
+	}
+	// The confirmation is rendered when the booking is claimed, with the
+	// slot's time, so that every send of it carries the same text.
+	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
+		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
+			return op.Reservation{}, nil
+		}
+		start, err := tx.SlotStart(ctx, x.TenantID, op.MustUUID(in.SlotID))
+		if errors.Is(err, db.ErrNotFound) {
+			return op.Reservation{}, nil
+		}
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		when, err := localWhen(ctx, tx, x.TenantID, start)
+		if err != nil {
+			return op.Reservation{}, err
+		}
+		f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
+		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, in.SlotID)
+		if err != nil || payload == nil {
+			return op.Reservation{}, err
+		}
+		return op.Reservation{FollowUps: map[string]any{f.Name: payload}}, nil
 	}
 	return r
 }
@@ -254,7 +280,7 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, s.ID.String(), s)
+		return op.Confirm(http.StatusCreated, s.ID.String(), wire.FromSlot(s))
 	},
 })
 

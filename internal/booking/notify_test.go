@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -81,7 +82,7 @@ func TestABookingWithAConfirmationQueuesItOnce(t *testing.T) {
 	if err := json.Unmarshal(stored.Result, &got); err != nil {
 		t.Fatalf("answer %s: %v", stored.Result, err)
 	}
-	if stored.Outcome != db.Confirmed || stored.Status != 201 || got.SlotID != slot || got.Status != "active" ||
+	if stored.Outcome != oncecall.Confirmed || stored.Status != 201 || got.SlotID != slot || got.Status != "active" ||
 		got.Confirmation != "queued" || got.ID.String() != stored.ResourceID || !bytes.Equal(first.Action.Result, stored.Result) {
 		t.Fatalf("answer %s %d %s (given %s), want confirmed 201 with the appointment and its confirmation queued",
 			stored.Outcome, stored.Status, stored.Result, first.Action.Result)

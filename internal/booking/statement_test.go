@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op"
 )
@@ -49,7 +49,7 @@ func (e env) appointmentNow(t *testing.T, id string) []byte {
 
 // run runs o for input under a fresh key and returns the action as stored,
 // after checking that the answer given is the one stored.
-func (e env) run(t *testing.T, o op.Operation, input map[string]any) db.Action {
+func (e env) run(t *testing.T, o op.Operation, input map[string]any) oncecall.Action {
 	t.Helper()
 	body, _ := json.Marshal(input)
 	reply, err := e.Core.Do(t.Context(), e.request(t, o, body, uuid.NewString()))
@@ -68,12 +68,12 @@ func (e env) run(t *testing.T, o op.Operation, input map[string]any) db.Action {
 
 // check fails unless a is outcome with reason and status, and its body is
 // want (the stored appointment when want is nil and a names one).
-func (e env) check(t *testing.T, name string, a db.Action, outcome db.Outcome, reason string, status int, want []byte) {
+func (e env) check(t *testing.T, name string, a oncecall.Action, outcome oncecall.Outcome, reason string, status int, want []byte) {
 	t.Helper()
-	if a.State != db.Completed || a.Outcome != outcome || a.Reason != reason || a.Status != status {
+	if a.State != oncecall.Completed || a.Outcome != outcome || a.Reason != reason || a.Status != status {
 		t.Errorf("%s: %s %s %s %d, want completed %s %s %d", name, a.State, a.Outcome, a.Reason, a.Status, outcome, reason, status)
 	}
-	if (a.ResourceID != "") != (outcome == db.Confirmed) {
+	if (a.ResourceID != "") != (outcome == oncecall.Confirmed) {
 		t.Errorf("%s: resource id %q", name, a.ResourceID)
 	}
 	if want == nil {
@@ -100,16 +100,16 @@ func TestBookingOutcomes(t *testing.T) {
 		customer uuid.UUID
 		slot     uuid.UUID
 		service  string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		reason   string
 		body     map[string]any
 	}{
-		{"confirmed", customer, slot(start), "Cut and colour", db.Confirmed, "", nil},
-		{"confirmed, text to escape", customer, slot(start), `<Cut & "colour"> é`, db.Confirmed, "", nil},
-		{"slot taken", customer, taken, "", db.Rejected, booking.SlotUnavailable, map[string]any{"slot_id": taken}},
-		{"slot in the past", customer, past, "", db.Rejected, booking.SlotUnavailable, map[string]any{"slot_id": past}},
-		{"slot missing", customer, missingSlot, "", db.Rejected, booking.SlotNotFound, map[string]any{"slot_id": missingSlot}},
-		{"customer missing", missingCustomer, slot(start), "", db.Rejected, booking.CustomerNotFound, map[string]any{"customer_id": missingCustomer}},
+		{"confirmed", customer, slot(start), "Cut and colour", oncecall.Confirmed, "", nil},
+		{"confirmed, text to escape", customer, slot(start), `<Cut & "colour"> é`, oncecall.Confirmed, "", nil},
+		{"slot taken", customer, taken, "", oncecall.Rejected, booking.SlotUnavailable, map[string]any{"slot_id": taken}},
+		{"slot in the past", customer, past, "", oncecall.Rejected, booking.SlotUnavailable, map[string]any{"slot_id": past}},
+		{"slot missing", customer, missingSlot, "", oncecall.Rejected, booking.SlotNotFound, map[string]any{"slot_id": missingSlot}},
+		{"customer missing", missingCustomer, slot(start), "", oncecall.Rejected, booking.CustomerNotFound, map[string]any{"customer_id": missingCustomer}},
 	} {
 		a := e.run(t, booking.Book, map[string]any{"customer_id": c.customer, "slot_id": c.slot, "service": c.service})
 		status, want := 201, []byte(nil)
@@ -117,7 +117,7 @@ func TestBookingOutcomes(t *testing.T) {
 			status, want = 422, answerOf(t, c.body)
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, want)
-		if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", c.slot, a.ID); n != map[bool]int{true: 1}[c.outcome == db.Confirmed] {
+		if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", c.slot, a.ID); n != map[bool]int{true: 1}[c.outcome == oncecall.Confirmed] {
 			t.Errorf("%s: %d appointments of the action", c.name, n)
 		}
 	}
@@ -136,17 +136,17 @@ func TestCancelOutcomes(t *testing.T) {
 	for _, c := range []struct {
 		name        string
 		appointment uuid.UUID
-		outcome     db.Outcome
+		outcome     oncecall.Outcome
 		reason      string
 		body        []byte
 	}{
-		{"confirmed", bookedIn(t, e, futureSlot(t, e, 0)), db.Confirmed, "", nil},
-		{"already cancelled", cancelled, db.Rejected, booking.AppointmentNotActive, e.appointmentNow(t, cancelled.String())},
-		{"missing", missing, db.Rejected, booking.AppointmentNotFound, answerOf(t, map[string]any{"appointment_id": missing})},
+		{"confirmed", bookedIn(t, e, futureSlot(t, e, 0)), oncecall.Confirmed, "", nil},
+		{"already cancelled", cancelled, oncecall.Rejected, booking.AppointmentNotActive, e.appointmentNow(t, cancelled.String())},
+		{"missing", missing, oncecall.Rejected, booking.AppointmentNotFound, answerOf(t, map[string]any{"appointment_id": missing})},
 	} {
 		a := e.run(t, booking.Cancel, map[string]any{"appointment_id": c.appointment})
 		status := 200
-		if c.outcome == db.Rejected {
+		if c.outcome == oncecall.Rejected {
 			status = 422
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, c.body)
@@ -177,26 +177,26 @@ func TestRescheduleOutcomes(t *testing.T) {
 		name        string
 		appointment uuid.UUID
 		slot        uuid.UUID
-		outcome     db.Outcome
+		outcome     oncecall.Outcome
 		reason      string
 		body        []byte
 	}{
-		{"moved", bookedIn(t, e, slot()), slot(), db.Confirmed, "", nil},
-		{"already in that slot", inPlace, stay, db.Confirmed, "", nil},
-		{"appointment missing", missingAppointment, slot(), db.Rejected, booking.AppointmentNotFound,
+		{"moved", bookedIn(t, e, slot()), slot(), oncecall.Confirmed, "", nil},
+		{"already in that slot", inPlace, stay, oncecall.Confirmed, "", nil},
+		{"appointment missing", missingAppointment, slot(), oncecall.Rejected, booking.AppointmentNotFound,
 			answerOf(t, map[string]any{"appointment_id": missingAppointment})},
-		{"appointment cancelled", cancelled, slot(), db.Rejected, booking.AppointmentNotActive, e.appointmentNow(t, cancelled.String())},
-		{"slot taken", bookedIn(t, e, slot()), taken, db.Rejected, booking.SlotUnavailable, answerOf(t, map[string]any{"slot_id": taken})},
-		{"slot in the past", bookedIn(t, e, slot()), past, db.Rejected, booking.SlotUnavailable, answerOf(t, map[string]any{"slot_id": past})},
-		{"slot missing", bookedIn(t, e, slot()), missingSlot, db.Rejected, booking.SlotNotFound, answerOf(t, map[string]any{"slot_id": missingSlot})},
+		{"appointment cancelled", cancelled, slot(), oncecall.Rejected, booking.AppointmentNotActive, e.appointmentNow(t, cancelled.String())},
+		{"slot taken", bookedIn(t, e, slot()), taken, oncecall.Rejected, booking.SlotUnavailable, answerOf(t, map[string]any{"slot_id": taken})},
+		{"slot in the past", bookedIn(t, e, slot()), past, oncecall.Rejected, booking.SlotUnavailable, answerOf(t, map[string]any{"slot_id": past})},
+		{"slot missing", bookedIn(t, e, slot()), missingSlot, oncecall.Rejected, booking.SlotNotFound, answerOf(t, map[string]any{"slot_id": missingSlot})},
 	} {
 		a := e.run(t, booking.Reschedule, map[string]any{"appointment_id": c.appointment, "slot_id": c.slot})
 		status := 200
-		if c.outcome == db.Rejected {
+		if c.outcome == oncecall.Rejected {
 			status = 422
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, c.body)
-		if c.outcome == db.Confirmed && e.count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", c.appointment, c.slot) != 1 {
+		if c.outcome == oncecall.Confirmed && e.count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", c.appointment, c.slot) != 1 {
 			t.Errorf("%s: the appointment is not active in the new slot", c.name)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -51,7 +53,7 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
 				a.ID, a.Reason, booked, actions)
-		case !commit && (a.ID == holder || a.Outcome != db.Confirmed || booked != 1 || actions != 1):
+		case !commit && (a.ID == holder || a.Outcome != oncecall.Confirmed || booked != 1 || actions != 1):
 			t.Errorf("after the other attempt rolled back: answer %v %s, %d appointments, %d actions; want a confirmed booking, 1, 1",
 				a.ID, a.Outcome, booked, actions)
 		}
@@ -71,7 +73,7 @@ func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
 		_, err := tx.Exec(t.Context(), "UPDATE appointments SET status = 'cancelled' WHERE id = $1", appointment)
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })
-	var got db.Appointment
+	var got wire.Appointment
 	if err := json.Unmarshal(a.Result, &got); err != nil {
 		t.Fatalf("answer %s: %v", a.Result, err)
 	}
@@ -201,7 +203,7 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
 				a.ID, a.Reason, booked, actions)
-		case !commit && (a.ID == holder || a.Outcome != db.Confirmed || booked != 1 || actions != 1):
+		case !commit && (a.ID == holder || a.Outcome != oncecall.Confirmed || booked != 1 || actions != 1):
 			t.Errorf("after the other attempt rolled back: answer %v %s, %d appointments, %d actions; want a confirmed booking, 1, 1",
 				a.ID, a.Outcome, booked, actions)
 		}

@@ -79,6 +79,10 @@ type Config struct {
 	// the simulator's Stripe mode, with the same faults; the audit counts
 	// the captures of Stripe's PaymentIntents.
 	Stripe bool
+	// Twilio serves SMS with the Twilio adapter (twilio-go) against the
+	// simulator's Twilio mode, with the same faults and duplicated, early
+	// and stray status callbacks; the audit counts Twilio's messages.
+	Twilio bool
 }
 
 func (c *Config) defaults() {
@@ -213,6 +217,16 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), cfg.TrustMessagingKeys, cfg.Stripe), slots: make([]*replica, cfg.Replicas)}
 	defer rs.stopAll()
+	var callbacks *callbackProxy
+	if cfg.Twilio {
+		if callbacks, err = startCallbackProxy(cfg.Seed); err != nil {
+			return rep, err
+		}
+		defer callbacks.close()
+		callbacks.rs.Store(rs)
+		rs.env = append(rs.env, twilioEnv(callbacks.url)...)
+		sim.SetTwilioCallbacks(providersim.TwilioCallbacks{Duplicate: true, BeforeAnswer: true})
+	}
 	for i := range cfg.Replicas {
 		if err := rs.start(ctx, i, 30*time.Second); err != nil {
 			return rep, err
@@ -292,6 +306,9 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		for sleep(chaosCtx, 5*time.Second) {
 			logf("%d actions, %d attempts, %d kills, %d replicas up",
 				f.seq.Load(), f.attempts.Load(), rs.killCount(), rs.live())
+			if callbacks != nil {
+				callbacks.strayCallback(chaosCtx, admin) //nolint:errcheck // a stray callback that does not arrive proves nothing either way
+			}
 		}
 	})
 	<-chaosCtx.Done()
@@ -342,6 +359,17 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			return rep, err
 		}
 		ledger = append(ledger, stripeCaptures(pis)...)
+	}
+	if cfg.Twilio {
+		msgs, err := admin.TwilioLedger(ctx)
+		if err != nil {
+			return rep, err
+		}
+		sends, err := twilioSends(ctx, pool, w.tenant, msgs)
+		if err != nil {
+			return rep, err
+		}
+		ledger = append(ledger, sends...)
 	}
 	rep, err = audit(ctx, pool, w.tenant, ledger, f.all())
 	if err != nil {

@@ -129,7 +129,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if name, err := chromedp.Run(tab, chromedp.Value(chromedp.ID("name"))); err != nil || name != "Ana" {
 		t.Fatalf("the sign-in form lost the name: %q %v", name, err)
 	}
-	do(t, tab, "sign in", chromedp.SendKeys(chromedp.ID("token"), opsToken),
+	do(t, tab, "sign in", chromedp.SendKeys(chromedp.ID("token"), operatorToken),
 		chromedp.Click(chromedp.CSS(`#signin button`)), chromedp.WaitVisible(chromedp.ID("queue")))
 	if who := text(t, tab, "#who"); who != "Ana" {
 		t.Fatalf("signed in as %q", who)

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/reconcile"
@@ -37,7 +38,7 @@ type Config struct {
 	Token string
 	// Resolve applies an operator's resolution: the same function /v1/ops
 	// calls (reconcile.Resolve).
-	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (db.Action, error)
+	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
 	// SessionTTL is how long a sign-in lasts. Default 8h.
 	SessionTTL time.Duration
 	// Refresh is how often the queue reloads its rows. Default 5s.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
@@ -19,7 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/step"
 )
 
-const opsToken = "console-test-operator-token"
+const operatorToken = "console-test-operator-token"
 
 // stack is oncecall with the console, booking on the provider simulator's
 // calendar; the reconciler is off so that a lost answer stays unknown
@@ -27,7 +27,7 @@ const opsToken = "console-test-operator-token"
 type stack struct {
 	e      *apptest.Env
 	sim    *simtest.Sim
-	tenant db.Tenant
+	tenant oncecall.Tenant
 	key    string
 }
 
@@ -44,7 +44,7 @@ func startStack(t *testing.T, tenantName string, keyRetention time.Duration) *st
 		})}
 		c.ReconcileDisabled = true // the test runs passes itself
 		c.Steps = step.Config{Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
-		c.OperatorToken = opsToken
+		c.OperatorToken = operatorToken
 	})
 	tenant, key := e.Tenant(tenantName)
 	return &stack{e: e, sim: sim, tenant: tenant, key: key}
@@ -101,7 +101,7 @@ func (s *stack) signedInClient(t *testing.T, name string) *http.Client {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.PostForm(s.e.URL+"/console/signin", url.Values{"token": {opsToken}, "name": {name}})
+	resp, err := c.PostForm(s.e.URL+"/console/signin", url.Values{"token": {operatorToken}, "name": {name}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,17 +87,17 @@ func TestConsoleSessionsAndRefusals(t *testing.T) {
 	if a.status != http.StatusUnauthorized || a.header.Get("Set-Cookie") != "" {
 		t.Fatalf("wrong token: %d %v", a.status, a.header)
 	}
-	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {opsToken}, "name": {""}})
+	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {operatorToken}, "name": {""}})
 	if a.status != http.StatusBadRequest || a.header.Get("Set-Cookie") != "" {
 		t.Fatalf("no name: %d %v", a.status, a.header)
 	}
-	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {opsToken}, "name": {"Ana"}})
+	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {operatorToken}, "name": {"Ana"}})
 	ck := a.header.Get("Set-Cookie")
 	if a.status != http.StatusSeeOther || !strings.Contains(ck, "HttpOnly") || !strings.Contains(ck, "SameSite=Strict") ||
 		!strings.Contains(ck, "Path=/console/") || !strings.Contains(ck, "Max-Age=") || strings.Contains(ck, "Secure") {
 		t.Fatalf("session cookie: %d %q", a.status, ck)
 	}
-	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {opsToken}, "name": {"Ana"}}, "X-Forwarded-Proto", "https")
+	a = send(t, plain, http.MethodPost, s.e.URL+"/console/signin", url.Values{"token": {operatorToken}, "name": {"Ana"}}, "X-Forwarded-Proto", "https")
 	if ck := a.header.Get("Set-Cookie"); !strings.Contains(ck, "Secure") {
 		t.Fatalf("session cookie behind TLS: %q", ck)
 	}

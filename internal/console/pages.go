@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -96,7 +97,7 @@ type row struct {
 	CallID    string
 }
 
-func (c *Console) rows(actions []db.Action, tenants map[uuid.UUID]string) []row {
+func (c *Console) rows(actions []oncecall.Action, tenants map[uuid.UUID]string) []row {
 	out := make([]row, len(actions))
 	for i, a := range actions {
 		q := string(a.State)
@@ -119,14 +120,14 @@ func tenantName(tenants map[uuid.UUID]string, id uuid.UUID) string {
 }
 
 // platform is where an action's request came from.
-func platform(a db.Action) string {
+func platform(a oncecall.Action) string {
 	if a.CallID != "" || strings.HasPrefix(a.Key, "derived:") {
 		return "Dasha"
 	}
 	return "REST API"
 }
 
-func (c *Console) tenants(r *http.Request) ([]db.Tenant, map[uuid.UUID]string, error) {
+func (c *Console) tenants(r *http.Request) ([]oncecall.Tenant, map[uuid.UUID]string, error) {
 	list, err := c.cfg.Store.Tenants(r.Context())
 	if err != nil {
 		return nil, nil, err
@@ -148,7 +149,7 @@ type queueData struct {
 	Now       time.Time
 	Filter    map[string]string
 	Query     string
-	Tenants   []db.Tenant
+	Tenants   []oncecall.Tenant
 	Ops       []string
 	States    []string
 	Ages      []string
@@ -266,8 +267,8 @@ func (c *Console) queueRows(w http.ResponseWriter, r *http.Request, _ session) {
 
 type actionData struct {
 	Now        time.Time
-	View       api.OpsAction
-	Action     db.Action
+	View       api.OperatorAction
+	Action     oncecall.Action
 	Tenant     string
 	Platform   string
 	Tool       string
@@ -275,7 +276,7 @@ type actionData struct {
 	Derived    bool
 	Envelope   string
 	Request    string
-	Steps      []db.Step
+	Steps      []oncecall.Step
 	Events     []event
 	Evidence   []event
 	Resolvable bool
@@ -283,7 +284,7 @@ type actionData struct {
 }
 
 type event struct {
-	db.Event
+	oncecall.Event
 	Text string
 }
 
@@ -297,7 +298,7 @@ func (c *Console) actionData(r *http.Request, id uuid.UUID) (actionData, error) 
 		return actionData{}, err
 	}
 	a := d.Action
-	view := api.OpsView(d)
+	view := api.OperatorView(d)
 	_, names, err := c.tenants(r)
 	if err != nil {
 		return actionData{}, err
@@ -307,7 +308,7 @@ func (c *Console) actionData(r *http.Request, id uuid.UUID) (actionData, error) 
 		Now: c.now(), View: view, Action: a, Tenant: tenantName(names, a.TenantID), Platform: platform(a),
 		KeyHash: idem.KeyHash(a.Key), Derived: strings.HasPrefix(a.Key, "derived:"),
 		Envelope: pretty(env), Request: pretty(a.Request), Steps: d.Steps,
-		Resolvable: a.State != db.Completed || a.NeedsOperator,
+		Resolvable: a.State != oncecall.Completed || a.NeedsOperator,
 		Held:       a.LeaseUntil != nil && a.LeaseUntil.After(c.now()),
 	}
 	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
@@ -338,7 +339,7 @@ func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, s session) 
 		return
 	}
 	p := page{Title: "Action " + id.String(), Session: s}
-	if o := r.URL.Query().Get("resolved"); o == string(db.Confirmed) || o == string(db.Rejected) {
+	if o := r.URL.Query().Get("resolved"); o == string(oncecall.Confirmed) || o == string(oncecall.Rejected) {
 		p.Notice = "Resolved as " + o + "."
 	}
 	c.showAction(w, r, http.StatusOK, id, p)
@@ -375,7 +376,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 		form[k] = strings.TrimSpace(r.PostForm.Get(k))
 	}
 	a, err := c.cfg.Resolve(r.Context(), id, reconcile.Resolution{
-		Outcome: db.Outcome(form["outcome"]), ProviderRef: form["provider_ref"], Reason: form["reason"],
+		Outcome: oncecall.Outcome(form["outcome"]), ProviderRef: form["provider_ref"], Reason: form["reason"],
 		Note: form["note"], By: s.Name,
 	})
 	if err == nil {
@@ -447,7 +448,7 @@ func (c *Console) searchPage(w http.ResponseWriter, r *http.Request, s session) 
 		a, err := c.cfg.Store.ActionAnyTenant(ctx, id)
 		switch {
 		case err == nil:
-			d.ByID = c.rows([]db.Action{a}, names)
+			d.ByID = c.rows([]oncecall.Action{a}, names)
 		case !errors.Is(err, db.ErrNotFound):
 			c.internal(w, r, err)
 			return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -81,7 +82,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 	// reference the same name from another call is another person.
 	CallScoped: func(in CreateInput) bool { return in.Phone == "" && in.Email == "" && in.ExternalRef == "" },
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
 			switch {
 			case in.Phone != "":
 				return c.Phone == in.Phone
@@ -154,7 +155,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 			in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
 	},
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in UpdateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c db.Customer) bool {
+		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
 			holds := func(p op.Patch, v string) bool { return !p.Set || value(p) == v }
 			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
 		})
@@ -281,7 +282,7 @@ const changed = "This was saved, but the customer's record has changed since (se
 // standing is "" while the customer a local action created or changed (its
 // resource id) still satisfies holds, else "changed". A resource id that is
 // no local customer is a remote CRM's reference: nothing here to check.
-func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string, holds func(db.Customer) bool) (string, error) {
+func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string, holds func(oncecall.Customer) bool) (string, error) {
 	cid, err := uuid.Parse(resourceID)
 	if err != nil {
 		return "", nil //nolint:nilerr // not a local customer

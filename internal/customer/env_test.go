@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -57,7 +58,7 @@ func (e env) request(t *testing.T, o op.Operation, input []byte, key string) ide
 // what the statement needs: hold runs in that transaction first; once the
 // statement waits on a lock, release ends the transaction (commits or
 // rolls it back). It returns the core's answer.
-func (e env) whileHeld(t *testing.T, o op.Operation, input []byte, key string, hold, release func(tx pgx.Tx) error) db.Action {
+func (e env) whileHeld(t *testing.T, o op.Operation, input []byte, key string, hold, release func(tx pgx.Tx) error) oncecall.Action {
 	t.Helper()
 	req := e.request(t, o, input, key)
 	req.Wait = 5 * time.Second

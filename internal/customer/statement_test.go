@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/op"
@@ -29,7 +30,7 @@ func answerOf(t *testing.T, v any) []byte {
 
 // run runs o for input under a fresh key and returns the action as stored,
 // after checking that the answer given is the one stored.
-func (e env) run(t *testing.T, o op.Operation, input map[string]any) db.Action {
+func (e env) run(t *testing.T, o op.Operation, input map[string]any) oncecall.Action {
 	t.Helper()
 	body, _ := json.Marshal(input)
 	reply, err := e.Core.Do(t.Context(), e.request(t, o, body, uuid.NewString()))
@@ -48,12 +49,12 @@ func (e env) run(t *testing.T, o op.Operation, input map[string]any) db.Action {
 
 // check fails unless a is outcome with reason and status and its body is
 // want.
-func check(t *testing.T, name string, a db.Action, outcome db.Outcome, reason string, status int, want []byte) {
+func check(t *testing.T, name string, a oncecall.Action, outcome oncecall.Outcome, reason string, status int, want []byte) {
 	t.Helper()
-	if a.State != db.Completed || a.Outcome != outcome || a.Reason != reason || a.Status != status {
+	if a.State != oncecall.Completed || a.Outcome != outcome || a.Reason != reason || a.Status != status {
 		t.Errorf("%s: %s %s %s %d, want completed %s %s %d", name, a.State, a.Outcome, a.Reason, a.Status, outcome, reason, status)
 	}
-	if (a.ResourceID != "") != (outcome == db.Confirmed) {
+	if (a.ResourceID != "") != (outcome == oncecall.Confirmed) {
 		t.Errorf("%s: resource id %q", name, a.ResourceID)
 	}
 	if !bytes.Equal(a.Result, want) {
@@ -109,16 +110,16 @@ func TestPointsOutcomes(t *testing.T) {
 		customer uuid.UUID
 		delta    int64
 		reason   string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		code     string
 		body     map[string]any
 	}{
-		{"add", withBalance(0), 25, "visit", db.Confirmed, "", nil},
-		{"redeem", withBalance(40), -30, "free coffee", db.Confirmed, "", nil},
-		{"text to escape", withBalance(0), 5, `<birthday & "bonus"> é`, db.Confirmed, "", nil},
-		{"insufficient", poor, -30, "free lunch", db.Rejected, customer.InsufficientPoints,
+		{"add", withBalance(0), 25, "visit", oncecall.Confirmed, "", nil},
+		{"redeem", withBalance(40), -30, "free coffee", oncecall.Confirmed, "", nil},
+		{"text to escape", withBalance(0), 5, `<birthday & "bonus"> é`, oncecall.Confirmed, "", nil},
+		{"insufficient", poor, -30, "free lunch", oncecall.Rejected, customer.InsufficientPoints,
 			map[string]any{"balance": 10, "customer_id": poor, "delta": -30}},
-		{"customer missing", missing, 5, "visit", db.Rejected, customer.NotFound, map[string]any{"customer_id": missing}},
+		{"customer missing", missing, 5, "visit", oncecall.Rejected, customer.NotFound, map[string]any{"customer_id": missing}},
 	} {
 		a := e.run(t, customer.AddPoints, map[string]any{"customer_id": c.customer, "delta": c.delta, "reason": c.reason})
 		if c.body != nil {
@@ -155,14 +156,14 @@ func TestNoteOutcomes(t *testing.T) {
 		name     string
 		customer uuid.UUID
 		text     string
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 	}{
-		{"confirmed", e.made(t, "Ana", "", "", ""), "Prefers mornings", db.Confirmed},
-		{"confirmed, text to escape", e.made(t, "Ana", "", "", ""), "<Allergic> to \"latex\" & nuts\né\u2028", db.Confirmed},
-		{"customer missing", missing, "Prefers mornings", db.Rejected},
+		{"confirmed", e.made(t, "Ana", "", "", ""), "Prefers mornings", oncecall.Confirmed},
+		{"confirmed, text to escape", e.made(t, "Ana", "", "", ""), "<Allergic> to \"latex\" & nuts\né\u2028", oncecall.Confirmed},
+		{"customer missing", missing, "Prefers mornings", oncecall.Rejected},
 	} {
 		a := e.run(t, customer.AppendNote, map[string]any{"customer_id": c.customer, "text": c.text})
-		if c.outcome == db.Rejected {
+		if c.outcome == oncecall.Rejected {
 			check(t, c.name, a, c.outcome, customer.NotFound, http.StatusUnprocessableEntity, answerOf(t, map[string]any{"customer_id": c.customer}))
 			continue
 		}
@@ -196,16 +197,16 @@ func TestCreateCustomerOutcomes(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		input   map[string]any
-		outcome db.Outcome
+		outcome oncecall.Outcome
 		body    map[string]any
 	}{
-		{"all fields", map[string]any{"name": "Ana <Lima> & co", "phone": "+442079460910", "email": "ana1@example.com", "external_ref": "crm-1"}, db.Confirmed, nil},
-		{"name only", map[string]any{"name": "Bo"}, db.Confirmed, nil},
-		{"phone on file", map[string]any{"name": "Ana", "phone": "+442079460810", "external_ref": "other-1"}, db.Rejected,
+		{"all fields", map[string]any{"name": "Ana <Lima> & co", "phone": "+442079460910", "email": "ana1@example.com", "external_ref": "crm-1"}, oncecall.Confirmed, nil},
+		{"name only", map[string]any{"name": "Bo"}, oncecall.Confirmed, nil},
+		{"phone on file", map[string]any{"name": "Ana", "phone": "+442079460810", "external_ref": "other-1"}, oncecall.Rejected,
 			map[string]any{"customer_id": phoneHolder, "field": "phone"}},
-		{"reference on file", map[string]any{"name": "Ana", "external_ref": "ref-1"}, db.Rejected,
+		{"reference on file", map[string]any{"name": "Ana", "external_ref": "ref-1"}, oncecall.Rejected,
 			map[string]any{"customer_id": refHolder, "field": "external_ref"}},
-		{"phone first when both are on file", map[string]any{"name": "Ana", "phone": "+442079460710", "external_ref": "both-1"}, db.Rejected,
+		{"phone first when both are on file", map[string]any{"name": "Ana", "phone": "+442079460710", "external_ref": "both-1"}, oncecall.Rejected,
 			map[string]any{"customer_id": bothPhone, "field": "phone"}},
 	} {
 		a := e.run(t, customer.Create, c.input)
@@ -232,19 +233,19 @@ func TestUpdateCustomerOutcomes(t *testing.T) {
 		name     string
 		customer uuid.UUID
 		input    map[string]any
-		outcome  db.Outcome
+		outcome  oncecall.Outcome
 		reason   string
 		body     map[string]any
 	}{
 		{"every field", e.made(t, "Ana", "+442079460110", "x@example.com", "a-1"),
-			map[string]any{"name": "Ana <B> & C", "phone": "+442079460210", "email": "new1@example.com", "external_ref": "b-1"}, db.Confirmed, "", nil},
+			map[string]any{"name": "Ana <B> & C", "phone": "+442079460210", "email": "new1@example.com", "external_ref": "b-1"}, oncecall.Confirmed, "", nil},
 		{"fields removed", e.made(t, "Ana", "+442079460310", "x@example.com", "c-1"),
-			map[string]any{"phone": nil, "email": nil, "external_ref": nil}, db.Confirmed, "", nil},
-		{"its own phone again", e.made(t, "Ana", "+442079460410", "x@example.com", ""), map[string]any{"phone": "+442079460410"}, db.Confirmed, "", nil},
-		{"missing", missing, map[string]any{"name": "Bo"}, db.Rejected, customer.NotFound, map[string]any{"customer_id": missing}},
-		{"phone on another", e.made(t, "Ana", "", "x@example.com", ""), map[string]any{"phone": "+442079460510"}, db.Rejected, customer.Exists,
+			map[string]any{"phone": nil, "email": nil, "external_ref": nil}, oncecall.Confirmed, "", nil},
+		{"its own phone again", e.made(t, "Ana", "+442079460410", "x@example.com", ""), map[string]any{"phone": "+442079460410"}, oncecall.Confirmed, "", nil},
+		{"missing", missing, map[string]any{"name": "Bo"}, oncecall.Rejected, customer.NotFound, map[string]any{"customer_id": missing}},
+		{"phone on another", e.made(t, "Ana", "", "x@example.com", ""), map[string]any{"phone": "+442079460510"}, oncecall.Rejected, customer.Exists,
 			map[string]any{"customer_id": phoneOther, "field": "phone"}},
-		{"reference on another", e.made(t, "Ana", "", "x@example.com", ""), map[string]any{"external_ref": "d-1"}, db.Rejected, customer.Exists,
+		{"reference on another", e.made(t, "Ana", "", "x@example.com", ""), map[string]any{"external_ref": "d-1"}, oncecall.Rejected, customer.Exists,
 			map[string]any{"customer_id": refOther, "field": "external_ref"}},
 	} {
 		c.input["customer_id"] = c.customer

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/op"
 )
 
@@ -77,11 +77,11 @@ const (
 // Say returns the guidance for an outcome of an operation with phrases p;
 // reason is the stored rejection code (any case). A pending say is the
 // operation's pending phrase followed by how to learn the outcome.
-func Say(p op.Phrases, outcome db.Outcome, reason string) string {
+func Say(p op.Phrases, outcome oncecall.Outcome, reason string) string {
 	switch outcome {
-	case db.Confirmed:
+	case oncecall.Confirmed:
 		return cmp.Or(p.Confirmed, defaultConfirmed)
-	case db.Rejected:
+	case oncecall.Rejected:
 		if s, ok := p.Rejected[strings.ToUpper(reason)]; ok && s != "" {
 			return s
 		}
@@ -92,19 +92,19 @@ func Say(p op.Phrases, outcome db.Outcome, reason string) string {
 
 // ForAction answers with an action as it stands. It is a function of the
 // stored action only, so a replay answers byte for byte like the first.
-func ForAction(a db.Action, p op.Phrases) Answer {
+func ForAction(a oncecall.Action, p op.Phrases) Answer {
 	ans := Answer{ActionID: a.ID.String(), Details: json.RawMessage("{}")}
-	if a.State != db.Completed && a.NeedsOperator {
-		ans.Outcome, ans.Reason, ans.Say = string(db.Pending), NeedsOperator, needsOperatorSay
+	if a.State != oncecall.Completed && a.NeedsOperator {
+		ans.Outcome, ans.Reason, ans.Say = string(oncecall.Pending), NeedsOperator, needsOperatorSay
 		return ans
 	}
-	if a.State != db.Completed {
-		ans.Outcome, ans.Say = string(db.Pending), Say(p, db.Pending, "")
+	if a.State != oncecall.Completed {
+		ans.Outcome, ans.Say = string(oncecall.Pending), Say(p, oncecall.Pending, "")
 		return ans
 	}
 	ans.Outcome = string(a.Outcome)
 	ans.Say = Say(p, a.Outcome, a.Reason)
-	if a.Outcome == db.Rejected {
+	if a.Outcome == oncecall.Rejected {
 		ans.Reason = strings.ToLower(a.Reason)
 	}
 	switch {
@@ -122,7 +122,7 @@ func ForAction(a db.Action, p op.Phrases) Answer {
 // under as_of_the_action, next to current, so that no field of them (a
 // booking's status "active") reads as the object's state now.
 func Changed(ans Answer, p op.Phrases, current string) Answer {
-	if current == "" || ans.Outcome != string(db.Confirmed) {
+	if current == "" || ans.Outcome != string(oncecall.Confirmed) {
 		return ans
 	}
 	ans.Current, ans.Say = current, cmp.Or(p.Changed, defaultChanged)
@@ -159,9 +159,9 @@ func withhold(body json.RawMessage, fields []string) json.RawMessage {
 // uuid.Nil when that attempt has not committed its claim yet.
 func InProgress(id uuid.UUID, p op.Phrases) Answer {
 	if id == uuid.Nil {
-		return Answer{Outcome: string(db.Pending), Say: pendingNoID, Details: json.RawMessage("{}")}
+		return Answer{Outcome: string(oncecall.Pending), Say: pendingNoID, Details: json.RawMessage("{}")}
 	}
-	return Answer{Outcome: string(db.Pending), ActionID: id.String(), Say: Say(p, db.Pending, ""), Details: json.RawMessage("{}")}
+	return Answer{Outcome: string(oncecall.Pending), ActionID: id.String(), Say: Say(p, oncecall.Pending, ""), Details: json.RawMessage("{}")}
 }
 
 // Invalid rejects arguments that do not match the tool's schema. Nothing
@@ -178,7 +178,7 @@ func Invalid(field, message string) Answer {
 		say = fmt.Sprintf("Nothing was done: %s. Get the right %s (ask the caller for what you need, or look it up), then call the tool again with it.", message, field)
 	}
 	details, _ := json.Marshal(map[string]string{"field": field, "message": message})
-	return Answer{Outcome: string(db.Rejected), Reason: InvalidArguments, Say: say, Details: details}
+	return Answer{Outcome: string(oncecall.Rejected), Reason: InvalidArguments, Say: say, Details: details}
 }
 
 // Conflicting rejects a request whose identity (its action_id, key, or the
@@ -197,12 +197,12 @@ func Conflicting(stands Answer) Answer {
 	})
 	var say string
 	switch stands.Outcome {
-	case string(db.Confirmed):
+	case string(oncecall.Confirmed):
 		say = "This request was not carried out again: an earlier request for the same thing already went through, with the " +
 			"details in details.existing, and those stand, not the ones just sent. Tell the caller what stands from " +
 			"details.existing (if it has a current, it has changed since). Do not call this tool again for it. Confirm the details with the " +
 			"caller: if they want something different, use the tool that changes it (such as reschedule_appointment)."
-	case string(db.Pending):
+	case string(oncecall.Pending):
 		say = "This request was not carried out: an earlier request for the same thing, with other details, is NOT confirmed " +
 			"yet and its result is unknown. Do not tell the caller that it happened, and do not call this tool again for it; " +
 			"call check_action_status with details.existing_action_id and follow its answer."
@@ -210,14 +210,14 @@ func Conflicting(stands Answer) Answer {
 		say = "Nothing was done: an earlier request with the same identity had different details and was not carried out " +
 			"(see details.existing). Confirm the details with the caller."
 	}
-	return Answer{Outcome: string(db.Rejected), Reason: ConflictingRequest, Details: details, Say: say}
+	return Answer{Outcome: string(oncecall.Rejected), Reason: ConflictingRequest, Details: details, Say: say}
 }
 
 // Unknown rejects a check_action_status for an id the tenant does not have.
 func Unknown(id string) Answer {
 	details, _ := json.Marshal(map[string]string{"action_id": id})
 	return Answer{
-		Outcome: string(db.Rejected), Reason: UnknownAction, Details: details,
+		Outcome: string(oncecall.Rejected), Reason: UnknownAction, Details: details,
 		Say: "No request with that action_id exists. Do not tell the caller anything happened because of it; " +
 			"use the action_id exactly as an earlier answer gave it.",
 	}
@@ -226,7 +226,7 @@ func Unknown(id string) Answer {
 // Fallback is the fallBackResult of every tool that acts: what the model
 // gets when the webhook fails. It is pending and forbids claiming success.
 func Fallback() Answer {
-	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: fallbackSay, Details: json.RawMessage("{}")}
+	return Answer{Outcome: string(oncecall.Pending), Reason: NoAnswer, Say: fallbackSay, Details: json.RawMessage("{}")}
 }
 
 // readFallbackSay is the fallBackResult of a read-only tool: nothing can
@@ -237,5 +237,5 @@ const readFallbackSay = "oncecall did not answer, so nothing could be looked up:
 
 // ReadFallback is the fallBackResult of a read-only tool.
 func ReadFallback() Answer {
-	return Answer{Outcome: string(db.Pending), Reason: NoAnswer, Say: readFallbackSay, Details: json.RawMessage("{}")}
+	return Answer{Outcome: string(oncecall.Pending), Reason: NoAnswer, Say: readFallbackSay, Details: json.RawMessage("{}")}
 }

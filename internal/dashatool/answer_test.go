@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/dashatool"
 )
@@ -62,7 +62,7 @@ func TestEveryToolPhrasesEveryOutcome(t *testing.T) {
 		}
 		p := o.Phrases()
 		id := uuid.New()
-		confirmed := dashatool.ForAction(db.Action{ID: id, State: db.Completed, Outcome: db.Confirmed, Result: []byte(`{"id":"x"}`)}, p)
+		confirmed := dashatool.ForAction(oncecall.Action{ID: id, State: oncecall.Completed, Outcome: oncecall.Confirmed, Result: []byte(`{"id":"x"}`)}, p)
 		if confirmed.Outcome != "confirmed" || confirmed.Say == "" || string(confirmed.Details) != `{"id":"x"}` {
 			t.Errorf("%s confirmed: %+v", name, confirmed)
 		}
@@ -73,13 +73,13 @@ func TestEveryToolPhrasesEveryOutcome(t *testing.T) {
 			}
 		}
 		for _, r := range reasons {
-			a := dashatool.ForAction(db.Action{ID: id, State: db.Completed, Outcome: db.Rejected, Reason: r}, p)
+			a := dashatool.ForAction(oncecall.Action{ID: id, State: oncecall.Completed, Outcome: oncecall.Rejected, Reason: r}, p)
 			if a.Outcome != "rejected" || a.Reason != strings.ToLower(r) || a.Say == "" {
 				t.Errorf("%s rejected %s: %+v", name, r, a)
 			}
 		}
-		for _, state := range []db.State{db.Running, db.Unknown} {
-			a := dashatool.ForAction(db.Action{ID: id, State: state}, p)
+		for _, state := range []oncecall.State{oncecall.Running, oncecall.Unknown} {
+			a := dashatool.ForAction(oncecall.Action{ID: id, State: state}, p)
 			checkPending(t, name+" "+string(state), a)
 			if a.ActionID != id.String() || !strings.Contains(a.Say, "check_action_status") {
 				t.Errorf("%s pending does not point at check_action_status with its action_id: %+v", name, a)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 )
@@ -59,7 +59,7 @@ type IntentView struct {
 }
 
 // IntentViewOf is the view of an intent.
-func IntentViewOf(pi db.PaymentIntent) IntentView {
+func IntentViewOf(pi oncecall.PaymentIntent) IntentView {
 	return IntentView{
 		PaymentIntentID: pi.ID.String(), Amount: pi.Amount, Currency: pi.Currency,
 		AmountSpoken: op.SpokenAmount(pi.Amount, pi.Currency), Description: pi.Description, CreatedAt: pi.CreatedAt,
@@ -80,5 +80,5 @@ func IntentsAnswer(customerID string, found []IntentView) Answer {
 			"they are paying (by its description and amount_spoken), then call charge_payment with its payment_intent_id. " +
 			"One with charge_in_progress true is already being charged: do not charge it again. Never invent an id."
 	}
-	return Answer{Outcome: string(db.Confirmed), Say: say, Details: details}
+	return Answer{Outcome: string(oncecall.Confirmed), Say: say, Details: details}
 }

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 )
@@ -123,7 +123,7 @@ type CustomerView struct {
 }
 
 // ViewOf is the view of a customer record.
-func ViewOf(c db.Customer) CustomerView {
+func ViewOf(c oncecall.Customer) CustomerView {
 	return CustomerView{
 		CustomerID: c.ID.String(), Name: c.Name, Points: c.Points,
 		HasPhone: c.Phone != "", HasEmail: c.Email != "", HasExternalRef: c.ExternalRef != "",
@@ -156,7 +156,7 @@ func CustomersFound(found []CustomerView, source string) Answer {
 	default:
 		say = "A customer is on file with that phone number. " + greet
 	}
-	return Answer{Outcome: string(db.Confirmed), Say: say, Details: details}
+	return Answer{Outcome: string(oncecall.Confirmed), Say: say, Details: details}
 }
 
 // NoCallerNumber answers find_customer without a phone argument when the
@@ -165,7 +165,7 @@ func NoCallerNumber() Answer {
 	const message = "phone is required: this call carries no caller number to look up"
 	details, _ := json.Marshal(map[string]string{"field": "phone", "message": message})
 	return Answer{
-		Outcome: string(db.Rejected), Reason: InvalidArguments, Details: details,
+		Outcome: string(oncecall.Rejected), Reason: InvalidArguments, Details: details,
 		Say: "No customer was looked up: the call carries no caller number. Ask the caller for their phone number, " +
 			"then call find_customer again with it as phone.",
 	}
@@ -175,7 +175,7 @@ func NoCallerNumber() Answer {
 func CustomerAnswer(c CustomerView) Answer {
 	details, _ := json.Marshal(c)
 	return Answer{
-		Outcome: string(db.Confirmed), Details: details,
+		Outcome: string(oncecall.Confirmed), Details: details,
 		Say: "This is the customer's record. You may tell the caller their name and points balance; do not read out contact " +
 			"details (has_phone, has_email and has_external_ref only say whether they are on file).",
 	}
@@ -185,7 +185,7 @@ func CustomerAnswer(c CustomerView) Answer {
 func CustomerMissing(id string) Answer {
 	details, _ := json.Marshal(map[string]string{"customer_id": id})
 	return Answer{
-		Outcome: string(db.Rejected), Reason: CustomerNotFound, Details: details,
+		Outcome: string(oncecall.Rejected), Reason: CustomerNotFound, Details: details,
 		Say: "No customer with that customer_id exists. Look the caller up with find_customer and use the customer_id it " +
 			"gives; never invent one.",
 	}
@@ -201,5 +201,5 @@ func AppointmentsAnswer(found int, details json.RawMessage) Answer {
 			"Confirm with the caller which one they mean, then use its id as appointment_id in reschedule_appointment or " +
 			"cancel_appointment. Never invent an appointment id."
 	}
-	return Answer{Outcome: string(db.Confirmed), Say: say, Details: details}
+	return Answer{Outcome: string(oncecall.Confirmed), Say: say, Details: details}
 }

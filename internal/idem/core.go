@@ -15,17 +15,18 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 )
 
 // Outcome is what the caller hears.
-type Outcome = db.Outcome
+type Outcome = oncecall.Outcome
 
 // Outcomes.
 const (
-	Confirmed = db.Confirmed
-	Rejected  = db.Rejected
-	Pending   = db.Pending
+	Confirmed = oncecall.Confirmed
+	Rejected  = oncecall.Rejected
+	Pending   = oncecall.Pending
 )
 
 // Result is what an operation's execution produced.
@@ -86,7 +87,7 @@ type Request struct {
 	// it: such a key names an intent ("this customer in this slot"), so
 	// once its answer stops being true the same request is a new action.
 	// The key is then retired from the old action and claimed anew.
-	Stale func(ctx context.Context, a db.Action) (bool, error)
+	Stale func(ctx context.Context, a oncecall.Action) (bool, error)
 	// CallID is the Dasha callId of a tool call, kept with the action.
 	CallID string
 	// Named, when set, is the action the request names (a tool call's
@@ -101,12 +102,12 @@ type Request struct {
 // action as it then stands (completed, or unknown when a provider's answer
 // was lost). owner is the token of the lease the claim took.
 type Driver interface {
-	Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Action, error)
+	Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) (oncecall.Action, error)
 }
 
 // Reply is the action the request maps to.
 type Reply struct {
-	Action db.Action
+	Action oncecall.Action
 	// Replayed is true when the action was not executed by this request.
 	Replayed bool
 }
@@ -184,7 +185,7 @@ var errClaimWait = errors.New("claim waited too long for a concurrent attempt")
 
 // InProgressError is returned when another attempt still runs the action.
 type InProgressError struct {
-	Action     db.Action
+	Action     oncecall.Action
 	RetryAfter time.Duration
 }
 
@@ -192,7 +193,7 @@ func (e *InProgressError) Error() string { return "action in progress" }
 
 // ReusedError is returned when the key belongs to an action with another
 // operation or fingerprint.
-type ReusedError struct{ Action db.Action }
+type ReusedError struct{ Action oncecall.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
 
@@ -288,9 +289,9 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 				return nil, err
 			}
 			if rejected == nil {
-				reply = Reply{Action: db.Action{
+				reply = Reply{Action: oncecall.Action{
 					ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-					Fingerprint: req.Fingerprint, State: db.Running, Request: req.Input,
+					Fingerprint: req.Fingerprint, State: oncecall.Running, Request: req.Input,
 				}}
 				return nil, nil
 			}
@@ -305,9 +306,9 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		if len(done.Result) > c.cfg.MaxBodyBytes {
 			done.Result = nil
 		}
-		reply = Reply{Action: db.Action{
+		reply = Reply{Action: oncecall.Action{
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-			Fingerprint: req.Fingerprint, State: db.Completed,
+			Fingerprint: req.Fingerprint, State: oncecall.Completed,
 			Outcome: done.Outcome, Reason: done.Reason, Status: done.Status,
 			ResourceID: done.ResourceID, Result: done.Result,
 		}}
@@ -321,7 +322,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	case err == nil && !claimed:
 		return Reply{}, errNotClaimed
 	}
-	if err != nil || reply.Action.State != db.Running {
+	if err != nil || reply.Action.State != oncecall.Running {
 		return reply, err
 	}
 	return c.drive(ctx, reply.Action, owner), nil
@@ -354,9 +355,9 @@ func (c *Core) claimOnce(ctx context.Context, claim db.Claim, claimWait time.Dur
 // provider call in half: when ctx ends first, the caller hears pending
 // (the action is still running) while the driver goes on and records the
 // provider's answer. Drain waits for such drives.
-func (c *Core) drive(ctx context.Context, a db.Action, owner uuid.UUID) Reply {
+func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Reply {
 	if c.driver == nil {
-		a.State = db.Unknown
+		a.State = oncecall.Unknown
 		return Reply{Action: a}
 	}
 	done := make(chan Reply, 1)
@@ -364,7 +365,7 @@ func (c *Core) drive(ctx context.Context, a db.Action, owner uuid.UUID) Reply {
 		driven, err := c.driver.Drive(context.WithoutCancel(ctx), a, owner)
 		if err != nil {
 			driven = a
-			driven.State = db.Unknown
+			driven.State = oncecall.Unknown
 		}
 		done <- Reply{Action: driven}
 	})
@@ -403,8 +404,8 @@ func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (
 // follow answers a request whose key already names an action. An answer
 // that no longer holds under a derived key (req.Stale) is superseded once
 // per request: the key is retired from a and errSuperseded returned.
-func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, error) {
-	if req.Stale != nil && a.State == db.Completed {
+func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
+	if req.Stale != nil && a.State == oncecall.Completed {
 		stale, err := req.Stale(ctx, a)
 		if err != nil {
 			return Reply{}, db.Fault(err)
@@ -422,7 +423,7 @@ func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, er
 	if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
 		return Reply{}, &ReusedError{Action: a}
 	}
-	if a.State != db.Running {
+	if a.State != oncecall.Running {
 		return c.replay(ctx, a)
 	}
 	deadline := time.Now().Add(req.Wait)
@@ -439,7 +440,7 @@ func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, er
 		if err != nil {
 			return Reply{}, db.Fault(err)
 		}
-		if next.State != db.Running {
+		if next.State != oncecall.Running {
 			return c.replay(ctx, next)
 		}
 		a = next
@@ -453,8 +454,8 @@ func (c *Core) follow(ctx context.Context, req *Request, a db.Action) (Reply, er
 // to be on the synchronous standbys: its own request may have had its wait
 // for them cancelled, and a failover would then lose what this answer
 // confirms (see db.Store.Replicated).
-func (c *Core) replay(ctx context.Context, a db.Action) (Reply, error) {
-	if a.State == db.Completed {
+func (c *Core) replay(ctx context.Context, a oncecall.Action) (Reply, error) {
+	if a.State == oncecall.Completed {
 		if err := c.store.Replicated(ctx); err != nil {
 			return Reply{}, db.Fault(err)
 		}
@@ -470,7 +471,7 @@ func (c *Core) claimWait(req Request) time.Duration {
 	return c.cfg.ClaimWait
 }
 
-func retryAfter(a db.Action) time.Duration {
+func retryAfter(a oncecall.Action) time.Duration {
 	if a.LeaseUntil == nil {
 		return time.Second
 	}

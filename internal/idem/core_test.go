@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -22,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 type env struct {
 	store  *db.Store
 	core   *idem.Core
-	tenant db.Tenant
+	tenant oncecall.Tenant
 }
 
 func setup(t *testing.T) env {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall"
 )
 
 // Observer is told how each request to the core ended, for metrics. Its
@@ -33,7 +33,7 @@ func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
 			o.Replayed(req.Operation)
 		case err == nil:
 			outcome := reply.Action.Outcome
-			if reply.Action.State != db.Completed {
+			if reply.Action.State != oncecall.Completed {
 				outcome = Pending
 			}
 			o.Executed(req.Operation, outcome)

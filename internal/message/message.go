@@ -17,6 +17,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -209,7 +211,7 @@ func execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Re
 	if err != nil {
 		return idem.Result{}, err
 	}
-	return op.Confirm(http.StatusCreated, msg.ID.String(), msg)
+	return op.Confirm(http.StatusCreated, msg.ID.String(), wire.FromMessage(msg))
 }
 
 // Variables are a template's variables. Decoding names the variable whose
@@ -280,21 +282,12 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 // now, becomes a follow-up step of the action x, recorded in its
 // transaction and sent by the driver (the reconciler's next pass) through
 // the messaging provider, with the step's provider key, once.
-func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, in SendInput) (reason string, err error) {
-	switch {
-	case in.Channel == SMS && c.Phone == "":
-		return CustomerHasNoPhone, nil
-	case in.Channel == Email && c.Email == "":
-		return CustomerHasNoEmail, nil
+func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c oncecall.Customer, in SendInput) (reason string, err error) {
+	send, reason, err := confirmation(ctx, tx, x, c, in)
+	if err != nil || reason != "" {
+		return reason, err
 	}
-	text, err := render(ctx, tx, x.TenantID, in)
-	if fault.CodeOf(err) == fault.InvalidInput {
-		return TemplateNotApplicable, nil
-	}
-	if err != nil {
-		return "", err
-	}
-	payload, err := json.Marshal(remoteSend{SendInput: in, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body})
+	payload, err := json.Marshal(send)
 	if err != nil {
 		return "", err
 	}
@@ -308,6 +301,49 @@ func confirmRemote(ctx context.Context, tx *db.Tx, x idem.Exec, c db.Customer, i
 		return "", err
 	}
 	return "", tx.AddEvent(ctx, x.ActionID, "claimed", "", map[string]int{"steps": 1})
+}
+
+// confirmation renders a confirmation for a remote messaging provider:
+// the text and the customer's address, or why there is none.
+func confirmation(ctx context.Context, tx *db.Tx, x idem.Exec, c oncecall.Customer, in SendInput) (remoteSend, string, error) {
+	recipient, reason, err := addressOf(c, in.Channel)
+	if err != nil || reason != "" {
+		return remoteSend{}, reason, err
+	}
+	text, err := render(ctx, tx, x.TenantID, in)
+	if fault.CodeOf(err) == fault.InvalidInput {
+		return remoteSend{}, TemplateNotApplicable, nil
+	}
+	if err != nil {
+		return remoteSend{}, "", err
+	}
+	return remoteSend{SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body}, "", nil
+}
+
+// ConfirmationPayload is the payload of a booking's remote confirmation
+// (the follow-up ConfirmationFollowUp declares), rendered in the claim's
+// transaction: the text and the customer's address the messaging provider
+// is sent, kept with the step. Nil when there is nothing to render (no such
+// customer, no address for the channel, a template that does not apply):
+// the follow-up keeps its bare request, which a provider that sends
+// messages refuses.
+func ConfirmationPayload(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, when, subjectID string) (any, error) {
+	c, err := tx.CustomerByID(ctx, x.TenantID, op.MustUUID(customerID))
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	in := SendInput{
+		CustomerID: customerID, Channel: channel, Template: "appointment_confirmation",
+		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
+	}
+	send, reason, err := confirmation(ctx, tx, x, c, in)
+	if err != nil || reason != "" {
+		return nil, err
+	}
+	return send, nil
 }
 
 // TemplateNotApplicable is the fate of a booking's confirmation when the

@@ -2,8 +2,10 @@ package message
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -16,6 +18,9 @@ import (
 // recovery sends exactly this text, whatever the template says later.
 type remoteSend struct {
 	SendInput
+	// Recipient is where the message goes: to, or the customer's phone
+	// number (sms) or e-mail address (email) as the claim read it.
+	Recipient       string `json:"recipient,omitempty"`
 	TemplateVersion int    `json:"template_version,omitempty"`
 	SubjectLine     string `json:"subject_line,omitempty"`
 	Body            string `json:"body"`
@@ -26,13 +31,54 @@ type remoteSend struct {
 func sendRemote() *op.Remote[SendInput] {
 	r := op.SendInput[SendInput](provider.Messaging, http.StatusCreated)
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (op.Reservation, error) {
+		recipient, reason, err := recipientOf(ctx, tx, x, in)
+		if err != nil || reason != "" {
+			if err != nil {
+				return op.Reservation{}, err
+			}
+			res, err := op.Reject(reason, map[string]string{"customer_id": in.CustomerID})
+			return op.Reservation{Reject: &res}, err
+		}
 		text, err := render(ctx, tx, x.TenantID, in)
 		if err != nil {
 			return op.Reservation{}, err
 		}
-		return op.Reservation{Payload: remoteSend{SendInput: in, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body}}, nil
+		return op.Reservation{Payload: remoteSend{
+			SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body,
+		}}, nil
 	}
 	return r
+}
+
+// recipientOf is the address of a message: to, or the customer's phone or
+// e-mail address for the channel; reason is the rejection when there is
+// none (CUSTOMER_NOT_FOUND, CUSTOMER_HAS_NO_PHONE, CUSTOMER_HAS_NO_EMAIL).
+func recipientOf(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (recipient, reason string, err error) {
+	if in.CustomerID == "" {
+		return in.To, "", nil
+	}
+	c, err := tx.CustomerByID(ctx, x.TenantID, op.MustUUID(in.CustomerID))
+	if errors.Is(err, db.ErrNotFound) {
+		return "", CustomerNotFound, nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return addressOf(c, in.Channel)
+}
+
+// addressOf is a customer's address for a channel, or the rejection when
+// it has none.
+func addressOf(c oncecall.Customer, channel string) (recipient, reason string, err error) {
+	switch {
+	case channel == SMS && c.Phone == "":
+		return "", CustomerHasNoPhone, nil
+	case channel == Email && c.Email == "":
+		return "", CustomerHasNoEmail, nil
+	case channel == SMS:
+		return c.Phone, "", nil
+	}
+	return c.Email, "", nil
 }
 
 // maxEchoedName bounds how much of an unknown variable's name an error

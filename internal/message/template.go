@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -213,7 +214,7 @@ func render(ctx context.Context, tx *db.Tx, tenant uuid.UUID, in SendInput) (ren
 	return rendered{subject: subject, body: body, version: t.version}, err
 }
 
-func fromStored(s db.Template) (*messageTemplate, error) {
+func fromStored(s oncecall.Template) (*messageTemplate, error) {
 	t, err := parseTemplate(s.Name, s.Subject, s.Body, s.Required, s.Optional)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -84,7 +85,7 @@ var UpdateTemplate = op.Define(op.Spec[TemplateInput]{
 // saveTemplate is the Execute of a template write: write stores a version
 // and reports whether it could; when not, the action is rejected with
 // reason, naming the template.
-func saveTemplate(write func(*db.Tx, context.Context, db.NewTemplate) (db.Template, bool, error), status int, reason string) func(context.Context, *db.Tx, idem.Exec, TemplateInput) (idem.Result, error) {
+func saveTemplate(write func(*db.Tx, context.Context, db.NewTemplate) (oncecall.Template, bool, error), status int, reason string) func(context.Context, *db.Tx, idem.Exec, TemplateInput) (idem.Result, error) {
 	return func(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
 		t, saved, err := write(tx, ctx, newTemplate(x, in))
 		switch {
@@ -99,7 +100,7 @@ func saveTemplate(write func(*db.Tx, context.Context, db.NewTemplate) (db.Templa
 
 // templateRef is a template version's resource id, kept with the compact
 // action once its body is pruned.
-func templateRef(t db.Template) string { return t.Name + "/v" + strconv.Itoa(t.Version) }
+func templateRef(t oncecall.Template) string { return t.Name + "/v" + strconv.Itoa(t.Version) }
 
 func newTemplate(x idem.Exec, in TemplateInput) db.NewTemplate {
 	return db.NewTemplate{
@@ -194,7 +195,7 @@ func overridesCleanly(in *TemplateInput) error {
 	return nil
 }
 
-func view(t db.Template) Template {
+func view(t oncecall.Template) Template {
 	created := t.CreatedAt
 	return Template{
 		Name: t.Name, Version: t.Version, Subject: t.Subject, Body: t.Body,

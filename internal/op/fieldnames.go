@@ -4,12 +4,11 @@ import (
 	"bytes"
 	"encoding"
 	"encoding/json"
-	"maps"
 	"reflect"
-	"slices"
 	"strings"
 	"sync"
 
+	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
@@ -20,21 +19,16 @@ import (
 // CheckFieldNames closes that: every key that reaches a struct field must be
 // its exact name.
 
-// CheckFieldNames checks the keys of the canonical JSON c (valid, without
-// duplicate keys) against the struct fields of v's type, at every depth
+// CheckFieldNames checks the keys of the canonical JSON c (the output of
+// canon.Canonical) against the struct fields of v's type, at every depth
 // where v's type is a struct (a type with its own UnmarshalJSON is left to
 // it). A key that is not the exact name of a field but matches one the way
 // encoding/json would (ignoring case) is refused as an unknown field; other
 // keys are left to the caller (op.Decode refuses them, a webhook tolerates
-// them).
+// them). It scans c (canon.Members) instead of decoding it: what lies under
+// a field that is raw JSON or a plain value is skipped, not parsed.
 func CheckFieldNames(c []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(c))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return fault.Wrap(fault.InvalidJSON, err, "the request body is not valid JSON")
-	}
-	return checkNames(tree, reflect.TypeOf(v), "")
+	return checkNames(c, reflect.TypeOf(v), "")
 }
 
 var (
@@ -42,7 +36,7 @@ var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 )
 
-func checkNames(tree any, t reflect.Type, path string) error {
+func checkNames(c []byte, t reflect.Type, path string) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -51,14 +45,12 @@ func checkNames(tree any, t reflect.Type, path string) error {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		obj, ok := tree.(map[string]any)
-		if !ok {
-			return nil // a type error, which the decoder reports
-		}
+		// Not an object, Members yields nothing: a type error, which the
+		// decoder reports. Canonical keys are sorted, so the field an answer
+		// names is the same every time.
 		fields := structFields(t)
-		// Sorted, so that the field an answer names is the same every time.
-		for _, k := range slices.Sorted(maps.Keys(obj)) {
-			v := obj[k]
+		for quoted, v := range canon.Members(c) {
+			k := unquote(quoted)
 			ft, ok := fields[k]
 			if !ok {
 				for name := range fields {
@@ -73,23 +65,29 @@ func checkNames(tree any, t reflect.Type, path string) error {
 			}
 		}
 	case reflect.Map:
-		if obj, ok := tree.(map[string]any); ok {
-			for _, k := range slices.Sorted(maps.Keys(obj)) {
-				if err := checkNames(obj[k], t.Elem(), path+k+"."); err != nil {
-					return err
-				}
+		for quoted, v := range canon.Members(c) {
+			if err := checkNames(v, t.Elem(), path+unquote(quoted)+"."); err != nil {
+				return err
 			}
 		}
 	case reflect.Slice, reflect.Array:
-		if arr, ok := tree.([]any); ok {
-			for _, v := range arr {
-				if err := checkNames(v, t.Elem(), path); err != nil {
-					return err
-				}
+		for v := range canon.Elements(c) {
+			if err := checkNames(v, t.Elem(), path); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
+}
+
+// unquote is the key a canonical JSON string spells.
+func unquote(quoted []byte) string {
+	if bytes.IndexByte(quoted, '\\') < 0 {
+		return string(quoted[1 : len(quoted)-1])
+	}
+	var k string
+	_ = json.Unmarshal(quoted, &k) // canonical: always valid
+	return k
 }
 
 var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -123,6 +124,9 @@ type Reservation struct {
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
+	// FollowUps, by follow-up name, replace the payloads the follow-ups
+	// declared (a confirmation's text, rendered now).
+	FollowUps map[string]any
 }
 
 // FollowUp is a further remote write of an action.
@@ -183,7 +187,7 @@ type Prepared struct {
 	// Restates reports whether this request asks for exactly what the
 	// completed action a did (see Spec.Restates); nil when only an equal
 	// fingerprint does.
-	Restates func(ctx context.Context, s *db.Store, a db.Action) (bool, error)
+	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
 	// Run performs the operation's writes in the claim's transaction (see
 	// Spec.Execute); nil when Statement is set.
 	Run func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
@@ -209,7 +213,7 @@ type Prepared struct {
 	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
 	// Standing tells whether a completed action's answer still holds (see
 	// Spec.Standing); nil when it always does.
-	Standing func(ctx context.Context, s *db.Store, a db.Action) (string, error)
+	Standing func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error)
 }
 
 type spec[In any] struct {
@@ -241,6 +245,11 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	if err := Decode(raw, &in); err != nil {
 		return nil, err
 	}
+	return o.prepare(in)
+}
+
+// prepare normalises a decoded input and builds its Prepared request.
+func (o spec[In]) prepare(in In) (*Prepared, error) {
 	if o.s.Normalize != nil {
 		if err := o.s.Normalize(&in); err != nil {
 			return nil, err
@@ -278,8 +287,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 		}
 	}
 	if o.s.Standing != nil {
-		p.Standing = func(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-			if a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Standing = func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+			if a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return "", nil
 			}
 			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
@@ -287,8 +296,8 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 	}
 	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
 	if o.s.Restates != nil {
-		p.Restates = func(ctx context.Context, s *db.Store, a db.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != db.Completed || a.Outcome != db.Confirmed {
+		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
+			if a.Operation != o.s.Name || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 				return false, nil
 			}
 			var stored In
@@ -318,6 +327,11 @@ func Decode(raw []byte, v any) error {
 	if err != nil {
 		return fault.Wrap(fault.InvalidJSON, err, err.Error())
 	}
+	return decodeCanonical(c, v)
+}
+
+// decodeCanonical is Decode of the canonical JSON c.
+func decodeCanonical(c []byte, v any) error {
 	if len(c) == 0 || c[0] != '{' {
 		return fault.New(fault.InvalidJSON, "the request body must be a JSON object")
 	}
@@ -460,6 +474,16 @@ func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In],
 		}
 		steps[0].Payload = payload
 	}
+	for i := range steps[1:] {
+		f := &steps[1+i]
+		if p, ok := res.FollowUps[f.Name]; ok {
+			payload, err := json.Marshal(p)
+			if err != nil {
+				return nil, err
+			}
+			f.Payload = payload
+		}
+	}
 	return nil, nil
 }
 
@@ -489,8 +513,8 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 
 // standingByResource is Standing of a completed, confirmed action whose
 // request was pruned (see Spec.StandingByResource).
-func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a db.Action) (string, error) {
-	if o.s.StandingByResource == nil || a.State != db.Completed || a.Outcome != db.Confirmed {
+func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	if o.s.StandingByResource == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 		return "", nil
 	}
 	return o.s.StandingByResource(ctx, s, a.TenantID, a.ResourceID)

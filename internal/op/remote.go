@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/provider"
@@ -31,7 +32,7 @@ func SendInput[In any](capability string, status int) *Remote[In] {
 
 // prepared rebuilds an action's prepared request from the normalised input
 // it was claimed with.
-func (r *Registry) prepared(a db.Action) (*Prepared, error) {
+func (r *Registry) prepared(a oncecall.Action) (*Prepared, error) {
 	o, ok := r.Get(a.Operation)
 	if !ok {
 		return nil, fmt.Errorf("unknown operation %q", a.Operation)
@@ -47,7 +48,7 @@ func (r *Registry) prepared(a db.Action) (*Prepared, error) {
 // provider holds as rec: the operation's own remote result, rebuilt from the
 // normalised request the action was claimed with. Used when the answer
 // arrives later than the request (the reconciler, an operator).
-func (r *Registry) Confirmed(a db.Action, rec provider.Record) (idem.Result, error) {
+func (r *Registry) Confirmed(a oncecall.Action, rec provider.Record) (idem.Result, error) {
 	p, err := r.prepared(a)
 	if err != nil {
 		return idem.Result{}, err
@@ -60,7 +61,7 @@ func (r *Registry) Confirmed(a db.Action, rec provider.Record) (idem.Result, err
 
 // Settle records locally the outcome res of a remote action (the intent a
 // charge captured or released), in the transaction that completes it.
-func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a db.Action, res idem.Result, providerRef string) error {
+func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a oncecall.Action, res idem.Result, providerRef string) error {
 	p, err := r.prepared(a)
 	if err != nil || p.Settle == nil {
 		return err
@@ -71,7 +72,7 @@ func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a db.Action, res idem.
 // Standing tells what became of the object a completed action describes
 // ("" while its answer holds; see Spec.Standing). An action whose request
 // was pruned, or whose operation declares nothing, holds.
-func (r *Registry) Standing(ctx context.Context, s *db.Store, a db.Action) (string, error) {
+func (r *Registry) Standing(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
 	o, ok := r.Get(a.Operation)
 	if !ok {
 		return "", nil
@@ -80,7 +81,7 @@ func (r *Registry) Standing(ctx context.Context, s *db.Store, a db.Action) (stri
 	if err != nil {
 		// A pruned request: what the resource id alone tells, if anything.
 		if by, ok := o.(interface {
-			standingByResource(context.Context, *db.Store, db.Action) (string, error)
+			standingByResource(context.Context, *db.Store, oncecall.Action) (string, error)
 		}); ok {
 			return by.standingByResource(ctx, s, a)
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -87,7 +89,7 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, pi.ID.String(), pi)
+		return op.Confirm(http.StatusCreated, pi.ID.String(), wire.FromPaymentIntent(pi))
 	},
 	Say: op.Phrases{
 		Confirmed: "The payment is approved but not charged yet.",
@@ -143,7 +145,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		if status == db.PaymentDeclined {
+		if status == oncecall.PaymentDeclined {
 			// The declined attempt is recorded; the intent stays chargeable.
 			return op.Reject(Declined, map[string]string{
 				"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String(), "decline_code": declineCode,
@@ -152,7 +154,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, pi.ID, amount); err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, p.ID.String(), p)
+		return op.Confirm(http.StatusCreated, p.ID.String(), wire.FromPayment(p))
 	},
 	Remote: chargeRemote(),
 	Say: op.Phrases{
@@ -173,14 +175,14 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 // localCharge is the local provider's answer for a payment method.
 func localCharge(method string) (status, declineCode string) {
 	if method == MethodDeclined {
-		return db.PaymentDeclined, "card_declined"
+		return oncecall.PaymentDeclined, "card_declined"
 	}
-	return db.PaymentSucceeded, ""
+	return oncecall.PaymentSucceeded, ""
 }
 
 // amountOf is the amount a charge asks of intent pi: its own, or the
 // intent's whole amount.
-func (in ChargeInput) amountOf(pi db.PaymentIntent) int64 {
+func (in ChargeInput) amountOf(pi oncecall.PaymentIntent) int64 {
 	if in.Amount != "" {
 		return in.Amount.Int64()
 	}
@@ -191,24 +193,24 @@ func (in ChargeInput) amountOf(pi db.PaymentIntent) int64 {
 // and checks that it may be charged the requested amount: approved, not
 // captured, no remote charge of it in flight, the amount within the
 // approval. It returns the intent and the amount, or the rejection.
-func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (db.PaymentIntent, int64, *idem.Result, error) {
+func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (oncecall.PaymentIntent, int64, *idem.Result, error) {
 	intentID := op.MustUUID(in.PaymentIntentID)
-	reject := func(reason string, details any) (db.PaymentIntent, int64, *idem.Result, error) {
+	reject := func(reason string, details any) (oncecall.PaymentIntent, int64, *idem.Result, error) {
 		res, err := op.Reject(reason, details)
-		return db.PaymentIntent{}, 0, &res, err
+		return oncecall.PaymentIntent{}, 0, &res, err
 	}
 	pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
 	if errors.Is(err, db.ErrNotFound) {
 		return reject(IntentNotFound, map[string]string{"payment_intent_id": in.PaymentIntentID})
 	}
 	if err != nil {
-		return db.PaymentIntent{}, 0, nil, err
+		return oncecall.PaymentIntent{}, 0, nil, err
 	}
 	switch {
-	case pi.Status == db.IntentCaptured:
+	case pi.Status == oncecall.IntentCaptured:
 		p, err := tx.SucceededPayment(ctx, x.TenantID, intentID)
 		if err != nil {
-			return db.PaymentIntent{}, 0, nil, err
+			return oncecall.PaymentIntent{}, 0, nil, err
 		}
 		return reject(AlreadyCaptured, map[string]string{"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String()})
 	case pi.ChargingAction != uuid.Nil && pi.ChargingAction != x.ActionID:
@@ -270,7 +272,7 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		amount := in.amountOf(pi)
 		p := db.NewPayment{
 			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
-			Status: db.PaymentSucceeded, ProviderRef: providerRef,
+			Status: oncecall.PaymentSucceeded, ProviderRef: providerRef,
 		}
 		if res.Outcome != idem.Confirmed {
 			// Refused by the provider or an operator: nothing was charged,

@@ -132,3 +132,25 @@ func (s Set) Remote(capability string) (Provider, bool) {
 	p, ok := s[capability]
 	return p, ok && p != nil
 }
+
+// Finder is a provider without idempotency keys whose writes are found by
+// what they carry (a recipient, a text, a time) rather than by a reference
+// of oncecall's. The driver asks it instead of LookupByRef.
+type Finder interface {
+	Find(ctx context.Context, q Query) (Record, bool, error)
+}
+
+// Query describes a write to find.
+type Query struct {
+	// Write is the write as it was sent.
+	Write Write
+	// ProviderRef is the provider's id of the write when something (a
+	// signed notice) named it: it is checked first.
+	ProviderRef string
+	// Since is when the write could have been sent first (its action's
+	// claim); nothing older is it.
+	Since time.Time
+	// Taken reports whether a provider id is already another write's: a
+	// match that is taken is not this write.
+	Taken func(ctx context.Context, id string) (bool, error)
+}

@@ -118,3 +118,28 @@ func (a Admin) do(ctx context.Context, method, path string, in any, want int, ou
 	}
 	return nil
 }
+
+// TwilioLedger lists the Twilio mode's messages, oldest first, with how
+// many status callbacks each one had delivered.
+func (a Admin) TwilioLedger(ctx context.Context) ([]TwilioMessage, error) {
+	var out struct {
+		Messages []TwilioMessage `json:"messages"`
+	}
+	err := a.do(ctx, http.MethodGet, "/twilio/ledger", nil, http.StatusOK, &out)
+	return out.Messages, err
+}
+
+// TwilioCallbacks sets the Twilio mode's callback faults.
+func (a Admin) TwilioCallbacks(ctx context.Context, c TwilioCallbacks) error {
+	return a.do(ctx, http.MethodPost, "/twilio/callbacks", c, http.StatusOK, nil)
+}
+
+// TwilioStrayCallback makes the Twilio mode post a signed callback about a
+// message it never created to target; it returns the receiver's status.
+func (a Admin) TwilioStrayCallback(ctx context.Context, target string) (int, error) {
+	var out struct {
+		Status int `json:"status"`
+	}
+	err := a.do(ctx, http.MethodPost, "/twilio/stray-callback", map[string]string{"url": target}, http.StatusOK, &out)
+	return out.Status, err
+}

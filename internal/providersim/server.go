@@ -29,6 +29,7 @@ func (m *Main) Handler() http.Handler {
 	mux.HandleFunc("DELETE /control/faults", m.clearFaults)
 	mux.HandleFunc("DELETE /control/faults/{id}", m.deleteFault)
 	m.stripeRoutes(mux)
+	m.twilioRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusNotFound, "NO_ROUTE", "no such route")
 	})
@@ -86,11 +87,11 @@ func writeProblem(w http.ResponseWriter, status int, code, msg string) {
 }
 
 // auth requires the bearer token, when one is configured, everywhere but
-// /healthz.
+// /healthz and the Twilio mode's API (Basic authentication, see twilio.go).
 func (m *Main) auth(next http.Handler) http.Handler {
 	want := []byte("Bearer " + m.cfg.AuthToken)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if m.cfg.AuthToken != "" && r.URL.Path != "/healthz" &&
+		if m.cfg.AuthToken != "" && r.URL.Path != "/healthz" && !strings.HasPrefix(r.URL.Path, "/2010-04-01/") &&
 			subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			writeProblem(w, http.StatusUnauthorized, "UNAUTHORIZED", "missing or wrong bearer token")
 			return
@@ -485,7 +486,7 @@ func (m *Main) healthz(w http.ResponseWriter, r *http.Request) {
 		"idempotency":   !m.cfg.NoIdempotency,
 		"key_retention": m.cfg.KeyRetention.String(),
 		"lookup_lag":    m.cfg.LookupLag.String(),
-		"in_flight":     m.st.inFlight() + m.stripe.inFlight(),
+		"in_flight":     m.st.inFlight() + m.stripe.inFlight() + m.twilio.inFlight(),
 	})
 }
 

@@ -68,6 +68,9 @@ type Config struct {
 	// events, signed with StripeWebhookSecret (see stripe.go).
 	StripeWebhookURL    string
 	StripeWebhookSecret string
+	// TwilioAccountSID and TwilioAuthToken are the Twilio mode's account
+	// (see twilio.go). Defaults TwilioTestAccountSID and TwilioTestAuthToken.
+	TwilioAccountSID, TwilioAuthToken string
 }
 
 // Main is a running simulator.
@@ -75,6 +78,7 @@ type Main struct {
 	cfg    Config
 	st     *state
 	stripe *stripeState
+	twilio *twilioState
 	rules  *rules
 	ln     net.Listener
 	srv    *http.Server
@@ -105,7 +109,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 			return nil, err
 		}
 	}
-	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(), rules: &rules{}, quit: make(chan struct{})}
+	m := &Main{cfg: cfg, st: newState(file, events), stripe: newStripeState(),
+		twilio: newTwilioState(cfg.TwilioAccountSID, cfg.TwilioAuthToken), rules: &rules{}, quit: make(chan struct{})}
 	m.SetStripeWebhook(cfg.StripeWebhookURL, cfg.StripeWebhookSecret)
 	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {

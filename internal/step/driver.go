@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -72,18 +73,18 @@ func (d *Driver) Remote(capability string) bool {
 // flagged for an operator when recovery has run out of evidence. owner is
 // the token of the caller's lease on the action: every change Drive makes is
 // fenced by it, so a caller whose lease was taken over changes nothing.
-func (d *Driver) Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Action, error) {
+func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) (oncecall.Action, error) {
 	steps, err := d.store.Steps(ctx, a.ID)
 	if err != nil {
 		return a, fmt.Errorf("load steps: %w", err)
 	}
 	needsOperator := false
-	var required *db.Step
+	var required *oncecall.Step
 	for i := range steps {
 		s := &steps[i]
 		if s.Required {
 			required = s
-		} else if required != nil && required.State != db.StepSucceeded {
+		} else if required != nil && required.State != oncecall.StepSucceeded {
 			break // follow-ups wait for the write they follow
 		}
 		if resolved(s) || !s.Due() {
@@ -103,7 +104,7 @@ func (d *Driver) Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Ac
 			return a, err
 		}
 		needsOperator = needsOperator || stuck
-		if s.Required && s.State != db.StepSucceeded {
+		if s.Required && s.State != oncecall.StepSucceeded {
 			break
 		}
 	}
@@ -113,17 +114,19 @@ func (d *Driver) Drive(ctx context.Context, a db.Action, owner uuid.UUID) (db.Ac
 	return d.store.ActionByID(ctx, a.TenantID, a.ID)
 }
 
-func resolved(s *db.Step) bool { return s.State == db.StepSucceeded || s.State == db.StepRejected }
+func resolved(s *oncecall.Step) bool {
+	return s.State == oncecall.StepSucceeded || s.State == oncecall.StepRejected
+}
 
 // settle records the action's outcome once its required step is resolved,
 // and otherwise ends the lease (a running action becomes unknown).
-func (d *Driver) settle(ctx context.Context, a db.Action, owner uuid.UUID, required *db.Step, needsOperator bool) error {
+func (d *Driver) settle(ctx context.Context, a oncecall.Action, owner uuid.UUID, required *oncecall.Step, needsOperator bool) error {
 	var res idem.Result
 	var err error
 	switch {
-	case required != nil && required.State == db.StepSucceeded && a.State != db.Completed:
+	case required != nil && required.State == oncecall.StepSucceeded && a.State != oncecall.Completed:
 		res, err = d.ops.Confirmed(a, provider.Record{ID: required.ProviderRef, ExternalRef: required.ExternalRef, Status: "committed"})
-	case required != nil && required.State == db.StepRejected && a.State != db.Completed:
+	case required != nil && required.State == oncecall.StepRejected && a.State != oncecall.Completed:
 		res, err = op.Reject(required.RejectCode, map[string]string{"provider_code": required.RejectCode})
 	default:
 		// Unresolved (unknown from now on), or completed with only
@@ -167,13 +170,13 @@ func sendWindow(t provider.Traits) time.Duration { return t.CallTimeout() + time
 // whether the step needs an operator. Every time comparison uses the
 // database's clock as read with the step; BeginSend checks the same
 // conditions again, in SQL, at the instant it marks the step sent.
-func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID) (needsOperator bool, err error) {
+func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID) (needsOperator bool, err error) {
 	p, ok := d.providers.Remote(s.Capability)
 	if !ok {
 		return d.inconclusive(ctx, a, s, owner, "no remote provider is configured for "+s.Capability)
 	}
 	t := p.Traits()
-	if s.State == db.StepPending {
+	if s.State == oncecall.StepPending {
 		return d.send(ctx, a, s, owner, p, db.Send{})
 	}
 	// Unknown: the write may exist. A provider that honours keys
@@ -190,15 +193,34 @@ func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uui
 	case err != nil:
 		return d.inconclusive(ctx, a, s, owner, "lookup failed: "+errText(err))
 	case found && rec.Status == "rejected":
-		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
+		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: oncecall.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: db.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks}, rec.ID)
+		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks}
+		if _, searched := p.(provider.Finder); !searched {
+			return false, d.record(ctx, a, s, owner, "evidence", u, rec.ID)
+		}
+		// A write found by what it carries is this step's only if no other
+		// step holds it; drivers recording the same one take turns.
+		err := d.recordIf(ctx, a, s, owner, "evidence", u, rec.ID, func(tx *db.Tx) error {
+			if err := tx.LockProviderRef(ctx, s.Capability, rec.ID); err != nil {
+				return err
+			}
+			held, err := tx.ProviderRefHeld(ctx, s.Capability, rec.ID, a.ID, s.Name)
+			if err == nil && held {
+				err = errHeld
+			}
+			return err
+		})
+		if errors.Is(err, errHeld) {
+			return d.inconclusive(ctx, a, s, owner, "the write found is another step's")
+		}
+		return false, err
 	case t.HonoursKeys:
 		// Past the key's retention the provider no longer protects a
 		// re-send, and a local key never extends that protection.
 		d.observe(s.Capability, "needs_operator", 0)
 		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
-			State: db.StepUnknown, Checks: s.Checks + 1, LastError: "not found past the provider's key retention",
+			State: oncecall.StepUnknown, Checks: s.Checks + 1, LastError: "not found past the provider's key retention",
 			Backoff: d.cfg.MaxBackoff,
 		}, "")
 	case t.AuthoritativeLookup && s.LastSentAt != nil && s.DBNow.After(s.LastSentAt.Add(settle)):
@@ -211,9 +233,20 @@ func (d *Driver) advance(ctx context.Context, a db.Action, s *db.Step, owner uui
 	}
 }
 
-func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *db.Step) (provider.Record, bool, error) {
+func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *oncecall.Step) (provider.Record, bool, error) {
 	if p.Traits().HonoursKeys {
 		return p.LookupByKey(ctx, s.Capability, s.ProviderKey)
+	}
+	if f, ok := p.(provider.Finder); ok {
+		return f.Find(ctx, provider.Query{
+			Write: provider.Write{
+				Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef, Operation: s.Operation, Payload: s.Payload,
+			},
+			ProviderRef: s.ProviderRef, Since: s.ActionCreatedAt,
+			Taken: func(ctx context.Context, id string) (bool, error) {
+				return d.store.ProviderRefHeld(ctx, s.Capability, id, s.ActionID, s.Name)
+			},
+		})
 	}
 	recs, err := p.LookupByRef(ctx, s.Capability, s.ExternalRef)
 	if err != nil || len(recs) == 0 {
@@ -227,6 +260,9 @@ func (d *Driver) lookup(ctx context.Context, p provider.Provider, s *db.Step) (p
 // evidence it was about to act on expired: this driver must not act on it.
 var errMoved = errors.New("the step was moved by another driver")
 
+// errHeld: the write a search found is held by another step.
+var errHeld = errors.New("the write found is another step's")
+
 // send dispatches the step with its persisted provider key, relying on the
 // evidence in ev (none for a pending step, which was certainly never sent).
 // It first marks the step as possibly sent, fenced by the lease and the
@@ -234,7 +270,7 @@ var errMoved = errors.New("the step was moved by another driver")
 // extends the lease over the send: drivers whose leases overlapped never
 // both send, and one that dies mid-send leaves the step unknown, for
 // recovery by evidence.
-func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, p provider.Provider, ev db.Send) (needsOperator bool, err error) {
+func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, p provider.Provider, ev db.Send) (needsOperator bool, err error) {
 	t := p.Traits()
 	ev.Action, ev.Name, ev.Owner, ev.Version, ev.Window = a.ID, s.Name, owner, s.Version, sendWindow(t)
 	start := time.Now()
@@ -264,18 +300,18 @@ func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, owner uuid.U
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
-		u.State, u.ProviderRef = db.StepSucceeded, rec.ID
+		u.State, u.ProviderRef = oncecall.StepSucceeded, rec.ID
 	case errors.As(err, &rej):
-		u.State, u.RejectCode = db.StepRejected, rej.Code
+		u.State, u.RejectCode = oncecall.StepRejected, rej.Code
 	case class == "not_sent":
-		u.State, u.LastError = db.StepPending, errText(err)
+		u.State, u.LastError = oncecall.StepPending, errText(err)
 	case class == "key_conflict":
 		// The provider holds another write under this key: no re-send can
 		// tell what became of this one.
-		u.State, u.LastError, u.Checks, u.Backoff = db.StepUnknown, errText(err), s.Checks+1, d.cfg.MaxBackoff
+		u.State, u.LastError, u.Checks, u.Backoff = oncecall.StepUnknown, errText(err), s.Checks+1, d.cfg.MaxBackoff
 		needsOperator = true
 	default:
-		u.State, u.LastError = db.StepUnknown, errText(err)
+		u.State, u.LastError = oncecall.StepUnknown, errText(err)
 		if resend {
 			// A re-send that is answered ambiguously again is a check that
 			// found nothing: it counts towards the operator.
@@ -291,11 +327,11 @@ func (d *Driver) send(ctx context.Context, a db.Action, s *db.Step, owner uuid.U
 
 // outOfChecks reports whether a step with checks inconclusive checks, or
 // as old as its action, is an operator's to decide.
-func (d *Driver) outOfChecks(s *db.Step, checks int) bool {
+func (d *Driver) outOfChecks(s *oncecall.Step, checks int) bool {
 	return checks >= d.cfg.MaxChecks || s.DBNow.Sub(s.ActionCreatedAt) > d.cfg.MaxAge
 }
 
-func (d *Driver) inconclusive(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, why string) (bool, error) {
+func (d *Driver) inconclusive(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, why string) (bool, error) {
 	checks := s.Checks + 1
 	stuck := d.outOfChecks(s, checks)
 	kind := "inconclusive"
@@ -310,11 +346,22 @@ func (d *Driver) inconclusive(ctx context.Context, a db.Action, s *db.Step, owne
 
 // record stores a step update and its timeline event, fenced by the lease
 // and the step's version, and reflects it in s.
-func (d *Driver) record(ctx context.Context, a db.Action, s *db.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string) error {
-	if u.ProviderRef == "" && u.State == db.StepSucceeded {
+func (d *Driver) record(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string) error {
+	return d.recordIf(ctx, a, s, owner, kind, u, ref, nil)
+}
+
+// recordIf is record after guard, in the same transaction: a guard's error
+// records nothing and is returned.
+func (d *Driver) recordIf(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, kind string, u db.StepUpdate, ref string, guard func(*db.Tx) error) error {
+	if u.ProviderRef == "" && u.State == oncecall.StepSucceeded {
 		u.ProviderRef = ref
 	}
 	err := d.store.InTx(ctx, func(tx *db.Tx) error {
+		if guard != nil {
+			if err := guard(tx); err != nil {
+				return err
+			}
+		}
 		ok, err := tx.RecordStep(ctx, a.ID, s.Name, owner, s.Version, u)
 		if err != nil || !ok {
 			return leaseLost(err, ok)
@@ -323,7 +370,7 @@ func (d *Driver) record(ctx context.Context, a db.Action, s *db.Step, owner uuid
 			"state": u.State, "provider_ref": u.ProviderRef, "reject_code": u.RejectCode, "error": u.LastError,
 		})
 	})
-	if errors.Is(err, errMoved) {
+	if errors.Is(err, errMoved) || errors.Is(err, errHeld) {
 		return err
 	}
 	if err != nil {

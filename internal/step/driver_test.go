@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -29,7 +30,7 @@ type keylessEnv struct {
 	store  *db.Store
 	sim    *simtest.Sim
 	driver *step.Driver
-	action db.Action
+	action oncecall.Action
 }
 
 func setupKeyless(t *testing.T) keylessEnv {
@@ -125,7 +126,7 @@ func TestOnlyOneOfTwoDriversSendsAStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fast.State != db.Completed || fast.Outcome != db.Confirmed {
+	if fast.State != oncecall.Completed || fast.Outcome != oncecall.Confirmed {
 		t.Fatalf("the first driver left the action %s %s, want completed confirmed", fast.State, fast.Outcome)
 	}
 	if err := <-slow; err != nil {

@@ -130,6 +130,22 @@ func (s *Sim) StripeLedger() []providersim.StripePaymentIntent {
 	return l
 }
 
+// TwilioLedger lists the Twilio mode's messages.
+func (s *Sim) TwilioLedger() []providersim.TwilioMessage {
+	s.t.Helper()
+	l, err := s.Admin.TwilioLedger(context.Background())
+	if err != nil {
+		s.t.Fatalf("read twilio ledger: %v", err)
+	}
+	return l
+}
+
+// SetTwilioCallbacks sets the Twilio mode's callback faults.
+func (s *Sim) SetTwilioCallbacks(c providersim.TwilioCallbacks) { s.main.SetTwilioCallbacks(c) }
+
+// TwilioAccount is the Twilio mode's account SID and auth token.
+func (s *Sim) TwilioAccount() (sid, token string) { return s.main.TwilioAccount() }
+
 // Build compiles cmd/providersim into a temporary folder and returns the
 // binary's path.
 func Build(t testing.TB) string {

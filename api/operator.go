@@ -1,5 +1,10 @@
 package api
 
+// The operator API (/v1/ops, guarded by Config.OperatorToken): operators
+// list, inspect and resolve the actions of every tenant. The URL keeps the
+// short name ops; in code it is the operator API, not to be confused with
+// the operation registry (Config.Ops).
+
 import (
 	"crypto/subtle"
 	"net/http"
@@ -9,6 +14,8 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
@@ -33,28 +40,30 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
-// OpsAction is an action as operators see it.
-type OpsAction struct {
+// OperatorAction is an action as operators see it.
+type OperatorAction struct {
 	Envelope
-	TenantID      string     `json:"tenant_id"`
-	NeedsOperator bool       `json:"needs_operator"`
-	CreatedAt     string     `json:"created_at"`
-	Steps         []db.Step  `json:"steps,omitempty"`
-	Events        []db.Event `json:"events,omitempty"`
+	TenantID      string       `json:"tenant_id"`
+	NeedsOperator bool         `json:"needs_operator"`
+	CreatedAt     string       `json:"created_at"`
+	Steps         []wire.Step  `json:"steps,omitempty"`
+	Events        []wire.Event `json:"events,omitempty"`
 }
 
-func opsAction(a db.Action) OpsAction {
-	return OpsAction{
+func operatorAction(a oncecall.Action) OperatorAction {
+	return OperatorAction{
 		Envelope: envelope(a), TenantID: a.TenantID.String(), NeedsOperator: a.NeedsOperator,
 		CreatedAt: a.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
 	}
 }
 
-func (s *Server) opsListActions(w http.ResponseWriter, r *http.Request) {
+// operatorListActions answers GET /v1/ops/actions: the actions of every
+// tenant, filtered by state, needs_operator and limit.
+func (s *Server) operatorListActions(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := db.ActionFilter{State: q.Get("state"), Limit: 100}
 	switch f.State {
-	case "", string(db.Running), string(db.Completed), string(db.Unknown):
+	case "", string(oncecall.Running), string(oncecall.Completed), string(oncecall.Unknown):
 	default:
 		writeError(w, r, fault.Field("state", "must be running, completed or unknown"))
 		return
@@ -80,14 +89,15 @@ func (s *Server) opsListActions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, db.Fault(err))
 		return
 	}
-	out := make([]OpsAction, len(actions))
+	out := make([]OperatorAction, len(actions))
 	for i, a := range actions {
-		out[i] = opsAction(a)
+		out[i] = operatorAction(a)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"actions": out})
 }
 
-func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
+// operatorShowAction answers GET /v1/ops/actions/{action_id}.
+func (s *Server) operatorShowAction(w http.ResponseWriter, r *http.Request) {
 	id, ok := actionParam(w, r)
 	if !ok {
 		return
@@ -97,14 +107,14 @@ func (s *Server) opsShowAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, readErr(err, "action"))
 		return
 	}
-	writeJSON(w, http.StatusOK, OpsView(d))
+	writeJSON(w, http.StatusOK, OperatorView(d))
 }
 
-// OpsView is an action with its steps and timeline as GET
+// OperatorView is an action with its steps and timeline as GET
 // /v1/ops/actions/{id} answers it; the operator console shows the same.
-func OpsView(d reconcile.Detail) OpsAction {
-	a := opsAction(d.Action)
-	a.Steps, a.Events = d.Steps, d.Events
+func OperatorView(d reconcile.Detail) OperatorAction {
+	a := operatorAction(d.Action)
+	a.Steps, a.Events = wire.FromSteps(d.Steps), wire.FromEvents(d.Events)
 	return a
 }
 
@@ -117,7 +127,9 @@ type ResolveRequest struct {
 	By          string `json:"by"`
 }
 
-func (s *Server) opsResolveAction(w http.ResponseWriter, r *http.Request) {
+// operatorResolveAction answers POST /v1/ops/actions/{action_id}/resolve:
+// an operator's resolution of an action (reconcile.Resolve).
+func (s *Server) operatorResolveAction(w http.ResponseWriter, r *http.Request) {
 	id, ok := actionParam(w, r)
 	if !ok {
 		return
@@ -133,14 +145,14 @@ func (s *Server) opsResolveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
-		Outcome: db.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
+		Outcome: oncecall.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
 	})
 	if err != nil {
 		writeError(w, r, readErr(err, "action"))
 		return
 	}
 	infoFrom(r.Context()).actionID = a.ID.String()
-	writeJSON(w, http.StatusOK, opsAction(a))
+	writeJSON(w, http.StatusOK, operatorAction(a))
 }
 
 func actionParam(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {

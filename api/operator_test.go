@@ -17,7 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
-const opsToken = "ops-test-token"
+const operatorToken = "ops-test-token"
 
 // TestGeneratedClientResolvesAStuckRemoteBooking books on a remote calendar
 // whose answer is lost, then settles the action as an operator would, all
@@ -32,10 +32,10 @@ func TestGeneratedClientResolvesAStuckRemoteBooking(t *testing.T) {
 			Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
 		})}
 		c.ReconcileDisabled = true // the operator settles it, not the reconciler
-		c.OperatorToken = opsToken
+		c.OperatorToken = operatorToken
 	})
 	tenant, key := e.Tenant("acme")
-	c, ops := newClient(t, e, key), newClient(t, e, opsToken)
+	c, operator := newClient(t, e, key), newClient(t, e, operatorToken)
 	ctx := t.Context()
 
 	sim.Fault(provider.Calendar, "drop_response", 1)
@@ -52,16 +52,16 @@ func TestGeneratedClientResolvesAStuckRemoteBooking(t *testing.T) {
 	if p := must(t, http.StatusUnauthorized, l, err).ApplicationproblemJSON401; p.Code != apiclient.UNAUTHORIZED {
 		t.Fatalf("a tenant's key on the operator API: %s", l.Body)
 	}
-	l, err = ops.ListOpsActionsWithResponse(ctx, &apiclient.ListOpsActionsParams{State: ptr(apiclient.StateUnknown), Limit: ptr(10)})
+	l, err = operator.ListOpsActionsWithResponse(ctx, &apiclient.ListOpsActionsParams{State: ptr(apiclient.StateUnknown), Limit: ptr(10)})
 	if list := must(t, http.StatusOK, l, err).JSON200.Actions; len(list) != 1 || list[0].ActionId != id || list[0].TenantId != tenant.ID {
 		t.Fatalf("unknown actions: %s", l.Body)
 	}
-	l, err = ops.ListOpsActionsWithResponse(ctx, &apiclient.ListOpsActionsParams{Limit: ptr(1001)})
+	l, err = operator.ListOpsActionsWithResponse(ctx, &apiclient.ListOpsActionsParams{Limit: ptr(1001)})
 	if p := must(t, http.StatusBadRequest, l, err).ApplicationproblemJSON400; p.Field == nil || *p.Field != "limit" {
 		t.Fatalf("limit 1001: %s", l.Body)
 	}
 
-	d, err := ops.GetOpsActionWithResponse(ctx, id)
+	d, err := operator.GetOpsActionWithResponse(ctx, id)
 	detail := must(t, http.StatusOK, d, err).JSON200
 	if detail.Steps == nil || len(*detail.Steps) != 1 || (*detail.Steps)[0].State != apiclient.StepStateUnknown ||
 		(*detail.Steps)[0].Capability != apiclient.Calendar || !(*detail.Steps)[0].Required {
@@ -74,7 +74,7 @@ func TestGeneratedClientResolvesAStuckRemoteBooking(t *testing.T) {
 	if !slices.Contains(kinds, "claimed") || !slices.Contains(kinds, "sent:ambiguous") {
 		t.Fatalf("timeline: %v", kinds)
 	}
-	d, err = ops.GetOpsActionWithResponse(ctx, uuid.New())
+	d, err = operator.GetOpsActionWithResponse(ctx, uuid.New())
 	if p := must(t, http.StatusNotFound, d, err).ApplicationproblemJSON404; p.Code != apiclient.NOTFOUND {
 		t.Fatalf("unknown action: %s", d.Body)
 	}
@@ -84,13 +84,13 @@ func TestGeneratedClientResolvesAStuckRemoteBooking(t *testing.T) {
 		t.Fatalf("calendar ledger holds %d writes, want 1", len(ledger))
 	}
 	ref := ledger[0].ID
-	res, err := ops.ResolveOpsActionWithResponse(ctx, id, apiclient.ResolveRequest{
+	res, err := operator.ResolveOpsActionWithResponse(ctx, id, apiclient.ResolveRequest{
 		Outcome: apiclient.ResolveRequestOutcomeConfirmed, Note: "found in the calendar", By: "ana",
 	})
 	if p := must(t, http.StatusBadRequest, res, err).ApplicationproblemJSON400; p.Field == nil || *p.Field != "provider_ref" {
 		t.Fatalf("confirm without evidence: %s", res.Body)
 	}
-	res, err = ops.ResolveOpsActionWithResponse(ctx, id, apiclient.ResolveRequest{
+	res, err = operator.ResolveOpsActionWithResponse(ctx, id, apiclient.ResolveRequest{
 		Outcome: apiclient.ResolveRequestOutcomeConfirmed, ProviderRef: &ref, Note: "found in the calendar", By: "ana",
 	})
 	if a := must(t, http.StatusOK, res, err).JSON200; a.Outcome != apiclient.OutcomeConfirmed || a.State != apiclient.StateCompleted || a.NeedsOperator {

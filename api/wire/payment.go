@@ -1,0 +1,55 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+)
+
+// PaymentIntent is an amount approved for a customer (openapi.yaml:
+// PaymentIntent); captured_amount is null until it is captured. Whether a
+// charge is in flight is not part of it.
+type PaymentIntent struct {
+	ID             uuid.UUID `json:"id"`
+	CustomerID     uuid.UUID `json:"customer_id"`
+	Amount         int64     `json:"amount"`
+	Currency       string    `json:"currency"`
+	Description    string    `json:"description"`
+	PaymentMethod  string    `json:"payment_method"`
+	Status         string    `json:"status"`
+	CapturedAmount *int64    `json:"captured_amount"`
+	CreatedAt      time.Time `json:"created_at"`
+}
+
+// FromPaymentIntent is the wire shape of a payment intent.
+func FromPaymentIntent(pi oncecall.PaymentIntent) PaymentIntent {
+	return PaymentIntent{
+		ID: pi.ID, CustomerID: pi.CustomerID, Amount: pi.Amount, Currency: pi.Currency, Description: pi.Description,
+		PaymentMethod: pi.PaymentMethod, Status: pi.Status, CapturedAmount: pi.CapturedAmount, CreatedAt: pi.CreatedAt,
+	}
+}
+
+// Payment is one charge attempt of a payment intent (openapi.yaml: Payment).
+type Payment struct {
+	ID              uuid.UUID `json:"id"`
+	PaymentIntentID uuid.UUID `json:"payment_intent_id"`
+	Amount          int64     `json:"amount"`
+	Currency        string    `json:"currency"`
+	Status          string    `json:"status"`
+	DeclineCode     string    `json:"decline_code,omitempty"`
+	ProviderRef     string    `json:"provider_ref,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+// FromPayment is the wire shape of a payment.
+func FromPayment(p oncecall.Payment) Payment {
+	return Payment{
+		ID: p.ID, PaymentIntentID: p.PaymentIntentID, Amount: p.Amount, Currency: p.Currency, Status: p.Status,
+		DeclineCode: p.DeclineCode, ProviderRef: p.ProviderRef, CreatedAt: p.CreatedAt,
+	}
+}
+
+// FromPayments is FromPayment of each payment.
+func FromPayments(p []oncecall.Payment) []Payment { return list(p, FromPayment) }

@@ -1,0 +1,31 @@
+package oncecall
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Slot is a bookable time of a tenant. A slot holds one booking.
+type Slot struct {
+	ID       uuid.UUID
+	StartsAt time.Time
+	EndsAt   time.Time
+	// Resource is who or what the slot is with; may be empty.
+	Resource string
+	// Available: not booked and not past.
+	Available bool
+}
+
+// Appointment is a booking of one slot by one customer.
+type Appointment struct {
+	ID         uuid.UUID
+	CustomerID uuid.UUID
+	SlotID     uuid.UUID
+	// Service is the service booked; may be empty.
+	Service string
+	// Status is active or cancelled.
+	Status   string
+	StartsAt time.Time
+	EndsAt   time.Time
+}

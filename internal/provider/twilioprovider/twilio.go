@@ -1,0 +1,311 @@
+// Package twilioprovider serves the messaging capability's SMS with Twilio,
+// through its official Go SDK (twilio-go). Twilio has no idempotency keys,
+// so a message step is keyless: a send that may have reached Twilio is
+// never sent again blindly. What identifies the step to Twilio is the
+// StatusCallback URL, which carries the step's external reference; Twilio's
+// signed status callbacks name the message (its SID) for that step, and a
+// step whose answer was lost is found again by that SID, or by its
+// recipient, the time since its claim and the hash of its text (see
+// docs/providers/twilio.md).
+package twilioprovider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	twilio "github.com/twilio/twilio-go"
+	"github.com/twilio/twilio-go/client"
+	api "github.com/twilio/twilio-go/rest/api/v2010"
+
+	"github.com/oncecall/oncecall/internal/provider"
+)
+
+// Operation is the only operation this adapter performs.
+const Operation = "message.send"
+
+// StatusPath is oncecall's route for Twilio's status callbacks; StepParam
+// names the step's external reference in its query.
+const (
+	StatusPath = "/v1/providers/twilio/status"
+	StepParam  = "step"
+)
+
+// Defaults: Twilio's list of messages shows a new message within seconds;
+// a minute of margin before "not found" counts.
+const (
+	DefaultTimeout         = 10 * time.Second
+	DefaultVisibilityDelay = time.Minute
+	// clockSkew widens the search window before the claim: Twilio's clock
+	// and the database's may differ.
+	clockSkew = time.Minute
+)
+
+// Rejection codes of the adapter (Twilio's own refusals are TWILIO_<code>).
+const (
+	UnsupportedChannel = "UNSUPPORTED_CHANNEL"
+	NoRecipient        = "NO_RECIPIENT"
+)
+
+// Config configures the adapter.
+type Config struct {
+	// AccountSID and AuthToken are the Twilio account's credentials
+	// (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN).
+	AccountSID, AuthToken string
+	// From is the sending number (E.164); MessagingServiceSID a Messaging
+	// Service (MG...) that picks the sender. One of them is required; the
+	// service wins when both are set.
+	From, MessagingServiceSID string
+	// BaseURL overrides Twilio's API base (https://api.twilio.com), e.g. for
+	// the provider simulator.
+	BaseURL string
+	// PublicURL is oncecall's public base URL: status callbacks go to
+	// PublicURL + StatusPath. Empty sends no StatusCallback (recovery then
+	// relies on the lookups alone).
+	PublicURL string
+	// Timeout bounds each call. Default 10s.
+	Timeout time.Duration
+	// VisibilityDelay is how long after a send Twilio's lookups may still
+	// miss the message. Default 1m.
+	VisibilityDelay time.Duration
+}
+
+// Provider is the Twilio messaging adapter.
+type Provider struct {
+	api    *api.ApiService
+	cfg    Config
+	traits provider.Traits
+}
+
+// New returns the adapter.
+func New(cfg Config) (*Provider, error) {
+	switch {
+	case strings.TrimSpace(cfg.AccountSID) == "" || strings.TrimSpace(cfg.AuthToken) == "":
+		return nil, errors.New("TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN are required for the twilio messaging provider")
+	case cfg.From == "" && cfg.MessagingServiceSID == "":
+		return nil, errors.New("TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID is required for the twilio messaging provider")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.VisibilityDelay <= 0 {
+		cfg.VisibilityDelay = DefaultVisibilityDelay
+	}
+	c := &client.Client{
+		Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken),
+		HTTPClient: &http.Client{
+			Timeout:       cfg.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+	}
+	c.SetAccountSid(cfg.AccountSID)
+	var base client.BaseClient = c
+	if cfg.BaseURL != "" {
+		u, err := url.Parse(strings.TrimRight(cfg.BaseURL, "/"))
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("the Twilio API base %q is not a URL", cfg.BaseURL)
+		}
+		base = rebased{Client: c, base: u}
+	}
+	rest := twilio.NewRestClientWithParams(twilio.ClientParams{Client: base})
+	return &Provider{
+		api: rest.Api,
+		cfg: cfg,
+		// No keys: a send is found again by lookups, authoritative once
+		// the visibility delay has passed.
+		traits: provider.Traits{HonoursKeys: false, VisibilityDelay: cfg.VisibilityDelay, AuthoritativeLookup: true, Timeout: cfg.Timeout},
+	}, nil
+}
+
+// rebased sends twilio-go's requests to another API base.
+type rebased struct {
+	*client.Client
+	base *url.URL
+}
+
+func (r rebased) SendRequest(method, rawURL string, data url.Values, headers map[string]any, body ...byte) (*http.Response, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme, u.Host = r.base.Scheme, r.base.Host
+	u.Path = r.base.Path + u.Path
+	return r.Client.SendRequest(method, u.String(), data, headers, body...)
+}
+
+// Traits: no keys, authoritative lookups after the visibility delay.
+func (p *Provider) Traits() provider.Traits { return p.traits }
+
+// sms is what the adapter reads of a message.send step's payload.
+type sms struct {
+	Channel   string `json:"channel"`
+	To        string `json:"to"`
+	Recipient string `json:"recipient"`
+	Body      string `json:"body"`
+}
+
+func (m sms) to() string {
+	if m.Recipient != "" {
+		return m.Recipient
+	}
+	return m.To
+}
+
+func parse(w provider.Write) (sms, error) {
+	if w.Operation != Operation {
+		return sms{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the twilio provider performs message.send only"}
+	}
+	var m sms
+	if err := json.Unmarshal(w.Payload, &m); err != nil {
+		return sms{}, &provider.Rejected{Code: "INVALID_MESSAGE", Message: "the message payload cannot be read"}
+	}
+	switch {
+	case m.Channel != "sms":
+		return sms{}, &provider.Rejected{Code: UnsupportedChannel, Message: "the twilio provider sends sms only"}
+	case m.to() == "":
+		return sms{}, &provider.Rejected{Code: NoRecipient, Message: "the message has no phone number to send to"}
+	}
+	return m, nil
+}
+
+// CallbackURL is the StatusCallback of a step: the public base, the status
+// route and the step's external reference.
+func CallbackURL(public, ref string) string {
+	return strings.TrimRight(public, "/") + StatusPath + "?" + url.Values{StepParam: {ref}}.Encode()
+}
+
+// Write sends the SMS once. Its outcome is what Twilio answered; a
+// timeout, a 5xx or a lost connection is ambiguous: the message may exist.
+func (p *Provider) Write(_ context.Context, w provider.Write) (provider.Record, error) {
+	m, err := parse(w)
+	if err != nil {
+		return provider.Record{}, err
+	}
+	params := (&api.CreateMessageParams{}).SetTo(m.to()).SetBody(m.Body)
+	if p.cfg.MessagingServiceSID != "" {
+		params.SetMessagingServiceSid(p.cfg.MessagingServiceSID)
+	} else {
+		params.SetFrom(p.cfg.From)
+	}
+	if p.cfg.PublicURL != "" {
+		params.SetStatusCallback(CallbackURL(p.cfg.PublicURL, w.ExternalRef))
+	}
+	msg, err := p.api.CreateMessage(params)
+	if err != nil {
+		return provider.Record{}, classify(err)
+	}
+	if msg.Sid == nil || *msg.Sid == "" {
+		return provider.Record{}, fmt.Errorf("%w: twilio answered without a message SID", provider.ErrAmbiguous)
+	}
+	return provider.Record{ID: *msg.Sid, ExternalRef: w.ExternalRef, Status: "committed"}, nil
+}
+
+// Find looks the step's message up: by the SID a signed status callback
+// named, then among the messages to its recipient since its claim, by the
+// hash of its text (the oldest one no other step holds). Not found is
+// authoritative only after the visibility delay (the driver's rule).
+func (p *Provider) Find(_ context.Context, q provider.Query) (provider.Record, bool, error) {
+	m, err := parse(q.Write)
+	if err != nil {
+		return provider.Record{}, false, err
+	}
+	want := sha256.Sum256([]byte(m.Body))
+	matches := func(msg api.ApiV2010Message) bool {
+		return msg.Sid != nil && msg.To != nil && *msg.To == m.to() && msg.Body != nil && sha256.Sum256([]byte(body(*msg.Body))) == want &&
+			(p.cfg.MessagingServiceSID != "" || msg.From == nil || *msg.From == p.cfg.From)
+	}
+	found := func(sid string) provider.Record {
+		return provider.Record{ID: sid, ExternalRef: q.Write.ExternalRef, Status: "committed"}
+	}
+	if q.ProviderRef != "" {
+		msg, err := p.api.FetchMessage(q.ProviderRef, nil)
+		switch {
+		case err == nil && matches(*msg):
+			return found(*msg.Sid), true, nil
+		case err != nil && !notFound(err):
+			return provider.Record{}, false, classify(err)
+		}
+	}
+	params := (&api.ListMessageParams{}).SetTo(m.to()).SetDateSentAfter(q.Since.Add(-clockSkew).UTC()).SetPageSize(100).SetLimit(1000)
+	list, err := p.api.ListMessage(params)
+	if err != nil {
+		return provider.Record{}, false, classify(err)
+	}
+	// Twilio lists newest first: the oldest match is the likeliest send.
+	for i := len(list) - 1; i >= 0; i-- {
+		msg := list[i]
+		if !matches(msg) {
+			continue
+		}
+		if q.Taken != nil {
+			taken, err := q.Taken(context.Background(), *msg.Sid)
+			if err != nil {
+				return provider.Record{}, false, err
+			}
+			if taken {
+				continue
+			}
+		}
+		return found(*msg.Sid), true, nil
+	}
+	return provider.Record{}, false, nil
+}
+
+// trialPrefix is what Twilio puts before the text of a trial account's
+// messages.
+const trialPrefix = "Sent from your Twilio trial account - "
+
+func body(s string) string { return strings.TrimPrefix(s, trialPrefix) }
+
+// LookupByKey: Twilio has no keys; the driver uses Find.
+func (p *Provider) LookupByKey(context.Context, string, string) (provider.Record, bool, error) {
+	return provider.Record{}, false, errors.New("twilio has no idempotency keys")
+}
+
+// LookupByRef: Twilio keeps no reference of oncecall's; the driver uses Find.
+func (p *Provider) LookupByRef(context.Context, string, string) ([]provider.Record, error) {
+	return nil, errors.New("twilio messages are found by recipient and text, not by reference")
+}
+
+func notFound(err error) bool {
+	te, ok := errors.AsType[*client.TwilioRestError](err)
+	return ok && te.Status == http.StatusNotFound
+}
+
+// classify maps a twilio-go error to oncecall's classes: Twilio's refusal
+// of the message (a 4xx other than authentication and rate limiting:
+// invalid or unsubscribed number, no sender) is a rejection; a refused
+// request (401, 403, 429) or a connection never opened was not sent;
+// anything else (5xx, a timeout, a lost connection, an unreadable answer)
+// is ambiguous: the message may exist.
+func classify(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		// The URL of a lookup holds the recipient's number: keep it out
+		// of errors, which are logged and stored.
+		err = fmt.Errorf("twilio %s: %w", ue.Op, ue.Err)
+	}
+	if te, ok := errors.AsType[*client.TwilioRestError](err); ok {
+		switch {
+		case te.Status == http.StatusUnauthorized || te.Status == http.StatusForbidden || te.Status == http.StatusTooManyRequests:
+			return fmt.Errorf("%w: twilio answered %d (error %d)", provider.ErrNotSent, te.Status, te.Code)
+		case te.Status >= 400 && te.Status < 500 && te.Status != http.StatusRequestTimeout && te.Status != http.StatusConflict:
+			// Twilio's message may repeat the phone number: only the code is kept.
+			return &provider.Rejected{Code: fmt.Sprintf("TWILIO_%d", te.Code), Message: fmt.Sprintf("twilio refused the message (error %d)", te.Code)}
+		}
+		return fmt.Errorf("%w: twilio answered %d (error %d)", provider.ErrAmbiguous, te.Status, te.Code)
+	}
+	if opErr, ok := errors.AsType[*net.OpError](err); ok && opErr.Op == "dial" {
+		return fmt.Errorf("%w: %w", provider.ErrNotSent, err)
+	}
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return fmt.Errorf("%w: %w", provider.ErrNotSent, err)
+	}
+	return fmt.Errorf("%w: %w", provider.ErrAmbiguous, err)
+}
