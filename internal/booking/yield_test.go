@@ -18,9 +18,9 @@ import (
 
 // A booking in SQL (one statement) whose key another transaction holds
 // uncommitted (an attempt of the same key run statement by statement:
-// BEGIN, claim, writes, COMMIT) waits for it. When that attempt commits, the statement's
-// own booking rolls back with it and the answer is the other attempt's
-// action; when it rolls back, the statement books, once.
+// BEGIN, claim, writes, COMMIT) waits for it. When that attempt commits,
+// the statement's own booking rolls back with it and the answer is the
+// other attempt's action; when it rolls back, the statement books, once.
 func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
