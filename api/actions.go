@@ -73,7 +73,7 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.Duration) (idem.Request, error) {
 	req := idem.Request{
 		TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
-		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Run: p.Run, Local: p.Local,
+		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Run: p.Run, Statement: p.Statement,
 	}
 	if p.Steps != nil && s.cfg.Remote != nil && s.cfg.Remote(p.Capability) {
 		steps, err := p.Steps(s.cfg.Remote)

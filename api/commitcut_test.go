@@ -47,9 +47,9 @@ func setupCut(t *testing.T, cfg ...func(*app.Config)) cutEnv {
 	return cutEnv{dashaEnv: d, proxy: proxy, direct: direct}
 }
 
-// txBooking is a booking written statement by statement in one
-// transaction that ends with an explicit COMMIT (a booking that also queues
-// its confirmation message is written in Go); a plain booking travels in one
+// txBooking is a booking in a transaction that ends with an explicit
+// COMMIT (a booking that also queues its confirmation message: its
+// statement, then the message, then COMMIT); a plain booking travels in one
 // round trip, claim to completion (see the one-round-trip tests below).
 func (c cutEnv) txBooking() map[string]any {
 	return map[string]any{"customer_id": c.customer, "slot_id": c.slot, "notify": "sms"}
@@ -156,7 +156,7 @@ func TestRESTCommitCutBeforeIsUnknownAndRunsOnce(t *testing.T) {
 // isClaim matches the claim's INSERT.
 func isClaim(sql string) bool { return strings.Contains(sql, "INSERT INTO actions") }
 
-// isOneStatement matches the one statement of an operation's SQL form.
+// isOneStatement matches an operation's one statement.
 func isOneStatement(sql string) bool { return strings.Contains(sql, "oncecall_key_free(") }
 
 // The connection breaks while the claim is sent, before any COMMIT: nothing

@@ -39,19 +39,12 @@ type Completion struct {
 // ClaimAction inserts the action unless its key is taken and reports whether
 // this call inserted it.
 func (q queries) ClaimAction(ctx context.Context, c Claim) (bool, error) {
-	_, err := q.q.ClaimAction(ctx, claimParams(c))
+	var id uuid.UUID
+	err := q.db.QueryRow(ctx, claimSQL, claimArgs(c)...).Scan(&id)
 	if err = notFound(err); err == ErrNotFound {
 		return false, nil
 	}
 	return err == nil, err
-}
-
-func claimParams(c Claim) dbsqlc.ClaimActionParams {
-	return dbsqlc.ClaimActionParams{
-		ID: c.ID, TenantID: c.TenantID, IdempotencyKey: c.Key, Operation: c.Operation,
-		Fingerprint: c.Fingerprint, Request: c.Request, Lease: interval(c.Lease), LeaseOwner: &c.LeaseOwner,
-		CallID: ptr(c.CallID),
-	}
 }
 
 // ActionByKey returns the tenant's action for an idempotency key.
@@ -82,15 +75,8 @@ func (q queries) RetireKey(ctx context.Context, tenant, id uuid.UUID, key string
 
 // CompleteAction records an action's known outcome.
 func (q queries) CompleteAction(ctx context.Context, id uuid.UUID, c Completion) error {
-	return q.q.CompleteAction(ctx, completeParams(id, c))
-}
-
-func completeParams(id uuid.UUID, c Completion) dbsqlc.CompleteActionParams {
-	status := int32(c.Status)
-	return dbsqlc.CompleteActionParams{
-		ID: id, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
-		ResourceID: ptr(c.ResourceID), Result: c.Result,
-	}
+	_, err := q.db.Exec(ctx, completeSQL, completeArgs(id, c)...)
+	return err
 }
 
 func action(r dbsqlc.Action) oncecall.Action {

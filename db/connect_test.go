@@ -40,12 +40,12 @@ func TestConnectFailureIsNothingStored(t *testing.T) {
 			store := db.New(pool)
 			tenant := uuid.New()
 			claim := db.Claim{ID: uuid.New(), TenantID: tenant, Key: "k", Operation: "appointment.book", Fingerprint: "f", Request: []byte("{}")}
-			local := db.NewLocal(tenant)
-			local.Book(uuid.New(), uuid.New(), "")
-			_, _, errLocal := store.ClaimLocal(t.Context(), claim, time.Second, local)
+			st := db.NewStatement(tenant)
+			st.Book(uuid.New(), uuid.New(), "")
+			_, _, errOnce := store.ClaimOnce(t.Context(), claim, time.Second, st)
 			_, errTx := store.ClaimTx(t.Context(), t.Context(), claim, func(*db.Tx) (*db.Completion, error) { return nil, nil })
 			errInTx := store.InTx(t.Context(), func(*db.Tx) error { return nil })
-			for what, err := range map[string]error{"ClaimLocal": errLocal, "ClaimTx": errTx, "InTx": errInTx} {
+			for what, err := range map[string]error{"ClaimOnce": errOnce, "ClaimTx": errTx, "InTx": errInTx} {
 				if err == nil {
 					t.Fatalf("%s succeeded without a server", what)
 				}

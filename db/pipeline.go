@@ -2,15 +2,13 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
 // A claim's transaction needs four round trips when each statement waits
@@ -19,44 +17,39 @@ import (
 // with the completion. ClaimTx pipelines them, so a local action costs the
 // claim, its own writes and one final round trip.
 
-// errRecorded is what a recorder answers instead of running a statement.
-var errRecorded = errors.New("statement recorded, not run")
+// The statements a batch carries next to BEGIN or COMMIT are written here
+// rather than in queries/ (sqlc runs a statement; a batch queues its
+// text), and the store's own methods (ClaimAction, CompleteAction) run the
+// same text.
 
-// recorder is a dbsqlc.DBTX that keeps the statement a sqlc method would
-// run, so it can be queued in a batch with the generated SQL and arguments.
-type recorder struct {
-	sql  string
-	args []any
+// claimSQL is the atomic claim: a returned row means this attempt owns the
+// action. Its arguments are claimArgs's.
+const claimSQL = `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9)
+ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
+RETURNING id`
+
+func claimArgs(c Claim) []any {
+	return []any{c.ID, c.TenantID, c.Key, c.Operation, c.Fingerprint, json.RawMessage(c.Request),
+		&c.LeaseOwner, interval(c.Lease), ptr(c.CallID)}
 }
 
-func (r *recorder) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	r.sql, r.args = sql, args
-	return pgconn.CommandTag{}, errRecorded
+// completeSQL records an action's known outcome. Its arguments are
+// completeArgs's.
+const completeSQL = `UPDATE actions
+SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5,
+    result = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
+WHERE id = $1`
+
+func completeArgs(id uuid.UUID, c Completion) []any {
+	status := int32(c.Status)
+	return []any{id, ptr(string(c.Outcome)), ptr(c.Reason), &status, ptr(c.ResourceID), c.Result}
 }
 
-func (r *recorder) Query(_ context.Context, sql string, args ...any) (pgx.Rows, error) {
-	r.sql, r.args = sql, args
-	return nil, errRecorded
-}
-
-func (r *recorder) QueryRow(_ context.Context, sql string, args ...any) pgx.Row {
-	r.sql, r.args = sql, args
-	return recordedRow{}
-}
-
-type recordedRow struct{}
-
-func (recordedRow) Scan(...any) error { return errRecorded }
-
-// record runs a sqlc method against a recorder and queues its statement.
-func record(b *pgx.Batch, call func(q *dbsqlc.Queries) error) error {
-	r := &recorder{}
-	if err := call(dbsqlc.New(r)); !errors.Is(err, errRecorded) {
-		return fmt.Errorf("record statement: %v", err)
-	}
-	b.Queue(r.sql, r.args...)
-	return nil
-}
+// setResultSQL replaces a completed action's answer ($2) in the
+// transaction that completed it (a statement's follow-up, see
+// Statement.Then).
+const setResultSQL = `UPDATE actions SET result = $2, updated_at = now() WHERE id = $1`
 
 // ClaimTx claims c in a new Read Committed transaction (BEGIN and the claim
 // sent together, the claim bounded by claimCtx) and, if this call claimed
@@ -81,12 +74,7 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 
 	begin := &pgx.Batch{}
 	begin.BeginTx(pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-	if err := record(begin, func(q *dbsqlc.Queries) error {
-		_, err := q.ClaimAction(ctx, claimParams(c))
-		return err
-	}); err != nil {
-		return false, err
-	}
+	begin.Queue(claimSQL, claimArgs(c)...)
 	br := conn.SendBatch(claimCtx, begin)
 	tx := br.Tx()
 	var id uuid.UUID
@@ -104,7 +92,7 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 		return false, fmt.Errorf("claim action: %w", err)
 	}
 
-	done, err := fn(&Tx{queries: queries{q: dbsqlc.New(tx)}, tx: tx})
+	done, err := fn(&Tx{queries: on(tx), tx: tx})
 	if err != nil {
 		return true, err
 	}
@@ -118,7 +106,7 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 			}
 			return nil
 		}
-		return completeAndCommit(ctx, conn.Conn(), c.ID, *done)
+		return execAndCommit(ctx, conn.Conn(), "complete action", completeSQL, completeArgs(c.ID, *done)...)
 	})
 }
 
@@ -130,20 +118,18 @@ func rollbackOpen(ctx context.Context, conn *pgxpool.Conn) {
 	}
 }
 
-// completeAndCommit sends the completion and COMMIT in one round trip.
+// execAndCommit sends sql (what, in errors) and COMMIT in one round trip.
 // From the moment the batch is sent, a lost connection leaves the outcome
-// unknown (see afterCommit), even while the completion's answer is read.
-func completeAndCommit(ctx context.Context, conn *pgx.Conn, id uuid.UUID, done Completion) error {
+// unknown (see afterCommit), even while sql's answer is read.
+func execAndCommit(ctx context.Context, conn *pgx.Conn, what, sql string, args ...any) error {
 	b := &pgx.Batch{}
-	if err := record(b, func(q *dbsqlc.Queries) error { return q.CompleteAction(ctx, completeParams(id, done)) }); err != nil {
-		return err
-	}
+	b.Queue(sql, args...)
 	b.Queue("COMMIT")
 	br := conn.SendBatch(ctx, b)
 	_, err := br.Exec()
 	if err != nil {
 		br.Close() //nolint:errcheck // the first error is the one to report
-		return fmt.Errorf("complete action: %w", afterCommit(err))
+		return fmt.Errorf("%s: %w", what, afterCommit(err))
 	}
 	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {

@@ -34,12 +34,19 @@ type Tx struct {
 	tx pgx.Tx
 }
 
-// queries holds the methods that work both on the pool and inside a Tx.
-type queries struct{ q *dbsqlc.Queries }
+// queries holds the methods that work both on the pool and inside a Tx:
+// sqlc's, and db for the few statements written in this package.
+type queries struct {
+	q  *dbsqlc.Queries
+	db dbsqlc.DBTX
+}
+
+// on returns the queries that run on db.
+func on(db dbsqlc.DBTX) queries { return queries{q: dbsqlc.New(db), db: db} }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{queries: queries{q: dbsqlc.New(pool)}, pool: pool}
+	return &Store{queries: on(pool), pool: pool}
 }
 
 // Pool returns the underlying pool (health checks, metrics).
@@ -58,7 +65,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		conn.Release()
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Tx{queries: queries{q: dbsqlc.New(tx)}, tx: tx}); err != nil {
+	if err := fn(&Tx{queries: on(tx), tx: tx}); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the connection is dropped if it fails
 		conn.Release()
 		return err

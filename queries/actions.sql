@@ -1,21 +1,8 @@
--- name: ClaimAction :one
--- The atomic claim: a returned row means this attempt owns the action.
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
-VALUES ($1, $2, $3, $4, $5, $6, sqlc.arg(lease_owner), now() + sqlc.arg(lease)::interval, sqlc.narg(call_id))
-ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
-RETURNING id;
-
 -- name: ActionByKey :one
 SELECT * FROM actions WHERE tenant_id = $1 AND idempotency_key = $2;
 
 -- name: ActionByID :one
 SELECT * FROM actions WHERE tenant_id = $1 AND id = $2;
-
--- name: CompleteAction :exec
-UPDATE actions
-SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5,
-    result = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-WHERE id = $1;
 
 -- name: RetireKey :execrows
 -- Frees a completed action's key for a new action: the key was derived from

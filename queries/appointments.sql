@@ -104,17 +104,26 @@ WHERE NOT EXISTS (
 );
 
 -- name: ClaimAndBook :one
--- A booking's one round trip (see db.Local): claim, booking, completion and
--- the key's action in one statement, which is its own transaction. When the
--- key is already taken (seen in the statement's snapshot) it writes nothing
--- and returns the stored action. Otherwise it books the slot unless it is
--- taken (the partial unique index decides between concurrent bookings) and
--- inserts the action already completed: confirmed with the appointment, or
--- rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or SLOT_UNAVAILABLE, the
--- answer's body written as the Go store writes it. A concurrent attempt of
--- the same key makes the action's INSERT fail on the key's unique index,
--- which rolls the booking back with it. The claim's lock wait is bounded by
--- the shorter of claim_wait and the connection's lock_timeout.
+-- A booking's one round trip (see db.Statement): claim, booking, completion
+-- and the key's action in one statement, which is its own transaction. When
+-- the key is already taken (seen in the statement's snapshot) it writes
+-- nothing and returns the stored action. Otherwise it books the slot unless
+-- it is taken (the partial unique index decides between concurrent
+-- bookings) and inserts the action already completed: confirmed with the
+-- appointment, or rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or
+-- SLOT_UNAVAILABLE. A concurrent attempt of the same key makes the action's
+-- INSERT fail on the key's unique index, which rolls the booking back with
+-- it. The claim's lock wait is bounded by the shorter of claim_wait and the
+-- connection's lock_timeout.
+--
+-- The answer's JSON is written here, in the statement's text, as every
+-- ClaimAnd statement writes its own: the action row stores it, and that row
+-- is inserted by this statement, so an answer built in Go from returned
+-- rows would cost a second round trip (an UPDATE of the stored answer, in a
+-- transaction of its own). The text ships in the binary: renaming a field
+-- needs no migration. It is the JSON encoding/json writes for the same
+-- values (times in RFC 3339, UTC, fractional seconds only when there are
+-- any), except that <, > and & are not escaped.
 WITH prior AS (
     SELECT * FROM actions
     WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -136,7 +145,11 @@ WITH prior AS (
            CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
            ap.id::text AS resource_id,
            CASE WHEN ap.id IS NOT NULL THEN
-                    oncecall_appointment(ap.id, ap.customer_id, ap.slot_id, ap.service, ap.status, sl.starts_at, sl.ends_at)
+                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
+                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
+                    ',"status":' || to_json(ap.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM fresh
@@ -197,9 +210,17 @@ WITH prior AS (
     SELECT cur.id AS cur_id, cur.status AS cur_status,
            mv.id IS NOT NULL OR (cur.status = 'active' AND cur.slot_id = sqlc.arg(slot_id)) AS confirmed,
            CASE WHEN mv.id IS NOT NULL THEN
-                    oncecall_appointment(mv.id, mv.customer_id, mv.slot_id, mv.service, mv.status, mv.starts_at, mv.ends_at)
+                    '{"id":' || to_json(mv.id) || ',"customer_id":' || to_json(mv.customer_id) ||
+                    ',"slot_id":' || to_json(mv.slot_id) || ',"service":' || to_json(mv.service) ||
+                    ',"status":' || to_json(mv.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(mv.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(mv.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN cur.id IS NOT NULL THEN
-                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+                    '{"id":' || to_json(cur.id) || ',"customer_id":' || to_json(cur.customer_id) ||
+                    ',"slot_id":' || to_json(cur.slot_id) || ',"service":' || to_json(cur.service) ||
+                    ',"status":' || to_json(cur.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(cur.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(cur.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
            END AS appointment
     FROM fresh
     LEFT JOIN cur ON true
@@ -238,8 +259,7 @@ SELECT * FROM prior;
 -- already completed: confirmed with the appointment, or rejected with
 -- APPOINTMENT_NOT_FOUND or APPOINTMENT_NOT_ACTIVE (with the appointment as
 -- it is: read with a share lock, so a cancellation another transaction
--- committed during this statement is seen, as the Go form's later read
--- sees it).
+-- committed during this statement is seen).
 WITH prior AS (
     SELECT * FROM actions
     WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
@@ -259,9 +279,17 @@ WITH prior AS (
            CASE WHEN ca.id IS NULL THEN 422 ELSE 200 END AS http_status,
            ca.id::text AS resource_id,
            CASE WHEN ca.id IS NOT NULL THEN
-                    oncecall_appointment(ca.id, ca.customer_id, ca.slot_id, ca.service, ca.status, sl.starts_at, sl.ends_at)
+                    '{"id":' || to_json(ca.id) || ',"customer_id":' || to_json(ca.customer_id) ||
+                    ',"slot_id":' || to_json(ca.slot_id) || ',"service":' || to_json(ca.service) ||
+                    ',"status":' || to_json(ca.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN cur.id IS NOT NULL THEN
-                    oncecall_appointment(cur.id, cur.customer_id, cur.slot_id, cur.service, cur.status, cur.starts_at, cur.ends_at)
+                    '{"id":' || to_json(cur.id) || ',"customer_id":' || to_json(cur.customer_id) ||
+                    ',"slot_id":' || to_json(cur.slot_id) || ',"service":' || to_json(cur.service) ||
+                    ',"status":' || to_json(cur.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(cur.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(cur.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 ELSE '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN cancelled ca ON true

@@ -16,9 +16,9 @@ import (
 // The ceiling scenarios send the SQL of one booking (claim, booking,
 // completion) without HTTP and without anything else the server does. The
 // statements are the server's own: ceiling sends the one statement a first
-// execution of a booking sends (db.Store.ClaimLocal with the booking's SQL
-// form), and ceiling_tx calls the store's methods in one transaction as the
-// idempotency core does for an operation without a SQL form.
+// execution of a booking sends (db.Store.ClaimOnce with the booking's
+// statement), and ceiling_tx calls the store's methods in one transaction as
+// the idempotency core does for an operation without a statement.
 
 // resultBody is a stored answer of the usual size (an appointment as the
 // envelope's result); the ceiling stores it like the server stores its own.
@@ -45,12 +45,12 @@ func (b *bench) ceilingBatch(ctx context.Context, tenant, customer, slot uuid.UU
 		return err
 	}
 	input := bookInput(customer, slot)
-	l := db.NewLocal(tenant)
-	l.Book(customer, slot, "")
-	claimed, a, err := b.store.ClaimLocal(ctx, db.Claim{
+	st := db.NewStatement(tenant)
+	st.Book(customer, slot, "")
+	claimed, a, err := b.store.ClaimOnce(ctx, db.Claim{
 		ID: id, TenantID: tenant, Key: uuid.NewString(), Operation: "appointment.book",
 		Fingerprint: canon.Fingerprint("appointment.book", 1, input), Request: input,
-	}, claimWait, l)
+	}, claimWait, st)
 	if err != nil {
 		return err
 	}

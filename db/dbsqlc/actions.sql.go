@@ -7,10 +7,8 @@ package dbsqlc
 
 import (
 	"context"
-	"encoding/json"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const actionByID = `-- name: ActionByID :one
@@ -105,71 +103,6 @@ func (q *Queries) AwaitReplication(ctx context.Context) (bool, error) {
 	var waited bool
 	err := row.Scan(&waited)
 	return waited, err
-}
-
-const claimAction = `-- name: ClaimAction :one
-INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until, call_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9)
-ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
-RETURNING id
-`
-
-type ClaimActionParams struct {
-	ID             uuid.UUID
-	TenantID       uuid.UUID
-	IdempotencyKey string
-	Operation      string
-	Fingerprint    string
-	Request        json.RawMessage
-	LeaseOwner     *uuid.UUID
-	Lease          pgtype.Interval
-	CallID         *string
-}
-
-// The atomic claim: a returned row means this attempt owns the action.
-func (q *Queries) ClaimAction(ctx context.Context, arg ClaimActionParams) (uuid.UUID, error) {
-	row := q.db.QueryRow(ctx, claimAction,
-		arg.ID,
-		arg.TenantID,
-		arg.IdempotencyKey,
-		arg.Operation,
-		arg.Fingerprint,
-		arg.Request,
-		arg.LeaseOwner,
-		arg.Lease,
-		arg.CallID,
-	)
-	var id uuid.UUID
-	err := row.Scan(&id)
-	return id, err
-}
-
-const completeAction = `-- name: CompleteAction :exec
-UPDATE actions
-SET state = 'completed', outcome = $2, reason = $3, http_status = $4, resource_id = $5,
-    result = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-WHERE id = $1
-`
-
-type CompleteActionParams struct {
-	ID         uuid.UUID
-	Outcome    *string
-	Reason     *string
-	HTTPStatus *int32
-	ResourceID *string
-	Result     []byte
-}
-
-func (q *Queries) CompleteAction(ctx context.Context, arg CompleteActionParams) error {
-	_, err := q.db.Exec(ctx, completeAction,
-		arg.ID,
-		arg.Outcome,
-		arg.Reason,
-		arg.HTTPStatus,
-		arg.ResourceID,
-		arg.Result,
-	)
-	return err
 }
 
 const retireKey = `-- name: RetireKey :execrows

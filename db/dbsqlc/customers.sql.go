@@ -136,7 +136,7 @@ WITH prior AS (
            CASE WHEN e.id IS NOT NULL THEN
                     '{"id":' || to_json(e.id) || ',"customer_id":' || to_json(e.customer_id) || ',"delta":' || e.delta ||
                     ',"reason":' || to_json(e.reason) || ',"balance":' || e.balance_after ||
-                    ',"created_at":' || to_json(oncecall_time(e.created_at)) || '}'
+                    ',"created_at":' || to_json(rtrim(rtrim(to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN cu.id IS NULL THEN '{"customer_id":' || to_json($5::uuid) || '}'
                 ELSE '{"balance":' || cu.points || ',"customer_id":' || to_json($5::uuid) ||
                      ',"delta":' || $4::bigint || '}' END AS body
@@ -204,8 +204,7 @@ type ClaimAndAddPointsRow struct {
 // the action already completed: confirmed with the ledger entry, or
 // rejected with CUSTOMER_NOT_FOUND or INSUFFICIENT_POINTS (with the balance
 // as it is: read with a share lock, so a change another transaction
-// committed during this statement is seen, as the Go form's later read sees
-// it), the body written as the Go store writes it.
+// committed during this statement is seen).
 func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsParams) (ClaimAndAddPointsRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAddPoints,
 		arg.TenantID,
@@ -270,7 +269,7 @@ WITH prior AS (
            n.id::text AS resource_id,
            CASE WHEN n.id IS NOT NULL THEN
                     '{"id":' || to_json(n.id) || ',"customer_id":' || to_json(n.customer_id) ||
-                    ',"text":' || to_json(n.text) || ',"created_at":' || to_json(oncecall_time(n.created_at)) || '}'
+                    ',"text":' || to_json(n.text) || ',"created_at":' || to_json(rtrim(rtrim(to_char(n.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 ELSE '{"customer_id":' || to_json($9::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN noted n ON true
@@ -330,7 +329,7 @@ type ClaimAndAppendNoteRow struct {
 // appends the note to the tenant's customer and inserts the action already
 // completed: confirmed with the note (the call's note under note_ref, amended,
 // when the call has one: see AppendCustomerNote), or rejected with
-// CUSTOMER_NOT_FOUND, the body written as the Go store writes it.
+// CUSTOMER_NOT_FOUND.
 func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAppendNote,
 		arg.TenantID,
@@ -403,7 +402,11 @@ WITH prior AS (
            CASE WHEN c.id IS NULL THEN 422 ELSE 201 END AS http_status,
            c.id::text AS resource_id,
            CASE WHEN c.id IS NOT NULL THEN
-                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
+                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
+                    COALESCE(',"phone":' || to_json(NULLIF(c.phone, '')), '') ||
+                    COALESCE(',"email":' || to_json(NULLIF(c.email, '')), '') ||
+                    COALESCE(',"external_ref":' || to_json(NULLIF(c.external_ref, '')), '') ||
+                    ',"points":' || c.points || ',"created_at":' || to_json(rtrim(rtrim(to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
            END AS body
     FROM fresh
@@ -548,7 +551,11 @@ WITH prior AS (
            CASE WHEN c.id IS NULL THEN 422 ELSE 200 END AS http_status,
            c.id::text AS resource_id,
            CASE WHEN c.id IS NOT NULL THEN
-                    oncecall_customer(c.id, c.name, c.phone, c.email, c.external_ref, c.points, c.created_at)
+                    '{"id":' || to_json(c.id) || ',"name":' || to_json(c.name) ||
+                    COALESCE(',"phone":' || to_json(NULLIF(c.phone, '')), '') ||
+                    COALESCE(',"email":' || to_json(NULLIF(c.email, '')), '') ||
+                    COALESCE(',"external_ref":' || to_json(NULLIF(c.external_ref, '')), '') ||
+                    ',"points":' || c.points || ',"created_at":' || to_json(rtrim(rtrim(to_char(c.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($5::uuid) || '}'
                 ELSE (SELECT '{"customer_id":' || to_json(held.id) || ',"field":' || to_json(held.field) || '}' FROM held)
            END AS body

@@ -6,6 +6,7 @@ package booking
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"time"
@@ -64,40 +65,15 @@ var Book = op.Define(op.Spec[BookInput]{
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
 	StandingByResource: cancelledStanding,
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (idem.Result, error) {
-		slot := op.MustUUID(in.SlotID)
-		a, booked, err := tx.BookSlot(ctx, db.Booking{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: op.MustUUID(in.CustomerID), SlotID: slot, Service: in.Service,
-		})
-		switch {
-		case err != nil:
-			return idem.Result{}, err
-		case booked == db.BookedNoCustomer:
-			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
-		case booked == db.BookedSlotNotFree:
-			return slotRejection(ctx, tx, x, slot)
-		}
-		if in.Notify == "" {
-			return confirm(http.StatusCreated, a)
-		}
-		// The confirmation is a follow-up: queued in the same transaction,
-		// it never changes the booking's outcome.
-		when, err := localWhen(ctx, tx, x.TenantID, a.StartsAt)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, when, a.ID.String())
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, a.ID.String(), notifiedAppointment{Appointment: wire.FromAppointment(a), Confirmation: cmp.Or(notified, "queued")})
-	},
-	Local: func(l *db.Local, in BookInput) bool {
+	Statement: func(s *db.Statement, x idem.Exec, in BookInput) {
+		s.Book(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
 		if in.Notify != "" {
-			return false // the confirmation message is rendered in Go
+			// The confirmation message is rendered in Go: a follow-up in
+			// the booking's transaction.
+			s.Then(func(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
+				return confirmBooking(ctx, tx, x, in, a)
+			})
 		}
-		l.Book(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
-		return true
 	},
 	Remote: bookRemote(),
 	Say: op.Phrases{
@@ -112,6 +88,29 @@ var Book = op.Define(op.Spec[BookInput]{
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
 })
+
+// confirmBooking queues the confirmation of the booking a (when the
+// statement booked: a rejection is left as it is) and returns the answer
+// that replaces a's: the appointment with the fate of its message. The
+// confirmation is a follow-up: it never changes the booking's outcome.
+func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
+	if a.Outcome != oncecall.Confirmed {
+		return nil, nil
+	}
+	booked, err := tx.AppointmentByID(ctx, x.TenantID, op.MustUUID(a.ResourceID))
+	if err != nil {
+		return nil, err
+	}
+	when, err := localWhen(ctx, tx, x.TenantID, booked.StartsAt)
+	if err != nil {
+		return nil, err
+	}
+	notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify, when, booked.ID.String())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: cmp.Or(notified, "queued")})
+}
 
 // notifiedAppointment is a booking with the fate of its confirmation message.
 type notifiedAppointment struct {
@@ -179,33 +178,8 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
 	StandingByResource: cancelledStanding,
-	Local: func(l *db.Local, in RescheduleInput) bool {
-		l.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput) (idem.Result, error) {
-		id, slot := op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID)
-		current, err := tx.AppointmentByID(ctx, x.TenantID, id)
-		if err == db.ErrNotFound {
-			return op.Reject(AppointmentNotFound, map[string]string{"appointment_id": in.AppointmentID})
-		}
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if current.Status != "active" {
-			return op.Reject(AppointmentNotActive, wire.FromAppointment(current))
-		}
-		if current.SlotID == slot {
-			return confirm(http.StatusOK, current)
-		}
-		a, ok, err := tx.MoveAppointment(ctx, x.TenantID, id, slot)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if !ok {
-			return slotRejection(ctx, tx, x, slot)
-		}
-		return confirm(http.StatusOK, a)
+	Statement: func(s *db.Statement, _ idem.Exec, in RescheduleInput) {
+		s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
 	},
 	Say: op.Phrases{
 		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.",
@@ -232,27 +206,8 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	Description: "Cancel an existing appointment after the caller has confirmed they want it cancelled.",
 	Normalize:   func(in *CancelInput) error { return op.ID("appointment_id", &in.AppointmentID) },
 	Identity:    func(in CancelInput) []string { return []string{in.AppointmentID} },
-	Local: func(l *db.Local, in CancelInput) bool {
-		l.Cancel(op.MustUUID(in.AppointmentID))
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
-		id := op.MustUUID(in.AppointmentID)
-		a, ok, err := tx.CancelAppointment(ctx, x.TenantID, id)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if ok {
-			return confirm(http.StatusOK, a)
-		}
-		current, err := tx.AppointmentByID(ctx, x.TenantID, id)
-		if err == db.ErrNotFound {
-			return op.Reject(AppointmentNotFound, map[string]string{"appointment_id": in.AppointmentID})
-		}
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Reject(AppointmentNotActive, wire.FromAppointment(current))
+	Statement: func(s *db.Statement, _ idem.Exec, in CancelInput) {
+		s.Cancel(op.MustUUID(in.AppointmentID))
 	},
 	Say: op.Phrases{
 		Confirmed: "The appointment is cancelled. You may tell the caller it has been cancelled.",
@@ -295,22 +250,6 @@ func cancelledStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, resou
 		return "", err
 	}
 	return current, err
-}
-
-// slotRejection tells a missing or past slot from a taken one.
-func slotRejection(ctx context.Context, tx *db.Tx, x idem.Exec, slot uuid.UUID) (idem.Result, error) {
-	exists, err := tx.SlotExists(ctx, x.TenantID, slot)
-	if err != nil {
-		return idem.Result{}, err
-	}
-	if !exists {
-		return op.Reject(SlotNotFound, map[string]string{"slot_id": slot.String()})
-	}
-	return op.Reject(SlotUnavailable, map[string]string{"slot_id": slot.String()})
-}
-
-func confirm(status int, a oncecall.Appointment) (idem.Result, error) {
-	return op.Confirm(status, a.ID.String(), wire.FromAppointment(a))
 }
 
 // SlotInput is the input of slot.create.

@@ -14,17 +14,16 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
-	"github.com/oncecall/oncecall/internal/op/optest"
 )
 
 // A booking in SQL (one statement) whose key another transaction holds
-// uncommitted (an attempt of the same key in the Go form: BEGIN, claim,
-// writes, COMMIT) waits for it. When that attempt commits, the statement's
-// own booking rolls back with it and the answer is the other attempt's
-// action; when it rolls back, the statement books, once.
+// uncommitted (an attempt of the same key run statement by statement:
+// BEGIN, claim, writes, COMMIT) waits for it. When that attempt commits,
+// the statement's own booking rolls back with it and the answer is the
+// other attempt's action; when it rolls back, the statement books, once.
 func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	customer := newCustomer(t, e.Store, e.Tenant)
 	for _, commit := range []bool{true, false} {
 		slot := futureSlot(t, e, 0)
@@ -34,7 +33,7 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		key, holder := uuid.NewString(), uuid.New()
-		a := e.WhileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
+		a := e.whileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
 			_, err := tx.Exec(t.Context(), `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until)
 				VALUES ($1, $2, $3, $4, $5, $6, now() + interval '1 minute')`, holder, e.Tenant, key, p.Operation, p.Fingerprint, p.Input)
 			return err
@@ -48,8 +47,8 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 			}
 			return tx.Commit(t.Context())
 		})
-		booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-		actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+		booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+		actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 		switch {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
@@ -67,10 +66,10 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 // the statement began.
 func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	appointment := bookedIn(t, e, futureSlot(t, e, 0))
 	body, _ := json.Marshal(map[string]any{"appointment_id": appointment})
-	a := e.WhileHeld(t, booking.Cancel, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.whileHeld(t, booking.Cancel, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), "UPDATE appointments SET status = 'cancelled' WHERE id = $1", appointment)
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })
@@ -88,11 +87,11 @@ func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
 // and the appointment stays where it was.
 func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	from, to := futureSlot(t, e, 0), futureSlot(t, e, 1)
 	appointment := bookedIn(t, e, from)
 	body, _ := json.Marshal(map[string]any{"appointment_id": appointment, "slot_id": to})
-	a := e.WhileHeld(t, booking.Reschedule, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.whileHeld(t, booking.Reschedule, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), `INSERT INTO appointments (id, tenant_id, customer_id, slot_id, action_id)
 			VALUES ($1, $2, $3, $4, $5)`, uuid.New(), e.Tenant, newCustomer(t, e.Store, e.Tenant), to, uuid.New())
 		return err
@@ -100,22 +99,22 @@ func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
 	if a.Reason != booking.SlotUnavailable {
 		t.Fatalf("answer %s %s %s, want %s", a.Outcome, a.Reason, a.Result, booking.SlotUnavailable)
 	}
-	if e.Count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", appointment, from) != 1 {
+	if e.count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", appointment, from) != 1 {
 		t.Fatal("the appointment left its slot")
 	}
-	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", to); n != 1 {
+	if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", to); n != 1 {
 		t.Fatalf("%d active appointments in the new slot, want 1", n)
 	}
 }
 
 // futureSlot makes a slot i hours after a time three days ahead.
-func futureSlot(t *testing.T, e optest.Env, i int) uuid.UUID {
+func futureSlot(t *testing.T, e env, i int) uuid.UUID {
 	t.Helper()
 	return newSlot(t, e.Store, e.Tenant, time.Now().UTC().Truncate(time.Hour).Add(72*time.Hour+time.Duration(i)*time.Hour))
 }
 
 // bookedIn books slot for a new customer and returns the appointment.
-func bookedIn(t *testing.T, e optest.Env, slot uuid.UUID) uuid.UUID {
+func bookedIn(t *testing.T, e env, slot uuid.UUID) uuid.UUID {
 	t.Helper()
 	a, ok, err := e.Store.BookSlot(t.Context(), db.Booking{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: newCustomer(t, e.Store, e.Tenant), SlotID: slot})
 	if err != nil || ok != db.BookedOK {
@@ -130,7 +129,7 @@ func bookedIn(t *testing.T, e optest.Env, slot uuid.UUID) uuid.UUID {
 // nothing.
 func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T) {
 	t.Parallel()
-	e := optest.SetupWithTimeouts(t, db.Timeouts{Lock: 300 * time.Millisecond})
+	e := setupWithTimeouts(t, db.Timeouts{Lock: 300 * time.Millisecond})
 	slot := futureSlot(t, e, 0)
 	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
 	p, err := booking.Book.Prepare(body, nil)
@@ -148,13 +147,13 @@ func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T
 		t.Fatal(err)
 	}
 	_, err = e.Core.Do(t.Context(), idem.Request{
-		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run, Local: p.Local,
+		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run, Statement: p.Statement,
 	})
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) {
 		t.Fatalf("got %v, want the action in progress", err)
 	}
-	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot); n != 0 {
+	if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot); n != 0 {
 		t.Fatalf("%d appointments, want 0", n)
 	}
 }
@@ -173,7 +172,7 @@ func lockKey(t *testing.T, tx pgx.Tx, tenant uuid.UUID, key string) error {
 // books, once.
 func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	customer := newCustomer(t, e.Store, e.Tenant)
 	for _, commit := range []bool{true, false} {
 		slot := futureSlot(t, e, 0)
@@ -183,7 +182,7 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 		key, holder := uuid.NewString(), uuid.New()
-		a := e.WhileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
+		a := e.whileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
 			if err := lockKey(t, tx, e.Tenant, key); err != nil {
 				return err
 			}
@@ -198,8 +197,8 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 			}
 			return tx.Rollback(t.Context())
 		})
-		booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-		actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+		booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+		actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 		switch {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
@@ -215,7 +214,7 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 // attempt of its key answers "in progress" and stores nothing.
 func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	slot := futureSlot(t, e, 0)
 	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
 	p, err := booking.Book.Prepare(body, nil)
@@ -233,14 +232,14 @@ func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
 	}
 	_, err = e.Core.Do(t.Context(), idem.Request{
 		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
-		Run: p.Run, Local: p.Local, Wait: 300 * time.Millisecond,
+		Run: p.Run, Statement: p.Statement, Wait: 300 * time.Millisecond,
 	})
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) {
 		t.Fatalf("got %v, want the action in progress", err)
 	}
-	booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-	actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+	booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+	actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 	if booked != 0 || actions != 0 {
 		t.Fatalf("%d appointments, %d actions; want 0, 0", booked, actions)
 	}

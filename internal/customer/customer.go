@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -93,23 +92,8 @@ var Create = op.Define(op.Spec[CreateInput]{
 			return c.Name == in.Name && c.Email == in.Email
 		})
 	},
-	Local: func(l *db.Local, in CreateInput) bool {
-		l.CreateCustomer(db.NewCustomer{TenantID: l.Tenant(), Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef})
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CreateInput) (idem.Result, error) {
-		if id, field, err := holder(ctx, tx, x.TenantID, uuid.Nil, in.Phone, in.ExternalRef); err != nil || id != uuid.Nil {
-			return exists(id, field, err)
-		}
-		// A concurrent create of the same phone or reference makes the unique
-		// index fail; the core then reruns the unit and the check above sees it.
-		c, err := tx.CreateCustomer(ctx, db.NewCustomer{
-			TenantID: x.TenantID, Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, c.ID.String(), wire.FromCustomer(c))
+	Statement: func(s *db.Statement, _ idem.Exec, in CreateInput) {
+		s.CreateCustomer(db.NewCustomer{TenantID: s.Tenant(), Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef})
 	},
 	Remote: op.SendInput[CreateInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
@@ -176,26 +160,8 @@ var Update = op.Define(op.Spec[UpdateInput]{
 			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
 		})
 	},
-	Local: func(l *db.Local, in UpdateInput) bool {
-		l.UpdateCustomer(changeOf(l.Tenant(), in))
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in UpdateInput) (idem.Result, error) {
-		id := op.MustUUID(in.CustomerID)
-		if _, err := tx.CustomerByID(ctx, x.TenantID, id); errors.Is(err, db.ErrNotFound) {
-			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
-		} else if err != nil {
-			return idem.Result{}, err
-		}
-		other, field, err := holder(ctx, tx, x.TenantID, id, value(in.Phone), value(in.ExternalRef))
-		if err != nil || other != uuid.Nil {
-			return exists(other, field, err)
-		}
-		c, err := tx.UpdateCustomer(ctx, changeOf(x.TenantID, in))
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusOK, c.ID.String(), wire.FromCustomer(c))
+	Statement: func(s *db.Statement, _ idem.Exec, in UpdateInput) {
+		s.UpdateCustomer(changeOf(s.Tenant(), in))
 	},
 	Remote: op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
 	Say: op.Phrases{
@@ -239,26 +205,8 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 	// is the same request (answered conflicting_request with the note that
 	// stands), never a second note.
 	RemoteIdentity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef} },
-	Local: func(l *db.Local, in NoteInput) bool {
-		l.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in NoteInput) (idem.Result, error) {
-		id := op.MustUUID(in.CustomerID)
-		ok, err := tx.CustomerExists(ctx, x.TenantID, id)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if !ok {
-			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
-		}
-		n, err := tx.AppendCustomerNote(ctx, db.NewNote{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Text: in.Text, CallID: x.CallID, NoteRef: in.NoteRef,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, n.ID.String(), wire.FromNote(n))
+	Statement: func(s *db.Statement, _ idem.Exec, in NoteInput) {
+		s.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
 	},
 	Remote: op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
@@ -307,29 +255,8 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 	Restates: func(_ context.Context, _ *db.Store, _ uuid.UUID, stored, in PointsInput) (bool, error) {
 		return stored.CustomerID == in.CustomerID && stored.Delta.Int64() == in.Delta.Int64() && stored.PointsRef == in.PointsRef, nil
 	},
-	Local: func(l *db.Local, in PointsInput) bool {
-		l.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
-		return true
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PointsInput) (idem.Result, error) {
-		id := op.MustUUID(in.CustomerID)
-		e, ok, err := tx.AddPoints(ctx, db.PointsChange{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: id, Delta: in.Delta.Int64(), Reason: in.Reason,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if ok {
-			return op.Confirm(http.StatusCreated, e.ID.String(), wire.FromPointsEntry(e))
-		}
-		c, err := tx.CustomerByID(ctx, x.TenantID, id)
-		if errors.Is(err, db.ErrNotFound) {
-			return op.Reject(NotFound, map[string]string{"customer_id": in.CustomerID})
-		}
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Reject(InsufficientPoints, map[string]any{"customer_id": in.CustomerID, "balance": c.Points, "delta": in.Delta.Int64()})
+	Statement: func(s *db.Statement, _ idem.Exec, in PointsInput) {
+		s.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
 	},
 	Remote: op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
@@ -370,37 +297,6 @@ func standing(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID str
 		return "changed", nil
 	}
 	return "", nil
-}
-
-// holder returns another customer of the tenant (not self) that already has
-// phone or ref, and which of the two it holds.
-func holder(ctx context.Context, tx *db.Tx, tenant, self uuid.UUID, phone, ref string) (uuid.UUID, string, error) {
-	for _, k := range []struct {
-		field, value string
-		find         func(context.Context, uuid.UUID, string) (oncecall.Customer, error)
-	}{{"phone", phone, tx.CustomerByPhone}, {"external_ref", ref, tx.CustomerByExternalRef}} {
-		if k.value == "" {
-			continue
-		}
-		c, err := k.find(ctx, tenant, k.value)
-		if errors.Is(err, db.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return uuid.Nil, "", err
-		}
-		if c.ID != self {
-			return c.ID, k.field, nil
-		}
-	}
-	return uuid.Nil, "", nil
-}
-
-func exists(id uuid.UUID, field string, err error) (idem.Result, error) {
-	if err != nil {
-		return idem.Result{}, err
-	}
-	return op.Reject(Exists, map[string]string{"customer_id": id.String(), "field": field})
 }
 
 // optional normalises a field that may be empty.

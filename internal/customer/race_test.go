@@ -9,15 +9,14 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
-	"github.com/oncecall/oncecall/internal/op/optest"
 )
 
-// A points change in SQL that waits for another transaction spending the
+// A points change that waits for another transaction spending the
 // same customer's points is rejected as insufficient, and its answer gives
 // the balance that transaction left, not the one the statement began with.
 func TestAPointsChangeInSQLRejectedByARaceGivesTheBalanceAsItIs(t *testing.T) {
 	t.Parallel()
-	e := optest.Setup(t)
+	e := setup(t)
 	c, err := e.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: e.Tenant, Name: "Ana"})
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +25,7 @@ func TestAPointsChangeInSQLRejectedByARaceGivesTheBalanceAsItIs(t *testing.T) {
 		t.Fatalf("starting balance: %v %v", ok, err)
 	}
 	body, _ := json.Marshal(map[string]any{"customer_id": c.ID, "delta": -5, "reason": "reward"})
-	a := e.WhileHeld(t, customer.AddPoints, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.whileHeld(t, customer.AddPoints, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), "UPDATE customers SET points = 2 WHERE id = $1", c.ID)
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })

@@ -67,11 +67,13 @@ type Request struct {
 	// Wait bounds how long to wait for an attempt of the same action that is
 	// still running before answering ErrInProgress.
 	Wait time.Duration
-	// Run performs the operation's writes inside the claim's transaction.
+	// Run performs the operation's writes inside the claim's transaction
+	// when it has no Statement.
 	Run func(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
-	// Local, when set, expresses Run in SQL for one round trip (see
-	// op.Spec.Local); it reports whether it could, and Run is used when not.
-	Local func(l *db.Local) bool
+	// Statement, when set, picks the operation's one statement (see
+	// op.Spec.Statement): claim, writes and completion in one round trip.
+	// It is used instead of Run.
+	Statement func(s *db.Statement, x Exec)
 	// Steps, when set, makes the action remote: the steps and their
 	// provider keys are committed with the claim, before any dispatch, and
 	// the Driver performs them; Run is not called.
@@ -211,9 +213,9 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	}
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
-	// claim below is the only decision. A local operation written in SQL
-	// skips it: its claim's round trip ends with the same read.
-	if req.Local == nil || len(req.Steps) > 0 {
+	// claim below is the only decision. An operation's one statement skips
+	// it: its claim's round trip ends with the same read.
+	if req.Statement == nil || len(req.Steps) > 0 {
 		if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
 			reply, err := c.follow(ctx, &req, a)
 			if !errors.Is(err, errSuperseded) {
@@ -265,10 +267,10 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 		Fingerprint: req.Fingerprint, Request: req.Input, CallID: req.CallID,
 	}
-	if req.Local != nil && len(req.Steps) == 0 {
-		if l := db.NewLocal(req.TenantID); req.Local(l) {
-			return c.executeLocal(ctx, claim, c.claimWait(req), l)
-		}
+	if req.Statement != nil && len(req.Steps) == 0 {
+		st := db.NewStatement(req.TenantID)
+		req.Statement(st, Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID, Remote: c.remote})
+		return c.claimOnce(ctx, claim, c.claimWait(req), st)
 	}
 	// Only an action claimed running has a lease, with its owner's token.
 	owner := uuid.New()
@@ -326,12 +328,12 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	return c.drive(ctx, reply.Action, owner), nil
 }
 
-// executeLocal claims the action and runs its local writes and completion,
-// written in SQL, in one round trip that also reads what the key names; a
-// key found taken answers errNotClaimed with that action in the reply (none
-// when it was taken meanwhile: do reads it).
-func (c *Core) executeLocal(ctx context.Context, claim db.Claim, claimWait time.Duration, l *db.Local) (Reply, error) {
-	claimed, a, err := c.store.ClaimLocal(ctx, claim, claimWait, l)
+// claimOnce claims the action and runs its writes and completion, the
+// operation's one statement, in one round trip that also reads what the
+// key names; a key found taken answers errNotClaimed with that action in
+// the reply (none when it was taken meanwhile: do reads it).
+func (c *Core) claimOnce(ctx context.Context, claim db.Claim, claimWait time.Duration, st *db.Statement) (Reply, error) {
+	claimed, a, err := c.store.ClaimOnce(ctx, claim, claimWait, st)
 	switch {
 	// The claim waited out its bound for a concurrent attempt of the key.
 	case errors.Is(err, db.ErrAtClaim) && ctx.Err() == nil:

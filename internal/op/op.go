@@ -42,7 +42,8 @@ type Spec[In any] struct {
 	// returns a *fault.Error naming the field for bad input.
 	Normalize func(in *In) error
 	// Identity returns the fields that identify the intent when a voice call
-	// gives no key (DESIGN.md section 4); nil means every input field.
+	// gives no key (docs/identity-and-leases.md); nil means every input
+	// field.
 	Identity func(in In) []string
 	// PerCall makes the call id part of a derived identity.
 	PerCall bool
@@ -64,15 +65,16 @@ type Spec[In any] struct {
 	// was pruned: it sees only the resource id (a booking's appointment is
 	// still known to be cancelled).
 	StandingByResource func(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error)
-	// Execute performs the operation's writes inside the claim's transaction.
+	// Execute performs the operation's writes inside the claim's
+	// transaction: the local implementation of an operation without a
+	// Statement.
 	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
-	// Local, when set, expresses Execute in SQL: it picks the operation's
-	// one statement (a db.Local method: claim, writes and completion with
-	// the outcome and answer decided in SQL, one round trip) and reports
-	// whether it did; an input it cannot express (false, nothing picked)
-	// runs through Execute. Both must store the same answer for the same
-	// database state (optest checks it).
-	Local func(l *db.Local, in In) bool
+	// Statement, when set, is the operation's local implementation instead
+	// of Execute: it picks the operation's one statement (a db.Statement
+	// method: claim, writes and completion with the outcome and answer
+	// decided in SQL, one round trip). Work SQL cannot do is a follow-up in
+	// the statement's transaction (db.Statement.Then; x is the action's).
+	Statement func(s *db.Statement, x idem.Exec, in In)
 	// Standing tells what became of the object a completed, confirmed
 	// action describes: "" while its answer still holds (the booked
 	// appointment is active in that slot), otherwise a word for what changed
@@ -186,10 +188,12 @@ type Prepared struct {
 	// completed action a did (see Spec.Restates); nil when only an equal
 	// fingerprint does.
 	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
-	Run      func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
-	// Local picks the one statement in SQL (see Spec.Local); nil
-	// when the operation has no SQL form.
-	Local func(l *db.Local) bool
+	// Run performs the operation's writes in the claim's transaction (see
+	// Spec.Execute); nil when Statement is set.
+	Run func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
+	// Statement picks the operation's one statement (see Spec.Statement);
+	// nil when the operation has none.
+	Statement func(s *db.Statement, x idem.Exec)
 	// Capability is the provider capability of the operation's required
 	// write; empty for operations that are always local.
 	Capability string
@@ -259,12 +263,13 @@ func (o spec[In]) prepare(in In) (*Prepared, error) {
 		Operation:   o.s.Name,
 		Input:       input,
 		Fingerprint: canon.Fingerprint(o.s.Name, o.s.Version, input),
-		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
-			return o.s.Execute(ctx, tx, x, in)
-		},
 	}
-	if o.s.Local != nil {
-		p.Local = func(l *db.Local) bool { return o.s.Local(l, in) }
+	if o.s.Statement != nil {
+		p.Statement = func(s *db.Statement, x idem.Exec) { o.s.Statement(s, x, in) }
+	} else if o.s.Execute != nil {
+		p.Run = func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+			return o.s.Execute(ctx, tx, x, in)
+		}
 	}
 	if r := o.s.Remote; r != nil {
 		p.Capability = r.Capability

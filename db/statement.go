@@ -11,48 +11,67 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
 
-// A local operation whose writes and answer can be decided in SQL needs no
-// round trip of its own: one statement (a data-modifying CTE per operation,
-// queries/*.sql `ClaimAnd...`) checks the key, does the operation's writes,
-// inserts the action already completed with its answer, and returns the
-// key's action. PostgreSQL runs a lone statement as its own transaction, so
-// a first execution and a replay both cost one round trip, and the action
-// row is written once (no running row to update afterwards).
+// An operation whose writes and answer can be decided in SQL is ONE
+// statement (a data-modifying CTE per operation, queries/*.sql
+// `ClaimAnd...`): it checks the key, does the operation's writes, inserts
+// the action already completed with its answer, and returns the key's
+// action. It is the operation's only implementation. PostgreSQL runs a lone
+// statement as its own transaction, so a first execution and a replay both
+// cost one round trip, and the action row is written once (no running row
+// to update afterwards).
 //
 // The statement starts by reading the key's action. A key already taken (a
 // replay) is answered with it: nothing else runs. Otherwise
 // oncecall_key_free (migration 0011) waits for a concurrent attempt of the
-// same key (an advisory lock of the key, held to the end of the statement)
-// and checks that the key is still free. Every write is gated on that, so
-// a replay writes nothing and gets the stored action back. The key's
-// unique index remains the guarantee: an attempt in the other form (BEGIN,
-// claim, writes, COMMIT) that commits the key first makes the action's
-// INSERT fail, and the whole statement, its writes included, rolls back;
-// the caller then reads the winner's action.
+// same key (an advisory lock of the key, held to the end of the
+// transaction) and checks that the key is still free. Every write is gated
+// on that, so a replay writes nothing and gets the stored action back. The
+// key's unique index remains the guarantee: an attempt of an operation run
+// statement by statement (BEGIN, claim, writes, COMMIT: ClaimTx) that
+// commits the key first makes the action's INSERT fail, and the whole
+// statement, its writes included, rolls back; the caller then reads the
+// winner's action.
+//
+// Work the statement cannot do (a booking's confirmation message, rendered
+// in Go) is a follow-up (Statement.Then): the statement then runs inside a
+// transaction, the follow-up after it in the same transaction, and the
+// stored answer is updated before COMMIT. The booking is still the
+// statement's.
 
-// Local is an operation's SQL form, bound to its input: what ClaimLocal
-// runs for an action that tenant is about to claim.
-type Local struct {
+// Statement is an operation's one statement, bound to its input: what
+// ClaimOnce runs for an action that tenant is about to claim.
+type Statement struct {
 	tenant uuid.UUID
 	run    func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error)
+	then   func(ctx context.Context, tx *Tx, a oncecall.Action) ([]byte, error)
 }
 
-// NewLocal returns a Local for an action that tenant is about to claim; one
-// of its operation methods (Book, Reschedule, Cancel, CreateCustomer,
-// UpdateCustomer, AppendNote, AddPoints) says what it does.
-func NewLocal(tenant uuid.UUID) *Local { return &Local{tenant: tenant} }
+// NewStatement returns a Statement for an action that tenant is about to
+// claim; one of its operation methods (Book, Reschedule, Cancel,
+// CreateCustomer, UpdateCustomer, AppendNote, AddPoints) says what it does.
+func NewStatement(tenant uuid.UUID) *Statement { return &Statement{tenant: tenant} }
 
 // Tenant is the claiming tenant.
-func (l *Local) Tenant() uuid.UUID { return l.tenant }
+func (l *Statement) Tenant() uuid.UUID { return l.tenant }
+
+// Then makes fn a follow-up of the statement: when the statement claims the
+// action, fn runs after it in the same transaction with the action as the
+// statement stored it, and a result fn returns replaces the stored answer's
+// body before COMMIT. An error from fn rolls everything back, the
+// statement's writes included.
+func (l *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)) {
+	l.then = fn
+}
 
 // Book makes l a booking of slot for customer: confirmed with the
-// appointment, or rejected as BookSlot's caller would.
-func (l *Local) Book(customer, slot uuid.UUID, service string) {
+// appointment, or rejected as a customer or slot missing, or a slot past or taken.
+func (l *Statement) Book(customer, slot uuid.UUID, service string) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		appointment, err := uuid.NewV7()
 		if err != nil {
@@ -68,8 +87,9 @@ func (l *Local) Book(customer, slot uuid.UUID, service string) {
 }
 
 // Reschedule makes l a move of appointment to slot: confirmed with the
-// appointment, or rejected as the Go form of appointment.reschedule would.
-func (l *Local) Reschedule(appointment, slot uuid.UUID) {
+// appointment, or rejected as an appointment missing or no longer active, or a slot
+// missing, past or taken.
+func (l *Statement) Reschedule(appointment, slot uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
@@ -80,8 +100,8 @@ func (l *Local) Reschedule(appointment, slot uuid.UUID) {
 }
 
 // Cancel makes l a cancellation of appointment: confirmed with the
-// appointment, or rejected as CancelAppointment's caller would.
-func (l *Local) Cancel(appointment uuid.UUID) {
+// appointment, or rejected as an appointment missing or no longer active.
+func (l *Statement) Cancel(appointment uuid.UUID) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
@@ -94,7 +114,7 @@ func (l *Local) Cancel(appointment uuid.UUID) {
 // CreateCustomer makes l the creation of c (its TenantID is l's tenant):
 // confirmed with the customer, or rejected as a phone or external reference
 // already on file.
-func (l *Local) CreateCustomer(c NewCustomer) {
+func (l *Statement) CreateCustomer(c NewCustomer) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
 		id, err := uuid.NewV7()
 		if err != nil {
@@ -112,7 +132,7 @@ func (l *Local) CreateCustomer(c NewCustomer) {
 // UpdateCustomer makes l the change c (its TenantID is l's tenant):
 // confirmed with the customer, or rejected as a missing customer or a phone
 // or external reference another customer holds.
-func (l *Local) UpdateCustomer(c CustomerChange) {
+func (l *Statement) UpdateCustomer(c CustomerChange) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
@@ -127,7 +147,7 @@ func (l *Local) UpdateCustomer(c CustomerChange) {
 // AppendNote makes l a note appended to customer's record (or the amended
 // note of the claim's call under ref): confirmed with the note, or rejected
 // as a missing customer.
-func (l *Local) AppendNote(customer uuid.UUID, text, ref string) {
+func (l *Statement) AppendNote(customer uuid.UUID, text, ref string) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		note, err := uuid.NewV7()
 		if err != nil {
@@ -143,8 +163,9 @@ func (l *Local) AppendNote(customer uuid.UUID, text, ref string) {
 }
 
 // AddPoints makes l a change of customer's loyalty balance by delta:
-// confirmed with the ledger entry, or rejected as AddPoints's caller would.
-func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
+// confirmed with the ledger entry, or rejected as a customer missing or a
+// balance too small.
+func (l *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
 	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		entry, err := uuid.NewV7()
 		if err != nil {
@@ -159,12 +180,12 @@ func (l *Local) AddPoints(customer uuid.UUID, delta int64, reason string) {
 	}
 }
 
-// ErrAtClaim marks a ClaimLocal error raised while the claim waited for a
+// ErrAtClaim marks a ClaimOnce error raised while the claim waited for a
 // concurrent attempt of the same key.
 var ErrAtClaim = errors.New("at the claim")
 
-// ClaimLocal claims c (for l's tenant; c's lease is not used: the action
-// is inserted completed), runs l's writes, completes the action and reads
+// ClaimOnce claims c (for st's tenant; c's lease is not used: the action
+// is inserted completed), runs st's writes, completes the action and reads
 // the action stored under c's key, in one statement: one round trip and one
 // transaction. The claim waits at most the shorter of claimWait and the
 // connection's lock_timeout for a concurrent attempt of the same key, and
@@ -174,44 +195,114 @@ var ErrAtClaim = errors.New("at the claim")
 // names afterwards: this call's, completed, or one stored before. When a
 // concurrent attempt of the key committed first, nothing is written and a
 // is the zero Action: read it by key. Any error rolls everything back,
-// except a broken connection, which leaves the outcome unknown
-// (OutcomeUnknown): the statement commits when it ends, and its end may
-// have been reached. The statement is never cancelled: when ctx ends first
-// the outcome is unknown while it goes on.
-func (s *Store) ClaimLocal(ctx context.Context, c Claim, claimWait time.Duration, l *Local) (claimed bool, a oncecall.Action, err error) {
-	if l.run == nil {
-		return false, oncecall.Action{}, errors.New("a local operation without its SQL form")
+// except a broken connection once the commit is on its way, which leaves
+// the outcome unknown (OutcomeUnknown): a lone statement commits when it
+// ends, and its end may have been reached. The commit is never cancelled:
+// when ctx ends first the outcome is unknown while it goes on. A statement
+// with a follow-up (Then) runs in a transaction of its own, with its
+// follow-up, and commits after them.
+func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration, st *Statement) (claimed bool, a oncecall.Action, err error) {
+	if st.run == nil {
+		return false, oncecall.Action{}, errors.New("an operation's statement without its operation")
 	}
-	if c.TenantID != l.tenant {
-		return false, oncecall.Action{}, errors.New("a local operation claimed for another tenant")
+	if c.TenantID != st.tenant {
+		return false, oncecall.Action{}, errors.New("an operation's statement claimed for another tenant")
 	}
 	wait := strconv.FormatInt(max(claimWait.Milliseconds(), 1), 10) + "ms"
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return false, oncecall.Action{}, fmt.Errorf("acquire connection: %w", err)
 	}
+	if st.then != nil {
+		return claimOnceThen(ctx, conn, c, wait, st)
+	}
 	// The statement commits when it ends, so no request context may cancel
 	// it (see detach); it is bounded by the connection's timeouts.
 	var row dbsqlc.Action
 	err = detach(ctx, conn, func(ctx context.Context) error {
 		var err error
-		row, err = l.run(ctx, dbsqlc.New(conn), c, wait)
+		row, err = st.run(ctx, dbsqlc.New(conn), c, wait)
 		return err
 	})
-	switch {
-	case takenMeanwhile(err):
+	if err := claimError(err); err != nil {
+		return false, oncecall.Action{}, err
+	}
+	if row.ID == uuid.Nil { // taken meanwhile
 		return false, oncecall.Action{}, nil
-	case LockTimeout(err) && waitedForKey(err):
-		return false, oncecall.Action{}, fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
-	case err != nil:
-		return false, oncecall.Action{}, fmt.Errorf("claim and run a local operation: %w", err)
 	}
 	return row.ID == c.ID, action(row), nil
 }
 
+// claimOnceThen is ClaimOnce for a statement with a follow-up: BEGIN, the
+// statement, the follow-up when the statement claimed the action, and the
+// follow-up's answer stored together with COMMIT. Until that COMMIT is sent
+// nothing is stored, whatever fails.
+func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string, st *Statement) (bool, oncecall.Action, error) {
+	committing := false
+	defer func() {
+		if !committing {
+			rollbackOpen(context.WithoutCancel(ctx), conn)
+			conn.Release()
+		}
+	}()
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return false, oncecall.Action{}, fmt.Errorf("begin: %w", err)
+	}
+	row, err := st.run(ctx, dbsqlc.New(tx), c, wait)
+	if err := claimError(err); err != nil || row.ID != c.ID {
+		// A replay, the key taken meanwhile (no row) or an error: the
+		// transaction wrote nothing that stays.
+		if err != nil || row.ID == uuid.Nil {
+			return false, oncecall.Action{}, err
+		}
+		return false, action(row), nil
+	}
+	a := action(row)
+	result, err := st.then(ctx, &Tx{queries: on(tx), tx: tx}, a)
+	if err != nil {
+		return true, oncecall.Action{}, err
+	}
+	// From here on the connection belongs to the commit (see detach).
+	committing = true
+	err = detach(ctx, conn, func(ctx context.Context) error {
+		defer rollbackOpen(ctx, conn)
+		if result == nil {
+			if err := tx.Commit(ctx); err != nil {
+				return fmt.Errorf("commit: %w", err)
+			}
+			return nil
+		}
+		return execAndCommit(ctx, conn.Conn(), "store the answer", setResultSQL, a.ID, result)
+	})
+	if err != nil {
+		return true, oncecall.Action{}, err
+	}
+	if result != nil {
+		a.Result = result
+	}
+	return true, a, nil
+}
+
+// claimError is err from an operation's statement as ClaimOnce reports
+// it: nil when a concurrent attempt of the key committed first (the caller
+// then finds no row), marked ErrAtClaim when the wait for such an attempt
+// timed out.
+func claimError(err error) error {
+	switch {
+	case takenMeanwhile(err):
+		return nil
+	case LockTimeout(err) && waitedForKey(err):
+		return fmt.Errorf("claim action: %w: %w", ErrAtClaim, err)
+	case err != nil:
+		return fmt.Errorf("claim and run an operation's statement: %w", err)
+	}
+	return nil
+}
+
 // takenMeanwhile reports whether err says a concurrent attempt of the same
-// key committed first: the action's INSERT met its key (an attempt in the
-// Go form), or the statement's snapshot, taken before oncecall_key_free
+// key committed first: the action's INSERT met its key (an attempt run
+// statement by statement), or the statement's snapshot, taken before oncecall_key_free
 // waited for the attempt, does not hold the action that wait saw (no row).
 func takenMeanwhile(err error) bool {
 	var pgErr *pgconn.PgError
@@ -224,8 +315,8 @@ const actionsKeyConstraint = "actions_tenant_id_idempotency_key_key"
 
 // waitedForKey reports whether a lock timeout ended the wait for a
 // concurrent attempt of the same key: in oncecall_key_free, or in the
-// action's INSERT on the key's unique index (an attempt in the other form
-// holds the key uncommitted; PostgreSQL names the index in the error's
+// action's INSERT on the key's unique index (an attempt run statement by
+// statement holds the key uncommitted; PostgreSQL names the index in the error's
 // context), not a wait for a row one of the operation's writes needs.
 func waitedForKey(err error) bool {
 	var pgErr *pgconn.PgError
