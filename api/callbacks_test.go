@@ -57,6 +57,13 @@ func TestCallbackRequestOverRESTIsOneRow(t *testing.T) {
 	if l := e.Get("/v1/callbacks?phone=%2B442079460002", e.key); l.Status != http.StatusOK || !strings.Contains(string(l.Body), `"Quote"`) {
 		t.Fatalf("list by phone: %d %s", l.Status, l.Body)
 	}
+	cancelled := e.Post("/v1/callbacks/"+resultOf(t, byPhone)["id"].(string)+"/cancel", e.key, "cb-2-cancel", nil)
+	if cancelled.Status != http.StatusOK || resultOf(t, cancelled)["status"] != "cancelled" {
+		t.Fatalf("cancel over REST: %d %s", cancelled.Status, cancelled.Body)
+	}
+	if n := e.Count("SELECT count(*) FROM callbacks WHERE phone = '+442079460002' AND status = 'cancelled' AND cancelled_at IS NOT NULL"); n != 1 {
+		t.Fatalf("cancelled callback rows by phone = %d, want 1", n)
+	}
 }
 
 // Input that cannot be a callback is a 400 naming the field, an unknown
