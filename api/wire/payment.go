@@ -21,6 +21,9 @@ type PaymentIntent struct {
 	Status         string    `json:"status"`
 	CapturedAmount *int64    `json:"captured_amount"`
 	CreatedAt      time.Time `json:"created_at"`
+	// ProviderRef is the provider's reference of the hold an approval made
+	// (Stripe's PaymentIntent id), in the approval's answer; empty without one.
+	ProviderRef string `json:"provider_ref,omitempty"`
 }
 
 // FromPaymentIntent is the wire shape of a payment intent.

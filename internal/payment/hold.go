@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -32,22 +33,6 @@ type HoldRequest struct {
 	// Account is the tenant's connected account (Stripe-Account); "" for
 	// the provider's default.
 	Account string `json:"account,omitempty"`
-}
-
-// heldIntent is the answer of an approval whose hold the provider
-// confirmed: the intent as the local one reads, with the provider's
-// reference of the hold.
-type heldIntent struct {
-	ID             string    `json:"id"`
-	CustomerID     string    `json:"customer_id"`
-	Amount         int64     `json:"amount"`
-	Currency       string    `json:"currency"`
-	Description    string    `json:"description"`
-	PaymentMethod  string    `json:"payment_method"`
-	Status         string    `json:"status"`
-	CapturedAmount *int64    `json:"captured_amount"`
-	CreatedAt      time.Time `json:"created_at"`
-	ProviderRef    string    `json:"provider_ref"`
 }
 
 // holdRemote makes the approval a hold when a payments provider that holds
@@ -80,8 +65,14 @@ func holdRemote() *op.Remote[IntentInput] {
 		},
 		Confirmed: func(in IntentInput, rec provider.Record) (idem.Result, error) {
 			id, _, _ := strings.Cut(rec.ExternalRef, "/")
-			return op.Confirm(http.StatusCreated, id, heldIntent{
-				ID: id, CustomerID: in.CustomerID, Amount: in.Amount.Int64(), Currency: in.Currency,
+			intent, err := uuid.Parse(id)
+			if err != nil {
+				return idem.Result{}, fmt.Errorf("held intent's reference %q: %w", rec.ExternalRef, err)
+			}
+			// The intent as the local one reads, with the provider's
+			// reference of the hold.
+			return op.Confirm(http.StatusCreated, id, wire.PaymentIntent{
+				ID: intent, CustomerID: op.MustUUID(in.CustomerID), Amount: in.Amount.Int64(), Currency: in.Currency,
 				Description: in.Description, PaymentMethod: in.PaymentMethod, Status: oncecall.IntentRequiresCapture,
 				CreatedAt: time.Now().UTC().Truncate(time.Microsecond), ProviderRef: rec.ID,
 			})
@@ -90,11 +81,11 @@ func holdRemote() *op.Remote[IntentInput] {
 			if res.Outcome != idem.Confirmed {
 				return nil // refused: the adapter released what it held; no intent
 			}
-			var h heldIntent
+			var h wire.PaymentIntent
 			if err := json.Unmarshal(res.Body, &h); err != nil {
 				return fmt.Errorf("read the held intent's answer: %w", err)
 			}
-			if h.ID != x.ActionID.String() {
+			if h.ID != x.ActionID {
 				return fmt.Errorf("held intent %s answered for action %s", h.ID, x.ActionID)
 			}
 			var req HoldRequest
