@@ -23,7 +23,7 @@ func TestABookingWithAConfirmationWaitsForItsKeyInAnotherStatement(t *testing.T)
 	t.Parallel()
 	e := setup(t)
 	slot := futureSlot(t, e, 0)
-	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot, "notify": "sms"})
+	body, _ := json.Marshal(map[string]any{"customer_id": e.Customer(t), "slot_id": slot, "notify": "sms"})
 	p, err := booking.Book.Prepare(body, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func TestABookingWithAConfirmationWaitsForItsKeyInAnotherStatement(t *testing.T)
 	if !errors.As(err, &inProgress) {
 		t.Fatalf("got %v, want the action in progress", err)
 	}
-	booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-	actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+	booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+	actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 	if booked != 0 || actions != 0 {
 		t.Fatalf("%d appointments, %d actions; want 0, 0", booked, actions)
 	}
@@ -64,7 +64,7 @@ func TestABookingWithAConfirmationQueuesItOnce(t *testing.T) {
 	}
 	slot := futureSlot(t, e, 0)
 	body, _ := json.Marshal(map[string]any{"customer_id": c.ID, "slot_id": slot, "notify": "sms"})
-	req := e.request(t, booking.Book, body, uuid.NewString())
+	req := e.Request(t, booking.Book, body, uuid.NewString())
 	first, err := e.Core.Do(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +94,10 @@ func TestABookingWithAConfirmationQueuesItOnce(t *testing.T) {
 	if !again.Replayed || again.Action.ID != stored.ID || !bytes.Equal(again.Action.Result, stored.Result) {
 		t.Fatalf("retry: replayed=%v %s, want the stored answer replayed", again.Replayed, again.Action.Result)
 	}
-	if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", slot, stored.ID); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", slot, stored.ID); n != 1 {
 		t.Fatalf("%d appointments of the action, want 1", n)
 	}
-	if n := e.count(t, "SELECT count(*) FROM messages WHERE tenant_id = $1", e.Tenant); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM messages WHERE tenant_id = $1", e.Tenant); n != 1 {
 		t.Fatalf("%d messages, want 1", n)
 	}
 }

@@ -2,7 +2,6 @@ package booking_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -24,19 +23,6 @@ type appointmentAnswer struct {
 	EndsAt     time.Time `json:"ends_at"`
 }
 
-// answerOf is v as an answer writes it: encoding/json's text without the
-// escaping of <, > and & for HTML.
-func answerOf(t *testing.T, v any) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
 // appointmentNow is the answer's JSON of appointment id as it is stored.
 func (e env) appointmentNow(t *testing.T, id string) []byte {
 	t.Helper()
@@ -45,25 +31,6 @@ func (e env) appointmentNow(t *testing.T, id string) []byte {
 		t.Fatal(err)
 	}
 	return answerOf(t, appointmentAnswer{a.ID, a.CustomerID, a.SlotID, a.Service, a.Status, a.StartsAt.UTC(), a.EndsAt.UTC()})
-}
-
-// run runs o for input under a fresh key and returns the action as stored,
-// after checking that the answer given is the one stored.
-func (e env) run(t *testing.T, o op.Operation, input map[string]any) oncecall.Action {
-	t.Helper()
-	body, _ := json.Marshal(input)
-	reply, err := e.Core.Do(t.Context(), e.request(t, o, body, uuid.NewString()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.Store.ActionByID(t.Context(), e.Tenant, reply.Action.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.Result, reply.Action.Result) {
-		t.Errorf("the answer %s is not what was stored %s", reply.Action.Result, a.Result)
-	}
-	return a
 }
 
 // check fails unless a is outcome with reason and status, and its body is
@@ -89,9 +56,9 @@ func (e env) check(t *testing.T, name string, a oncecall.Action, outcome oncecal
 func TestBookingOutcomes(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	customer := newCustomer(t, e.Store, e.Tenant)
+	customer := e.Customer(t)
 	start := time.Now().UTC().Truncate(time.Hour).Add(48 * time.Hour).Add(1500 * time.Millisecond)
-	slot := func(at time.Time) uuid.UUID { return newSlot(t, e.Store, e.Tenant, at) }
+	slot := func(at time.Time) uuid.UUID { return e.Slot(t, at) }
 	taken := slot(start)
 	bookedIn(t, e, taken)
 	past, missingCustomer, missingSlot := slot(time.Now().Add(-time.Hour)), uuid.New(), uuid.New()
@@ -111,13 +78,13 @@ func TestBookingOutcomes(t *testing.T) {
 		{"slot missing", customer, missingSlot, "", oncecall.Rejected, booking.SlotNotFound, map[string]any{"slot_id": missingSlot}},
 		{"customer missing", missingCustomer, slot(start), "", oncecall.Rejected, booking.CustomerNotFound, map[string]any{"customer_id": missingCustomer}},
 	} {
-		a := e.run(t, booking.Book, map[string]any{"customer_id": c.customer, "slot_id": c.slot, "service": c.service})
+		a := e.Run(t, booking.Book, map[string]any{"customer_id": c.customer, "slot_id": c.slot, "service": c.service})
 		status, want := 201, []byte(nil)
 		if c.body != nil {
 			status, want = 422, answerOf(t, c.body)
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, want)
-		if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", c.slot, a.ID); n != map[bool]int{true: 1}[c.outcome == oncecall.Confirmed] {
+		if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND action_id = $2", c.slot, a.ID); n != map[bool]int{true: 1}[c.outcome == oncecall.Confirmed] {
 			t.Errorf("%s: %d appointments of the action", c.name, n)
 		}
 	}
@@ -144,14 +111,14 @@ func TestCancelOutcomes(t *testing.T) {
 		{"already cancelled", cancelled, oncecall.Rejected, booking.AppointmentNotActive, e.appointmentNow(t, cancelled.String())},
 		{"missing", missing, oncecall.Rejected, booking.AppointmentNotFound, answerOf(t, map[string]any{"appointment_id": missing})},
 	} {
-		a := e.run(t, booking.Cancel, map[string]any{"appointment_id": c.appointment})
+		a := e.Run(t, booking.Cancel, map[string]any{"appointment_id": c.appointment})
 		status := 200
 		if c.outcome == oncecall.Rejected {
 			status = 422
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, c.body)
 	}
-	if n := e.count(t, "SELECT count(*) FROM appointments WHERE status = 'active'"); n != 0 {
+	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE status = 'active'"); n != 0 {
 		t.Errorf("%d active appointments left", n)
 	}
 }
@@ -171,7 +138,7 @@ func TestRescheduleOutcomes(t *testing.T) {
 	}
 	taken := slot()
 	bookedIn(t, e, taken)
-	past := newSlot(t, e.Store, e.Tenant, time.Now().Add(-time.Hour))
+	past := e.Slot(t, time.Now().Add(-time.Hour))
 	missingAppointment, missingSlot := uuid.New(), uuid.New()
 	for _, c := range []struct {
 		name        string
@@ -190,13 +157,13 @@ func TestRescheduleOutcomes(t *testing.T) {
 		{"slot in the past", bookedIn(t, e, slot()), past, oncecall.Rejected, booking.SlotUnavailable, answerOf(t, map[string]any{"slot_id": past})},
 		{"slot missing", bookedIn(t, e, slot()), missingSlot, oncecall.Rejected, booking.SlotNotFound, answerOf(t, map[string]any{"slot_id": missingSlot})},
 	} {
-		a := e.run(t, booking.Reschedule, map[string]any{"appointment_id": c.appointment, "slot_id": c.slot})
+		a := e.Run(t, booking.Reschedule, map[string]any{"appointment_id": c.appointment, "slot_id": c.slot})
 		status := 200
 		if c.outcome == oncecall.Rejected {
 			status = 422
 		}
 		e.check(t, c.name, a, c.outcome, c.reason, status, c.body)
-		if c.outcome == oncecall.Confirmed && e.count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", c.appointment, c.slot) != 1 {
+		if c.outcome == oncecall.Confirmed && e.Count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", c.appointment, c.slot) != 1 {
 			t.Errorf("%s: the appointment is not active in the new slot", c.name)
 		}
 	}

@@ -24,7 +24,7 @@ import (
 func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	customer := newCustomer(t, e.Store, e.Tenant)
+	customer := e.Customer(t)
 	for _, commit := range []bool{true, false} {
 		slot := futureSlot(t, e, 0)
 		body, _ := json.Marshal(map[string]any{"customer_id": customer, "slot_id": slot})
@@ -33,7 +33,7 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 			t.Fatal(err)
 		}
 		key, holder := uuid.NewString(), uuid.New()
-		a := e.whileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
+		a := e.WhileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
 			_, err := tx.Exec(t.Context(), `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_until)
 				VALUES ($1, $2, $3, $4, $5, $6, now() + interval '1 minute')`, holder, e.Tenant, key, p.Operation, p.Fingerprint, p.Input)
 			return err
@@ -47,8 +47,8 @@ func TestABookingInSQLYieldsToItsKeyHeldElsewhere(t *testing.T) {
 			}
 			return tx.Commit(t.Context())
 		})
-		booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-		actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+		booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+		actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 		switch {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
@@ -69,7 +69,7 @@ func TestACancellationInSQLRejectedByARaceDescribesTheWinner(t *testing.T) {
 	e := setup(t)
 	appointment := bookedIn(t, e, futureSlot(t, e, 0))
 	body, _ := json.Marshal(map[string]any{"appointment_id": appointment})
-	a := e.whileHeld(t, booking.Cancel, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.WhileHeld(t, booking.Cancel, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), "UPDATE appointments SET status = 'cancelled' WHERE id = $1", appointment)
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })
@@ -91,18 +91,18 @@ func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
 	from, to := futureSlot(t, e, 0), futureSlot(t, e, 1)
 	appointment := bookedIn(t, e, from)
 	body, _ := json.Marshal(map[string]any{"appointment_id": appointment, "slot_id": to})
-	a := e.whileHeld(t, booking.Reschedule, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.WhileHeld(t, booking.Reschedule, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), `INSERT INTO appointments (id, tenant_id, customer_id, slot_id, action_id)
-			VALUES ($1, $2, $3, $4, $5)`, uuid.New(), e.Tenant, newCustomer(t, e.Store, e.Tenant), to, uuid.New())
+			VALUES ($1, $2, $3, $4, $5)`, uuid.New(), e.Tenant, e.Customer(t), to, uuid.New())
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })
 	if a.Reason != booking.SlotUnavailable {
 		t.Fatalf("answer %s %s %s, want %s", a.Outcome, a.Reason, a.Result, booking.SlotUnavailable)
 	}
-	if e.count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", appointment, from) != 1 {
+	if e.Count(t, "SELECT count(*) FROM appointments WHERE id = $1 AND slot_id = $2 AND status = 'active'", appointment, from) != 1 {
 		t.Fatal("the appointment left its slot")
 	}
-	if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", to); n != 1 {
+	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", to); n != 1 {
 		t.Fatalf("%d active appointments in the new slot, want 1", n)
 	}
 }
@@ -110,13 +110,13 @@ func TestAMoveInSQLToASlotBookedMeanwhileIsRejected(t *testing.T) {
 // futureSlot makes a slot i hours after a time three days ahead.
 func futureSlot(t *testing.T, e env, i int) uuid.UUID {
 	t.Helper()
-	return newSlot(t, e.Store, e.Tenant, time.Now().UTC().Truncate(time.Hour).Add(72*time.Hour+time.Duration(i)*time.Hour))
+	return e.Slot(t, time.Now().UTC().Truncate(time.Hour).Add(72*time.Hour+time.Duration(i)*time.Hour))
 }
 
 // bookedIn books slot for a new customer and returns the appointment.
 func bookedIn(t *testing.T, e env, slot uuid.UUID) uuid.UUID {
 	t.Helper()
-	a, ok, err := e.Store.BookSlot(t.Context(), db.Booking{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: newCustomer(t, e.Store, e.Tenant), SlotID: slot})
+	a, ok, err := e.Store.BookSlot(t.Context(), db.Booking{TenantID: e.Tenant, ActionID: uuid.New(), CustomerID: e.Customer(t), SlotID: slot})
 	if err != nil || ok != db.BookedOK {
 		t.Fatalf("book: %v %v", ok, err)
 	}
@@ -131,7 +131,7 @@ func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T
 	t.Parallel()
 	e := setupWithTimeouts(t, db.Timeouts{Lock: 300 * time.Millisecond})
 	slot := futureSlot(t, e, 0)
-	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
+	body, _ := json.Marshal(map[string]any{"customer_id": e.Customer(t), "slot_id": slot})
 	p, err := booking.Book.Prepare(body, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T
 	if !errors.As(err, &inProgress) {
 		t.Fatalf("got %v, want the action in progress", err)
 	}
-	if n := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot); n != 0 {
+	if n := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot); n != 0 {
 		t.Fatalf("%d appointments, want 0", n)
 	}
 }
@@ -173,7 +173,7 @@ func lockKey(t *testing.T, tx pgx.Tx, tenant uuid.UUID, key string) error {
 func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	customer := newCustomer(t, e.Store, e.Tenant)
+	customer := e.Customer(t)
 	for _, commit := range []bool{true, false} {
 		slot := futureSlot(t, e, 0)
 		body, _ := json.Marshal(map[string]any{"customer_id": customer, "slot_id": slot})
@@ -182,7 +182,7 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 		key, holder := uuid.NewString(), uuid.New()
-		a := e.whileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
+		a := e.WhileHeld(t, booking.Book, body, key, func(tx pgx.Tx) error {
 			if err := lockKey(t, tx, e.Tenant, key); err != nil {
 				return err
 			}
@@ -197,8 +197,8 @@ func TestABookingInSQLWaitsForItsKeyInAnotherStatement(t *testing.T) {
 			}
 			return tx.Rollback(t.Context())
 		})
-		booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-		actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+		booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+		actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 		switch {
 		case commit && (a.ID != holder || a.Reason != "SLOT_UNAVAILABLE" || booked != 0 || actions != 1):
 			t.Errorf("after the other attempt committed: answer %v %s, %d appointments, %d actions; want the other attempt's, 0, 1",
@@ -216,7 +216,7 @@ func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	slot := futureSlot(t, e, 0)
-	body, _ := json.Marshal(map[string]any{"customer_id": newCustomer(t, e.Store, e.Tenant), "slot_id": slot})
+	body, _ := json.Marshal(map[string]any{"customer_id": e.Customer(t), "slot_id": slot})
 	p, err := booking.Book.Prepare(body, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -238,8 +238,8 @@ func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
 	if !errors.As(err, &inProgress) {
 		t.Fatalf("got %v, want the action in progress", err)
 	}
-	booked := e.count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
-	actions := e.count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
+	booked := e.Count(t, "SELECT count(*) FROM appointments WHERE slot_id = $1", slot)
+	actions := e.Count(t, "SELECT count(*) FROM actions WHERE tenant_id = $1 AND idempotency_key = $2", e.Tenant, key)
 	if booked != 0 || actions != 0 {
 		t.Fatalf("%d appointments, %d actions; want 0, 0", booked, actions)
 	}

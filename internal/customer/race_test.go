@@ -25,7 +25,7 @@ func TestAPointsChangeInSQLRejectedByARaceGivesTheBalanceAsItIs(t *testing.T) {
 		t.Fatalf("starting balance: %v %v", ok, err)
 	}
 	body, _ := json.Marshal(map[string]any{"customer_id": c.ID, "delta": -5, "reason": "reward"})
-	a := e.whileHeld(t, customer.AddPoints, body, uuid.NewString(), func(tx pgx.Tx) error {
+	a := e.WhileHeld(t, customer.AddPoints, body, uuid.NewString(), func(tx pgx.Tx) error {
 		_, err := tx.Exec(t.Context(), "UPDATE customers SET points = 2 WHERE id = $1", c.ID)
 		return err
 	}, func(tx pgx.Tx) error { return tx.Commit(t.Context()) })

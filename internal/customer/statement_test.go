@@ -2,7 +2,6 @@ package customer_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -14,38 +13,6 @@ import (
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/op"
 )
-
-// answerOf is v as an answer writes it: encoding/json's text without the
-// escaping of <, > and & for HTML.
-func answerOf(t *testing.T, v any) []byte {
-	t.Helper()
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-}
-
-// run runs o for input under a fresh key and returns the action as stored,
-// after checking that the answer given is the one stored.
-func (e env) run(t *testing.T, o op.Operation, input map[string]any) oncecall.Action {
-	t.Helper()
-	body, _ := json.Marshal(input)
-	reply, err := e.Core.Do(t.Context(), e.request(t, o, body, uuid.NewString()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := e.Store.ActionByID(t.Context(), e.Tenant, reply.Action.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a.Result, reply.Action.Result) {
-		t.Errorf("the answer %s is not what was stored %s", reply.Action.Result, a.Result)
-	}
-	return a
-}
 
 // check fails unless a is outcome with reason and status and its body is
 // want.
@@ -121,7 +88,7 @@ func TestPointsOutcomes(t *testing.T) {
 			map[string]any{"balance": 10, "customer_id": poor, "delta": -30}},
 		{"customer missing", missing, 5, "visit", oncecall.Rejected, customer.NotFound, map[string]any{"customer_id": missing}},
 	} {
-		a := e.run(t, customer.AddPoints, map[string]any{"customer_id": c.customer, "delta": c.delta, "reason": c.reason})
+		a := e.Run(t, customer.AddPoints, map[string]any{"customer_id": c.customer, "delta": c.delta, "reason": c.reason})
 		if c.body != nil {
 			check(t, c.name, a, c.outcome, c.code, http.StatusUnprocessableEntity, answerOf(t, c.body))
 			continue
@@ -162,7 +129,7 @@ func TestNoteOutcomes(t *testing.T) {
 		{"confirmed, text to escape", e.made(t, "Ana", "", "", ""), "<Allergic> to \"latex\" & nuts\né\u2028", oncecall.Confirmed},
 		{"customer missing", missing, "Prefers mornings", oncecall.Rejected},
 	} {
-		a := e.run(t, customer.AppendNote, map[string]any{"customer_id": c.customer, "text": c.text})
+		a := e.Run(t, customer.AppendNote, map[string]any{"customer_id": c.customer, "text": c.text})
 		if c.outcome == oncecall.Rejected {
 			check(t, c.name, a, c.outcome, customer.NotFound, http.StatusUnprocessableEntity, answerOf(t, map[string]any{"customer_id": c.customer}))
 			continue
@@ -209,14 +176,14 @@ func TestCreateCustomerOutcomes(t *testing.T) {
 		{"phone first when both are on file", map[string]any{"name": "Ana", "phone": "+442079460710", "external_ref": "both-1"}, oncecall.Rejected,
 			map[string]any{"customer_id": bothPhone, "field": "phone"}},
 	} {
-		a := e.run(t, customer.Create, c.input)
+		a := e.Run(t, customer.Create, c.input)
 		if c.body != nil {
 			check(t, c.name, a, c.outcome, customer.Exists, http.StatusUnprocessableEntity, answerOf(t, c.body))
 			continue
 		}
 		check(t, c.name, a, c.outcome, "", http.StatusCreated, e.customerNow(t, a.ResourceID))
 	}
-	if n := e.count(t, "SELECT count(*) FROM customers WHERE tenant_id = $1", e.Tenant); n != 6 {
+	if n := e.Count(t, "SELECT count(*) FROM customers WHERE tenant_id = $1", e.Tenant); n != 6 {
 		t.Errorf("%d customers, want 6", n)
 	}
 }
@@ -249,7 +216,7 @@ func TestUpdateCustomerOutcomes(t *testing.T) {
 			map[string]any{"customer_id": refOther, "field": "external_ref"}},
 	} {
 		c.input["customer_id"] = c.customer
-		a := e.run(t, customer.Update, c.input)
+		a := e.Run(t, customer.Update, c.input)
 		if c.body != nil {
 			check(t, c.name, a, c.outcome, c.reason, http.StatusUnprocessableEntity, answerOf(t, c.body))
 			continue
