@@ -27,7 +27,7 @@ test:
 # The same tests under the race detector, over the packages whose goroutines share state: the store and
 # its pools, the idempotency core, the step driver, the reconciler, the console and the HTTP API
 # (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
-RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./api
+RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api
 test-race:
 	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 $(RACE_PKGS)
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -339,11 +340,16 @@ func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
 			}
 			amount = n
 		}
+		// The metadata is replaced, not changed in place: copies of pi the
+		// ledger or an event handed out share the old map and are encoded
+		// outside the lock.
+		metadata := maps.Clone(pi.Metadata)
 		for k, v := range form {
 			if name, ok := strings.CutPrefix(k, "metadata["); ok && strings.HasSuffix(name, "]") && len(v) > 0 {
-				pi.Metadata[strings.TrimSuffix(name, "]")] = v[0]
+				metadata[strings.TrimSuffix(name, "]")] = v[0]
 			}
 		}
+		pi.Metadata = metadata
 		pi.Status, pi.AmountReceived, pi.AmountCapturable = "succeeded", amount, 0
 		pi.Captures++
 		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.succeeded", *pi}}
