@@ -49,15 +49,6 @@ func (q queries) CreateSlot(ctx context.Context, s NewSlot) (oncecall.Slot, erro
 	return oncecall.Slot{ID: row.ID, StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(), Resource: row.Resource, Available: true}, nil
 }
 
-// SlotExists reports whether the tenant has the slot.
-func (q queries) SlotExists(ctx context.Context, tenant, id uuid.UUID) (bool, error) {
-	_, err := q.q.SlotByID(ctx, dbsqlc.SlotByIDParams{TenantID: tenant, ID: id})
-	if err = notFound(err); err == ErrNotFound {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // SlotStart is when the tenant's slot starts; ErrNotFound when it has none.
 func (q queries) SlotStart(ctx context.Context, tenant, id uuid.UUID) (time.Time, error) {
 	s, err := q.q.SlotByID(ctx, dbsqlc.SlotByIDParams{TenantID: tenant, ID: id})
@@ -124,13 +115,6 @@ func (q queries) AppointmentByID(ctx context.Context, tenant, id uuid.UUID) (onc
 		return oncecall.Appointment{}, notFound(err)
 	}
 	return appointment(row), nil
-}
-
-// MoveAppointment moves an active appointment to a free future slot; ok is
-// false when the appointment is not active or the slot not free.
-func (q queries) MoveAppointment(ctx context.Context, tenant, id, slot uuid.UUID) (oncecall.Appointment, bool, error) {
-	row, err := q.q.MoveAppointment(ctx, dbsqlc.MoveAppointmentParams{TenantID: tenant, ID: id, NewSlotID: slot})
-	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
 }
 
 // CancelAppointment cancels an active appointment; ok is false when it is

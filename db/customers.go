@@ -99,35 +99,6 @@ func (q queries) UpdateCustomer(ctx context.Context, c CustomerChange) (oncecall
 	return customer(row), nil
 }
 
-// NewNote is a note to append.
-type NewNote struct {
-	TenantID   uuid.UUID
-	ActionID   uuid.UUID
-	CustomerID uuid.UUID
-	Text       string
-	// CallID, when set, makes the note the call's one note of the customer
-	// under NoteRef: a later note of the same call and NoteRef amends it.
-	CallID  string
-	NoteRef string
-}
-
-// AppendCustomerNote appends a note to a customer the caller checked exists,
-// or amends the call's note under the same note_ref.
-func (q queries) AppendCustomerNote(ctx context.Context, n NewNote) (oncecall.Note, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return oncecall.Note{}, err
-	}
-	row, err := q.q.AppendCustomerNote(ctx, dbsqlc.AppendCustomerNoteParams{
-		ID: id, TenantID: n.TenantID, CustomerID: n.CustomerID, Text: n.Text, ActionID: n.ActionID,
-		CallID: ptr(n.CallID), NoteRef: n.NoteRef,
-	})
-	if err != nil {
-		return oncecall.Note{}, err
-	}
-	return oncecall.Note{ID: row.ID, CustomerID: row.CustomerID, Text: row.Text, CreatedAt: row.CreatedAt.UTC()}, nil
-}
-
 // PointsChange is a change of a customer's loyalty balance.
 type PointsChange struct {
 	TenantID   uuid.UUID

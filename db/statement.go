@@ -58,21 +58,21 @@ type Statement struct {
 func NewStatement(tenant uuid.UUID) *Statement { return &Statement{tenant: tenant} }
 
 // Tenant is the claiming tenant.
-func (l *Statement) Tenant() uuid.UUID { return l.tenant }
+func (st *Statement) Tenant() uuid.UUID { return st.tenant }
 
 // Then makes fn a follow-up of the statement: when the statement claims the
 // action, fn runs after it in the same transaction with the action as the
 // statement stored it, and a result fn returns replaces the stored answer's
 // body before COMMIT. An error from fn rolls everything back, the
 // statement's writes included.
-func (l *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)) {
-	l.then = fn
+func (st *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)) {
+	st.then = fn
 }
 
-// Book makes l a booking of slot for customer: confirmed with the
+// Book makes st a booking of slot for customer: confirmed with the
 // appointment, or rejected as a customer or slot missing, or a slot past or taken.
-func (l *Statement) Book(customer, slot uuid.UUID, service string) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) Book(customer, slot uuid.UUID, service string) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		appointment, err := uuid.NewV7()
 		if err != nil {
 			return dbsqlc.Action{}, err
@@ -86,11 +86,11 @@ func (l *Statement) Book(customer, slot uuid.UUID, service string) {
 	}
 }
 
-// Reschedule makes l a move of appointment to slot: confirmed with the
+// Reschedule makes st a move of appointment to slot: confirmed with the
 // appointment, or rejected as an appointment missing or no longer active, or a slot
 // missing, past or taken.
-func (l *Statement) Reschedule(appointment, slot uuid.UUID) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) Reschedule(appointment, slot uuid.UUID) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
@@ -99,10 +99,10 @@ func (l *Statement) Reschedule(appointment, slot uuid.UUID) {
 	}
 }
 
-// Cancel makes l a cancellation of appointment: confirmed with the
+// Cancel makes st a cancellation of appointment: confirmed with the
 // appointment, or rejected as an appointment missing or no longer active.
-func (l *Statement) Cancel(appointment uuid.UUID) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) Cancel(appointment uuid.UUID) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
@@ -111,11 +111,11 @@ func (l *Statement) Cancel(appointment uuid.UUID) {
 	}
 }
 
-// CreateCustomer makes l the creation of c (its TenantID is l's tenant):
+// CreateCustomer makes st the creation of c (its TenantID is st's tenant):
 // confirmed with the customer, or rejected as a phone or external reference
 // already on file.
-func (l *Statement) CreateCustomer(c NewCustomer) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) CreateCustomer(c NewCustomer) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
 		id, err := uuid.NewV7()
 		if err != nil {
 			return dbsqlc.Action{}, err
@@ -129,11 +129,11 @@ func (l *Statement) CreateCustomer(c NewCustomer) {
 	}
 }
 
-// UpdateCustomer makes l the change c (its TenantID is l's tenant):
+// UpdateCustomer makes st the change c (its TenantID is st's tenant):
 // confirmed with the customer, or rejected as a missing customer or a phone
 // or external reference another customer holds.
-func (l *Statement) UpdateCustomer(c CustomerChange) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) UpdateCustomer(c CustomerChange) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
 			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
@@ -144,11 +144,11 @@ func (l *Statement) UpdateCustomer(c CustomerChange) {
 	}
 }
 
-// AppendNote makes l a note appended to customer's record (or the amended
+// AppendNote makes st a note appended to customer's record (or the amended
 // note of the claim's call under ref): confirmed with the note, or rejected
 // as a missing customer.
-func (l *Statement) AppendNote(customer uuid.UUID, text, ref string) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) AppendNote(customer uuid.UUID, text, ref string) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		note, err := uuid.NewV7()
 		if err != nil {
 			return dbsqlc.Action{}, err
@@ -162,11 +162,11 @@ func (l *Statement) AppendNote(customer uuid.UUID, text, ref string) {
 	}
 }
 
-// AddPoints makes l a change of customer's loyalty balance by delta:
+// AddPoints makes st a change of customer's loyalty balance by delta:
 // confirmed with the ledger entry, or rejected as a customer missing or a
 // balance too small.
-func (l *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
-	l.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+func (st *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		entry, err := uuid.NewV7()
 		if err != nil {
 			return dbsqlc.Action{}, err

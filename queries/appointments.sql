@@ -46,18 +46,6 @@ SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_
 FROM appointments a JOIN slots s ON s.id = a.slot_id
 WHERE a.tenant_id = $1 AND a.id = $2;
 
--- name: MoveAppointment :one
--- Moves an active appointment to another free future slot of the same
--- tenant. A concurrent booking of the new slot makes the unique index fail;
--- the idempotency core then reruns the whole unit with a fresh snapshot.
-UPDATE appointments a
-SET slot_id = s.id, updated_at = now()
-FROM slots s
-WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(id) AND a.status = 'active'
-  AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(new_slot_id) AND s.starts_at > now()
-  AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = sqlc.arg(new_slot_id) AND o.status = 'active')
-RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at;
-
 -- name: CancelAppointment :one
 WITH c AS (
     UPDATE appointments SET status = 'cancelled', updated_at = now()

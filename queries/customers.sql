@@ -26,16 +26,6 @@ SET name         = CASE WHEN sqlc.arg(set_name)::boolean THEN sqlc.arg(name)::te
 WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(id)
 RETURNING *;
 
--- name: AppendCustomerNote :one
--- Appends a note, or, for a call that already has its note of the customer
--- under this note_ref, amends that note's text (migration 0013).
-INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
-VALUES (sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(customer_id), sqlc.arg(text), sqlc.arg(action_id),
-        sqlc.narg(call_id), sqlc.arg(note_ref))
-ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
-DO UPDATE SET text = EXCLUDED.text, amended_at = now()
-RETURNING *;
-
 -- name: AddPoints :one
 -- Changes the balance in one statement that cannot take it below zero, and
 -- records the change with the balance it produced. No row: the customer is
@@ -195,7 +185,7 @@ SELECT * FROM prior;
 -- A note's one round trip, as ClaimAndBook: when the key is not taken, it
 -- appends the note to the tenant's customer and inserts the action already
 -- completed: confirmed with the note (the call's note under note_ref, amended,
--- when the call has one: see AppendCustomerNote), or rejected with
+-- when the call has one), or rejected with
 -- CUSTOMER_NOT_FOUND.
 WITH prior AS (
     SELECT * FROM actions

@@ -817,50 +817,6 @@ func (q *Queries) LockSlotSchedule(ctx context.Context, arg LockSlotSchedulePara
 	return err
 }
 
-const moveAppointment = `-- name: MoveAppointment :one
-UPDATE appointments a
-SET slot_id = s.id, updated_at = now()
-FROM slots s
-WHERE a.tenant_id = $1 AND a.id = $2 AND a.status = 'active'
-  AND s.tenant_id = $1 AND s.id = $3 AND s.starts_at > now()
-  AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = $3 AND o.status = 'active')
-RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-`
-
-type MoveAppointmentParams struct {
-	TenantID  uuid.UUID
-	ID        uuid.UUID
-	NewSlotID uuid.UUID
-}
-
-type MoveAppointmentRow struct {
-	ID         uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-	Service    string
-	Status     string
-	StartsAt   time.Time
-	EndsAt     time.Time
-}
-
-// Moves an active appointment to another free future slot of the same
-// tenant. A concurrent booking of the new slot makes the unique index fail;
-// the idempotency core then reruns the whole unit with a fresh snapshot.
-func (q *Queries) MoveAppointment(ctx context.Context, arg MoveAppointmentParams) (MoveAppointmentRow, error) {
-	row := q.db.QueryRow(ctx, moveAppointment, arg.TenantID, arg.ID, arg.NewSlotID)
-	var i MoveAppointmentRow
-	err := row.Scan(
-		&i.ID,
-		&i.CustomerID,
-		&i.SlotID,
-		&i.Service,
-		&i.Status,
-		&i.StartsAt,
-		&i.EndsAt,
-	)
-	return i, err
-}
-
 const slotByID = `-- name: SlotByID :one
 SELECT id, tenant_id, starts_at, ends_at, resource, created_at FROM slots WHERE tenant_id = $1 AND id = $2
 `

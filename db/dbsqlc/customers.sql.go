@@ -62,52 +62,6 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 	return i, err
 }
 
-const appendCustomerNote = `-- name: AppendCustomerNote :one
-INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
-VALUES ($1, $2, $3, $4, $5,
-        $6, $7)
-ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
-DO UPDATE SET text = EXCLUDED.text, amended_at = now()
-RETURNING id, tenant_id, customer_id, text, action_id, created_at, call_id, note_ref, amended_at
-`
-
-type AppendCustomerNoteParams struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	CustomerID uuid.UUID
-	Text       string
-	ActionID   uuid.UUID
-	CallID     *string
-	NoteRef    string
-}
-
-// Appends a note, or, for a call that already has its note of the customer
-// under this note_ref, amends that note's text (migration 0013).
-func (q *Queries) AppendCustomerNote(ctx context.Context, arg AppendCustomerNoteParams) (CustomerNote, error) {
-	row := q.db.QueryRow(ctx, appendCustomerNote,
-		arg.ID,
-		arg.TenantID,
-		arg.CustomerID,
-		arg.Text,
-		arg.ActionID,
-		arg.CallID,
-		arg.NoteRef,
-	)
-	var i CustomerNote
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.CustomerID,
-		&i.Text,
-		&i.ActionID,
-		&i.CreatedAt,
-		&i.CallID,
-		&i.NoteRef,
-		&i.AmendedAt,
-	)
-	return i, err
-}
-
 const claimAndAddPoints = `-- name: ClaimAndAddPoints :one
 WITH prior AS (
     SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
@@ -328,7 +282,7 @@ type ClaimAndAppendNoteRow struct {
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
 // appends the note to the tenant's customer and inserts the action already
 // completed: confirmed with the note (the call's note under note_ref, amended,
-// when the call has one: see AppendCustomerNote), or rejected with
+// when the call has one), or rejected with
 // CUSTOMER_NOT_FOUND.
 func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNoteParams) (ClaimAndAppendNoteRow, error) {
 	row := q.db.QueryRow(ctx, claimAndAppendNote,
