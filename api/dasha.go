@@ -258,7 +258,7 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 			return nil, "", dashatool.Invalid("action_id", "action_id must be a string"), false, nil
 		}
 	}
-	if prep, err = op.PrepareCanonical(o, args); err != nil {
+	if prep, err = o.PrepareCanonical(args); err != nil {
 		ans, err := invalid(err)
 		return nil, "", ans, false, err
 	}

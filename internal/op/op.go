@@ -169,6 +169,9 @@ type Operation interface {
 	// Prepare validates and normalises raw JSON arguments. path holds fields
 	// taken from the URL (e.g. appointment_id); they must not also be in raw.
 	Prepare(raw []byte, path map[string]string) (*Prepared, error)
+	// PrepareCanonical is Prepare for arguments that are already canonical
+	// JSON (see prepare_canonical.go): they are decoded as they are.
+	PrepareCanonical(c []byte) (*Prepared, error)
 }
 
 // Prepared is a validated, normalised request for an operation.

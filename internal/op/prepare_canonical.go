@@ -1,22 +1,13 @@
 package op
 
-// PrepareCanonical is o.Prepare for arguments that are already canonical
+// PrepareCanonical is Prepare for arguments that are already canonical
 // JSON, the output of canon.Canonical or an object inside it (a tool call's
 // arguments once its webhook's body is canonicalised): they are decoded as
 // they are, not canonicalised again. Canonical form is idempotent, so the
 // Prepared request, its fingerprint included, is the one Prepare makes of
 // the same bytes. Anything else must go through Prepare: PrepareCanonical
 // does not reject duplicate keys or invalid UTF-8 itself.
-func PrepareCanonical(o Operation, c []byte) (*Prepared, error) {
-	if o, ok := o.(interface {
-		prepareCanonical(c []byte) (*Prepared, error)
-	}); ok {
-		return o.prepareCanonical(c)
-	}
-	return o.Prepare(c, nil)
-}
-
-func (o spec[In]) prepareCanonical(c []byte) (*Prepared, error) {
+func (o spec[In]) PrepareCanonical(c []byte) (*Prepared, error) {
 	var in In
 	if err := decodeCanonical(c, &in); err != nil {
 		return nil, err

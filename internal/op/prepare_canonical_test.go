@@ -6,7 +6,6 @@ import (
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/fault"
-	"github.com/oncecall/oncecall/internal/op"
 )
 
 // PrepareCanonical of a canonical body is what Prepare makes of it: the
@@ -27,7 +26,7 @@ func TestPrepareCanonicalIsPrepare(t *testing.T) {
 			t.Fatal(err)
 		}
 		want, wantErr := booking.Book.Prepare([]byte(body), nil)
-		got, err := op.PrepareCanonical(booking.Book, c)
+		got, err := booking.Book.PrepareCanonical(c)
 		switch {
 		case wantErr != nil || err != nil:
 			if fault.As(err).Code != fault.As(wantErr).Code || fault.As(err).Field != fault.As(wantErr).Field || fault.As(err).Message != fault.As(wantErr).Message {
