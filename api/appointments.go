@@ -7,42 +7,95 @@ import (
 
 	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
+// listedSlot is a slot as GET /v1/slots lists it: for a slot of a
+// practitioner, with who and where and the timezone it is spoken in.
+type listedSlot struct {
+	wire.Slot
+	PractitionerID string `json:"practitioner_id,omitempty"`
+	Practitioner   string `json:"practitioner,omitempty"`
+	LocationID     string `json:"location_id,omitempty"`
+	Location       string `json:"location,omitempty"`
+	Timezone       string `json:"timezone,omitempty"`
+}
+
+// listSlots answers GET /v1/slots: the tenant's slots in start order with
+// the filters of find_available_slots as query parameters, and available.
 func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := db.SlotFilter{From: time.Now(), Limit: 100}
-	if v := q.Get("available"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
+	params, err := queryParams(r, "available", "from", "to", "date", "part_of_day", "service_id", "practitioner_id",
+		"location_id", "after", "limit")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	in := dashatool.SlotsInput{
+		ServiceID: params["service_id"], PractitionerID: params["practitioner_id"], LocationID: params["location_id"],
+		Date: params["date"], To: params["to"], PartOfDay: params["part_of_day"], After: params["after"],
+	}
+	if v, ok := params["from"]; ok {
+		in.From = &v
+	}
+	if err := in.Normalize(); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	onlyAvailable, limit := false, 100
+	if v, ok := params["available"]; ok {
+		if onlyAvailable, err = strconv.ParseBool(v); err != nil {
 			writeError(w, r, fault.Field("available", "must be true or false"))
 			return
 		}
-		f.OnlyAvailable = b
 	}
-	if v := q.Get("from"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			writeError(w, r, fault.Field("from", "must be an RFC 3339 time"))
-			return
-		}
-		f.From = t
-	}
-	if v := q.Get("limit"); v != "" {
+	if v, ok := params["limit"]; ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 500 {
 			writeError(w, r, fault.Field("limit", "must be an integer from 1 to 500"))
 			return
 		}
-		f.Limit = n
+		limit = n
 	}
-	slots, err := s.cfg.Store.ListSlots(r.Context(), tenantFrom(r.Context()).ID, f)
+	ctx, tenant := r.Context(), tenantFrom(r.Context()).ID
+	zone, loc, err := s.tenantZone(ctx, tenant)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	q, err := s.slotQuery(ctx, tenant, in, zone, loc)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if in.From != nil { // a listing may start in the past
+		if t, err := time.Parse(time.RFC3339Nano, *in.From); err == nil {
+			q.From = t
+		} else if d, err := time.Parse(time.DateOnly, *in.From); err == nil {
+			q.From = d.Add(-15 * time.Hour)
+		}
+	}
+	q.OnlyAvailable, q.Limit = onlyAvailable, limit+1
+	slots, err := s.cfg.Store.FindOpenSlots(ctx, tenant, q)
 	if err != nil {
 		writeError(w, r, db.Fault(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"slots": wire.FromSlots(slots)})
+	out := map[string]any{}
+	if len(slots) > limit {
+		slots = slots[:limit]
+		out["next_after"] = slots[limit-1].ID
+	}
+	list := make([]listedSlot, len(slots))
+	for i, sl := range slots {
+		list[i] = listedSlot{Slot: wire.FromSlot(sl.Slot)}
+		if sl.Catalog() {
+			list[i].PractitionerID, list[i].Practitioner = sl.PractitionerID.String(), sl.Practitioner
+			list[i].LocationID, list[i].Location, list[i].Timezone = sl.LocationID.String(), sl.Location, sl.Timezone
+		}
+	}
+	out["slots"] = list
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getAppointment(w http.ResponseWriter, r *http.Request) {

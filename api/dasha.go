@@ -374,16 +374,24 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant,
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	_, loc, err := s.tenantZone(ctx, tenant.ID)
+	zone, loc, err := s.tenantZone(ctx, tenant.ID)
 	if err != nil {
 		return dashatool.Answer{}, err
 	}
-	from, n := in.Window(time.Now(), loc)
-	slots, err := s.cfg.Store.ListSlots(ctx, tenant.ID, db.SlotFilter{From: from, OnlyAvailable: true, Limit: n})
+	q, err := s.slotQuery(ctx, tenant.ID, in, zone, loc)
+	if err != nil {
+		return invalid(err)
+	}
+	q.Limit++ // one more: is there more to hear?
+	slots, err := s.cfg.Store.FindOpenSlots(ctx, tenant.ID, q)
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}
-	return s.slotsAnswer(ctx, tenant, slots)
+	more := len(slots) > in.N()
+	if more {
+		slots = slots[:in.N()]
+	}
+	return dashatool.SlotsAnswer(zone, dashatool.SlotViews(slots, loc, time.Now()), more), nil
 }
 
 // dashaError keeps protocol errors and 503 as they are and turns any other

@@ -11,6 +11,8 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // The read-only tools that serve a returning caller. Like
@@ -84,17 +86,24 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant oncecall.Tenan
 	return dashatool.AppointmentsAnswer(len(list), details), nil
 }
 
-// slotsAnswer answers find_available_slots with the slots' local times.
-func (s *Server) slotsAnswer(ctx context.Context, tenant oncecall.Tenant, slots []oncecall.Slot) (dashatool.Answer, error) {
-	zone, loc, err := s.tenantZone(ctx, tenant.ID)
-	if err != nil {
-		return dashatool.Answer{}, err
+// slotQuery is what find_available_slots and GET /v1/slots look for:
+// today and tomorrow are read in the named location's timezone, else in
+// loc, the tenant's. A location the tenant does not have is a bad field.
+func (s *Server) slotQuery(ctx context.Context, tenant uuid.UUID, in dashatool.SlotsInput, zone string, loc *time.Location) (oncecall.OpenSlotQuery, error) {
+	dayLoc := loc
+	if in.LocationID != "" {
+		name, err := s.cfg.Store.LocationZone(ctx, tenant, uuid.MustParse(in.LocationID))
+		if errors.Is(err, db.ErrNotFound) {
+			return oncecall.OpenSlotQuery{}, fault.Field("location_id", "no location of this business has that id")
+		}
+		if err != nil {
+			return oncecall.OpenSlotQuery{}, db.Fault(err)
+		}
+		if l, err := schedule.ParseZone(name); err == nil {
+			dayLoc = l
+		}
 	}
-	details, err := json.Marshal(map[string]any{"timezone": zone, "slots": localSlots(slots, loc, time.Now())})
-	if err != nil {
-		return dashatool.Answer{}, err
-	}
-	return dashatool.Answer{Outcome: string(oncecall.Confirmed), Say: dashatool.SlotsSay(len(slots)), Details: details}, nil
+	return in.Query(time.Now(), dayLoc, zone), nil
 }
 
 // toolCustomer is the customer a read tool names (its id already checked by

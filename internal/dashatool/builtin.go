@@ -1,10 +1,6 @@
 package dashatool
 
 import (
-	"strings"
-	"time"
-
-	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 )
 
@@ -21,57 +17,6 @@ type StatusInput struct {
 
 // Normalize validates the input.
 func (in *StatusInput) Normalize() error { return op.ID("action_id", &in.ActionID) }
-
-// SlotsInput is the arguments of find_available_slots.
-type SlotsInput struct {
-	From  *string `json:"from" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$" desc:"Optional: list slots starting at or after this time: a day such as 2030-01-02 (from the start of that day in the business's timezone) or an RFC 3339 time such as 2030-01-02T09:00:00Z (default: now)."`
-	Limit *int    `json:"limit" minimum:"1" maximum:"20" desc:"Optional: how many slots to list, 1 to 20 (default 5)."`
-}
-
-// DefaultSlots is how many slots find_available_slots lists by default.
-const DefaultSlots = 5
-
-// fromMessage says what from accepts.
-const fromMessage = "must be a day such as 2030-01-02 or an RFC 3339 time such as 2030-01-02T15:04:05Z"
-
-// Normalize validates the input; a time From is rewritten in UTC, a day
-// is kept as it is (Window reads it in the tenant's timezone).
-func (in *SlotsInput) Normalize() error {
-	if in.From != nil {
-		*in.From = strings.TrimSpace(*in.From)
-		if *in.From == "" {
-			return fault.Field("from", fromMessage)
-		}
-		if d, err := time.Parse(time.DateOnly, *in.From); err == nil && d.Format(time.DateOnly) == *in.From {
-			// a plain day
-		} else if err := op.Time("from", in.From); err != nil {
-			return fault.Field("from", fromMessage)
-		}
-	}
-	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > 20) {
-		return fault.Field("limit", "must be an integer from 1 to 20")
-	}
-	return nil
-}
-
-// Window returns the first start time and the number of slots to list; a
-// day is its start in loc, the tenant's timezone.
-func (in SlotsInput) Window(now time.Time, loc *time.Location) (time.Time, int) {
-	from, n := now, DefaultSlots
-	if in.From != nil {
-		t, err := time.Parse(time.RFC3339Nano, *in.From)
-		if err != nil {
-			t, err = time.ParseInLocation(time.DateOnly, *in.From, loc)
-		}
-		if err == nil && t.After(now) {
-			from = t
-		}
-	}
-	if in.Limit != nil {
-		n = *in.Limit
-	}
-	return from, n
-}
 
 // SlotsSay guides the model through a list of free slots.
 func SlotsSay(found int) string {

@@ -1,0 +1,244 @@
+package dashatool
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
+)
+
+// SlotsInput is the arguments of find_available_slots (and the query of
+// GET /v1/slots).
+type SlotsInput struct {
+	ServiceID      string  `json:"service_id" format:"uuid" desc:"Optional: only slots fit for this service (from list_services): its practitioner performs it at that location and the slot is long enough for it."`
+	PractitionerID string  `json:"practitioner_id" format:"uuid" desc:"Optional: only this practitioner's slots (from list_practitioners)."`
+	LocationID     string  `json:"location_id" format:"uuid" desc:"Optional: only slots at this location; today and tomorrow are then read in its timezone."`
+	Date           string  `json:"date" maxLength:"10" pattern:"^([0-9]{4}-[0-9]{2}-[0-9]{2}|today|tomorrow)$" desc:"Optional: only slots on this day, local to each slot's location: a day such as 2030-01-02, today or tomorrow. Not with from or to."`
+	From           *string `json:"from" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$" desc:"Optional: list slots starting at or after this time: a day such as 2030-01-02 (from the start of that day in the business's timezone) or an RFC 3339 time such as 2030-01-02T09:00:00Z (default: now)."`
+	To             string  `json:"to" pattern:"^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$" desc:"Optional: list slots starting up to this day (included) or before this RFC 3339 time."`
+	PartOfDay      string  `json:"part_of_day" enum:"morning,afternoon,evening" desc:"Optional: only slots starting in this part of the local day: morning before 12:00, afternoon 12:00 to 17:00, evening from 17:00."`
+	Limit          *int    `json:"limit" minimum:"1" maximum:"20" desc:"Optional: how many slots to list, 1 to 20 (default 5)."`
+	After          string  `json:"after" format:"uuid" desc:"Optional: continue after this slot: the next_after of the previous answer, to hear more times."`
+}
+
+// DefaultSlots is how many slots find_available_slots lists by default.
+const DefaultSlots = 5
+
+// Parts of the day, by the local minute of the day a slot starts at.
+var partsOfDay = map[string][2]int{
+	"morning":   {0, 12 * 60},
+	"afternoon": {12 * 60, 17 * 60},
+	"evening":   {17 * 60, 24 * 60},
+}
+
+// fromMessage says what from and to accept.
+const fromMessage = "must be a day such as 2030-01-02 or an RFC 3339 time such as 2030-01-02T15:04:05Z"
+
+// Normalize validates the input; a time in From or To is rewritten in UTC,
+// a day is kept as it is (Query reads it in each slot's timezone).
+func (in *SlotsInput) Normalize() error {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"service_id", &in.ServiceID}, {"practitioner_id", &in.PractitionerID}, {"location_id", &in.LocationID}, {"after", &in.After}} {
+		if strings.TrimSpace(*f.v) == "" {
+			*f.v = ""
+		} else if err := op.ID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	if in.From != nil {
+		*in.From = strings.TrimSpace(*in.From)
+		if *in.From == "" || dayOrInstant("from", in.From) != nil {
+			return fault.Field("from", fromMessage)
+		}
+	}
+	if in.To = strings.TrimSpace(in.To); in.To != "" && dayOrInstant("to", &in.To) != nil {
+		return fault.Field("to", fromMessage)
+	}
+	switch in.Date = strings.ToLower(strings.TrimSpace(in.Date)); {
+	case in.Date == "" || in.Date == "today" || in.Date == "tomorrow":
+	case !isDay(in.Date):
+		return fault.Field("date", "must be a day such as 2030-01-02, today or tomorrow")
+	}
+	if in.Date != "" && (in.From != nil || in.To != "") {
+		return fault.Field("date", "give either date or from and to, not both")
+	}
+	if in.PartOfDay = strings.ToLower(strings.TrimSpace(in.PartOfDay)); in.PartOfDay != "" {
+		if _, ok := partsOfDay[in.PartOfDay]; !ok {
+			return fault.Field("part_of_day", "must be morning, afternoon or evening")
+		}
+	}
+	if in.Limit != nil && (*in.Limit < 1 || *in.Limit > 20) {
+		return fault.Field("limit", "must be an integer from 1 to 20")
+	}
+	return nil
+}
+
+func isDay(s string) bool {
+	d, err := time.Parse(time.DateOnly, s)
+	return err == nil && d.Format(time.DateOnly) == s
+}
+
+// dayOrInstant keeps a day as it is and rewrites an instant in UTC.
+func dayOrInstant(field string, v *string) error {
+	if isDay(*v) {
+		return nil
+	}
+	return op.Time(field, v)
+}
+
+// Catalog reports whether the input names a service, practitioner or
+// location.
+func (in SlotsInput) Catalog() bool {
+	return in.ServiceID != "" || in.PractitionerID != "" || in.LocationID != ""
+}
+
+// N is how many slots to list.
+func (in SlotsInput) N() int {
+	if in.Limit == nil {
+		return DefaultSlots
+	}
+	return *in.Limit
+}
+
+// dayReach bounds how far a local day reaches from the same day in UTC.
+const dayReach = 15 * time.Hour
+
+// Query returns what to look for: the free slots from now on that the input
+// selects, at most N. Today and tomorrow are read in loc (the location's
+// timezone when the input names one, else the tenant's); a day in date,
+// from or to is the local day of each slot's own timezone (tenantZone for
+// a slot of the single calendar).
+func (in SlotsInput) Query(now time.Time, loc *time.Location, tenantZone string) oncecall.OpenSlotQuery {
+	q := oncecall.OpenSlotQuery{
+		From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: tenantZone, Limit: in.N(),
+		ServiceID: optionalID(in.ServiceID), PractitionerID: optionalID(in.PractitionerID),
+		LocationID: optionalID(in.LocationID), After: optionalID(in.After),
+	}
+	from, to := "", in.To
+	if in.From != nil {
+		from = *in.From
+	}
+	switch in.Date {
+	case "":
+	case "today":
+		from = now.In(loc).Format(time.DateOnly)
+		to = from
+	case "tomorrow":
+		l := now.In(loc)
+		from = time.Date(l.Year(), l.Month(), l.Day()+1, 12, 0, 0, 0, loc).Format(time.DateOnly)
+		to = from
+	default:
+		from, to = in.Date, in.Date
+	}
+	if from != "" {
+		if isDay(from) {
+			q.FromDate = from
+			d, _ := time.Parse(time.DateOnly, from)
+			q.From = later(q.From, d.Add(-dayReach))
+		} else if t, err := time.Parse(time.RFC3339Nano, from); err == nil {
+			q.From = later(q.From, t)
+		}
+	}
+	if to != "" {
+		if isDay(to) {
+			q.ToDate = to
+			d, _ := time.Parse(time.DateOnly, to)
+			q.To = d.AddDate(0, 0, 1).Add(dayReach)
+		} else if t, err := time.Parse(time.RFC3339Nano, to); err == nil {
+			q.To = t
+		}
+	}
+	if p, ok := partsOfDay[in.PartOfDay]; ok {
+		q.MinMinute, q.MaxMinute = p[0], p[1]
+		if p[0] == 0 {
+			q.MinMinute = -1
+		}
+		if p[1] == 24*60 {
+			q.MaxMinute = -1
+		}
+	}
+	return q
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func optionalID(s string) uuid.UUID {
+	if s == "" {
+		return uuid.Nil
+	}
+	return uuid.MustParse(s)
+}
+
+// SlotView is a free slot as a voice agent hears it: its times in its own
+// timezone as well and, for a slot of a practitioner, who and where. A
+// slot of the single calendar has the shape it always had.
+type SlotView struct {
+	wire.Slot
+	schedule.Local
+	PractitionerID string `json:"practitioner_id,omitempty"`
+	Practitioner   string `json:"practitioner,omitempty"`
+	LocationID     string `json:"location_id,omitempty"`
+	Location       string `json:"location,omitempty"`
+	Address        string `json:"address,omitempty"`
+	Timezone       string `json:"timezone,omitempty"`
+}
+
+// SlotViews are the views of slots; a zone the zone database lacks is read
+// as fallback.
+func SlotViews(slots []oncecall.OpenSlot, fallback *time.Location, now time.Time) []SlotView {
+	zones := map[string]*time.Location{}
+	out := make([]SlotView, len(slots))
+	for i, s := range slots {
+		loc, ok := zones[s.Timezone]
+		if !ok {
+			var err error
+			if loc, err = schedule.ParseZone(s.Timezone); err != nil {
+				loc = fallback
+			}
+			zones[s.Timezone] = loc
+		}
+		out[i] = SlotView{Slot: wire.FromSlot(s.Slot), Local: schedule.Localize(s.StartsAt, s.EndsAt, loc, now)}
+		if s.Catalog() {
+			out[i].PractitionerID, out[i].Practitioner = s.PractitionerID.String(), s.Practitioner
+			out[i].LocationID, out[i].Location, out[i].Address = s.LocationID.String(), s.Location, s.Address
+			out[i].Timezone = s.Timezone
+		}
+	}
+	return out
+}
+
+// SlotsAnswer answers find_available_slots: details holds the timezone of
+// the business, the slots and, when there may be more, next_after.
+func SlotsAnswer(zone string, views []SlotView, more bool) Answer {
+	d := map[string]any{"timezone": zone, "slots": views}
+	if more && len(views) > 0 {
+		d["next_after"] = views[len(views)-1].ID.String()
+	}
+	details, _ := json.Marshal(d)
+	say := SlotsSay(len(views))
+	for _, v := range views {
+		if v.PractitionerID != "" {
+			say += " A slot with a practitioner is said in its location's local time (its timezone): name the practitioner " +
+				"and the location with the time."
+			break
+		}
+	}
+	if more && len(views) > 0 {
+		say += " If none suits the caller, call find_available_slots again with the same arguments and next_after as after to hear more."
+	}
+	return Answer{Outcome: string(oncecall.Confirmed), Say: say, Details: details}
+}
