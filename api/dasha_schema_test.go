@@ -83,6 +83,8 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			book("service", strings.Repeat("é", 200)),
 			book("action_id", id()),
 			book("action_id", ""),
+			book("slot_id", absent, "service_id", id(), "starts_at", "2030-01-02T14:00:00Z"),
+			book("slot_id", absent, "service_id", id(), "starts_at", "2030-01-02T14:00", "practitioner_id", id(), "location_id", id()),
 		},
 		"reschedule_appointment": {
 			map[string]any{"appointment_id": id(), "slot_id": id()},
@@ -140,6 +142,9 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"from": "2030-01-02t09:00:00.5z"},
 			map[string]any{"from": "2030-01-02"},
 			json.RawMessage(`{"limit": 2.0}`),
+			map[string]any{"service_id": id(), "practitioner_id": id(), "date": "tomorrow", "part_of_day": "afternoon"},
+			map[string]any{"from": "2030-01-02", "to": "2030-01-05T12:00:00Z", "part_of_day": "morning", "after": id()},
+			map[string]any{"date": "2030-01-02", "part_of_day": "evening", "limit": 20},
 		},
 		// Without phone, find_customer looks up the call's number; these
 		// payloads carry none, so only calls with a phone are valid here
@@ -250,6 +255,10 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"from": "tomorrow"},
 			map[string]any{"from": ""},
 			map[string]any{"from": "2030-01-02 09:00"},
+			map[string]any{"date": "next week"},
+			map[string]any{"part_of_day": "night"},
+			map[string]any{"to": "soon"},
+			map[string]any{"service_id": "cleaning"},
 		},
 		"find_customer": {
 			map[string]any{"phone": "02079460958"},
@@ -342,6 +351,17 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 			{map[string]any{"customer_id": customer, "window_start": "2030-02-30T14:00", "window_end": "2030-03-01T14:00", "reason": "Invoice"}, "window_start"},
 			{map[string]any{"customer_id": customer, "window_start": "2020-07-05T14:00", "window_end": "2020-07-05T16:00", "reason": "Invoice"}, "window_end"},
 			{map[string]any{"customer_id": customer, "window_start": "2030-07-05T14:00", "window_end": "2030-07-05T16:00", "reason": " "}, "reason"},
+		},
+		// A booking takes slot_id, or service_id and starts_at.
+		"book_appointment": {
+			{map[string]any{"customer_id": customer}, "slot_id"},
+			{map[string]any{"customer_id": customer, "slot_id": d.slot.String(), "service_id": d.slot.String()}, "service_id"},
+			{map[string]any{"customer_id": customer, "service_id": d.slot.String()}, "starts_at"},
+			{map[string]any{"customer_id": customer, "service_id": d.slot.String(), "starts_at": "at two"}, "starts_at"},
+		},
+		"find_available_slots": {
+			{map[string]any{"date": "tomorrow", "from": "2030-01-02"}, "date"},
+			{map[string]any{"location_id": d.slot.String()}, "location_id"}, // no such location
 		},
 		"add_loyalty_points": {
 			{map[string]any{"customer_id": customer, "delta": 0, "reason": "Visit"}, "delta"},

@@ -285,7 +285,8 @@ func plain(t *testing.T, s *openapi3.Schema) map[string]any {
 }
 
 // normalized drops what does not change a schema's meaning: empty
-// properties and required lists, and the order of required.
+// properties and required lists, the order of required, and the Go
+// client generator's hints (x-go-type-skip-optional-pointer, x-omitzero).
 func normalized(s map[string]any) map[string]any {
 	out := map[string]any{}
 	for k, v := range s {
@@ -313,6 +314,7 @@ func normalized(s map[string]any) map[string]any {
 			} else {
 				out[k] = v
 			}
+		case "x-go-type-skip-optional-pointer", "x-omitzero":
 		default:
 			out[k] = v
 		}

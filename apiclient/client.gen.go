@@ -127,9 +127,11 @@ const (
 	IntentChargeInProgress DashaReason = "intent_charge_in_progress"
 	InvalidArguments       DashaReason = "invalid_arguments"
 	NeedsOperator          DashaReason = "needs_operator"
+	NoPractitionerFree     DashaReason = "no_practitioner_free"
 	PaymentDeclined        DashaReason = "payment_declined"
 	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
 	SavedCardsNeedStripe   DashaReason = "saved_cards_need_stripe"
+	ServiceNotFound        DashaReason = "service_not_found"
 	SlotNotFound           DashaReason = "slot_not_found"
 	SlotUnavailable        DashaReason = "slot_unavailable"
 	TemplateExists         DashaReason = "template_exists"
@@ -172,11 +174,15 @@ func (e DashaReason) Valid() bool {
 		return true
 	case NeedsOperator:
 		return true
+	case NoPractitionerFree:
+		return true
 	case PaymentDeclined:
 		return true
 	case PaymentIntentNotFound:
 		return true
 	case SavedCardsNeedStripe:
+		return true
+	case ServiceNotFound:
 		return true
 	case SlotNotFound:
 		return true
@@ -431,12 +437,14 @@ const (
 	INVALIDINPUT           ProblemCode = "INVALID_INPUT"
 	INVALIDJSON            ProblemCode = "INVALID_JSON"
 	METHODNOTALLOWED       ProblemCode = "METHOD_NOT_ALLOWED"
+	NOPRACTITIONERFREE     ProblemCode = "NO_PRACTITIONER_FREE"
 	NOTFOUND               ProblemCode = "NOT_FOUND"
 	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
 	PAYMENTDECLINED        ProblemCode = "PAYMENT_DECLINED"
 	PAYMENTINTENTNOTFOUND  ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
 	RATELIMITED            ProblemCode = "RATE_LIMITED"
 	SAVEDCARDSNEEDSTRIPE   ProblemCode = "SAVED_CARDS_NEED_STRIPE"
+	SERVICENOTFOUND        ProblemCode = "SERVICE_NOT_FOUND"
 	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
 	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
 	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
@@ -495,6 +503,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case METHODNOTALLOWED:
 		return true
+	case NOPRACTITIONERFREE:
+		return true
 	case NOTFOUND:
 		return true
 	case PAYLOADTOOLARGE:
@@ -506,6 +516,8 @@ func (e ProblemCode) Valid() bool {
 	case RATELIMITED:
 		return true
 	case SAVEDCARDSNEEDSTRIPE:
+		return true
+	case SERVICENOTFOUND:
 		return true
 	case SERVICEUNAVAILABLE:
 		return true
@@ -703,6 +715,27 @@ func (e ToolName) Valid() bool {
 	}
 }
 
+// Defines values for ListSlotsParamsPartOfDay.
+const (
+	Afternoon ListSlotsParamsPartOfDay = "afternoon"
+	Evening   ListSlotsParamsPartOfDay = "evening"
+	Morning   ListSlotsParamsPartOfDay = "morning"
+)
+
+// Valid indicates whether the value is a known member of the ListSlotsParamsPartOfDay enum.
+func (e ListSlotsParamsPartOfDay) Valid() bool {
+	switch e {
+	case Afternoon:
+		return true
+	case Evening:
+		return true
+	case Morning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Action The action envelope of any operation. `result` is the operation's result when confirmed (a
 // `RemoteResult` when a remote provider performed the write), the rejection's details when
 // rejected, null while pending, and `{"id": ...}` once the full body is past
@@ -816,14 +849,26 @@ type BookAppointmentInput struct {
 	// CustomerId The customer's id.
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
+	// LocationId Optional, with service_id: only at this location.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
 	// Notify Optional: also send the customer a confirmation by sms or email.
 	Notify *BookAppointmentInputNotify `json:"notify,omitempty"`
 
-	// Service Optional: the service booked.
+	// PractitionerId Optional, with service_id: only this practitioner (from list_practitioners).
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+
+	// Service Optional, with slot_id: the service booked.
 	Service *string `json:"service,omitempty"`
 
-	// SlotId The id of the slot the caller chose (from find_available_slots).
-	SlotId openapi_types.UUID `json:"slot_id"`
+	// ServiceId Instead of slot_id: the service to book (from list_services); a free practitioner who performs it is picked.
+	ServiceId *openapi_types.UUID `json:"service_id,omitempty"`
+
+	// SlotId The id of the slot the caller chose (from find_available_slots). Give either slot_id, or service_id and starts_at.
+	SlotId openapi_types.UUID `json:"slot_id,omitempty,omitzero"`
+
+	// StartsAt With service_id: when the appointment starts, an RFC 3339 time such as 2030-01-02T14:00:00Z (a slot's starts_at) or a local time such as 2030-01-02T14:00 read in the location's timezone.
+	StartsAt *string `json:"starts_at,omitempty"`
 }
 
 // BookAppointmentInputNotify Optional: also send the customer a confirmation by sms or email.
@@ -1175,6 +1220,26 @@ type Event struct {
 type Health struct {
 	// Status `ok`, or why the server is not ready.
 	Status string `json:"status"`
+}
+
+// ListedSlot A slot as `GET /v1/slots` lists it. A slot of a practitioner at a location also gives them and the
+// timezone it is spoken in (the location's); a slot of the single calendar has none of these.
+type ListedSlot struct {
+	// Available Not booked and not past.
+	Available      bool                `json:"available"`
+	EndsAt         time.Time           `json:"ends_at"`
+	Id             openapi_types.UUID  `json:"id"`
+	Location       *string             `json:"location,omitempty"`
+	LocationId     *openapi_types.UUID `json:"location_id,omitempty"`
+	Practitioner   *string             `json:"practitioner,omitempty"`
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+
+	// Resource Who or what the slot is with; may be empty.
+	Resource string    `json:"resource"`
+	StartsAt time.Time `json:"starts_at"`
+
+	// Timezone The IANA timezone the slot is spoken in.
+	Timezone *string `json:"timezone,omitempty"`
 }
 
 // LocalAppointment An appointment with its times in the tenant's timezone as well.
@@ -1927,6 +1992,39 @@ type SendMessageInput struct {
 // SendMessageInputChannel sms or email.
 type SendMessageInputChannel string
 
+// ServiceAppointment A booking by service (`service_id` and `starts_at`): the appointment with the practitioner picked,
+// the location, and its times in the location's timezone.
+type ServiceAppointment struct {
+	Address *string `json:"address,omitempty"`
+
+	// Confirmation With `notify`, as in NotifiedAppointment.
+	Confirmation   *string            `json:"confirmation,omitempty"`
+	CustomerId     openapi_types.UUID `json:"customer_id"`
+	EndsAt         time.Time          `json:"ends_at"`
+	EndsAtLocal    string             `json:"ends_at_local"`
+	Id             openapi_types.UUID `json:"id"`
+	Location       string             `json:"location"`
+	LocationId     openapi_types.UUID `json:"location_id"`
+	Practitioner   string             `json:"practitioner"`
+	PractitionerId openapi_types.UUID `json:"practitioner_id"`
+
+	// Service The service's name.
+	Service       string             `json:"service"`
+	ServiceId     openapi_types.UUID `json:"service_id"`
+	SlotId        openapi_types.UUID `json:"slot_id"`
+	StartsAt      time.Time          `json:"starts_at"`
+	StartsAtLocal string             `json:"starts_at_local"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
+
+	// Timezone The location's IANA timezone.
+	Timezone string `json:"timezone"`
+
+	// When The start as a person says it, in the location's time.
+	When string `json:"when"`
+}
+
 // Slot A bookable time. A slot holds one booking.
 type Slot struct {
 	// Available Not booked and not past.
@@ -1969,7 +2067,9 @@ type SlotAction_Result struct {
 
 // SlotList defines model for SlotList.
 type SlotList struct {
-	Slots []Slot `json:"slots"`
+	// NextAfter Present when more slots follow; the last slot's id, to pass as `after`.
+	NextAfter *openapi_types.UUID `json:"next_after,omitempty"`
+	Slots     []ListedSlot        `json:"slots"`
 }
 
 // State `running`, `completed` (outcome known) or `unknown` (outcome not known yet).
@@ -2439,12 +2539,39 @@ type ListSlotsParams struct {
 	// Available true lists only slots that are free (not booked, not past).
 	Available *bool `form:"available,omitempty" json:"available,omitempty"`
 
-	// From List slots starting at or after this RFC 3339 time. Default: now.
-	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+	// From List slots starting at or after this RFC 3339 time, or on or after this day (local to each
+	// slot's timezone). Default: now.
+	From *string `form:"from,omitempty" json:"from,omitempty"`
+
+	// To List slots starting before this RFC 3339 time, or up to this day (included, local).
+	To *string `form:"to,omitempty" json:"to,omitempty"`
+
+	// Date Only slots on this local day: YYYY-MM-DD, `today` or `tomorrow` (read in the timezone of
+	// `location_id` when given, else the tenant's). Not with `from` or `to`.
+	Date *string `form:"date,omitempty" json:"date,omitempty"`
+
+	// PartOfDay Only slots starting, local time: `morning` before 12:00, `afternoon` 12:00 to 17:00, `evening` from 17:00.
+	PartOfDay *ListSlotsParamsPartOfDay `form:"part_of_day,omitempty" json:"part_of_day,omitempty"`
+
+	// ServiceId Only slots fit for this service: the slot's practitioner performs it and works at the slot's
+	// location, and the slot is at least the service's duration plus its buffer long.
+	ServiceId *openapi_types.UUID `form:"service_id,omitempty" json:"service_id,omitempty"`
+
+	// PractitionerId Only this practitioner's slots.
+	PractitionerId *openapi_types.UUID `form:"practitioner_id,omitempty" json:"practitioner_id,omitempty"`
+
+	// LocationId Only slots at this location.
+	LocationId *openapi_types.UUID `form:"location_id,omitempty" json:"location_id,omitempty"`
+
+	// After Continue after this slot (the `next_after` of the previous page).
+	After *openapi_types.UUID `form:"after,omitempty" json:"after,omitempty"`
 
 	// Limit How many slots to list.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 }
+
+// ListSlotsParamsPartOfDay defines parameters for ListSlots.
+type ListSlotsParamsPartOfDay string
 
 // CreateSlotParams defines parameters for CreateSlot.
 type CreateSlotParams struct {
@@ -3468,6 +3595,32 @@ func (t *BookingAction_Result) MergeNotifiedAppointment(v NotifiedAppointment) e
 	return err
 }
 
+// AsServiceAppointment returns the union data inside the BookingAction_Result as a ServiceAppointment
+func (t BookingAction_Result) AsServiceAppointment() (ServiceAppointment, error) {
+	var body ServiceAppointment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromServiceAppointment overwrites any union data inside the BookingAction_Result as the provided ServiceAppointment
+func (t *BookingAction_Result) FromServiceAppointment(v ServiceAppointment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeServiceAppointment performs a merge with any union data inside the BookingAction_Result, using the provided ServiceAppointment
+func (t *BookingAction_Result) MergeServiceAppointment(v ServiceAppointment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsRemoteResult returns the union data inside the BookingAction_Result as a RemoteResult
 func (t BookingAction_Result) AsRemoteResult() (RemoteResult, error) {
 	var body RemoteResult
@@ -4402,8 +4555,13 @@ type ClientInterface interface {
 
 	// BookAppointmentWithBody Book an appointment
 	//
-	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+	// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+	// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4412,8 +4570,13 @@ type ClientInterface interface {
 
 	// BookAppointment Book an appointment
 	//
-	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+	// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+	// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5066,7 +5229,10 @@ type ClientInterface interface {
 
 	// ListSlots List slots
 	//
-	// The tenant's slots in start order, from a time on.
+	// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
+	// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
+	// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
+	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
 	//
 	// Corresponds with GET /v1/slots (the `ListSlots` operationId).
 	ListSlots(ctx context.Context, params *ListSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5270,8 +5436,13 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 
 // BookAppointmentWithBody Book an appointment
 //
-// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5290,8 +5461,13 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 
 // BookAppointment Book an appointment
 //
-// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6484,7 +6660,10 @@ func (c *Client) CallRetellFunction(ctx context.Context, tool ToolName, body Cal
 
 // ListSlots List slots
 //
-// The tenant's slots in start order, from a time on.
+// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
+// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
+// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
+// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
 //
 // Corresponds with GET /v1/slots (the `ListSlots` operationId).
 func (c *Client) ListSlots(ctx context.Context, params *ListSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8730,7 +8909,91 @@ func NewListSlotsRequest(server string, params *ListSlotsParams) (*http.Request,
 
 		if params.From != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Date != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date", *params.Date, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PartOfDay != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "part_of_day", *params.PartOfDay, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ServiceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "service_id", *params.ServiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.PractitionerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "practitioner_id", *params.PractitionerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LocationId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "location_id", *params.LocationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -9036,8 +9299,13 @@ type ClientWithResponsesInterface interface {
 
 	// BookAppointmentWithBodyWithResponse Book an appointment
 	//
-	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+	// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+	// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9046,8 +9314,13 @@ type ClientWithResponsesInterface interface {
 
 	// BookAppointmentWithResponse Book an appointment
 	//
-	// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+	// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+	// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9720,7 +9993,10 @@ type ClientWithResponsesInterface interface {
 
 	// ListSlotsWithResponse List slots
 	//
-	// The tenant's slots in start order, from a time on.
+	// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
+	// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
+	// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
+	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15022,8 +15298,13 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 
 // BookAppointmentWithBodyWithResponse Book an appointment
 //
-// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -15038,8 +15319,13 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 
 // BookAppointmentWithResponse Book an appointment
 //
-// Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+// service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+// timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+// A remote calendar books by `slot_id` only (a `400` names `service_id`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -16036,7 +16322,10 @@ func (c *ClientWithResponses) CallRetellFunctionWithResponse(ctx context.Context
 
 // ListSlotsWithResponse List slots
 //
-// The tenant's slots in start order, from a time on.
+// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
+// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
+// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
+// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -86,6 +86,41 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 	}
 }
 
+// ServiceBooking is a booking of a service at a time: Start (an instant)
+// or StartLocal (a wall-clock time, YYYY-MM-DDTHH:MM:SS, in the location's
+// timezone), optionally of one practitioner or at one location.
+type ServiceBooking struct {
+	Customer, Service      uuid.UUID
+	Start                  time.Time
+	StartLocal             string
+	Practitioner, Location uuid.UUID
+}
+
+// BookService makes st a booking of b's service at b's time with the first
+// free practitioner (by name, then id): confirmed with the appointment, or
+// rejected as a customer or service missing, or no practitioner free then.
+// A concurrent booking of the slot it picked makes it fail as a lost race
+// (Retryable), to be run again with a fresh snapshot.
+func (st *Statement) BookService(b ServiceBooking) {
+	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+		appointment, err := uuid.NewV7()
+		if err != nil {
+			return dbsqlc.Action{}, err
+		}
+		p := dbsqlc.ClaimAndBookServiceParams{
+			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
+			StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
+			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, Operation: c.Operation,
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+		}
+		if !b.Start.IsZero() {
+			p.StartsAt = &b.Start
+		}
+		row, err := q.ClaimAndBookService(ctx, p)
+		return dbsqlc.Action(row), err
+	}
+}
+
 // Reschedule makes st a move of appointment to slot: confirmed with the
 // appointment, or rejected as an appointment missing or no longer active, or a slot
 // missing, past or taken.

@@ -301,3 +301,88 @@ WITH prior AS (
 SELECT * FROM claimed
 UNION ALL
 SELECT * FROM prior;
+
+-- name: ClaimAndBookService :one
+-- A booking of a service at a time (see ClaimAndBook): when the key is not
+-- taken, it picks the free slot that starts then (starts_at, an instant, or
+-- starts_local, a wall-clock time in the slot's location's timezone) whose
+-- practitioner performs the service at the slot's location and which is at
+-- least the service's duration plus its buffer long, optionally of one
+-- practitioner or at one location; of those, the first by practitioner name
+-- and id, then location name and id. It books it, recording the service and
+-- its name, and inserts the action already completed: confirmed with the
+-- appointment, or rejected with CUSTOMER_NOT_FOUND, SERVICE_NOT_FOUND or
+-- NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
+-- booking takes the picked slot first, the partial unique index fails and
+-- the idempotency core runs the statement again with a fresh snapshot, which
+-- picks the next free practitioner or finds none.
+WITH prior AS (
+    SELECT * FROM actions
+    WHERE actions.tenant_id = sqlc.arg(tenant_id) AND actions.idempotency_key = sqlc.arg(idempotency_key)
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
+), svc AS (
+    SELECT sv.id, sv.name, sv.duration_minutes, sv.buffer_minutes FROM services sv
+    WHERE sv.tenant_id = sqlc.arg(tenant_id) AND sv.id = sqlc.arg(service_id)
+), pick AS (
+    SELECT s.id
+    FROM svc
+    JOIN practitioner_services ps ON ps.service_id = svc.id
+    JOIN practitioners p ON p.tenant_id = sqlc.arg(tenant_id) AND p.id = ps.practitioner_id
+    JOIN practitioner_locations pl ON pl.practitioner_id = p.id
+    JOIN locations l ON l.tenant_id = sqlc.arg(tenant_id) AND l.id = pl.location_id
+    JOIN slots s ON s.tenant_id = sqlc.arg(tenant_id) AND s.practitioner_id = p.id AND s.location_id = l.id
+    WHERE (SELECT yes FROM fresh)
+      AND s.starts_at > now()
+      AND (sqlc.narg(starts_at)::timestamptz IS NULL OR s.starts_at = sqlc.narg(starts_at)::timestamptz)
+      AND (sqlc.narg(starts_local)::text IS NULL OR (s.starts_at AT TIME ZONE l.timezone) = sqlc.narg(starts_local)::text::timestamp)
+      AND (sqlc.narg(practitioner_id)::uuid IS NULL OR p.id = sqlc.narg(practitioner_id)::uuid)
+      AND (sqlc.narg(location_id)::uuid IS NULL OR l.id = sqlc.narg(location_id)::uuid)
+      AND s.ends_at - s.starts_at >= make_interval(mins => svc.duration_minutes + svc.buffer_minutes)
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
+    ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
+    LIMIT 1
+), booked AS (
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id)
+    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, pick.id, svc.name, svc.id, sqlc.arg(id)
+    FROM customers c, pick, svc
+    WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
+    SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           r.reason,
+           CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           ap.id::text AS resource_id,
+           CASE WHEN ap.id IS NOT NULL THEN
+                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
+                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
+                    ',"status":' || to_json(ap.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"service_id":' || to_json(sqlc.arg(service_id)::uuid) || '}'
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                ELSE '{"service_id":' || to_json(sqlc.arg(service_id)::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN booked ap ON true
+    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
+                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
+                        THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN NOT EXISTS (SELECT 1 FROM svc) THEN 'SERVICE_NOT_FOUND'
+                    ELSE 'NO_PRACTITIONER_FREE' END AS reason
+    ) AS r
+    WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
+           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING *
+)
+SELECT * FROM claimed
+UNION ALL
+SELECT * FROM prior;

@@ -100,7 +100,10 @@ export interface paths {
         };
         /**
          * List slots
-         * @description The tenant's slots in start order, from a time on.
+         * @description The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
+         *     tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
+         *     the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
+         *     slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
          */
         get: operations["listSlots"];
         put?: never;
@@ -167,8 +170,13 @@ export interface paths {
         put?: never;
         /**
          * Book an appointment
-         * @description Reserves a slot for a customer (operation `appointment.book`). Rejections: `CUSTOMER_NOT_FOUND`,
-         *     `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+         * @description Reserves a slot for a customer (operation `appointment.book`), given either `slot_id`, or a
+         *     service (`service_id`) and a time (`starts_at`: an instant, or a local time read in the location's
+         *     timezone), optionally with `practitioner_id` and `location_id`: the first free practitioner by
+         *     name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
+         *     `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
+         *     whose `details` hold the next free `alternatives` for the same service, practitioner and location.
+         *     A remote calendar books by `slot_id` only (a `400` names `service_id`).
          */
         post: operations["bookAppointment"];
         delete?: never;
@@ -966,7 +974,7 @@ export interface components {
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Appointment"] | components["schemas"]["NotifiedAppointment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Appointment"] | components["schemas"]["NotifiedAppointment"] | components["schemas"]["ServiceAppointment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1179,7 +1187,36 @@ export interface components {
             available: boolean;
         };
         SlotList: {
-            slots: components["schemas"]["Slot"][];
+            slots: components["schemas"]["ListedSlot"][];
+            /**
+             * Format: uuid
+             * @description Present when more slots follow; the last slot's id, to pass as `after`.
+             */
+            next_after?: string;
+        };
+        /**
+         * @description A slot as `GET /v1/slots` lists it. A slot of a practitioner at a location also gives them and the
+         *     timezone it is spoken in (the location's); a slot of the single calendar has none of these.
+         */
+        ListedSlot: {
+            /** Format: uuid */
+            id: string;
+            /** Format: date-time */
+            starts_at: string;
+            /** Format: date-time */
+            ends_at: string;
+            /** @description Who or what the slot is with; may be empty. */
+            resource: string;
+            /** @description Not booked and not past. */
+            available: boolean;
+            /** Format: uuid */
+            practitioner_id?: string;
+            practitioner?: string;
+            /** Format: uuid */
+            location_id?: string;
+            location?: string;
+            /** @description The IANA timezone the slot is spoken in. */
+            timezone?: string;
         };
         Appointment: {
             /** Format: uuid */
@@ -1267,6 +1304,42 @@ export interface components {
              * @example queued
              */
             confirmation: string;
+        };
+        /**
+         * @description A booking by service (`service_id` and `starts_at`): the appointment with the practitioner picked,
+         *     the location, and its times in the location's timezone.
+         */
+        ServiceAppointment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /** Format: uuid */
+            slot_id: string;
+            /** @description The service's name. */
+            service: string;
+            status: components["schemas"]["AppointmentStatus"];
+            /** Format: date-time */
+            starts_at: string;
+            /** Format: date-time */
+            ends_at: string;
+            /** Format: uuid */
+            service_id: string;
+            /** Format: uuid */
+            practitioner_id: string;
+            practitioner: string;
+            /** Format: uuid */
+            location_id: string;
+            location: string;
+            address?: string;
+            /** @description The location's IANA timezone. */
+            timezone: string;
+            starts_at_local: string;
+            ends_at_local: string;
+            /** @description The start as a person says it, in the location's time. */
+            when: string;
+            /** @description With `notify`, as in NotifiedAppointment. */
+            confirmation?: string;
         };
         /** @description An amount approved for a customer, charged at most once. */
         PaymentIntent: {
@@ -1498,7 +1571,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "SERVICE_NOT_FOUND" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1746,7 +1819,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "service_not_found" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1818,10 +1891,27 @@ export interface components {
             customer_id: string;
             /**
              * Format: uuid
-             * @description The id of the slot the caller chose (from find_available_slots).
+             * @description The id of the slot the caller chose (from find_available_slots). Give either slot_id, or service_id and starts_at.
              */
-            slot_id: string;
-            /** @description Optional: the service booked. */
+            slot_id?: string;
+            /**
+             * Format: uuid
+             * @description Instead of slot_id: the service to book (from list_services); a free practitioner who performs it is picked.
+             */
+            service_id?: string;
+            /** @description With service_id: when the appointment starts, an RFC 3339 time such as 2030-01-02T14:00:00Z (a slot's starts_at) or a local time such as 2030-01-02T14:00 read in the location's timezone. */
+            starts_at?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with service_id: only this practitioner (from list_practitioners).
+             */
+            practitioner_id?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with service_id: only at this location.
+             */
+            location_id?: string;
+            /** @description Optional, with slot_id: the service booked. */
             service?: string;
             /**
              * @description Optional: also send the customer a confirmation by sms or email.
@@ -2565,8 +2655,31 @@ export interface operations {
             query?: {
                 /** @description true lists only slots that are free (not booked, not past). */
                 available?: boolean;
-                /** @description List slots starting at or after this RFC 3339 time. Default: now. */
+                /**
+                 * @description List slots starting at or after this RFC 3339 time, or on or after this day (local to each
+                 *     slot's timezone). Default: now.
+                 */
                 from?: string;
+                /** @description List slots starting before this RFC 3339 time, or up to this day (included, local). */
+                to?: string;
+                /**
+                 * @description Only slots on this local day: YYYY-MM-DD, `today` or `tomorrow` (read in the timezone of
+                 *     `location_id` when given, else the tenant's). Not with `from` or `to`.
+                 */
+                date?: string;
+                /** @description Only slots starting, local time: `morning` before 12:00, `afternoon` 12:00 to 17:00, `evening` from 17:00. */
+                part_of_day?: "morning" | "afternoon" | "evening";
+                /**
+                 * @description Only slots fit for this service: the slot's practitioner performs it and works at the slot's
+                 *     location, and the slot is at least the service's duration plus its buffer long.
+                 */
+                service_id?: string;
+                /** @description Only this practitioner's slots. */
+                practitioner_id?: string;
+                /** @description Only slots at this location. */
+                location_id?: string;
+                /** @description Continue after this slot (the `next_after` of the previous page). */
+                after?: string;
                 /** @description How many slots to list. */
                 limit?: number;
             };

@@ -309,6 +309,175 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 	return i, err
 }
 
+const claimAndBookService = `-- name: ClaimAndBookService :one
+WITH prior AS (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
+), fresh AS (
+    SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
+                ELSE oncecall_key_free($1, $2, $3) END AS yes
+), svc AS (
+    SELECT sv.id, sv.name, sv.duration_minutes, sv.buffer_minutes FROM services sv
+    WHERE sv.tenant_id = $1 AND sv.id = $4
+), pick AS (
+    SELECT s.id
+    FROM svc
+    JOIN practitioner_services ps ON ps.service_id = svc.id
+    JOIN practitioners p ON p.tenant_id = $1 AND p.id = ps.practitioner_id
+    JOIN practitioner_locations pl ON pl.practitioner_id = p.id
+    JOIN locations l ON l.tenant_id = $1 AND l.id = pl.location_id
+    JOIN slots s ON s.tenant_id = $1 AND s.practitioner_id = p.id AND s.location_id = l.id
+    WHERE (SELECT yes FROM fresh)
+      AND s.starts_at > now()
+      AND ($5::timestamptz IS NULL OR s.starts_at = $5::timestamptz)
+      AND ($6::text IS NULL OR (s.starts_at AT TIME ZONE l.timezone) = $6::text::timestamp)
+      AND ($7::uuid IS NULL OR p.id = $7::uuid)
+      AND ($8::uuid IS NULL OR l.id = $8::uuid)
+      AND s.ends_at - s.starts_at >= make_interval(mins => svc.duration_minutes + svc.buffer_minutes)
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
+    ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
+    LIMIT 1
+), booked AS (
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id)
+    SELECT $9, $1, c.id, pick.id, svc.name, svc.id, $10
+    FROM customers c, pick, svc
+    WHERE c.tenant_id = $1 AND c.id = $11
+    RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
+), answer AS (
+    SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
+           r.reason,
+           CASE WHEN ap.id IS NULL THEN 422 ELSE 201 END AS http_status,
+           ap.id::text AS resource_id,
+           CASE WHEN ap.id IS NOT NULL THEN
+                    '{"id":' || to_json(ap.id) || ',"customer_id":' || to_json(ap.customer_id) ||
+                    ',"slot_id":' || to_json(ap.slot_id) || ',"service":' || to_json(ap.service) ||
+                    ',"status":' || to_json(ap.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"service_id":' || to_json($4::uuid) || '}'
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($11::uuid) || '}'
+                ELSE '{"service_id":' || to_json($4::uuid) || '}' END AS body
+    FROM fresh
+    LEFT JOIN booked ap ON true
+    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    CROSS JOIN LATERAL (
+        SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
+                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $11)
+                        THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN NOT EXISTS (SELECT 1 FROM svc) THEN 'SERVICE_NOT_FOUND'
+                    ELSE 'NO_PRACTITIONER_FREE' END AS reason
+    ) AS r
+    WHERE fresh.yes
+), claimed AS (
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+                         state, outcome, reason, http_status, resource_id, result, completed_at)
+    SELECT $10, $1, $2, $12, $13,
+           $14, $15, 'completed', answer.outcome, answer.reason, answer.http_status,
+           answer.resource_id, convert_to(answer.body, 'UTF8'), now()
+    FROM answer
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+UNION ALL
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+`
+
+type ClaimAndBookServiceParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	ClaimWait      string
+	ServiceID      uuid.UUID
+	StartsAt       *time.Time
+	StartsLocal    *string
+	PractitionerID *uuid.UUID
+	LocationID     *uuid.UUID
+	AppointmentID  uuid.UUID
+	ID             uuid.UUID
+	CustomerID     uuid.UUID
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	CallID         *string
+}
+
+type ClaimAndBookServiceRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+}
+
+// A booking of a service at a time (see ClaimAndBook): when the key is not
+// taken, it picks the free slot that starts then (starts_at, an instant, or
+// starts_local, a wall-clock time in the slot's location's timezone) whose
+// practitioner performs the service at the slot's location and which is at
+// least the service's duration plus its buffer long, optionally of one
+// practitioner or at one location; of those, the first by practitioner name
+// and id, then location name and id. It books it, recording the service and
+// its name, and inserts the action already completed: confirmed with the
+// appointment, or rejected with CUSTOMER_NOT_FOUND, SERVICE_NOT_FOUND or
+// NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
+// booking takes the picked slot first, the partial unique index fails and
+// the idempotency core runs the statement again with a fresh snapshot, which
+// picks the next free practitioner or finds none.
+func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServiceParams) (ClaimAndBookServiceRow, error) {
+	row := q.db.QueryRow(ctx, claimAndBookService,
+		arg.TenantID,
+		arg.IdempotencyKey,
+		arg.ClaimWait,
+		arg.ServiceID,
+		arg.StartsAt,
+		arg.StartsLocal,
+		arg.PractitionerID,
+		arg.LocationID,
+		arg.AppointmentID,
+		arg.ID,
+		arg.CustomerID,
+		arg.Operation,
+		arg.Fingerprint,
+		arg.Request,
+		arg.CallID,
+	)
+	var i ClaimAndBookServiceRow
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.IdempotencyKey,
+		&i.Operation,
+		&i.Fingerprint,
+		&i.Request,
+		&i.State,
+		&i.NeedsOperator,
+		&i.Outcome,
+		&i.Reason,
+		&i.HTTPStatus,
+		&i.ResourceID,
+		&i.Result,
+		&i.LeaseUntil,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CompletedAt,
+		&i.LeaseOwner,
+		&i.CallID,
+	)
+	return i, err
+}
+
 const claimAndCancel = `-- name: ClaimAndCancel :one
 WITH prior AS (
     SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions

@@ -64,6 +64,8 @@ func example(o op.Operation) string {
 			m[name] = "2030-01-07"
 		case name == "to":
 			continue // message.send takes customer_id or to, not both
+		case o.Name() == "appointment.book" && (name == "service_id" || name == "starts_at" || name == "practitioner_id" || name == "location_id"):
+			continue // a booking takes slot_id, or service_id and starts_at
 		case name == "hours":
 			m[name] = []map[string]string{{"weekday": "mon", "start": "09:00", "end": "17:00"}}
 		case name == "timezone":

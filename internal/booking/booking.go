@@ -40,10 +40,14 @@ func Operations() []op.Operation {
 
 // BookInput is the input of appointment.book.
 type BookInput struct {
-	CustomerID string `json:"customer_id" required:"true" format:"uuid" desc:"The customer's id."`
-	SlotID     string `json:"slot_id" required:"true" format:"uuid" desc:"The id of the slot the caller chose (from find_available_slots)."`
-	Service    string `json:"service" maxLength:"200" desc:"Optional: the service booked."`
-	Notify     string `json:"notify" enum:"sms,email" desc:"Optional: also send the customer a confirmation by sms or email."`
+	CustomerID     string `json:"customer_id" required:"true" format:"uuid" desc:"The customer's id."`
+	SlotID         string `json:"slot_id" format:"uuid" desc:"The id of the slot the caller chose (from find_available_slots). Give either slot_id, or service_id and starts_at."`
+	ServiceID      string `json:"service_id,omitempty" format:"uuid" desc:"Instead of slot_id: the service to book (from list_services); a free practitioner who performs it is picked."`
+	StartsAt       string `json:"starts_at,omitempty" maxLength:"40" desc:"With service_id: when the appointment starts, an RFC 3339 time such as 2030-01-02T14:00:00Z (a slot's starts_at) or a local time such as 2030-01-02T14:00 read in the location's timezone."`
+	PractitionerID string `json:"practitioner_id,omitempty" format:"uuid" desc:"Optional, with service_id: only this practitioner (from list_practitioners)."`
+	LocationID     string `json:"location_id,omitempty" format:"uuid" desc:"Optional, with service_id: only at this location."`
+	Service        string `json:"service" maxLength:"200" desc:"Optional, with slot_id: the service booked."`
+	Notify         string `json:"notify" enum:"sms,email" desc:"Optional: also send the customer a confirmation by sms or email."`
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
@@ -57,15 +61,24 @@ var Book = op.Define(op.Spec[BookInput]{
 		if in.Notify != "" && in.Notify != message.SMS && in.Notify != message.Email {
 			return fault.Field("notify", "must be sms or email")
 		}
-		return op.First(op.ID("customer_id", &in.CustomerID), op.ID("slot_id", &in.SlotID),
-			op.Text("service", &in.Service, 200, false))
+		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("service", &in.Service, 200, false),
+			normalizeServiceForm(in))
 	},
-	Identity: func(in BookInput) []string { return []string{in.CustomerID, in.SlotID} },
+	Identity: func(in BookInput) []string {
+		if in.ServiceID != "" {
+			return []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
+		}
+		return []string{in.CustomerID, in.SlotID}
+	},
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
 	},
 	StandingByResource: cancelledStanding,
 	Statement: func(s *db.Statement, x idem.Exec, in BookInput) {
+		if in.ServiceID != "" {
+			bookService(s, x, in)
+			return
+		}
 		s.Book(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
 		if in.Notify != "" {
 			// The confirmation message is rendered in Go: a follow-up in
@@ -82,7 +95,10 @@ var Book = op.Define(op.Spec[BookInput]{
 			SlotUnavailable:  "That slot is no longer available. Do not say it is booked; offer the caller another time.",
 			SlotNotFound:     "That slot does not exist. Do not say it is booked; look up available slots and offer one.",
 			CustomerNotFound: "The customer record was not found. Do not say it is booked; confirm who the caller is.",
-			"":               "The appointment was not booked. Tell the caller it could not be booked.",
+			ServiceNotFound:  "That service does not exist. Do not say it is booked; look the services up with list_services.",
+			NoPractitionerFree: "No practitioner is free for that service at that time: it is NOT booked. Offer the caller the " +
+				"alternatives in details (each by its when, with the practitioner and location), and book the one they choose.",
+			"": "The appointment was not booked. Tell the caller it could not be booked.",
 		},
 		Changed: "This booking was made, but since then the appointment was cancelled or moved (see current): it is not booked " +
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
@@ -132,6 +148,11 @@ func bookRemote() *op.Remote[BookInput] {
 	// The confirmation is rendered when the booking is claimed, with the
 	// slot's time, so that every send of it carries the same text.
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
+		if in.ServiceID != "" {
+			// A remote calendar knows slots, not oncecall's practitioners.
+			return op.Reservation{}, fault.Field("service_id", "booking by service needs oncecall's own calendar; "+
+				"this business books on a remote calendar: give slot_id")
+		}
 		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
 			return op.Reservation{}, nil
 		}
@@ -235,7 +256,7 @@ func appointmentStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, res
 		return "", err
 	case a.Status != "active":
 		return "cancelled", nil
-	case a.SlotID.String() != slot:
+	case slot != "" && a.SlotID.String() != slot: // a booking by service names no slot
 		return "moved", nil
 	}
 	return "", nil

@@ -1,0 +1,256 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/internal/apptest"
+)
+
+// bookService posts a booking by service through REST.
+func (c clinic) bookService(key string, body map[string]any) apptest.Response {
+	c.t.Helper()
+	return c.e.Post("/v1/appointments", c.key, key, body)
+}
+
+// TestBookAServiceAtATime: the first free practitioner by name is booked
+// (the row records the service), a retry replays, an instant or a local
+// time in the location's zone both name the time, a practitioner at two
+// locations in two zones is booked where asked, and bad input or no free
+// practitioner books nothing.
+func TestBookAServiceAtATime(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	london, newYork := mustZone(t, "Europe/London"), mustZone(t, "America/New_York")
+	downtown := c.location("Downtown", "Europe/London")
+	uptown := c.location("Uptown", "America/New_York")
+	cleaning := c.service("Cleaning", 30, 10)
+	whitening := c.service("Whitening", 60, 0)
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{downtown, uptown}, cleaning)
+	lee := c.practitioner("Dr. Lee", []uuid.UUID{downtown}, cleaning, whitening)
+	at := localDay(london, 4, 14, 0)
+	ortizSlot := c.slot(ortiz, downtown, at, 45)
+	leeSlot := c.slot(lee, downtown, at, 45)
+	later := c.slot(ortiz, downtown, at.Add(2*time.Hour), 45)
+	uptownAt := localDay(newYork, 4, 14, 0) // 14:00 in New York: 19:00 in London
+	uptownSlot := c.slot(ortiz, uptown, uptownAt, 45)
+	ana, bob, cy := e.Customer(c.tenant), e.Customer(c.tenant), e.Customer(c.tenant)
+
+	body := map[string]any{"customer_id": ana, "service_id": cleaning, "starts_at": at.UTC().Format(time.RFC3339)}
+	r := c.bookService("book-ana", body)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("book by service: %d %s", r.Status, r.Body)
+	}
+	res := resultOf(t, r)
+	if res["slot_id"] != leeSlot.String() || res["practitioner"] != "Dr. Lee" || res["service"] != "Cleaning" ||
+		res["service_id"] != cleaning.String() || res["location"] != "Downtown" || res["timezone"] != "Europe/London" ||
+		!strings.Contains(res["when"].(string), "14:00") {
+		t.Fatalf("Dr. Lee comes first by name: %s", r.Body)
+	}
+	if n := e.Count("SELECT count(*) FROM appointments WHERE slot_id = $1 AND service_id = $2 AND service = 'Cleaning' AND status = 'active'",
+		leeSlot, cleaning); n != 1 {
+		t.Fatalf("appointment rows with the service: %d", n)
+	}
+	again := c.bookService("book-ana", body)
+	if again.Status != http.StatusCreated || !again.Replayed() || resultOf(t, again)["id"] != res["id"] {
+		t.Fatalf("retry: %d %s", again.Status, again.Body)
+	}
+	// The same time again: Dr. Ortiz is the one left, asked in local time.
+	r = c.bookService("book-bob", map[string]any{"customer_id": bob, "service_id": cleaning, "location_id": downtown,
+		"starts_at": at.Format("2006-01-02T15:04")})
+	if r.Status != http.StatusCreated || resultOf(t, r)["slot_id"] != ortizSlot.String() {
+		t.Fatalf("second booking at that time: %d %s", r.Status, r.Body)
+	}
+	// A third: nobody is free then; the alternatives are the next free times.
+	r = c.bookService("book-cy", map[string]any{"customer_id": cy, "service_id": cleaning, "starts_at": at.UTC().Format(time.RFC3339)})
+	if r.Status != http.StatusUnprocessableEntity || r.JSON(t)["code"] != "NO_PRACTITIONER_FREE" {
+		t.Fatalf("nobody free: %d %s", r.Status, r.Body)
+	}
+	alts, _ := detailsOf(t, r)["alternatives"].([]any)
+	if len(alts) != 2 || alts[0].(map[string]any)["id"] != later.String() || alts[1].(map[string]any)["id"] != uptownSlot.String() {
+		t.Fatalf("alternatives: %s", r.Body)
+	}
+	// Dr. Ortiz in New York, asked at 14:00 local there.
+	r = c.bookService("book-cy-uptown", map[string]any{"customer_id": cy, "service_id": cleaning, "practitioner_id": ortiz,
+		"location_id": uptown, "starts_at": uptownAt.Format("2006-01-02T15:04:05")})
+	if r.Status != http.StatusCreated || resultOf(t, r)["slot_id"] != uptownSlot.String() || resultOf(t, r)["timezone"] != "America/New_York" ||
+		!strings.Contains(resultOf(t, r)["when"].(string), "14:00") {
+		t.Fatalf("uptown in New York's time: %d %s", r.Status, r.Body)
+	}
+	// Whitening needs an hour: no slot of 45 minutes fits.
+	r = c.bookService("book-white", map[string]any{"customer_id": cy, "service_id": whitening, "starts_at": later.String()})
+	if r.Status != http.StatusBadRequest {
+		t.Errorf("starts_at not a time: %d %s", r.Status, r.Body)
+	}
+	r = c.bookService("book-white", map[string]any{"customer_id": cy, "service_id": whitening,
+		"starts_at": at.Add(2 * time.Hour).UTC().Format(time.RFC3339)})
+	if r.Status != http.StatusUnprocessableEntity || r.JSON(t)["code"] != "NO_PRACTITIONER_FREE" {
+		t.Errorf("a service longer than the slot: %d %s", r.Status, r.Body)
+	}
+	r = c.bookService("book-nosvc", map[string]any{"customer_id": cy, "service_id": uuid.New(), "starts_at": at.UTC().Format(time.RFC3339)})
+	if r.Status != http.StatusUnprocessableEntity || r.JSON(t)["code"] != "SERVICE_NOT_FOUND" {
+		t.Errorf("unknown service: %d %s", r.Status, r.Body)
+	}
+
+	// Bad input: a 400 naming the field, nothing written.
+	before := e.Count("SELECT count(*) FROM appointments")
+	actions := e.Count("SELECT count(*) FROM actions")
+	for field, bad := range map[string]map[string]any{
+		"slot_id":         {"customer_id": cy},
+		"service_id":      {"customer_id": cy, "slot_id": later, "service_id": cleaning},
+		"starts_at":       {"customer_id": cy, "service_id": cleaning},
+		"practitioner_id": {"customer_id": cy, "slot_id": later, "practitioner_id": ortiz},
+		"service":         {"customer_id": cy, "service_id": cleaning, "starts_at": at.UTC().Format(time.RFC3339), "service": "Polish"},
+	} {
+		r := c.bookService("bad-"+field, bad)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), field) {
+			t.Errorf("%s: %d %s", field, r.Status, r.Body)
+		}
+	}
+	if e.Count("SELECT count(*) FROM appointments") != before || e.Count("SELECT count(*) FROM actions") != actions {
+		t.Error("bad input wrote rows")
+	}
+}
+
+// TestConcurrentBookingsOfAService: callers racing for the last free
+// practitioner get one booking, the others NO_PRACTITIONER_FREE with the
+// next free time; two callers for two free practitioners both get one.
+func TestConcurrentBookingsOfAService(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	loc := c.location("Downtown", "Europe/London")
+	cleaning := c.service("Cleaning", 30, 0)
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{loc}, cleaning)
+	lee := c.practitioner("Dr. Lee", []uuid.UUID{loc}, cleaning)
+	start := time.Now().UTC().Truncate(time.Hour).Add(72 * time.Hour)
+
+	race := func(n int, at time.Time) []apptest.Response {
+		out := make([]apptest.Response, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			customer := e.Customer(c.tenant)
+			wg.Go(func() {
+				out[i] = c.bookService(uuid.NewString(), map[string]any{
+					"customer_id": customer, "service_id": cleaning, "starts_at": at.Format(time.RFC3339),
+				})
+			})
+		}
+		wg.Wait()
+		return out
+	}
+
+	// The last free practitioner.
+	last := c.slot(ortiz, loc, start, 30)
+	next := c.slot(ortiz, loc, start.Add(time.Hour), 30)
+	won := 0
+	for _, r := range race(6, start) {
+		switch {
+		case r.Status == http.StatusCreated:
+			won++
+		case r.Status == http.StatusUnprocessableEntity && r.JSON(t)["code"] == "NO_PRACTITIONER_FREE":
+			alts, _ := detailsOf(t, r)["alternatives"].([]any)
+			if len(alts) == 0 || alts[0].(map[string]any)["id"] != next.String() {
+				t.Errorf("a loser without the next free time: %s", r.Body)
+			}
+		default:
+			t.Errorf("unexpected answer: %d %s", r.Status, r.Body)
+		}
+	}
+	if won != 1 || e.Count("SELECT count(*) FROM appointments WHERE slot_id = $1 AND status = 'active'", last) != 1 {
+		t.Fatalf("last practitioner: %d confirmed, rows %d", won, e.Count("SELECT count(*) FROM appointments WHERE slot_id = $1", last))
+	}
+
+	// Two free practitioners, two callers, several rounds: both booked.
+	for round := range 5 {
+		at := start.Add(time.Duration(2+round) * time.Hour)
+		a, b := c.slot(ortiz, loc, at, 30), c.slot(lee, loc, at, 30)
+		for _, r := range race(2, at) {
+			if r.Status != http.StatusCreated {
+				t.Fatalf("round %d: a caller was refused with a practitioner free: %d %s", round, r.Status, r.Body)
+			}
+		}
+		if e.Count("SELECT count(*) FROM appointments WHERE slot_id IN ($1, $2) AND status = 'active'", a, b) != 2 {
+			t.Fatalf("round %d: not one booking per practitioner", round)
+		}
+	}
+	if e.Count("SELECT count(*) FROM appointments a JOIN slots s ON s.id = a.slot_id WHERE a.status = 'active' "+
+		"GROUP BY s.id ORDER BY count(*) DESC LIMIT 1") != 1 {
+		t.Error("a slot holds two bookings")
+	}
+}
+
+// TestDashaFindsACleaningWithDrOrtizTomorrowAfternoonAndBooksItOnce: the
+// call the clinic chain asked for, over the Dasha route: find "a cleaning
+// with Dr. Ortiz tomorrow afternoon", book the time offered by service
+// (Dr. Ortiz asked for), hear it in the location's time; the retry of the
+// same tool call replays; the appointment row records the service.
+func TestDashaFindsACleaningWithDrOrtizTomorrowAfternoonAndBooksItOnce(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	london := mustZone(t, "Europe/London")
+	downtown := c.location("Downtown", "Europe/London")
+	cleaning := c.service("Cleaning", 30, 10)
+	filling := c.service("Filling", 45, 0)
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{downtown}, cleaning)
+	lee := c.practitioner("Dr. Lee", []uuid.UUID{downtown}, cleaning, filling)
+	c.slot(ortiz, downtown, localDay(london, 1, 10, 0), 45) // the morning
+	c.slot(lee, downtown, localDay(london, 1, 14, 0), 45)   // Dr. Lee
+	afternoon := c.slot(ortiz, downtown, localDay(london, 1, 15, 0), 45)
+	c.slot(ortiz, downtown, localDay(london, 2, 15, 0), 45) // the day after
+	customer := e.Customer(c.tenant)
+	callID := "call_clinic_1"
+	turn := func(tool string, args map[string]any) answer {
+		t.Helper()
+		return decodeAnswer(t, e.Post("/v1/dasha/tools/"+tool, c.key, "", payload(tool, callID, args)))
+	}
+
+	found := turn("find_available_slots", map[string]any{"service_id": cleaning.String(), "practitioner_id": ortiz.String(),
+		"date": "tomorrow", "part_of_day": "afternoon"})
+	var o offer
+	decodeDetails(t, found, &o)
+	if found.Outcome != "confirmed" || len(o.Slots) != 1 || o.Slots[0].ID != afternoon.String() || o.Slots[0].Practitioner != "Dr. Ortiz" ||
+		o.Slots[0].Location != "Downtown" || !strings.Contains(o.Slots[0].When, "15:00") || !strings.Contains(found.Say, "practitioner") {
+		t.Fatalf("find a cleaning with Dr. Ortiz tomorrow afternoon: %+v %s", found, found.Details)
+	}
+
+	args := map[string]any{"customer_id": customer.String(), "service_id": cleaning.String(), "practitioner_id": ortiz.String(),
+		"starts_at": o.Slots[0].StartsAt}
+	booked := turn("book_appointment", args)
+	var appt struct {
+		ID           string `json:"id"`
+		SlotID       string `json:"slot_id"`
+		Practitioner string `json:"practitioner"`
+		When         string `json:"when"`
+	}
+	decodeDetails(t, booked, &appt)
+	if booked.Outcome != "confirmed" || booked.ActionID == "" || appt.SlotID != afternoon.String() || appt.Practitioner != "Dr. Ortiz" ||
+		!strings.Contains(appt.When, "15:00") {
+		t.Fatalf("book it: %+v %s", booked, booked.Details)
+	}
+	again := turn("book_appointment", args)
+	if again.Outcome != "confirmed" || again.ActionID != booked.ActionID {
+		t.Fatalf("the retry of the same call: %+v", again)
+	}
+	if n := e.Count("SELECT count(*) FROM appointments WHERE customer_id = $1 AND slot_id = $2 AND service_id = $3 AND status = 'active'",
+		customer, afternoon, cleaning); n != 1 {
+		t.Fatalf("appointments with the service: %d", n)
+	}
+	if n := e.Count("SELECT count(*) FROM appointments WHERE customer_id = $1", customer); n != 1 {
+		t.Fatalf("appointments of the caller: %d", n)
+	}
+	// The time is gone: another caller asking for it hears the alternatives.
+	other := turn("book_appointment", map[string]any{"customer_id": e.Customer(c.tenant).String(), "service_id": cleaning.String(),
+		"practitioner_id": ortiz.String(), "starts_at": o.Slots[0].StartsAt})
+	if other.Outcome != "rejected" || other.Reason != "no_practitioner_free" || !strings.Contains(other.Say, "alternatives") ||
+		!strings.Contains(string(other.Details), "alternatives") {
+		t.Fatalf("the taken time: %+v %s", other, other.Details)
+	}
+}

@@ -1,0 +1,227 @@
+package booking
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/api/wire"
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/message"
+	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
+)
+
+// Rejection reasons of a booking by service.
+const (
+	ServiceNotFound    = "SERVICE_NOT_FOUND"
+	NoPractitionerFree = "NO_PRACTITIONER_FREE"
+)
+
+// Alternatives is how many free times a booking by service that found no
+// practitioner free offers instead.
+const Alternatives = 3
+
+// localStart is a wall-clock time without an offset, read in the
+// location's timezone: 2030-01-02T14:00 or 2030-01-02T14:00:00.
+var localLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05"}
+
+// startsAtMessage says what starts_at accepts.
+const startsAtMessage = "must be an RFC 3339 time such as 2030-01-02T14:00:00Z, or a local time such as 2030-01-02T14:00 " +
+	"(read in the location's timezone)"
+
+// normalizeServiceForm checks the form of a booking: slot_id alone, or
+// service_id and starts_at with optional practitioner_id and location_id.
+// starts_at is rewritten in UTC when it is an instant, as
+// YYYY-MM-DDTHH:MM:SS when it is a local time.
+func normalizeServiceForm(in *BookInput) error {
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"service_id", &in.ServiceID}, {"practitioner_id", &in.PractitionerID}, {"location_id", &in.LocationID}} {
+		if strings.TrimSpace(*f.v) == "" {
+			*f.v = ""
+		} else if err := op.ID(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	in.StartsAt = strings.TrimSpace(in.StartsAt)
+	if in.SlotID != "" {
+		switch {
+		case in.ServiceID != "":
+			return fault.Field("service_id", "give either slot_id, or service_id and starts_at, not both")
+		case in.StartsAt != "":
+			return fault.Field("starts_at", "goes with service_id; with slot_id the slot says the time")
+		case in.PractitionerID != "":
+			return fault.Field("practitioner_id", "goes with service_id; with slot_id the slot says who")
+		case in.LocationID != "":
+			return fault.Field("location_id", "goes with service_id; with slot_id the slot says where")
+		}
+		return op.ID("slot_id", &in.SlotID)
+	}
+	if in.ServiceID == "" {
+		return fault.Field("slot_id", "is required: give slot_id, or service_id and starts_at")
+	}
+	if in.StartsAt == "" {
+		return fault.Field("starts_at", "is required with service_id")
+	}
+	if in.Service != "" {
+		return fault.Field("service", "goes with slot_id; with service_id the service's own name is recorded")
+	}
+	for _, layout := range localLayouts {
+		if t, err := time.Parse(layout, in.StartsAt); err == nil {
+			in.StartsAt = t.Format("2006-01-02T15:04:05")
+			return nil
+		}
+	}
+	if op.Time("starts_at", &in.StartsAt) != nil {
+		return fault.Field("starts_at", startsAtMessage)
+	}
+	return nil
+}
+
+// startInstant is starts_at as an instant; ok is false for a local time.
+func (in BookInput) startInstant() (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, in.StartsAt)
+	return t, err == nil
+}
+
+// bookService is the booking by service: the statement picks and books the
+// slot; the follow-up writes the answer a caller hears (who, where, the
+// local time) and queues the confirmation, or, when no practitioner is
+// free, the next free times for the same service, practitioner and
+// location.
+func bookService(s *db.Statement, x idem.Exec, in BookInput) {
+	b := db.ServiceBooking{Customer: op.MustUUID(in.CustomerID), Service: op.MustUUID(in.ServiceID)}
+	if t, ok := in.startInstant(); ok {
+		b.Start = t
+	} else {
+		b.StartLocal = in.StartsAt
+	}
+	if in.PractitionerID != "" {
+		b.Practitioner = op.MustUUID(in.PractitionerID)
+	}
+	if in.LocationID != "" {
+		b.Location = op.MustUUID(in.LocationID)
+	}
+	s.BookService(b)
+	s.Then(func(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
+		return serviceAnswer(ctx, tx, x, in, a)
+	})
+}
+
+// ServiceAppointment is a booking by service as it is answered: the
+// appointment with who, where and its local time.
+type ServiceAppointment struct {
+	wire.Appointment
+	ServiceID      string `json:"service_id"`
+	PractitionerID string `json:"practitioner_id"`
+	Practitioner   string `json:"practitioner"`
+	LocationID     string `json:"location_id"`
+	Location       string `json:"location"`
+	Address        string `json:"address,omitempty"`
+	Timezone       string `json:"timezone"`
+	schedule.Local
+	// Confirmation, with notify, is "queued", or why the message could not be queued.
+	Confirmation string `json:"confirmation,omitempty"`
+}
+
+// NoPractitionerFreeDetails is the answer of a booking by service that
+// found no practitioner free: what was asked and the next free times.
+type NoPractitionerFreeDetails struct {
+	ServiceID    string               `json:"service_id"`
+	StartsAt     string               `json:"starts_at"`
+	Alternatives []dashatool.SlotView `json:"alternatives"`
+}
+
+func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
+	zone, loc, err := tenantZone(ctx, tx, x.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	switch {
+	case a.Outcome == oncecall.Confirmed:
+		booked, err := tx.AppointmentByID(ctx, x.TenantID, op.MustUUID(a.ResourceID))
+		if err != nil {
+			return nil, err
+		}
+		place, err := tx.SlotPlace(ctx, x.TenantID, booked.SlotID, zone)
+		if err != nil {
+			return nil, err
+		}
+		where, err := schedule.ParseZone(place.Timezone)
+		if err != nil {
+			where = loc
+		}
+		out := ServiceAppointment{
+			Appointment: wire.FromAppointment(booked), ServiceID: in.ServiceID,
+			PractitionerID: place.PractitionerID.String(), Practitioner: place.Practitioner,
+			LocationID: place.LocationID.String(), Location: place.Location, Address: place.Address,
+			Timezone: place.Timezone, Local: schedule.Localize(booked.StartsAt, booked.EndsAt, where, now),
+		}
+		if in.Notify != "" {
+			notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify,
+				schedule.Spoken(booked.StartsAt, where, now), booked.ID.String())
+			if err != nil {
+				return nil, err
+			}
+			out.Confirmation = cmp.Or(notified, "queued")
+		}
+		return json.Marshal(out)
+	case a.Reason == NoPractitionerFree:
+		q := oncecall.OpenSlotQuery{
+			From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: zone, Limit: Alternatives,
+			ServiceID: op.MustUUID(in.ServiceID), PractitionerID: optionalID(in.PractitionerID),
+			LocationID: optionalID(in.LocationID),
+		}
+		if t, ok := in.startInstant(); ok {
+			q.From = later(now, t)
+		} else {
+			q.FromLocal = in.StartsAt
+		}
+		free, err := tx.FindOpenSlots(ctx, x.TenantID, q)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(NoPractitionerFreeDetails{
+			ServiceID: in.ServiceID, StartsAt: in.StartsAt, Alternatives: dashatool.SlotViews(free, loc, now),
+		})
+	}
+	return nil, nil
+}
+
+// tenantZone is the tenant's timezone, UTC when the zone database lacks it.
+func tenantZone(ctx context.Context, tx *db.Tx, tenant uuid.UUID) (string, *time.Location, error) {
+	name, err := tx.TenantTimezone(ctx, tenant)
+	if err != nil {
+		return "", nil, err
+	}
+	loc, err := schedule.ParseZone(name)
+	if err != nil {
+		return schedule.UTC, time.UTC, nil
+	}
+	return name, loc, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func optionalID(s string) uuid.UUID {
+	if s == "" {
+		return uuid.Nil
+	}
+	return op.MustUUID(s)
+}
