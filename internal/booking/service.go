@@ -138,7 +138,7 @@ type ServiceAppointment struct {
 // found no practitioner free: what was asked and the next free times.
 type NoPractitionerFreeDetails struct {
 	ServiceID    string               `json:"service_id"`
-	StartsAt     string               `json:"starts_at"`
+	StartsAt     string               `json:"requested_starts_at"`
 	Alternatives []dashatool.SlotView `json:"alternatives"`
 }
 
