@@ -9,7 +9,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
 // bookService posts a booking by service through REST.
@@ -40,7 +45,12 @@ func TestBookAServiceAtATime(t *testing.T) {
 	later := c.slot(ortiz, downtown, at.Add(2*time.Hour), 45)
 	uptownAt := localDay(newYork, 4, 14, 0) // 14:00 in New York: 19:00 in London
 	uptownSlot := c.slot(ortiz, uptown, uptownAt, 45)
-	ana, bob, cy := e.Customer(c.tenant), e.Customer(c.tenant), e.Customer(c.tenant)
+	ana, bob := e.Customer(c.tenant), e.Customer(c.tenant)
+	withPhone, err := e.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: c.tenant, Name: "Cy", Phone: "+447700900555"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cy := withPhone.ID
 
 	body := map[string]any{"customer_id": ana, "service_id": cleaning, "starts_at": at.UTC().Format(time.RFC3339)}
 	r := c.bookService("book-ana", body)
@@ -78,10 +88,15 @@ func TestBookAServiceAtATime(t *testing.T) {
 	}
 	// Dr. Ortiz in New York, asked at 14:00 local there.
 	r = c.bookService("book-cy-uptown", map[string]any{"customer_id": cy, "service_id": cleaning, "practitioner_id": ortiz,
-		"location_id": uptown, "starts_at": uptownAt.Format("2006-01-02T15:04:05")})
+		"location_id": uptown, "starts_at": uptownAt.Format("2006-01-02T15:04:05"), "notify": "sms"})
 	if r.Status != http.StatusCreated || resultOf(t, r)["slot_id"] != uptownSlot.String() || resultOf(t, r)["timezone"] != "America/New_York" ||
-		!strings.Contains(resultOf(t, r)["when"].(string), "14:00") {
+		!strings.Contains(resultOf(t, r)["when"].(string), "14:00") || resultOf(t, r)["confirmation"] != "queued" {
 		t.Fatalf("uptown in New York's time: %d %s", r.Status, r.Body)
+	}
+	// The confirmation says New York's time, not the tenant's London time.
+	if n := e.Count("SELECT count(*) FROM messages WHERE tenant_id = $1 AND subject_id = $2 AND body LIKE '%14:00%'",
+		c.tenant, resultOf(t, r)["id"]); n != 1 {
+		t.Errorf("confirmations in the location's time: %d", n)
 	}
 	// Whitening needs an hour: no slot of 45 minutes fits.
 	r = c.bookService("book-white", map[string]any{"customer_id": cy, "service_id": whitening, "starts_at": later.String()})
@@ -250,7 +265,32 @@ func TestDashaFindsACleaningWithDrOrtizTomorrowAfternoonAndBooksItOnce(t *testin
 	other := turn("book_appointment", map[string]any{"customer_id": e.Customer(c.tenant).String(), "service_id": cleaning.String(),
 		"practitioner_id": ortiz.String(), "starts_at": o.Slots[0].StartsAt})
 	if other.Outcome != "rejected" || other.Reason != "no_practitioner_free" || !strings.Contains(other.Say, "alternatives") ||
-		!strings.Contains(string(other.Details), "alternatives") {
+		!strings.Contains(string(other.Details), "alternatives") || !strings.Contains(other.Say, "The next free times: ") ||
+		!strings.Contains(other.Say, "at 15:00 with Dr. Ortiz at Downtown") {
 		t.Fatalf("the taken time: %+v %s", other, other.Details)
+	}
+}
+
+// TestARemoteCalendarBooksBySlotOnly: with the calendar on a remote
+// provider, a booking by service is a 400 naming service_id; nothing is
+// claimed or sent.
+func TestARemoteCalendarBooksBySlotOnly(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	e := apptest.Start(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Calendar: provider.NewHTTP(provider.HTTPConfig{
+			BaseURL: sim.URL, Timeout: 2 * time.Second,
+			Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
+		})}
+	})
+	tenant, key := e.Tenant("acme")
+	r := e.Post("/v1/appointments", key, "book-by-service", map[string]any{
+		"customer_id": e.Customer(tenant.ID), "service_id": uuid.New(), "starts_at": "2030-01-02T14:00:00Z",
+	})
+	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"field":"service_id"`) {
+		t.Fatalf("by service on a remote calendar: %d %s", r.Status, r.Body)
+	}
+	if n := e.Count("SELECT count(*) FROM actions") + e.Count("SELECT count(*) FROM action_steps"); n != 0 {
+		t.Fatalf("%d actions and steps written", n)
 	}
 }

@@ -79,6 +79,13 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 			return ans, err
 		}
 	}
+	if alts, ok := d["alternatives"]; ok && a.Outcome == oncecall.Rejected {
+		// A booking by service that found no practitioner free: the next
+		// free times are said too.
+		if said := dashatool.AlternativesSaid(alts); said != "" {
+			ans.Say += " " + said
+		}
+	}
 	if !added {
 		return ans, nil
 	}

@@ -242,3 +242,30 @@ func SlotsAnswer(zone string, views []SlotView, more bool) Answer {
 	}
 	return Answer{Outcome: string(oncecall.Confirmed), Say: say, Details: details}
 }
+
+// AlternativesSaid says the alternatives of a booking by service that
+// found no practitioner free (SlotViews as JSON), for the answer's say.
+func AlternativesSaid(raw json.RawMessage) string {
+	var alts []struct {
+		When         string `json:"when"`
+		Practitioner string `json:"practitioner"`
+		Location     string `json:"location"`
+	}
+	if json.Unmarshal(raw, &alts) != nil {
+		return ""
+	}
+	if len(alts) == 0 {
+		return "No other free time was found for it; ask the caller whether another day would suit them and look again with find_available_slots."
+	}
+	said := make([]string, len(alts))
+	for i, a := range alts {
+		said[i] = a.When
+		if a.Practitioner != "" {
+			said[i] += " with " + a.Practitioner
+		}
+		if a.Location != "" {
+			said[i] += " at " + a.Location
+		}
+	}
+	return "The next free times: " + strings.Join(said, "; ") + "."
+}
