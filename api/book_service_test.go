@@ -294,3 +294,39 @@ func TestARemoteCalendarBooksBySlotOnly(t *testing.T) {
 		t.Fatalf("%d actions and steps written", n)
 	}
 }
+
+// TestDashaBookingASlotOfAPractitionerIsSaidInItsLocationsTime: booked by
+// slot_id, a practitioner's slot is said in its location's timezone, with
+// who and where; a slot of the single calendar in the tenant's, as before.
+func TestDashaBookingASlotOfAPractitionerIsSaidInItsLocationsTime(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	newYork, london := mustZone(t, "America/New_York"), mustZone(t, "Europe/London")
+	uptown := c.location("Uptown", "America/New_York")
+	cleaning := c.service("Cleaning", 30, 0)
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{uptown}, cleaning)
+	slot := c.slot(ortiz, uptown, localDay(newYork, 2, 9, 30), 30)
+	calendar := slotAt(t, e, c.tenant, localDay(london, 2, 9, 30), "Chair")
+	customer := e.Customer(c.tenant).String()
+	var got struct {
+		Timezone     string `json:"timezone"`
+		When         string `json:"when"`
+		Practitioner string `json:"practitioner"`
+		Location     string `json:"location"`
+	}
+	a := decodeAnswer(t, e.Post("/v1/dasha/tools/book_appointment", c.key, "",
+		payload("book_appointment", "call_slot", map[string]any{"customer_id": customer, "slot_id": slot.String()})))
+	decodeDetails(t, a, &got)
+	if a.Outcome != "confirmed" || got.Timezone != "America/New_York" || !strings.Contains(got.When, "09:30") ||
+		got.Practitioner != "Dr. Ortiz" || got.Location != "Uptown" {
+		t.Fatalf("a practitioner's slot: %+v %s", a, a.Details)
+	}
+	got.Practitioner, got.Location = "", ""
+	a = decodeAnswer(t, e.Post("/v1/dasha/tools/book_appointment", c.key, "",
+		payload("book_appointment", "call_slot", map[string]any{"customer_id": customer, "slot_id": calendar.String()})))
+	decodeDetails(t, a, &got)
+	if a.Outcome != "confirmed" || got.Timezone != "Europe/London" || !strings.Contains(got.When, "09:30") || got.Practitioner != "" {
+		t.Fatalf("a slot of the single calendar: %+v %s", a, a.Details)
+	}
+}

@@ -48,9 +48,15 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	}
 	if start, ok := timeField(d, "starts_at"); ok {
 		if _, has := d["when"]; !has {
-			zone, loc, err := s.tenantZone(ctx, tenant.ID)
+			zone, loc, place, err := s.answerZone(ctx, tenant, d)
 			if err != nil {
 				return ans, err
+			}
+			if place.Catalog() {
+				set("practitioner_id", place.PractitionerID)
+				set("practitioner", place.Practitioner)
+				set("location_id", place.LocationID)
+				set("location", place.Location)
 			}
 			end, _ := timeField(d, "ends_at")
 			l := schedule.Localize(start, end, loc, time.Now())
@@ -95,6 +101,27 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	}
 	ans.Details = out
 	return ans, nil
+}
+
+// answerZone is the timezone an answer's time is said in: the location's
+// when the answer names a slot of a practitioner (place, then, says whose
+// and where), else the tenant's.
+func (s *Server) answerZone(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage) (string, *time.Location, oncecall.OpenSlot, error) {
+	if id, ok := stringField(d, "slot_id"); ok {
+		if slot, err := uuid.Parse(id); err == nil {
+			place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
+			switch {
+			case err == nil:
+				if loc, err := schedule.ParseZone(place.Timezone); err == nil {
+					return place.Timezone, loc, place, nil
+				}
+			case !errors.Is(err, db.ErrNotFound):
+				return "", nil, oncecall.OpenSlot{}, db.Fault(err)
+			}
+		}
+	}
+	zone, loc, err := s.tenantZone(ctx, tenant.ID)
+	return zone, loc, oncecall.OpenSlot{}, err
 }
 
 // chargedAmount gives the amount and currency of a charge whose answer

@@ -56,10 +56,10 @@ func (q queries) LocationZone(ctx context.Context, tenant, id uuid.UUID) (string
 }
 
 // SlotPlace is whose one of the tenant's slots is and where: an OpenSlot
-// without its times. tenantZone is the zone of a slot of the single
-// calendar. ErrNotFound when the tenant has no such slot.
-func (q queries) SlotPlace(ctx context.Context, tenant, slot uuid.UUID, tenantZone string) (oncecall.OpenSlot, error) {
-	r, err := q.q.SlotPlace(ctx, dbsqlc.SlotPlaceParams{TenantZone: tenantZone, TenantID: tenant, SlotID: slot})
+// without its times, in its location's timezone or, for a slot of the
+// single calendar, the tenant's. ErrNotFound when the tenant has no such slot.
+func (q queries) SlotPlace(ctx context.Context, tenant, slot uuid.UUID) (oncecall.OpenSlot, error) {
+	r, err := q.q.SlotPlace(ctx, dbsqlc.SlotPlaceParams{TenantID: tenant, SlotID: slot})
 	if err != nil {
 		return oncecall.OpenSlot{}, notFound(err)
 	}

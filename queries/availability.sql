@@ -51,11 +51,12 @@ SELECT timezone FROM locations WHERE tenant_id = $1 AND id = $2;
 
 -- name: SlotPlace :one
 -- Whose one of the tenant's slots is and where, with the timezone it is
--- spoken in (its location's, else tenant_zone).
+-- spoken in (its location's, else the tenant's).
 SELECT s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
        s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
-       COALESCE(l.timezone, sqlc.arg(tenant_zone)::text)::text AS timezone
+       COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM slots s
+JOIN tenants tn ON tn.id = s.tenant_id
 LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
 LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
 WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id);

@@ -160,17 +160,17 @@ func (q *Queries) FindOpenSlots(ctx context.Context, arg FindOpenSlotsParams) ([
 const slotPlace = `-- name: SlotPlace :one
 SELECT s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
        s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
-       COALESCE(l.timezone, $1::text)::text AS timezone
+       COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM slots s
+JOIN tenants tn ON tn.id = s.tenant_id
 LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
 LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
-WHERE s.tenant_id = $2 AND s.id = $3
+WHERE s.tenant_id = $1 AND s.id = $2
 `
 
 type SlotPlaceParams struct {
-	TenantZone string
-	TenantID   uuid.UUID
-	SlotID     uuid.UUID
+	TenantID uuid.UUID
+	SlotID   uuid.UUID
 }
 
 type SlotPlaceRow struct {
@@ -183,9 +183,9 @@ type SlotPlaceRow struct {
 }
 
 // Whose one of the tenant's slots is and where, with the timezone it is
-// spoken in (its location's, else tenant_zone).
+// spoken in (its location's, else the tenant's).
 func (q *Queries) SlotPlace(ctx context.Context, arg SlotPlaceParams) (SlotPlaceRow, error) {
-	row := q.db.QueryRow(ctx, slotPlace, arg.TenantZone, arg.TenantID, arg.SlotID)
+	row := q.db.QueryRow(ctx, slotPlace, arg.TenantID, arg.SlotID)
 	var i SlotPlaceRow
 	err := row.Scan(
 		&i.PractitionerID,

@@ -154,7 +154,7 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 		if err != nil {
 			return nil, err
 		}
-		place, err := tx.SlotPlace(ctx, x.TenantID, booked.SlotID, zone)
+		place, err := tx.SlotPlace(ctx, x.TenantID, booked.SlotID)
 		if err != nil {
 			return nil, err
 		}
