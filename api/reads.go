@@ -19,12 +19,6 @@ import (
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
-// localSlot is a slot with its times in the tenant's timezone.
-type localSlot struct {
-	wire.Slot
-	schedule.Local
-}
-
 // localAppointment is an appointment with its times in the tenant's timezone.
 type localAppointment struct {
 	wire.Appointment
@@ -45,14 +39,6 @@ func (s *Server) tenantZone(ctx context.Context, tenant uuid.UUID) (string, *tim
 		return schedule.UTC, time.UTC, nil
 	}
 	return name, loc, nil
-}
-
-func localSlots(slots []oncecall.Slot, loc *time.Location, now time.Time) []localSlot {
-	out := make([]localSlot, len(slots))
-	for i, sl := range slots {
-		out[i] = localSlot{Slot: wire.FromSlot(sl), Local: schedule.Localize(sl.StartsAt, sl.EndsAt, loc, now)}
-	}
-	return out
 }
 
 func localAppointments(list []oncecall.Appointment, loc *time.Location, now time.Time) []localAppointment {
