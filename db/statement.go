@@ -53,7 +53,7 @@ type Statement struct {
 }
 
 // NewStatement returns a Statement for an action that tenant is about to
-// claim; one of its operation methods (Book, Reschedule, Cancel,
+// claim; one of its operation methods (Book, BookService, Reschedule, Cancel,
 // CreateCustomer, UpdateCustomer, AppendNote, AddPoints) says what it does.
 func NewStatement(tenant uuid.UUID) *Statement { return &Statement{tenant: tenant} }
 
