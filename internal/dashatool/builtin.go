@@ -37,7 +37,9 @@ var builtins = []struct {
 		"was pending or you are unsure whether something happened. Only outcome confirmed means it happened; follow the say of the answer.",
 		StatusInput{}},
 	{FindAvailableSlots, "List free appointment slots with their ids and start and end times, in the business's local time as well. " +
-		"Call it before book_appointment or reschedule_appointment and offer the caller one of the times it returns.",
+		"Call it before book_appointment or reschedule_appointment and offer the caller one of the times it returns. Narrow it by " +
+		"service, practitioner or location, a date (today, tomorrow or a day) and part_of_day (\"a cleaning with Dr. Ortiz tomorrow " +
+		"afternoon\"); pass next_after as after to hear more.",
 		SlotsInput{}},
 	{FindCustomer, "Find the caller's customer record by phone number: without arguments it looks up the number they are calling " +
 		"from. Call it at the start of a call to greet a returning caller, before acting for them. It gives their customer_id and " +
