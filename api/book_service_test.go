@@ -195,6 +195,24 @@ func TestConcurrentBookingsOfAService(t *testing.T) {
 			t.Fatalf("round %d: not one booking per practitioner", round)
 		}
 	}
+	// Three practitioners, five callers: three bookings, two refusals.
+	patel := c.practitioner("Dr. Patel", []uuid.UUID{loc}, cleaning)
+	at := start.Add(10 * time.Hour)
+	three := []any{c.slot(ortiz, loc, at, 30), c.slot(lee, loc, at, 30), c.slot(patel, loc, at, 30)}
+	won, refused := 0, 0
+	for _, r := range race(5, at) {
+		switch {
+		case r.Status == http.StatusCreated:
+			won++
+		case r.Status == http.StatusUnprocessableEntity && r.JSON(t)["code"] == "NO_PRACTITIONER_FREE":
+			refused++
+		default:
+			t.Errorf("unexpected answer: %d %s", r.Status, r.Body)
+		}
+	}
+	if won != 3 || refused != 2 || e.Count("SELECT count(*) FROM appointments WHERE slot_id IN ($1, $2, $3) AND status = 'active'", three...) != 3 {
+		t.Fatalf("three practitioners, five callers: %d booked, %d refused", won, refused)
+	}
 	if e.Count("SELECT count(*) FROM appointments a JOIN slots s ON s.id = a.slot_id WHERE a.status = 'active' "+
 		"GROUP BY s.id ORDER BY count(*) DESC LIMIT 1") != 1 {
 		t.Error("a slot holds two bookings")
