@@ -78,7 +78,7 @@ func practitionerAt(ctx context.Context, tx *db.Tx, tenant uuid.UUID, practition
 
 // placed is what became of the times of a practitioner's schedule.
 type placed struct {
-	created             []oncecall.Slot
+	created               []oncecall.Slot
 	existing, overlapping int
 	// overlapped are the practitioner's slots the refused times overlap.
 	overlapped []db.PractitionerSlot

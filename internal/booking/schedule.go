@@ -52,9 +52,9 @@ type ScheduleResult struct {
 	PractitionerID string `json:"practitioner_id,omitempty"`
 	LocationID     string `json:"location_id,omitempty"`
 	Timezone       string `json:"timezone"`
-	From        string `json:"from"`
-	To          string `json:"to"`
-	SlotMinutes int64  `json:"slot_minutes"`
+	From           string `json:"from"`
+	To             string `json:"to"`
+	SlotMinutes    int64  `json:"slot_minutes"`
 	// Created is how many slots were created; Skipped how many of the
 	// schedule's slots were not: SkippedExisting because the resource had a
 	// slot with the same start and end, SkippedPast because they start

@@ -73,7 +73,7 @@ func ServicesAnswer(services []oncecall.Service, more bool) Answer {
 	}
 	summary := "No service is offered."
 	if len(parts) > 0 {
-		summary = "We offer " + list(parts) + "."
+		summary = "We offer " + serial(parts) + "."
 	}
 	details, _ := json.Marshal(map[string]any{"services": items, "summary": summary, "has_more": more})
 	say := "There is no such service. Do not offer one; ask the caller what they need or offer to take a message."
@@ -162,6 +162,14 @@ func minutes(n int) string {
 		return fmt.Sprintf("%d hours", n/60)
 	}
 	return fmt.Sprintf("%d minutes", n)
+}
+
+// serial joins items that have commas of their own: "a, and b", "a, b, and c".
+func serial(items []string) string {
+	if len(items) < 2 {
+		return list(items)
+	}
+	return strings.Join(items[:len(items)-1], ", ") + ", and " + items[len(items)-1]
 }
 
 // list joins items as said: "a", "a and b", "a, b, and c".
