@@ -527,6 +527,22 @@ func TestDashaListsServicesAndPractitioners(t *testing.T) {
 	if a = ask("list_services", map[string]any{"location_id": "downtown"}); a.Outcome != "rejected" || a.Reason != "invalid_arguments" {
 		t.Fatalf("malformed id: %+v", a)
 	}
+	// The other voice platforms get the same tools and answers.
+	a = decodeAnswer(t, c.Post("/v1/elevenlabs/tools/list_services", c.key, "", map[string]any{
+		"practitioner_id": c.lee, "system__conversation_id": "conv_catalog", "system__agent_id": "agent_01jx",
+	}))
+	decodeDetails(t, a, &services)
+	if a.Outcome != "confirmed" || services.Summary != "We offer Cleaning, 30 minutes, 80 US dollars." {
+		t.Fatalf("ElevenLabs list_services: %+v", a)
+	}
+	a = decodeAnswer(t, c.Post("/v1/retell/functions/list_practitioners", c.key, "", map[string]any{
+		"name": "list_practitioners", "call": map[string]any{"call_id": "call_catalog", "call_type": "phone_call"},
+		"args": map[string]any{"location_id": c.lakeside},
+	}))
+	decodeDetails(t, a, &practitioners)
+	if a.Outcome != "confirmed" || practitioners.Summary != "Dr. Ortiz: Check-up and Cleaning, at Downtown and Lakeside." {
+		t.Fatalf("Retell list_practitioners: %+v", a)
+	}
 	if n := c.Count("SELECT count(*) FROM actions WHERE tenant_id = $1 AND operation NOT IN ('location.create', 'service.create', 'practitioner.create')", c.tenant); n != 0 {
 		t.Fatalf("the reads claimed %d actions", n)
 	}
