@@ -547,3 +547,43 @@ func TestDashaListsServicesAndPractitioners(t *testing.T) {
 		t.Fatalf("the reads claimed %d actions", n)
 	}
 }
+
+// TestConcurrentPractitionersOfOneName: two keys create a practitioner of
+// the same name (in another case) at once: one is created, the other is
+// rejected naming it, and one row is written.
+func TestConcurrentPractitionersOfOneName(t *testing.T) {
+	t.Parallel()
+	c := setupClinic(t)
+	var wg sync.WaitGroup
+	answers := make([]apptest.Response, 4)
+	for i := range answers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := []string{"Dr. Kay", "DR. KAY"}[i%2]
+			answers[i] = c.Post("/v1/practitioners", c.key, fmt.Sprintf("kay-%d", i), map[string]any{"name": name, "location_ids": []string{c.downtown}})
+		}()
+	}
+	wg.Wait()
+	var kay string
+	created := 0
+	for _, r := range answers {
+		if r.Status == http.StatusCreated {
+			created++
+			kay = r.JSON(t)["result"].(map[string]any)["id"].(string)
+		}
+	}
+	if created != 1 {
+		t.Fatalf("%d practitioners created, want 1", created)
+	}
+	for _, r := range answers {
+		if r.Status != http.StatusCreated {
+			if details := rejected(t, r, "PRACTITIONER_EXISTS"); details["practitioner_id"] != kay {
+				t.Fatalf("rejection names %v, want %s", details, kay)
+			}
+		}
+	}
+	if n := c.Count("SELECT count(*) FROM practitioners WHERE lower(name) = 'dr. kay'") + c.Count("SELECT count(*) FROM practitioner_locations WHERE practitioner_id = $1", kay); n != 2 {
+		t.Fatalf("rows = %d, want the practitioner and one link", n)
+	}
+}
