@@ -128,8 +128,7 @@ WHERE NOT EXISTS (
 RETURNING id, starts_at, ends_at;
 
 -- name: PractitionerSlotsOverlapping :many
--- The practitioner's slots that overlap [starts, ends), with whether each is
--- at the given location with exactly those times.
+-- The practitioner's slots, at any location, that overlap [starts, ends).
 SELECT s.id, s.starts_at, s.ends_at, s.location_id
 FROM slots s
 WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.practitioner_id = sqlc.arg(practitioner_id)

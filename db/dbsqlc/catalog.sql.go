@@ -544,8 +544,7 @@ type PractitionerSlotsOverlappingRow struct {
 	LocationID *uuid.UUID
 }
 
-// The practitioner's slots that overlap [starts, ends), with whether each is
-// at the given location with exactly those times.
+// The practitioner's slots, at any location, that overlap [starts, ends).
 func (q *Queries) PractitionerSlotsOverlapping(ctx context.Context, arg PractitionerSlotsOverlappingParams) ([]PractitionerSlotsOverlappingRow, error) {
 	rows, err := q.db.Query(ctx, practitionerSlotsOverlapping,
 		arg.TenantID,

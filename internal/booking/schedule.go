@@ -98,7 +98,11 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 		loc, err := schedule.ParseZone(zone)
 		if err != nil {
 			// A rollback: nothing is claimed, the caller can name a zone.
-			return idem.Result{}, fault.Field("timezone", "is required: the tenant's timezone %q is not in the zone database", zone)
+			zoneOf := "the tenant's"
+			if in.PractitionerID != "" && in.Timezone == "" {
+				zoneOf = "the location's"
+			}
+			return idem.Result{}, fault.Field("timezone", "is required: %s timezone %q is not in the zone database", zoneOf, zone)
 		}
 		res := ScheduleResult{
 			Resource: in.Resource, PractitionerID: in.PractitionerID, LocationID: in.LocationID,
