@@ -13,29 +13,29 @@ import (
 	"github.com/oncecall/oncecall/internal/apptest"
 )
 
-// clinic is a tenant with locations, practitioners and services, made
+// slotClinic is a tenant with locations, practitioners and services, made
 // with SQL (the catalog's own operations are not what these tests are
 // about).
-type clinic struct {
+type slotClinic struct {
 	t      *testing.T
 	e      *apptest.Env
 	tenant uuid.UUID
 	key    string
 }
 
-func newClinic(t *testing.T, e *apptest.Env, name, org, zone string) clinic {
+func newSlotClinic(t *testing.T, e *apptest.Env, name, org, zone string) slotClinic {
 	tn, key := zonedTenant(t, e, name, org, zone)
-	return clinic{t: t, e: e, tenant: tn.ID, key: key}
+	return slotClinic{t: t, e: e, tenant: tn.ID, key: key}
 }
 
-func (c clinic) exec(sql string, args ...any) {
+func (c slotClinic) exec(sql string, args ...any) {
 	c.t.Helper()
 	if _, err := c.e.Store.Pool().Exec(c.t.Context(), sql, args...); err != nil {
 		c.t.Fatalf("%s: %v", sql, err)
 	}
 }
 
-func (c clinic) location(name, zone string) uuid.UUID {
+func (c slotClinic) location(name, zone string) uuid.UUID {
 	id := uuid.New()
 	c.exec("INSERT INTO locations (id, tenant_id, name, timezone, address) VALUES ($1, $2, $3, $4, $5)",
 		id, c.tenant, name, zone, "1 "+name+" Street")
@@ -43,7 +43,7 @@ func (c clinic) location(name, zone string) uuid.UUID {
 }
 
 // practitioner works at locs and performs services.
-func (c clinic) practitioner(name string, locs []uuid.UUID, services ...uuid.UUID) uuid.UUID {
+func (c slotClinic) practitioner(name string, locs []uuid.UUID, services ...uuid.UUID) uuid.UUID {
 	id := uuid.New()
 	c.exec("INSERT INTO practitioners (id, tenant_id, name) VALUES ($1, $2, $3)", id, c.tenant, name)
 	for _, l := range locs {
@@ -55,7 +55,7 @@ func (c clinic) practitioner(name string, locs []uuid.UUID, services ...uuid.UUI
 	return id
 }
 
-func (c clinic) service(name string, minutes, buffer int) uuid.UUID {
+func (c slotClinic) service(name string, minutes, buffer int) uuid.UUID {
 	id := uuid.New()
 	c.exec("INSERT INTO services (id, tenant_id, name, duration_minutes, buffer_minutes, price_amount, currency) "+
 		"VALUES ($1, $2, $3, $4, $5, 6000, 'gbp')", id, c.tenant, name, minutes, buffer)
@@ -63,7 +63,7 @@ func (c clinic) service(name string, minutes, buffer int) uuid.UUID {
 }
 
 // slot is a slot of practitioner p at location l.
-func (c clinic) slot(p, l uuid.UUID, start time.Time, minutes int) uuid.UUID {
+func (c slotClinic) slot(p, l uuid.UUID, start time.Time, minutes int) uuid.UUID {
 	id := uuid.New()
 	c.exec("INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource, practitioner_id, location_id) VALUES ($1, $2, $3, $4, '', $5, $6)",
 		id, c.tenant, start, start.Add(time.Duration(minutes)*time.Minute), p, l)
@@ -90,7 +90,7 @@ type offer struct {
 }
 
 // find calls find_available_slots over the Dasha route.
-func (c clinic) find(args map[string]any) (answer, offer) {
+func (c slotClinic) find(args map[string]any) (answer, offer) {
 	c.t.Helper()
 	a := decodeAnswer(c.t, c.e.Post("/v1/dasha/tools/find_available_slots", c.key, "", payload("find_available_slots", "call_find", args)))
 	var o offer
@@ -141,7 +141,7 @@ func mustZone(t *testing.T, name string) *time.Location {
 func TestFindAvailableSlotsByServicePractitionerAndLocation(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	london, newYork := mustZone(t, "Europe/London"), mustZone(t, "America/New_York")
 	downtown := c.location("Downtown", "Europe/London")
 	uptown := c.location("Uptown", "America/New_York")
@@ -226,7 +226,7 @@ func TestFindAvailableSlotsByServicePractitionerAndLocation(t *testing.T) {
 func TestFindAvailableSlotsByDayAndPartOfDay(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	ny := mustZone(t, "America/New_York")
 	uptown := c.location("Uptown", "America/New_York")
 	cleaning := c.service("Cleaning", 30, 0)
@@ -283,7 +283,7 @@ func TestFindAvailableSlotsByDayAndPartOfDay(t *testing.T) {
 func TestFindAvailableSlotsPagesWithAfter(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	loc := c.location("Downtown", "Europe/London")
 	cleaning := c.service("Cleaning", 30, 0)
 	a := c.practitioner("Dr. Adams", []uuid.UUID{loc}, cleaning)
@@ -352,7 +352,7 @@ func sortedByStartThenID(t *testing.T, e *apptest.Env, ids []uuid.UUID) []uuid.U
 func TestFindAvailableSlotsOnClockChangeDays(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "America/New_York") // the tenant's zone is not the location's
+	c := newSlotClinic(t, e, "clinic", testOrg, "America/New_York") // the tenant's zone is not the location's
 	london := mustZone(t, "Europe/London")
 	loc := c.location("Downtown", "Europe/London")
 	cleaning := c.service("Cleaning", 30, 0)

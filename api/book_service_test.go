@@ -18,7 +18,7 @@ import (
 )
 
 // bookService posts a booking by service through REST.
-func (c clinic) bookService(key string, body map[string]any) apptest.Response {
+func (c slotClinic) bookService(key string, body map[string]any) apptest.Response {
 	c.t.Helper()
 	return c.e.Post("/v1/appointments", c.key, key, body)
 }
@@ -31,7 +31,7 @@ func (c clinic) bookService(key string, body map[string]any) apptest.Response {
 func TestBookAServiceAtATime(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	london, newYork := mustZone(t, "Europe/London"), mustZone(t, "America/New_York")
 	downtown := c.location("Downtown", "Europe/London")
 	uptown := c.location("Uptown", "America/New_York")
@@ -139,7 +139,7 @@ func TestBookAServiceAtATime(t *testing.T) {
 func TestConcurrentBookingsOfAService(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	loc := c.location("Downtown", "Europe/London")
 	cleaning := c.service("Cleaning", 30, 0)
 	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{loc}, cleaning)
@@ -227,7 +227,7 @@ func TestConcurrentBookingsOfAService(t *testing.T) {
 func TestDashaFindsACleaningWithDrOrtizTomorrowAfternoonAndBooksItOnce(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	london := mustZone(t, "Europe/London")
 	downtown := c.location("Downtown", "Europe/London")
 	cleaning := c.service("Cleaning", 30, 10)
@@ -319,7 +319,7 @@ func TestARemoteCalendarBooksBySlotOnly(t *testing.T) {
 func TestDashaBookingASlotOfAPractitionerIsSaidInItsLocationsTime(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	c := newClinic(t, e, "clinic", testOrg, "Europe/London")
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
 	newYork, london := mustZone(t, "America/New_York"), mustZone(t, "Europe/London")
 	uptown := c.location("Uptown", "America/New_York")
 	cleaning := c.service("Cleaning", 30, 0)

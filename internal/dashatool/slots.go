@@ -120,8 +120,8 @@ const dayReach = 15 * time.Hour
 func (in SlotsInput) Query(now time.Time, loc *time.Location, tenantZone string) oncecall.OpenSlotQuery {
 	q := oncecall.OpenSlotQuery{
 		From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: tenantZone, Limit: in.N(),
-		ServiceID: optionalID(in.ServiceID), PractitionerID: optionalID(in.PractitionerID),
-		LocationID: optionalID(in.LocationID), After: optionalID(in.After),
+		ServiceID: idOrNil(in.ServiceID), PractitionerID: idOrNil(in.PractitionerID),
+		LocationID: idOrNil(in.LocationID), After: idOrNil(in.After),
 	}
 	from, to := "", in.To
 	if in.From != nil {
@@ -176,7 +176,7 @@ func later(a, b time.Time) time.Time {
 	return a
 }
 
-func optionalID(s string) uuid.UUID {
+func idOrNil(s string) uuid.UUID {
 	if s == "" {
 		return uuid.Nil
 	}
