@@ -180,8 +180,8 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 	case a.Reason == NoPractitionerFree:
 		q := oncecall.OpenSlotQuery{
 			From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: zone, Limit: Alternatives,
-			ServiceID: op.MustUUID(in.ServiceID), PractitionerID: optionalID(in.PractitionerID),
-			LocationID: optionalID(in.LocationID),
+			ServiceID: op.MustUUID(in.ServiceID), PractitionerID: op.OptionalUUID(in.PractitionerID),
+			LocationID: op.OptionalUUID(in.LocationID),
 		}
 		if t, ok := in.startInstant(); ok {
 			q.From = later(now, t)
@@ -217,11 +217,4 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func optionalID(s string) uuid.UUID {
-	if s == "" {
-		return uuid.Nil
-	}
-	return op.MustUUID(s)
 }

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -120,8 +118,8 @@ const dayReach = 15 * time.Hour
 func (in SlotsInput) Query(now time.Time, loc *time.Location, tenantZone string) oncecall.OpenSlotQuery {
 	q := oncecall.OpenSlotQuery{
 		From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: tenantZone, Limit: in.N(),
-		ServiceID: idOrNil(in.ServiceID), PractitionerID: idOrNil(in.PractitionerID),
-		LocationID: idOrNil(in.LocationID), After: idOrNil(in.After),
+		ServiceID: op.OptionalUUID(in.ServiceID), PractitionerID: op.OptionalUUID(in.PractitionerID),
+		LocationID: op.OptionalUUID(in.LocationID), After: op.OptionalUUID(in.After),
 	}
 	from, to := "", in.To
 	if in.From != nil {
@@ -174,13 +172,6 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
-}
-
-func idOrNil(s string) uuid.UUID {
-	if s == "" {
-		return uuid.Nil
-	}
-	return uuid.MustParse(s)
 }
 
 // SlotView is a free slot as a voice agent hears it: its times in its own

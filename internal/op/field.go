@@ -65,6 +65,14 @@ func Time(field string, v *string) error {
 // MustUUID parses an id that Normalize already checked.
 func MustUUID(s string) uuid.UUID { return uuid.MustParse(s) }
 
+// OptionalUUID is MustUUID for an optional id field: uuid.Nil when it is empty.
+func OptionalUUID(s string) uuid.UUID {
+	if s == "" {
+		return uuid.Nil
+	}
+	return uuid.MustParse(s)
+}
+
 // MaxPhoneLen is the longest phone number accepted as written, separators
 // included.
 const MaxPhoneLen = 32
