@@ -189,6 +189,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Get("/payment-intents", s.listPaymentIntents)
 			r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
 			r.Post("/payments", s.write("payment.charge"))
+			r.Post("/payment-links", s.write("payment.link"))
 			r.Post("/messages", s.write("message.send"))
 			r.Get("/messages/{message_id}", s.getMessage)
 			r.Post("/message-templates", s.write("message_template.create"))

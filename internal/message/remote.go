@@ -86,3 +86,17 @@ func addressOf(c oncecall.Customer, channel string) (recipient, reason string, e
 const maxEchoedName = 40
 
 func shortName(name string) string { return op.Shorten(name, maxEchoedName) }
+
+// LinkTemplate is the template name an SMS carrying a payment link is
+// recorded with: its text is oncecall's own, not a tenant's template.
+const LinkTemplate = "payment_link"
+
+// LinkSMS is the payload of the step that sends a payment link by SMS to a
+// customer's phone: body holds the link as a reference to the result of the
+// step that made it (see internal/step), filled in when it is sent.
+func LinkSMS(customerID, phone, body, subjectID string) any {
+	return remoteSend{
+		SendInput: SendInput{CustomerID: customerID, Channel: SMS, Template: LinkTemplate, SubjectID: subjectID},
+		Recipient: phone, Body: body,
+	}
+}

@@ -39,6 +39,9 @@ func (p *Provider) captureHold(ctx context.Context, w provider.Write, c charge) 
 // a hold made at approval by the PaymentIntent itself, any other charge by
 // its key.
 func (p *Provider) LookupWrite(ctx context.Context, w provider.Write) (provider.Record, bool, error) {
+	if w.Operation == LinkCreateOperation || w.Operation == LinkOperation {
+		return p.lookupLink(ctx, w)
+	}
 	var c charge
 	if err := json.Unmarshal(w.Payload, &c); err != nil {
 		return provider.Record{}, false, fmt.Errorf("read the step's payload: %w", err)
