@@ -145,7 +145,7 @@ func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, 
 	}
 	n, err := q.q.RecordStep(ctx, dbsqlc.RecordStepParams{
 		Result: result,
-		State: u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
+		State:  u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
 		Checks: int32(u.Checks), LastError: ptr(u.LastError), Backoff: interval(u.Backoff),
 		ProviderUntil: optionalTime(u.ProviderUntil), ActionID: action, Name: name, Owner: &owner, Version: int32(version),
 	})

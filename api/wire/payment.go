@@ -57,10 +57,10 @@ func FromPayment(p oncecall.Payment) Payment {
 // FromPayments is FromPayment of each payment.
 func FromPayments(p []oncecall.Payment) []Payment { return list(p, FromPayment) }
 
-// PaymentLink is the answer of payment.link once the customer has paid the
+// PaidPaymentLink is the answer of payment.link once the customer has paid the
 // link: the intent it paid, the Checkout Session and the payments
 // provider's reference of the payment (Stripe's PaymentIntent id).
-type PaymentLink struct {
+type PaidPaymentLink struct {
 	PaymentIntentID uuid.UUID `json:"payment_intent_id"`
 	CheckoutSession string    `json:"checkout_session"`
 	ProviderRef     string    `json:"provider_ref"`

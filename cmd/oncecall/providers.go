@@ -80,7 +80,7 @@ func namedProvider(getenv func(string) string, capability, kind, prefix string) 
 	return stripeprovider.New(stripeprovider.Config{
 		SecretKey: getenv("STRIPE_SECRET_KEY"), BaseURL: getenv(prefix + "URL"), Account: getenv("STRIPE_ACCOUNT"),
 		LinkReturnURL: getenv("STRIPE_PAYMENT_LINK_RETURN_URL"),
-		Timeout: timeout, SearchDelay: delay,
+		Timeout:       timeout, SearchDelay: delay,
 	})
 }
 

@@ -189,7 +189,7 @@ func linkRemote() *op.Remote[LinkInput] {
 		Confirmed: func(in LinkInput, rec provider.Record) (idem.Result, error) {
 			intent := op.MustUUID(in.PaymentIntentID)
 			amount, _ := strconv.ParseInt(rec.Data["amount"], 10, 64)
-			return op.Confirm(http.StatusCreated, in.PaymentIntentID, wire.PaymentLink{
+			return op.Confirm(http.StatusCreated, in.PaymentIntentID, wire.PaidPaymentLink{
 				PaymentIntentID: intent, CheckoutSession: rec.Data["session"], ProviderRef: rec.ID,
 				Amount: amount, Currency: rec.Data["currency"], Status: "paid",
 			})
