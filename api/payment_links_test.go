@@ -123,3 +123,29 @@ func TestPaymentLinkWithoutStripeIsRejected(t *testing.T) {
 		t.Fatalf("rejections left %d messages or payments", n)
 	}
 }
+
+// An approved intent is withdrawn over REST: it is withdrawn in its row,
+// a charge of it is rejected, and bad input changes nothing.
+func TestPaymentIntentIsWithdrawn(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	r := d.Post("/v1/payment-intents", d.key, "approve", map[string]any{"customer_id": d.customer, "amount": 500, "currency": "EUR"})
+	intent := r.JSON(t)["result"].(map[string]any)["id"].(string)
+	if bad := d.Post("/v1/payment-intents/"+intent+"/cancel", d.key, "bad", map[string]any{"reason": "x"}); bad.Status != http.StatusBadRequest {
+		t.Fatalf("withdrawal with an unknown field: %d %s", bad.Status, bad.Body)
+	}
+	w := d.Post("/v1/payment-intents/"+intent+"/cancel", d.key, "withdraw", nil)
+	if w.Status != http.StatusOK || w.JSON(t)["result"].(map[string]any)["status"] != "withdrawn" {
+		t.Fatalf("withdraw: %d %s", w.Status, w.Body)
+	}
+	if n := d.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND status = 'withdrawn'", uuid.MustParse(intent)); n != 1 {
+		t.Fatal("the intent is not withdrawn in its row")
+	}
+	charged := decodeAnswer(t, d.call("charge_payment", "call-w", map[string]any{"payment_intent_id": intent}))
+	if charged.Outcome != "rejected" || charged.Reason != "intent_withdrawn" {
+		t.Fatalf("charge of a withdrawn intent: %+v", charged)
+	}
+	if got := d.Get("/v1/payment-intents/"+intent, d.key); got.JSON(t)["status"] != "withdrawn" {
+		t.Fatalf("read intent: %s", got.Body)
+	}
+}

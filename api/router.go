@@ -188,6 +188,7 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/payment-intents", s.write("payment_intent.create"))
 			r.Get("/payment-intents", s.listPaymentIntents)
 			r.Get("/payment-intents/{payment_intent_id}", s.getPaymentIntent)
+			r.Post("/payment-intents/{payment_intent_id}/cancel", s.write("payment_intent.cancel", "payment_intent_id"))
 			r.Post("/payments", s.write("payment.charge"))
 			r.Post("/payment-links", s.write("payment.link"))
 			r.Post("/messages", s.write("message.send"))

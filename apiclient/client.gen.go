@@ -289,6 +289,7 @@ const (
 	MessageTemplateCreate OperationName = "message_template.create"
 	MessageTemplateUpdate OperationName = "message_template.update"
 	PaymentCharge         OperationName = "payment.charge"
+	PaymentIntentCancel   OperationName = "payment_intent.cancel"
 	PaymentIntentCreate   OperationName = "payment_intent.create"
 	PaymentLink           OperationName = "payment.link"
 	SlotCreate            OperationName = "slot.create"
@@ -323,6 +324,8 @@ func (e OperationName) Valid() bool {
 	case MessageTemplateUpdate:
 		return true
 	case PaymentCharge:
+		return true
+	case PaymentIntentCancel:
 		return true
 	case PaymentIntentCreate:
 		return true
@@ -418,7 +421,9 @@ func (e PaymentIntentStatus) Valid() bool {
 // Defines values for PaymentIntentWithPaymentsStatus.
 const (
 	PaymentIntentWithPaymentsStatusCaptured        PaymentIntentWithPaymentsStatus = "captured"
+	PaymentIntentWithPaymentsStatusExpired         PaymentIntentWithPaymentsStatus = "expired"
 	PaymentIntentWithPaymentsStatusRequiresCapture PaymentIntentWithPaymentsStatus = "requires_capture"
+	PaymentIntentWithPaymentsStatusWithdrawn       PaymentIntentWithPaymentsStatus = "withdrawn"
 )
 
 // Valid indicates whether the value is a known member of the PaymentIntentWithPaymentsStatus enum.
@@ -426,7 +431,11 @@ func (e PaymentIntentWithPaymentsStatus) Valid() bool {
 	switch e {
 	case PaymentIntentWithPaymentsStatusCaptured:
 		return true
+	case PaymentIntentWithPaymentsStatusExpired:
+		return true
 	case PaymentIntentWithPaymentsStatusRequiresCapture:
+		return true
+	case PaymentIntentWithPaymentsStatusWithdrawn:
 		return true
 	default:
 		return false
@@ -995,6 +1004,9 @@ type CancelAppointmentInput = map[string]interface{}
 
 // CancelCallbackInput An empty object; the callback comes from the URL.
 type CancelCallbackInput = map[string]interface{}
+
+// CancelPaymentIntentInput An empty object; the payment intent comes from the URL.
+type CancelPaymentIntentInput = map[string]interface{}
 
 // Capability A kind of write a provider serves.
 type Capability string
@@ -2227,6 +2239,46 @@ type VapiServerMessage_Message struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// WithdrawnPaymentIntent A withdrawn payment intent.
+type WithdrawnPaymentIntent struct {
+	// Id The payment intent.
+	Id openapi_types.UUID `json:"id"`
+
+	// ProviderRef The provider's reference of the hold that was cancelled (Stripe's PaymentIntent id); empty for an intent without one.
+	ProviderRef string `json:"provider_ref"`
+
+	// Status Always `withdrawn`.
+	Status string `json:"status"`
+}
+
+// WithdrawnPaymentIntentAction The envelope of a confirmed `payment_intent.cancel`.
+type WithdrawnPaymentIntentAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string]           `json:"reason"`
+	Result WithdrawnPaymentIntentAction_Result `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// WithdrawnPaymentIntentAction_Result defines model for WithdrawnPaymentIntentAction.Result.
+type WithdrawnPaymentIntentAction_Result struct {
+	union json.RawMessage
+}
+
 // ActionID defines model for ActionID.
 type ActionID = openapi_types.UUID
 
@@ -2520,6 +2572,17 @@ type CreatePaymentIntentParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// CancelPaymentIntentParams defines parameters for CancelPaymentIntent.
+type CancelPaymentIntentParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // SendPaymentLinkParams defines parameters for SendPaymentLink.
 type SendPaymentLinkParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -2654,6 +2717,9 @@ type ResolveOpsActionJSONRequestBody = ResolveRequest
 
 // CreatePaymentIntentJSONRequestBody defines body for CreatePaymentIntent for application/json ContentType.
 type CreatePaymentIntentJSONRequestBody = CreatePaymentIntentInput
+
+// CancelPaymentIntentJSONRequestBody defines body for CancelPaymentIntent for application/json ContentType.
+type CancelPaymentIntentJSONRequestBody = CancelPaymentIntentInput
 
 // SendPaymentLinkJSONRequestBody defines body for SendPaymentLink for application/json ContentType.
 type SendPaymentLinkJSONRequestBody = SendPaymentLinkInput
@@ -4475,6 +4541,68 @@ func (t *SlotAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWithdrawnPaymentIntent returns the union data inside the WithdrawnPaymentIntentAction_Result as a WithdrawnPaymentIntent
+func (t WithdrawnPaymentIntentAction_Result) AsWithdrawnPaymentIntent() (WithdrawnPaymentIntent, error) {
+	var body WithdrawnPaymentIntent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWithdrawnPaymentIntent overwrites any union data inside the WithdrawnPaymentIntentAction_Result as the provided WithdrawnPaymentIntent
+func (t *WithdrawnPaymentIntentAction_Result) FromWithdrawnPaymentIntent(v WithdrawnPaymentIntent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWithdrawnPaymentIntent performs a merge with any union data inside the WithdrawnPaymentIntentAction_Result, using the provided WithdrawnPaymentIntent
+func (t *WithdrawnPaymentIntentAction_Result) MergeWithdrawnPaymentIntent(v WithdrawnPaymentIntent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the WithdrawnPaymentIntentAction_Result as a ResourceRef
+func (t WithdrawnPaymentIntentAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the WithdrawnPaymentIntentAction_Result as the provided ResourceRef
+func (t *WithdrawnPaymentIntentAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the WithdrawnPaymentIntentAction_Result, using the provided ResourceRef
+func (t *WithdrawnPaymentIntentAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WithdrawnPaymentIntentAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WithdrawnPaymentIntentAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -5140,6 +5268,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/payment-intents/{payment_intent_id} (the `GetPaymentIntent` operationId).
 	GetPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelPaymentIntentWithBody Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithBody(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelPaymentIntent Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SendPaymentLinkWithBody Send a payment link by SMS
 	//
@@ -6513,6 +6671,56 @@ func (c *Client) CreatePaymentIntent(ctx context.Context, params *CreatePaymentI
 // Corresponds with GET /v1/payment-intents/{payment_intent_id} (the `GetPaymentIntent` operationId).
 func (c *Client) GetPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetPaymentIntentRequest(c.Server, paymentIntentId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelPaymentIntentWithBody Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *Client) CancelPaymentIntentWithBody(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelPaymentIntentRequestWithBody(c.Server, paymentIntentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelPaymentIntent Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *Client) CancelPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelPaymentIntentRequest(c.Server, paymentIntentId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8747,6 +8955,77 @@ func NewGetPaymentIntentRequest(server string, paymentIntentId PaymentIntentID) 
 	return req, nil
 }
 
+// NewCancelPaymentIntentRequest calls the generic CancelPaymentIntent builder with application/json body
+func NewCancelPaymentIntentRequest(server string, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelPaymentIntentRequestWithBody(server, paymentIntentId, params, "application/json", bodyReader)
+}
+
+// NewCancelPaymentIntentRequestWithBody constructs an http.Request for the CancelPaymentIntent method, with any body, and a specified content type
+func NewCancelPaymentIntentRequestWithBody(server string, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "payment_intent_id", paymentIntentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payment-intents/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewSendPaymentLinkRequest calls the generic SendPaymentLink builder with application/json body
 func NewSendPaymentLinkRequest(server string, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9966,6 +10245,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/payment-intents/{payment_intent_id} (the `GetPaymentIntent` operationId).
 	GetPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, reqEditors ...RequestEditorFn) (*GetPaymentIntentResponse, error)
+
+	// CancelPaymentIntentWithBodyWithResponse Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithBodyWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error)
+
+	// CancelPaymentIntentWithResponse Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error)
 
 	// SendPaymentLinkWithBodyWithResponse Send a payment link by SMS
 	//
@@ -14340,6 +14649,176 @@ func (r GetPaymentIntentResponse) ContentType() string {
 	return ""
 }
 
+// CancelPaymentIntentResponse200Headers the declared response headers of an HTTP 200 response for CancelPaymentIntent
+type CancelPaymentIntentResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelPaymentIntentResponse202Headers the declared response headers of an HTTP 202 response for CancelPaymentIntent
+type CancelPaymentIntentResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelPaymentIntentResponse401Headers the declared response headers of an HTTP 401 response for CancelPaymentIntent
+type CancelPaymentIntentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelPaymentIntentResponse409Headers the declared response headers of an HTTP 409 response for CancelPaymentIntent
+type CancelPaymentIntentResponse409Headers struct {
+	RetryAfter int
+}
+
+// CancelPaymentIntentResponse422Headers the declared response headers of an HTTP 422 response for CancelPaymentIntent
+type CancelPaymentIntentResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CancelPaymentIntentResponse429Headers the declared response headers of an HTTP 429 response for CancelPaymentIntent
+type CancelPaymentIntentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelPaymentIntentResponse503Headers the declared response headers of an HTTP 503 response for CancelPaymentIntent
+type CancelPaymentIntentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelPaymentIntentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WithdrawnPaymentIntentAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelPaymentIntentResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CancelPaymentIntentResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelPaymentIntentResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelPaymentIntentResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CancelPaymentIntentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelPaymentIntentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelPaymentIntentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelPaymentIntentResponse) GetJSON200() *WithdrawnPaymentIntentAction {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CancelPaymentIntentResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelPaymentIntentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelPaymentIntentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelPaymentIntentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelPaymentIntentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // SendPaymentLinkResponse201Headers the declared response headers of an HTTP 201 response for SendPaymentLink
 type SendPaymentLinkResponse201Headers struct {
 	IdempotentReplayed *string
@@ -16447,6 +16926,48 @@ func (c *ClientWithResponses) GetPaymentIntentWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetPaymentIntentResponse(rsp)
+}
+
+// CancelPaymentIntentWithBodyWithResponse Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *ClientWithResponses) CancelPaymentIntentWithBodyWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error) {
+	rsp, err := c.CancelPaymentIntentWithBody(ctx, paymentIntentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelPaymentIntentResponse(rsp)
+}
+
+// CancelPaymentIntentWithResponse Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *ClientWithResponses) CancelPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error) {
+	rsp, err := c.CancelPaymentIntent(ctx, paymentIntentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelPaymentIntentResponse(rsp)
 }
 
 // SendPaymentLinkWithBodyWithResponse Send a payment link by SMS
@@ -21168,6 +21689,203 @@ func ParseGetPaymentIntentResponse(rsp *http.Response) (*GetPaymentIntentRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPaymentIntentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelPaymentIntentResponse parses an HTTP response from a CancelPaymentIntentWithResponse call
+func ParseCancelPaymentIntentResponse(rsp *http.Response) (*CancelPaymentIntentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelPaymentIntentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WithdrawnPaymentIntentAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelPaymentIntentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CancelPaymentIntentResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelPaymentIntentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelPaymentIntentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CancelPaymentIntentResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelPaymentIntentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelPaymentIntentResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

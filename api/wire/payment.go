@@ -68,3 +68,12 @@ type PaidPaymentLink struct {
 	Currency        string    `json:"currency"`
 	Status          string    `json:"status"`
 }
+
+// WithdrawnPaymentIntent is the answer of payment_intent.cancel: the
+// intent, now withdrawn, and the provider's reference of the hold that was
+// cancelled (empty for an intent without one).
+type WithdrawnPaymentIntent struct {
+	ID          uuid.UUID `json:"id"`
+	Status      string    `json:"status"`
+	ProviderRef string    `json:"provider_ref"`
+}

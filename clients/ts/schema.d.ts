@@ -290,6 +290,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payment-intents/{payment_intent_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw an approved payment intent
+         * @description Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+         *     can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+         *     hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+         *     is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+         *     withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+         *     `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+         *     `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+         */
+        post: operations["cancelPaymentIntent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments": {
         parameters: {
             query?: never;
@@ -889,7 +915,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -1036,6 +1062,18 @@ export interface components {
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
             result: components["schemas"]["Payment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `payment_intent.cancel`. */
+        WithdrawnPaymentIntentAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["WithdrawnPaymentIntent"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1397,7 +1435,7 @@ export interface components {
             /** @description pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...). */
             payment_method: string;
             /** @enum {string} */
-            status: "requires_capture" | "captured";
+            status: "requires_capture" | "captured" | "withdrawn" | "expired";
             /**
              * Format: int64
              * @description The charged amount once captured, else null.
@@ -1406,6 +1444,18 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             payments: components["schemas"]["Payment"][];
+        };
+        /** @description A withdrawn payment intent. */
+        WithdrawnPaymentIntent: {
+            /**
+             * Format: uuid
+             * @description The payment intent.
+             */
+            id: string;
+            /** @description Always `withdrawn`. */
+            status: string;
+            /** @description The provider's reference of the hold that was cancelled (Stripe's PaymentIntent id); empty for an intent without one. */
+            provider_ref: string;
         };
         /** @description A payment link the customer paid. */
         PaidPaymentLink: {
@@ -2020,6 +2070,8 @@ export interface components {
             /** @description Optional: a new value asks for a separate callback in this call, on purpose; leave it unchanged to amend the call's callback or when retrying. */
             callback_ref?: string;
         };
+        /** @description An empty object; the payment intent comes from the URL. */
+        CancelPaymentIntentInput: Record<string, never>;
         /** @description An empty object; the callback comes from the URL. */
         CancelCallbackInput: Record<string, never>;
         /** @description A caller's request to be called back, with its window in UTC and on the tenant's wall clock. */
@@ -3335,6 +3387,61 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["ScopeForbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelPaymentIntent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The payment intent's id. */
+                payment_intent_id: components["parameters"]["PaymentIntentID"];
+            };
+            cookie?: never;
+        };
+        /** @description An empty object, or no body at all. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["CancelPaymentIntentInput"];
+            };
+        };
+        responses: {
+            /** @description The payment intent is withdrawn. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawnPaymentIntentAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];

@@ -133,6 +133,11 @@ type Reservation struct {
 	// Reject, when set, is a definitive answer found before anything was
 	// sent: the action completes with it and no step is recorded.
 	Reject *idem.Result
+	// Done, when set, is a definitive answer of writes Reserve made itself
+	// in the claim's transaction (nothing of the input is the provider's:
+	// an intent without a hold is withdrawn locally): the action completes
+	// with it and no step is recorded.
+	Done *idem.Result
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
@@ -481,6 +486,9 @@ func withPath(raw []byte, path map[string]string) ([]byte, error) {
 // reserve runs r.Reserve and applies its payload to the required step.
 func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In], in In, steps []db.NewStep) (*idem.Result, error) {
 	res, err := r.Reserve(ctx, tx, x, in)
+	if res.Done != nil && err == nil {
+		return res.Done, nil
+	}
 	if err != nil || res.Reject != nil {
 		return res.Reject, err
 	}

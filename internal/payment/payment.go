@@ -61,7 +61,7 @@ var (
 )
 
 // Operations returns the payment operations.
-func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge, Link} }
+func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge, Link, Cancel} }
 
 // IntentInput is the input of payment_intent.create.
 type IntentInput struct {

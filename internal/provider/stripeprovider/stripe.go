@@ -183,11 +183,14 @@ func (p *Provider) account(account string) string {
 // Write charges: hold (create and confirm a PaymentIntent with manual
 // capture) under the step's key, then capture under a key derived from it.
 func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record, error) {
-	if w.Operation == LinkCreateOperation || w.Operation == LinkOperation {
+	switch w.Operation {
+	case LinkCreateOperation, LinkOperation:
 		return p.writeLink(ctx, w)
+	case CancelOperation:
+		return p.cancelHold(ctx, w)
 	}
 	if w.Operation != Operation && w.Operation != HoldOperation {
-		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge, payment_intent.create and payment.link only"}
+		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge, payment_intent.create, payment_intent.cancel and payment.link only"}
 	}
 	var c charge
 	if err := json.Unmarshal(w.Payload, &c); err != nil || c.Amount <= 0 || c.Currency == "" {
