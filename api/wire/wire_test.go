@@ -110,7 +110,7 @@ func TestWireFieldsAreTheOpenAPISchemasProperties(t *testing.T) {
 		"Appointment": wire.Appointment{}, "Slot": wire.Slot{}, "Customer": wire.Customer{}, "Note": wire.Note{},
 		"PointsEntry": wire.PointsEntry{}, "PaymentIntent": wire.PaymentIntent{}, "Payment": wire.Payment{},
 		"PaidPaymentLink": wire.PaidPaymentLink{}, "WithdrawnPaymentIntent": wire.WithdrawnPaymentIntent{},
-		"Message":         wire.Message{}, "Step": wire.Step{}, "Event": wire.Event{},
+		"Message": wire.Message{}, "Step": wire.Step{}, "Event": wire.Event{},
 	} {
 		ref, ok := doc.Components.Schemas[schema]
 		if !ok {

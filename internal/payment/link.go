@@ -170,6 +170,10 @@ func linkRemote() *op.Remote[LinkInput] {
 			if err != nil {
 				return op.Reservation{}, err
 			}
+			sender, err := tx.TenantTwilioSender(ctx, x.TenantID)
+			if err != nil {
+				return op.Reservation{}, err
+			}
 			body := "Your payment link for " + op.SpokenAmount(pi.Amount, pi.Currency)
 			if pi.Description != "" {
 				body += " (" + pi.Description + ")"
@@ -182,7 +186,7 @@ func linkRemote() *op.Remote[LinkInput] {
 						IntentID: in.PaymentIntentID, Amount: pi.Amount, Currency: pi.Currency, Description: pi.Description,
 						Account: account, ExpiresAt: time.Now().Add(LinkTTL).Unix(), AwaitStep: provider.Links,
 					},
-					SMSStep: message.LinkSMS(pi.CustomerID.String(), c.Phone, body, in.PaymentIntentID),
+					SMSStep: message.LinkSMS(pi.CustomerID.String(), c.Phone, body, in.PaymentIntentID, sender),
 				},
 			}, nil
 		},
