@@ -14,6 +14,9 @@ CREATE INDEX messages_action ON messages (action_id);
 ALTER TABLE payment_intents DROP CONSTRAINT payment_intents_status_check;
 ALTER TABLE payment_intents ADD CONSTRAINT payment_intents_status_check
     CHECK (status IN ('requires_capture', 'captured', 'withdrawn', 'expired'));
+-- The reconciler's pass finds the holds past their deadline (flagged or not).
+CREATE INDEX payment_intents_lapsing_holds ON payment_intents (capture_before)
+    WHERE hold_ref IS NOT NULL AND status = 'requires_capture';
 
 -- A tenant's own Twilio sender: a number (E.164) or a Messaging Service
 -- (MG...); NULL: the process default (TWILIO_FROM,
