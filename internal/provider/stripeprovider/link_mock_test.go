@@ -80,3 +80,36 @@ func TestStripeMockAcceptsThePaymentLinkRequests(t *testing.T) {
 		t.Fatalf("session created %v, retrieved %v, listed %v; requests %+v", created, retrieved, listed, rc.all())
 	}
 }
+
+// A withdrawal's cancel of a hold, as stripe-mock accepts it: under the
+// step's key with the /cancel suffix, on the hold's account.
+func TestStripeMockAcceptsTheWithdrawalsCancel(t *testing.T) {
+	t.Parallel()
+	base, rc := proxy(t, stripemock.Start(t))
+	p, err := New(Config{SecretKey: "sk_test_123", BaseURL: base, Account: "acct_processDefault"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "oc-11111111111111111111111111111111deadbeef"
+	w := provider.Write{Capability: provider.Holds, Key: key, ExternalRef: "01a2-cancel/payment_holds", Operation: CancelOperation,
+		Payload: json.RawMessage(`{"payment_intent_id":"01a2-intent","hold":"pi_1Held","account":"acct_tenantOne"}`)}
+	// stripe-mock answers with a fixture whatever the state: the adapter
+	// reads the PaymentIntent for its evidence either way.
+	_, _ = p.Write(t.Context(), w)
+	var cancelled bool
+	for _, r := range rc.all() {
+		if r.status >= 300 {
+			t.Errorf("stripe-mock refused %s %s: %d", r.method, r.path, r.status)
+		}
+		if r.account != "acct_tenantOne" {
+			t.Errorf("%s %s carried Stripe-Account %q, want the hold's", r.method, r.path, r.account)
+		}
+		switch {
+		case r.method == http.MethodPost && r.path == "/v1/payment_intents/pi_1Held/cancel":
+			cancelled = r.key == key+"/cancel"
+		}
+	}
+	if !cancelled {
+		t.Fatalf("no cancel under %s/cancel: %+v", key, rc.all())
+	}
+}
