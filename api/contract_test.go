@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // effect is a count the database must show after an operation ran once.
@@ -27,6 +29,7 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 	cleo := e.customer("", "")
 	dan := e.customer("", "")
 	intent := e.intent(2000, "")
+	place := resultOf(t, e.send("POST", "/v1/locations", "place-for-practitioners", map[string]any{"name": "Riverside", "timezone": "Europe/Paris"}))["id"]
 
 	cases := []struct {
 		operation     string
@@ -82,6 +85,24 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 			{"SELECT count(*) FROM points_ledger WHERE customer_id = $1", []any{dan}, 1},
 			{"SELECT count(*) FROM customers WHERE id = $1 AND points = 25", []any{dan}, 1},
 		},
+	}, {
+		operation: "location.create", method: "POST", path: "/v1/locations",
+		body:    map[string]any{"name": "Harbour", "timezone": "Europe/Lisbon"},
+		changed: map[string]any{"name": "Harbour", "timezone": "Europe/Madrid"},
+		status:  http.StatusCreated,
+		effects: []effect{{"SELECT count(*) FROM locations WHERE name = 'Harbour' AND timezone = 'Europe/Lisbon'", nil, 1}},
+	}, {
+		operation: "service.create", method: "POST", path: "/v1/services",
+		body:    map[string]any{"name": "Fitting", "duration_minutes": 20, "price_amount": 2500, "currency": "eur"},
+		changed: map[string]any{"name": "Fitting", "duration_minutes": 25, "price_amount": 2500, "currency": "eur"},
+		status:  http.StatusCreated,
+		effects: []effect{{"SELECT count(*) FROM services WHERE name = 'Fitting' AND duration_minutes = 20 AND currency = 'eur'", nil, 1}},
+	}, {
+		operation: "practitioner.create", method: "POST", path: "/v1/practitioners",
+		body:    map[string]any{"name": "Dr. Moreau", "location_ids": []any{place}},
+		changed: map[string]any{"name": "Dr. Moreau", "location_ids": []any{place}, "service_ids": []string{uuid.NewString()}},
+		status:  http.StatusCreated,
+		effects: []effect{{"SELECT count(*) FROM practitioner_locations pl JOIN practitioners p ON p.id = pl.practitioner_id WHERE p.name = 'Dr. Moreau' AND pl.location_id = $1", []any{place}, 1}},
 	}}
 	for _, c := range cases {
 		t.Run(c.operation, func(t *testing.T) {

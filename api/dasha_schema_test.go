@@ -169,6 +169,16 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"customer_id": customer, "limit": 20},
 			map[string]any{"customer_id": id(), "limit": 1}, // no such customer: customer_not_found, not invalid
 		},
+		"list_services": {
+			map[string]any{},
+			map[string]any{"practitioner_id": id()},
+			map[string]any{"location_id": strings.ToUpper(id()), "practitioner_id": id()},
+		},
+		"list_practitioners": {
+			map[string]any{},
+			map[string]any{"service_id": id()},
+			map[string]any{"location_id": id(), "service_id": strings.ToUpper(id())},
+		},
 	}
 	invalid = map[string][]any{
 		"book_appointment": {
@@ -280,6 +290,14 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{},
 			map[string]any{"customer_id": "Ana Lima"},
 			map[string]any{"customer_id": customer, "limit": 21},
+		},
+		"list_services": {
+			map[string]any{"practitioner_id": "Dr. Ortiz"},
+			map[string]any{"location_id": 7},
+		},
+		"list_practitioners": {
+			map[string]any{"service_id": "Cleaning"},
+			map[string]any{"name": "Dr. Ortiz"},
 		},
 	}
 	return valid, invalid

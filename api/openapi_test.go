@@ -161,7 +161,7 @@ func TestOpenAPIEnumsAreComplete(t *testing.T) {
 
 	var names []string
 	tools := []string{dashatool.CheckActionStatus, dashatool.FindAvailableSlots, dashatool.FindCustomer, dashatool.GetCustomer, dashatool.ListAppointments,
-		dashatool.ListPaymentIntents}
+		dashatool.ListPaymentIntents, dashatool.ListServices, dashatool.ListPractitioners}
 	for _, o := range app.Operations().All() {
 		names = append(names, o.Name())
 		if o.Tool() != "" {

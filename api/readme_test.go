@@ -148,6 +148,9 @@ var creates = map[string]struct {
 	"/v1/appointments":    {"<appointment id>", "<action id>", "appointments"},
 	"/v1/payment-intents": {"<payment intent id>", "", "payment_intents"},
 	"/v1/messages":        {"<message id>", "", "messages"},
+	"/v1/locations":       {"<location id>", "", "locations"},
+	"/v1/services":        {"<service id>", "", "services"},
+	"/v1/practitioners":   {"<practitioner id>", "", "practitioners"},
 }
 
 // startExamples starts a server with the demo data `make run` seeds and

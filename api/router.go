@@ -205,6 +205,13 @@ func NewRouter(cfg Config) http.Handler {
 			r.Post("/callbacks", s.write("callback.request"))
 			r.Get("/callbacks", s.listCallbacks)
 			r.Post("/callbacks/{callback_id}/cancel", s.write("callback.cancel", "callback_id"))
+
+			r.Post("/locations", s.write("location.create"))
+			r.Get("/locations", s.listLocations)
+			r.Post("/practitioners", s.write("practitioner.create"))
+			r.Get("/practitioners", s.listPractitioners)
+			r.Post("/services", s.write("service.create"))
+			r.Get("/services", s.listServices)
 		})
 	})
 	return r

@@ -89,6 +89,10 @@ func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall
 		return s.listAppointmentsTool(ctx, tenant, c.Arguments)
 	case dashatool.ListPaymentIntents:
 		return s.listPaymentIntentsTool(ctx, tenant, c.Arguments)
+	case dashatool.ListServices:
+		return s.listServicesTool(ctx, tenant, c.Arguments)
+	case dashatool.ListPractitioners:
+		return s.listPractitionersTool(ctx, tenant, c.Arguments)
 	}
 	o, ok := s.cfg.Ops.ByTool(c.Tool)
 	if !ok {

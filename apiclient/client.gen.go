@@ -111,36 +111,44 @@ func (e ConfirmedOutcome) Valid() bool {
 
 // Defines values for DashaReason.
 const (
-	AmountExceedsIntent    DashaReason = "amount_exceeds_intent"
-	AppointmentNotActive   DashaReason = "appointment_not_active"
-	AppointmentNotFound    DashaReason = "appointment_not_found"
-	AuthenticationRequired DashaReason = "authentication_required"
-	CallbackNotActive      DashaReason = "callback_not_active"
-	CallbackNotFound       DashaReason = "callback_not_found"
-	ConflictingRequest     DashaReason = "conflicting_request"
-	CustomerExists         DashaReason = "customer_exists"
-	CustomerHasNoEmail     DashaReason = "customer_has_no_email"
-	CustomerHasNoPhone     DashaReason = "customer_has_no_phone"
-	CustomerNotFound       DashaReason = "customer_not_found"
-	InsufficientPoints     DashaReason = "insufficient_points"
-	IntentAlreadyCaptured  DashaReason = "intent_already_captured"
-	IntentChargeInProgress DashaReason = "intent_charge_in_progress"
-	IntentHeldOnCard       DashaReason = "intent_held_on_card"
-	IntentHoldExpired      DashaReason = "intent_hold_expired"
-	IntentPaidByLink       DashaReason = "intent_paid_by_link"
-	IntentWithdrawn        DashaReason = "intent_withdrawn"
-	InvalidArguments       DashaReason = "invalid_arguments"
-	NeedsOperator          DashaReason = "needs_operator"
-	PaymentDeclined        DashaReason = "payment_declined"
-	PaymentIntentNotFound  DashaReason = "payment_intent_not_found"
-	PaymentLinkExpired     DashaReason = "payment_link_expired"
-	PaymentLinksNeedStripe DashaReason = "payment_links_need_stripe"
-	SavedCardsNeedStripe   DashaReason = "saved_cards_need_stripe"
-	SlotNotFound           DashaReason = "slot_not_found"
-	SlotUnavailable        DashaReason = "slot_unavailable"
-	TemplateExists         DashaReason = "template_exists"
-	TemplateNotFound       DashaReason = "template_not_found"
-	UnknownAction          DashaReason = "unknown_action"
+	AmountExceedsIntent       DashaReason = "amount_exceeds_intent"
+	AppointmentNotActive      DashaReason = "appointment_not_active"
+	AppointmentNotFound       DashaReason = "appointment_not_found"
+	AuthenticationRequired    DashaReason = "authentication_required"
+	CallbackNotActive         DashaReason = "callback_not_active"
+	CallbackNotFound          DashaReason = "callback_not_found"
+	ConflictingRequest        DashaReason = "conflicting_request"
+	CustomerExists            DashaReason = "customer_exists"
+	CustomerHasNoEmail        DashaReason = "customer_has_no_email"
+	CustomerHasNoPhone        DashaReason = "customer_has_no_phone"
+	CustomerNotFound          DashaReason = "customer_not_found"
+	InsufficientPoints        DashaReason = "insufficient_points"
+	IntentAlreadyCaptured     DashaReason = "intent_already_captured"
+	IntentChargeInProgress    DashaReason = "intent_charge_in_progress"
+	IntentHeldOnCard          DashaReason = "intent_held_on_card"
+	IntentHoldExpired         DashaReason = "intent_hold_expired"
+	IntentPaidByLink          DashaReason = "intent_paid_by_link"
+	IntentWithdrawn           DashaReason = "intent_withdrawn"
+	InvalidArguments          DashaReason = "invalid_arguments"
+	LocationExists            DashaReason = "location_exists"
+	LocationNotFound          DashaReason = "location_not_found"
+	NeedsOperator             DashaReason = "needs_operator"
+	PaymentDeclined           DashaReason = "payment_declined"
+	PaymentIntentNotFound     DashaReason = "payment_intent_not_found"
+	PaymentLinkExpired        DashaReason = "payment_link_expired"
+	PaymentLinksNeedStripe    DashaReason = "payment_links_need_stripe"
+	PractitionerExists        DashaReason = "practitioner_exists"
+	PractitionerNotAtLocation DashaReason = "practitioner_not_at_location"
+	PractitionerNotFound      DashaReason = "practitioner_not_found"
+	SavedCardsNeedStripe      DashaReason = "saved_cards_need_stripe"
+	ServiceExists             DashaReason = "service_exists"
+	ServiceNotFound           DashaReason = "service_not_found"
+	SlotNotFound              DashaReason = "slot_not_found"
+	SlotOverlaps              DashaReason = "slot_overlaps"
+	SlotUnavailable           DashaReason = "slot_unavailable"
+	TemplateExists            DashaReason = "template_exists"
+	TemplateNotFound          DashaReason = "template_not_found"
+	UnknownAction             DashaReason = "unknown_action"
 )
 
 // Valid indicates whether the value is a known member of the DashaReason enum.
@@ -184,6 +192,10 @@ func (e DashaReason) Valid() bool {
 		return true
 	case InvalidArguments:
 		return true
+	case LocationExists:
+		return true
+	case LocationNotFound:
+		return true
 	case NeedsOperator:
 		return true
 	case PaymentDeclined:
@@ -194,9 +206,21 @@ func (e DashaReason) Valid() bool {
 		return true
 	case PaymentLinksNeedStripe:
 		return true
+	case PractitionerExists:
+		return true
+	case PractitionerNotAtLocation:
+		return true
+	case PractitionerNotFound:
+		return true
 	case SavedCardsNeedStripe:
 		return true
+	case ServiceExists:
+		return true
+	case ServiceNotFound:
+		return true
 	case SlotNotFound:
+		return true
+	case SlotOverlaps:
 		return true
 	case SlotUnavailable:
 		return true
@@ -285,6 +309,7 @@ const (
 	CustomerNoteAppend    OperationName = "customer.note.append"
 	CustomerPointsAdd     OperationName = "customer.points.add"
 	CustomerUpdate        OperationName = "customer.update"
+	LocationCreate        OperationName = "location.create"
 	MessageSend           OperationName = "message.send"
 	MessageTemplateCreate OperationName = "message_template.create"
 	MessageTemplateUpdate OperationName = "message_template.update"
@@ -292,6 +317,8 @@ const (
 	PaymentIntentCancel   OperationName = "payment_intent.cancel"
 	PaymentIntentCreate   OperationName = "payment_intent.create"
 	PaymentLink           OperationName = "payment.link"
+	PractitionerCreate    OperationName = "practitioner.create"
+	ServiceCreate         OperationName = "service.create"
 	SlotCreate            OperationName = "slot.create"
 	SlotSchedule          OperationName = "slot.schedule"
 )
@@ -317,6 +344,8 @@ func (e OperationName) Valid() bool {
 		return true
 	case CustomerUpdate:
 		return true
+	case LocationCreate:
+		return true
 	case MessageSend:
 		return true
 	case MessageTemplateCreate:
@@ -330,6 +359,10 @@ func (e OperationName) Valid() bool {
 	case PaymentIntentCreate:
 		return true
 	case PaymentLink:
+		return true
+	case PractitionerCreate:
+		return true
+	case ServiceCreate:
 		return true
 	case SlotCreate:
 		return true
@@ -459,48 +492,56 @@ func (e ProblemOutcome) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ACTIONINFLIGHT         ProblemCode = "ACTION_IN_FLIGHT"
-	AMOUNTEXCEEDSINTENT    ProblemCode = "AMOUNT_EXCEEDS_INTENT"
-	APPOINTMENTNOTACTIVE   ProblemCode = "APPOINTMENT_NOT_ACTIVE"
-	APPOINTMENTNOTFOUND    ProblemCode = "APPOINTMENT_NOT_FOUND"
-	AUTHENTICATIONREQUIRED ProblemCode = "AUTHENTICATION_REQUIRED"
-	CALLBACKNOTACTIVE      ProblemCode = "CALLBACK_NOT_ACTIVE"
-	CALLBACKNOTFOUND       ProblemCode = "CALLBACK_NOT_FOUND"
-	CUSTOMEREXISTS         ProblemCode = "CUSTOMER_EXISTS"
-	CUSTOMERHASNOEMAIL     ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
-	CUSTOMERHASNOPHONE     ProblemCode = "CUSTOMER_HAS_NO_PHONE"
-	CUSTOMERNOTFOUND       ProblemCode = "CUSTOMER_NOT_FOUND"
-	FORBIDDEN              ProblemCode = "FORBIDDEN"
-	IDEMPOTENCYINPROGRESS  ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
-	IDEMPOTENCYKEYINVALID  ProblemCode = "IDEMPOTENCY_KEY_INVALID"
-	IDEMPOTENCYKEYMISSING  ProblemCode = "IDEMPOTENCY_KEY_MISSING"
-	IDEMPOTENCYKEYREUSED   ProblemCode = "IDEMPOTENCY_KEY_REUSED"
-	INSUFFICIENTPOINTS     ProblemCode = "INSUFFICIENT_POINTS"
-	INTENTALREADYCAPTURED  ProblemCode = "INTENT_ALREADY_CAPTURED"
-	INTENTCHARGEINPROGRESS ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
-	INTENTHELDONCARD       ProblemCode = "INTENT_HELD_ON_CARD"
-	INTENTHOLDEXPIRED      ProblemCode = "INTENT_HOLD_EXPIRED"
-	INTENTPAIDBYLINK       ProblemCode = "INTENT_PAID_BY_LINK"
-	INTENTWITHDRAWN        ProblemCode = "INTENT_WITHDRAWN"
-	INTERNAL               ProblemCode = "INTERNAL"
-	INVALIDINPUT           ProblemCode = "INVALID_INPUT"
-	INVALIDJSON            ProblemCode = "INVALID_JSON"
-	METHODNOTALLOWED       ProblemCode = "METHOD_NOT_ALLOWED"
-	NOTFOUND               ProblemCode = "NOT_FOUND"
-	PAYLOADTOOLARGE        ProblemCode = "PAYLOAD_TOO_LARGE"
-	PAYMENTDECLINED        ProblemCode = "PAYMENT_DECLINED"
-	PAYMENTINTENTNOTFOUND  ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
-	PAYMENTLINKEXPIRED     ProblemCode = "PAYMENT_LINK_EXPIRED"
-	PAYMENTLINKSNEEDSTRIPE ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
-	RATELIMITED            ProblemCode = "RATE_LIMITED"
-	SAVEDCARDSNEEDSTRIPE   ProblemCode = "SAVED_CARDS_NEED_STRIPE"
-	SERVICEUNAVAILABLE     ProblemCode = "SERVICE_UNAVAILABLE"
-	SLOTNOTFOUND           ProblemCode = "SLOT_NOT_FOUND"
-	SLOTUNAVAILABLE        ProblemCode = "SLOT_UNAVAILABLE"
-	TEMPLATEEXISTS         ProblemCode = "TEMPLATE_EXISTS"
-	TEMPLATENOTFOUND       ProblemCode = "TEMPLATE_NOT_FOUND"
-	UNAUTHORIZED           ProblemCode = "UNAUTHORIZED"
-	UNSUPPORTEDMEDIATYPE   ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	ACTIONINFLIGHT            ProblemCode = "ACTION_IN_FLIGHT"
+	AMOUNTEXCEEDSINTENT       ProblemCode = "AMOUNT_EXCEEDS_INTENT"
+	APPOINTMENTNOTACTIVE      ProblemCode = "APPOINTMENT_NOT_ACTIVE"
+	APPOINTMENTNOTFOUND       ProblemCode = "APPOINTMENT_NOT_FOUND"
+	AUTHENTICATIONREQUIRED    ProblemCode = "AUTHENTICATION_REQUIRED"
+	CALLBACKNOTACTIVE         ProblemCode = "CALLBACK_NOT_ACTIVE"
+	CALLBACKNOTFOUND          ProblemCode = "CALLBACK_NOT_FOUND"
+	CUSTOMEREXISTS            ProblemCode = "CUSTOMER_EXISTS"
+	CUSTOMERHASNOEMAIL        ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
+	CUSTOMERHASNOPHONE        ProblemCode = "CUSTOMER_HAS_NO_PHONE"
+	CUSTOMERNOTFOUND          ProblemCode = "CUSTOMER_NOT_FOUND"
+	FORBIDDEN                 ProblemCode = "FORBIDDEN"
+	IDEMPOTENCYINPROGRESS     ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
+	IDEMPOTENCYKEYINVALID     ProblemCode = "IDEMPOTENCY_KEY_INVALID"
+	IDEMPOTENCYKEYMISSING     ProblemCode = "IDEMPOTENCY_KEY_MISSING"
+	IDEMPOTENCYKEYREUSED      ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	INSUFFICIENTPOINTS        ProblemCode = "INSUFFICIENT_POINTS"
+	INTENTALREADYCAPTURED     ProblemCode = "INTENT_ALREADY_CAPTURED"
+	INTENTCHARGEINPROGRESS    ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
+	INTENTHELDONCARD          ProblemCode = "INTENT_HELD_ON_CARD"
+	INTENTHOLDEXPIRED         ProblemCode = "INTENT_HOLD_EXPIRED"
+	INTENTPAIDBYLINK          ProblemCode = "INTENT_PAID_BY_LINK"
+	INTENTWITHDRAWN           ProblemCode = "INTENT_WITHDRAWN"
+	INTERNAL                  ProblemCode = "INTERNAL"
+	INVALIDINPUT              ProblemCode = "INVALID_INPUT"
+	INVALIDJSON               ProblemCode = "INVALID_JSON"
+	LOCATIONEXISTS            ProblemCode = "LOCATION_EXISTS"
+	LOCATIONNOTFOUND          ProblemCode = "LOCATION_NOT_FOUND"
+	METHODNOTALLOWED          ProblemCode = "METHOD_NOT_ALLOWED"
+	NOTFOUND                  ProblemCode = "NOT_FOUND"
+	PAYLOADTOOLARGE           ProblemCode = "PAYLOAD_TOO_LARGE"
+	PAYMENTDECLINED           ProblemCode = "PAYMENT_DECLINED"
+	PAYMENTINTENTNOTFOUND     ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
+	PAYMENTLINKEXPIRED        ProblemCode = "PAYMENT_LINK_EXPIRED"
+	PAYMENTLINKSNEEDSTRIPE    ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
+	PRACTITIONEREXISTS        ProblemCode = "PRACTITIONER_EXISTS"
+	PRACTITIONERNOTATLOCATION ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
+	PRACTITIONERNOTFOUND      ProblemCode = "PRACTITIONER_NOT_FOUND"
+	RATELIMITED               ProblemCode = "RATE_LIMITED"
+	SAVEDCARDSNEEDSTRIPE      ProblemCode = "SAVED_CARDS_NEED_STRIPE"
+	SERVICEEXISTS             ProblemCode = "SERVICE_EXISTS"
+	SERVICENOTFOUND           ProblemCode = "SERVICE_NOT_FOUND"
+	SERVICEUNAVAILABLE        ProblemCode = "SERVICE_UNAVAILABLE"
+	SLOTNOTFOUND              ProblemCode = "SLOT_NOT_FOUND"
+	SLOTOVERLAPS              ProblemCode = "SLOT_OVERLAPS"
+	SLOTUNAVAILABLE           ProblemCode = "SLOT_UNAVAILABLE"
+	TEMPLATEEXISTS            ProblemCode = "TEMPLATE_EXISTS"
+	TEMPLATENOTFOUND          ProblemCode = "TEMPLATE_NOT_FOUND"
+	UNAUTHORIZED              ProblemCode = "UNAUTHORIZED"
+	UNSUPPORTEDMEDIATYPE      ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -558,6 +599,10 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INVALIDJSON:
 		return true
+	case LOCATIONEXISTS:
+		return true
+	case LOCATIONNOTFOUND:
+		return true
 	case METHODNOTALLOWED:
 		return true
 	case NOTFOUND:
@@ -572,13 +617,25 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case PAYMENTLINKSNEEDSTRIPE:
 		return true
+	case PRACTITIONEREXISTS:
+		return true
+	case PRACTITIONERNOTATLOCATION:
+		return true
+	case PRACTITIONERNOTFOUND:
+		return true
 	case RATELIMITED:
 		return true
 	case SAVEDCARDSNEEDSTRIPE:
 		return true
+	case SERVICEEXISTS:
+		return true
+	case SERVICENOTFOUND:
+		return true
 	case SERVICEUNAVAILABLE:
 		return true
 	case SLOTNOTFOUND:
+		return true
+	case SLOTOVERLAPS:
 		return true
 	case SLOTUNAVAILABLE:
 		return true
@@ -724,6 +781,8 @@ const (
 	GetCustomer           ToolName = "get_customer"
 	ListAppointments      ToolName = "list_appointments"
 	ListPaymentIntents    ToolName = "list_payment_intents"
+	ListPractitioners     ToolName = "list_practitioners"
+	ListServices          ToolName = "list_services"
 	RequestCallback       ToolName = "request_callback"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
@@ -759,6 +818,10 @@ func (e ToolName) Valid() bool {
 	case ListAppointments:
 		return true
 	case ListPaymentIntents:
+		return true
+	case ListPractitioners:
+		return true
+	case ListServices:
 		return true
 	case RequestCallback:
 		return true
@@ -1041,6 +1104,18 @@ type CreateCustomerInput struct {
 	Phone *string `json:"phone,omitempty"`
 }
 
+// CreateLocationInput defines model for CreateLocationInput.
+type CreateLocationInput struct {
+	// Address Optional: the address as it is said to a caller, e.g. 12 High Street, Leeds.
+	Address *string `json:"address,omitempty"`
+
+	// Name The location's name, unique in the business in any case, e.g. Downtown.
+	Name string `json:"name"`
+
+	// Timezone Optional: the IANA timezone of the location, e.g. America/New_York (default: the tenant's). Its practitioners' schedules are read in it and its times are said in it.
+	Timezone *string `json:"timezone,omitempty"`
+}
+
 // CreatePaymentIntentInput defines model for CreatePaymentIntentInput.
 type CreatePaymentIntentInput struct {
 	// Amount The approved amount in minor units of the currency, e.g. 1050 for 10.50 EUR.
@@ -1062,10 +1137,46 @@ type CreatePaymentIntentInput struct {
 	StripeCustomer *string `json:"stripe_customer,omitempty"`
 }
 
+// CreatePractitionerInput defines model for CreatePractitionerInput.
+type CreatePractitionerInput struct {
+	// LocationIds The ids of the locations they work at, 1 to 100.
+	LocationIds []string `json:"location_ids"`
+
+	// Name The practitioner's name as callers know them, unique in the business in any case, e.g. Dr. Ortiz.
+	Name string `json:"name"`
+
+	// ServiceIds Optional: the ids of the services they perform, at most 100.
+	ServiceIds *[]string `json:"service_ids,omitempty"`
+}
+
+// CreateServiceInput defines model for CreateServiceInput.
+type CreateServiceInput struct {
+	// BufferMinutes Optional: minutes kept free after the service (default 0): a booking needs a slot at least duration_minutes + buffer_minutes long.
+	BufferMinutes *int `json:"buffer_minutes,omitempty"`
+
+	// Currency ISO 4217 currency code of price_amount, e.g. USD; required with price_amount, refused without it.
+	Currency *string `json:"currency,omitempty"`
+
+	// DurationMinutes How long the service takes, in minutes.
+	DurationMinutes int `json:"duration_minutes"`
+
+	// Name The service's name as a caller asks for it, unique in the business in any case, e.g. Cleaning.
+	Name string `json:"name"`
+
+	// PriceAmount Optional: the price in minor units of currency, e.g. 8000 for 80.00 USD; with currency.
+	PriceAmount *int `json:"price_amount,omitempty"`
+}
+
 // CreateSlotInput defines model for CreateSlotInput.
 type CreateSlotInput struct {
 	// EndsAt End time, RFC 3339; after starts_at.
 	EndsAt time.Time `json:"ends_at"`
+
+	// LocationId Optional, with practitioner_id: the location of the slot, one the practitioner works at.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
+	// PractitionerId Optional, with location_id: the practitioner whose slot it is. It must not overlap another slot of theirs, at any location; the slot's resource is their name.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
 
 	// Resource Optional: who or what the slot is with.
 	Resource *string `json:"resource,omitempty"`
@@ -1278,6 +1389,51 @@ type LocalAppointment struct {
 
 	// When The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's).
 	When string `json:"when"`
+}
+
+// Location defines model for Location.
+type Location struct {
+	// Address How the place is spoken of to a caller; empty when not given.
+	Address   string             `json:"address"`
+	CreatedAt time.Time          `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
+	Name      string             `json:"name"`
+
+	// Timezone The IANA timezone its schedules are read in and its times said in.
+	Timezone string `json:"timezone"`
+}
+
+// LocationAction The envelope of a confirmed `location.create`.
+type LocationAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result LocationAction_Result     `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// LocationAction_Result defines model for LocationAction.Result.
+type LocationAction_Result struct {
+	union json.RawMessage
+}
+
+// LocationList defines model for LocationList.
+type LocationList struct {
+	Locations []Location `json:"locations"`
 }
 
 // Message One intended send in the outbox, with its text as rendered.
@@ -1796,6 +1952,52 @@ type PointsEntryAction_Result struct {
 	union json.RawMessage
 }
 
+// Practitioner defines model for Practitioner.
+type Practitioner struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Id        openapi_types.UUID `json:"id"`
+
+	// LocationIds The locations they work at.
+	LocationIds []openapi_types.UUID `json:"location_ids"`
+	Name        string               `json:"name"`
+
+	// ServiceIds The services they perform.
+	ServiceIds []openapi_types.UUID `json:"service_ids"`
+}
+
+// PractitionerAction The envelope of a confirmed `practitioner.create`.
+type PractitionerAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result PractitionerAction_Result `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// PractitionerAction_Result defines model for PractitionerAction.Result.
+type PractitionerAction_Result struct {
+	union json.RawMessage
+}
+
+// PractitionerList defines model for PractitionerList.
+type PractitionerList struct {
+	Practitioners []Practitioner `json:"practitioners"`
+}
+
 // Problem An RFC 9457 problem document with oncecall's extension members.
 type Problem struct {
 	// ActionId The action the problem is about.
@@ -1973,21 +2175,31 @@ type ScheduleAction_Result struct {
 // ScheduleResult What a `slot.schedule` did.
 type ScheduleResult struct {
 	// Created Slots created.
-	Created  int                `json:"created"`
-	From     openapi_types.Date `json:"from"`
-	Resource string             `json:"resource"`
+	Created int                `json:"created"`
+	From    openapi_types.Date `json:"from"`
 
-	// Skipped Slots of the schedule not created (`skipped_existing` plus `skipped_past`).
+	// LocationId The location of a practitioner's schedule; absent for the single calendar.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
+	// PractitionerId The practitioner of a practitioner's schedule; absent for the single calendar.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+	Resource       string              `json:"resource"`
+
+	// Skipped Slots of the schedule not created (`skipped_existing`, `skipped_past` and `skipped_overlapping`).
 	Skipped int `json:"skipped"`
 
 	// SkippedExisting Not created because the resource already had a slot with the same start and end.
 	SkippedExisting int `json:"skipped_existing"`
 
+	// SkippedOverlapping A practitioner's schedule only: not created because the practitioner has a slot that overlaps
+	// it (at another location, or at this one with other times). `skipped` counts them too.
+	SkippedOverlapping *int `json:"skipped_overlapping,omitempty"`
+
 	// SkippedPast Not created because they would have started before the request ran.
 	SkippedPast int `json:"skipped_past"`
 	SlotMinutes int `json:"slot_minutes"`
 
-	// Timezone The timezone the hours were read in (the tenant's unless the request named one).
+	// Timezone The timezone the hours were read in (the request's, else the location's, else the tenant's).
 	Timezone string             `json:"timezone"`
 	To       openapi_types.Date `json:"to"`
 }
@@ -2009,13 +2221,19 @@ type ScheduleSlotsInput struct {
 		Weekday ScheduleSlotsInputHoursWeekday `json:"weekday"`
 	} `json:"hours"`
 
+	// LocationId Optional, with practitioner_id: the location of the slots, one the practitioner works at.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
+	// PractitionerId Optional, with location_id: the practitioner whose slots these are (their name is the slots' resource). A time that overlaps another slot of theirs, at any location, is skipped.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+
 	// Resource Optional: who or what the slots are with. A time the resource already has a slot at (same start and end) is skipped.
 	Resource *string `json:"resource,omitempty"`
 
 	// SlotMinutes The length of every slot in minutes; each day's hours are cut into consecutive slots and a rest too short for one is left out.
 	SlotMinutes int `json:"slot_minutes"`
 
-	// Timezone Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's).
+	// Timezone Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the location's with location_id, else the tenant's).
 	Timezone *string `json:"timezone,omitempty"`
 
 	// To The last date (inclusive), at most 366 days after from.
@@ -2056,6 +2274,54 @@ type SendMessageInputChannel string
 type SendPaymentLinkInput struct {
 	// PaymentIntentId The id of the payment intent the customer pays by the link: approved, not charged, not held on a card.
 	PaymentIntentId openapi_types.UUID `json:"payment_intent_id"`
+}
+
+// Service defines model for Service.
+type Service struct {
+	BufferMinutes int       `json:"buffer_minutes"`
+	CreatedAt     time.Time `json:"created_at"`
+
+	// Currency ISO 4217 code, upper-case; null when the service has no set price.
+	Currency        nullable.Nullable[string] `json:"currency"`
+	DurationMinutes int                       `json:"duration_minutes"`
+	Id              openapi_types.UUID        `json:"id"`
+	Name            string                    `json:"name"`
+
+	// PriceAmount The price in minor units of currency; null when the service has no set price.
+	PriceAmount nullable.Nullable[int] `json:"price_amount"`
+}
+
+// ServiceAction The envelope of a confirmed `service.create`.
+type ServiceAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result ServiceAction_Result      `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// ServiceAction_Result defines model for ServiceAction.Result.
+type ServiceAction_Result struct {
+	union json.RawMessage
+}
+
+// ServiceList defines model for ServiceList.
+type ServiceList struct {
+	Services []Service `json:"services"`
 }
 
 // Slot A bookable time. A slot holds one booking.
@@ -2507,6 +2773,17 @@ type CallDashaToolByNameParams struct {
 	IdempotencyKey *DashaIdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// CreateLocationParams defines parameters for CreateLocation.
+type CreateLocationParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // CreateMessageTemplateParams defines parameters for CreateMessageTemplate.
 type CreateMessageTemplateParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -2605,6 +2882,26 @@ type ChargePaymentParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ListPractitionersParams defines parameters for ListPractitioners.
+type ListPractitionersParams struct {
+	// LocationId Only the practitioners who work at this location.
+	LocationId *openapi_types.UUID `form:"location_id,omitempty" json:"location_id,omitempty"`
+
+	// ServiceId Only the practitioners who perform this service.
+	ServiceId *openapi_types.UUID `form:"service_id,omitempty" json:"service_id,omitempty"`
+}
+
+// CreatePractitionerParams defines parameters for CreatePractitioner.
+type CreatePractitionerParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // ReceiveStripeWebhookJSONBody defines parameters for ReceiveStripeWebhook.
 type ReceiveStripeWebhookJSONBody map[string]interface{}
 
@@ -2625,6 +2922,26 @@ type ReceiveTwilioStatusParams struct {
 
 	// XTwilioSignature Base64 of the HMAC-SHA1, keyed with the auth token, of the URL and the sorted POST parameters.
 	XTwilioSignature string `json:"X-Twilio-Signature"`
+}
+
+// ListServicesParams defines parameters for ListServices.
+type ListServicesParams struct {
+	// PractitionerId Only the services this practitioner performs.
+	PractitionerId *openapi_types.UUID `form:"practitioner_id,omitempty" json:"practitioner_id,omitempty"`
+
+	// LocationId Only the services performed at this location.
+	LocationId *openapi_types.UUID `form:"location_id,omitempty" json:"location_id,omitempty"`
+}
+
+// CreateServiceParams defines parameters for CreateService.
+type CreateServiceParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListSlotsParams defines parameters for ListSlots.
@@ -2703,6 +3020,9 @@ type CallDashaToolByNameJSONRequestBody = DashaToolPayload
 // CallElevenLabsToolJSONRequestBody defines body for CallElevenLabsTool for application/json ContentType.
 type CallElevenLabsToolJSONRequestBody = ElevenLabsToolBody
 
+// CreateLocationJSONRequestBody defines body for CreateLocation for application/json ContentType.
+type CreateLocationJSONRequestBody = CreateLocationInput
+
 // CreateMessageTemplateJSONRequestBody defines body for CreateMessageTemplate for application/json ContentType.
 type CreateMessageTemplateJSONRequestBody = MessageTemplateInput
 
@@ -2727,6 +3047,9 @@ type SendPaymentLinkJSONRequestBody = SendPaymentLinkInput
 // ChargePaymentJSONRequestBody defines body for ChargePayment for application/json ContentType.
 type ChargePaymentJSONRequestBody = ChargePaymentInput
 
+// CreatePractitionerJSONRequestBody defines body for CreatePractitioner for application/json ContentType.
+type CreatePractitionerJSONRequestBody = CreatePractitionerInput
+
 // ReceiveStripeWebhookJSONRequestBody defines body for ReceiveStripeWebhook for application/json ContentType.
 type ReceiveStripeWebhookJSONRequestBody ReceiveStripeWebhookJSONBody
 
@@ -2735,6 +3058,9 @@ type ReceiveTwilioStatusFormdataRequestBody ReceiveTwilioStatusFormdataBody
 
 // CallRetellFunctionJSONRequestBody defines body for CallRetellFunction for application/json ContentType.
 type CallRetellFunctionJSONRequestBody = RetellFunctionCall
+
+// CreateServiceJSONRequestBody defines body for CreateService for application/json ContentType.
+type CreateServiceJSONRequestBody = CreateServiceInput
 
 // CreateSlotJSONRequestBody defines body for CreateSlot for application/json ContentType.
 type CreateSlotJSONRequestBody = CreateSlotInput
@@ -3879,6 +4205,68 @@ func (t *CustomerAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsLocation returns the union data inside the LocationAction_Result as a Location
+func (t LocationAction_Result) AsLocation() (Location, error) {
+	var body Location
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromLocation overwrites any union data inside the LocationAction_Result as the provided Location
+func (t *LocationAction_Result) FromLocation(v Location) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeLocation performs a merge with any union data inside the LocationAction_Result, using the provided Location
+func (t *LocationAction_Result) MergeLocation(v Location) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the LocationAction_Result as a ResourceRef
+func (t LocationAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the LocationAction_Result as the provided ResourceRef
+func (t *LocationAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the LocationAction_Result, using the provided ResourceRef
+func (t *LocationAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t LocationAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *LocationAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsMessage returns the union data inside the MessageAction_Result as a Message
 func (t MessageAction_Result) AsMessage() (Message, error) {
 	var body Message
@@ -4417,6 +4805,68 @@ func (t *PointsEntryAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsPractitioner returns the union data inside the PractitionerAction_Result as a Practitioner
+func (t PractitionerAction_Result) AsPractitioner() (Practitioner, error) {
+	var body Practitioner
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPractitioner overwrites any union data inside the PractitionerAction_Result as the provided Practitioner
+func (t *PractitionerAction_Result) FromPractitioner(v Practitioner) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePractitioner performs a merge with any union data inside the PractitionerAction_Result, using the provided Practitioner
+func (t *PractitionerAction_Result) MergePractitioner(v Practitioner) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the PractitionerAction_Result as a ResourceRef
+func (t PractitionerAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the PractitionerAction_Result as the provided ResourceRef
+func (t *PractitionerAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the PractitionerAction_Result, using the provided ResourceRef
+func (t *PractitionerAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PractitionerAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PractitionerAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsScheduleResult returns the union data inside the ScheduleAction_Result as a ScheduleResult
 func (t ScheduleAction_Result) AsScheduleResult() (ScheduleResult, error) {
 	var body ScheduleResult
@@ -4475,6 +4925,68 @@ func (t ScheduleAction_Result) MarshalJSON() ([]byte, error) {
 }
 
 func (t *ScheduleAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsService returns the union data inside the ServiceAction_Result as a Service
+func (t ServiceAction_Result) AsService() (Service, error) {
+	var body Service
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromService overwrites any union data inside the ServiceAction_Result as the provided Service
+func (t *ServiceAction_Result) FromService(v Service) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeService performs a merge with any union data inside the ServiceAction_Result, using the provided Service
+func (t *ServiceAction_Result) MergeService(v Service) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the ServiceAction_Result as a ResourceRef
+func (t ServiceAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the ServiceAction_Result as the provided ResourceRef
+func (t *ServiceAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the ServiceAction_Result, using the provided ResourceRef
+func (t *ServiceAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ServiceAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ServiceAction_Result) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -5067,6 +5579,37 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
 	CallElevenLabsTool(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListLocations List locations
+	//
+	// The tenant's locations by name.
+	//
+	// Corresponds with GET /v1/locations (the `ListLocations` operationId).
+	ListLocations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLocationWithBody Create a location
+	//
+	// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+	// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+	// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+	// name the location that has the name).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+	CreateLocationWithBody(ctx context.Context, params *CreateLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateLocation Create a location
+	//
+	// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+	// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+	// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+	// name the location that has the name).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+	CreateLocation(ctx context.Context, params *CreateLocationParams, body CreateLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListMessageTemplates List message templates
 	//
 	// Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -5369,6 +5912,39 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/payments (the `ChargePayment` operationId).
 	ChargePayment(ctx context.Context, params *ChargePaymentParams, body ChargePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListPractitioners List practitioners
+	//
+	// The tenant's practitioners by name, with the ids of their locations and services; with
+	// `location_id` or `service_id`, those who work there or perform it. An id the tenant does not
+	// have lists nobody.
+	//
+	// Corresponds with GET /v1/practitioners (the `ListPractitioners` operationId).
+	ListPractitioners(ctx context.Context, params *ListPractitionersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePractitionerWithBody Create a practitioner
+	//
+	// Adds a person who sees customers (operation `practitioner.create`), working at the given
+	// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+	// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+	// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+	CreatePractitionerWithBody(ctx context.Context, params *CreatePractitionerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreatePractitioner Create a practitioner
+	//
+	// Adds a person who sees customers (operation `practitioner.create`), working at the given
+	// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+	// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+	// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+	CreatePractitioner(ctx context.Context, params *CreatePractitionerParams, body CreatePractitionerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReceiveStripeWebhookWithBody Stripe's signed webhooks
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
@@ -5460,6 +6036,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
 	CallRetellFunction(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListServices List services
+	//
+	// The tenant's services by name; with `practitioner_id` or `location_id`, those a practitioner
+	// (that one) performs at a location (that one) they work at.
+	//
+	// Corresponds with GET /v1/services (the `ListServices` operationId).
+	ListServices(ctx context.Context, params *ListServicesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateServiceWithBody Create a service
+	//
+	// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+	// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+	// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+	// `SERVICE_EXISTS`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/services (the `CreateService` operationId).
+	CreateServiceWithBody(ctx context.Context, params *CreateServiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateService Create a service
+	//
+	// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+	// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+	// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+	// `SERVICE_EXISTS`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/services (the `CreateService` operationId).
+	CreateService(ctx context.Context, params *CreateServiceParams, body CreateServiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSlots List slots
 	//
@@ -6319,6 +6927,67 @@ func (c *Client) CallElevenLabsTool(ctx context.Context, tool ToolName, body Cal
 	return c.Client.Do(req)
 }
 
+// ListLocations List locations
+//
+// The tenant's locations by name.
+//
+// Corresponds with GET /v1/locations (the `ListLocations` operationId).
+func (c *Client) ListLocations(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLocationsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLocationWithBody Create a location
+//
+// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+// name the location that has the name).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+func (c *Client) CreateLocationWithBody(ctx context.Context, params *CreateLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLocationRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateLocation Create a location
+//
+// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+// name the location that has the name).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+func (c *Client) CreateLocation(ctx context.Context, params *CreateLocationParams, body CreateLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateLocationRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListMessageTemplates List message templates
 //
 // Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -6841,6 +7510,69 @@ func (c *Client) ChargePayment(ctx context.Context, params *ChargePaymentParams,
 	return c.Client.Do(req)
 }
 
+// ListPractitioners List practitioners
+//
+// The tenant's practitioners by name, with the ids of their locations and services; with
+// `location_id` or `service_id`, those who work there or perform it. An id the tenant does not
+// have lists nobody.
+//
+// Corresponds with GET /v1/practitioners (the `ListPractitioners` operationId).
+func (c *Client) ListPractitioners(ctx context.Context, params *ListPractitionersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPractitionersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePractitionerWithBody Create a practitioner
+//
+// Adds a person who sees customers (operation `practitioner.create`), working at the given
+// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+func (c *Client) CreatePractitionerWithBody(ctx context.Context, params *CreatePractitionerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePractitionerRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreatePractitioner Create a practitioner
+//
+// Adds a person who sees customers (operation `practitioner.create`), working at the given
+// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+func (c *Client) CreatePractitioner(ctx context.Context, params *CreatePractitionerParams, body CreatePractitionerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreatePractitionerRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReceiveStripeWebhookWithBody Stripe's signed webhooks
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
@@ -6983,6 +7715,68 @@ func (c *Client) CallRetellFunctionWithBody(ctx context.Context, tool ToolName, 
 // Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
 func (c *Client) CallRetellFunction(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCallRetellFunctionRequest(c.Server, tool, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListServices List services
+//
+// The tenant's services by name; with `practitioner_id` or `location_id`, those a practitioner
+// (that one) performs at a location (that one) they work at.
+//
+// Corresponds with GET /v1/services (the `ListServices` operationId).
+func (c *Client) ListServices(ctx context.Context, params *ListServicesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListServicesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateServiceWithBody Create a service
+//
+// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+// `SERVICE_EXISTS`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/services (the `CreateService` operationId).
+func (c *Client) CreateServiceWithBody(ctx context.Context, params *CreateServiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateServiceRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateService Create a service
+//
+// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+// `SERVICE_EXISTS`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/services (the `CreateService` operationId).
+func (c *Client) CreateService(ctx context.Context, params *CreateServiceParams, body CreateServiceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateServiceRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8376,6 +9170,97 @@ func NewCallElevenLabsToolRequestWithBody(server string, tool ToolName, contentT
 	return req, nil
 }
 
+// NewListLocationsRequest constructs an http.Request for the ListLocations method
+func NewListLocationsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateLocationRequest calls the generic CreateLocation builder with application/json body
+func NewCreateLocationRequest(server string, params *CreateLocationParams, body CreateLocationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateLocationRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateLocationRequestWithBody constructs an http.Request for the CreateLocation method, with any body, and a specified content type
+func NewCreateLocationRequestWithBody(server string, params *CreateLocationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/locations")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListMessageTemplatesRequest constructs an http.Request for the ListMessageTemplates method
 func NewListMessageTemplatesRequest(server string) (*http.Request, error) {
 	var err error
@@ -9154,6 +10039,136 @@ func NewChargePaymentRequestWithBody(server string, params *ChargePaymentParams,
 	return req, nil
 }
 
+// NewListPractitionersRequest constructs an http.Request for the ListPractitioners method
+func NewListPractitionersRequest(server string, params *ListPractitionersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/practitioners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.LocationId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "location_id", *params.LocationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ServiceId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "service_id", *params.ServiceId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreatePractitionerRequest calls the generic CreatePractitioner builder with application/json body
+func NewCreatePractitionerRequest(server string, params *CreatePractitionerParams, body CreatePractitionerJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreatePractitionerRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreatePractitionerRequestWithBody constructs an http.Request for the CreatePractitioner method, with any body, and a specified content type
+func NewCreatePractitionerRequestWithBody(server string, params *CreatePractitionerParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/practitioners")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewReceiveStripeWebhookRequest calls the generic ReceiveStripeWebhook builder with application/json body
 func NewReceiveStripeWebhookRequest(server string, params *ReceiveStripeWebhookParams, body ReceiveStripeWebhookJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -9330,6 +10345,136 @@ func NewCallRetellFunctionRequestWithBody(server string, tool ToolName, contentT
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListServicesRequest constructs an http.Request for the ListServices method
+func NewListServicesRequest(server string, params *ListServicesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/services")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.PractitionerId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "practitioner_id", *params.PractitionerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.LocationId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "location_id", *params.LocationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCreateServiceRequest calls the generic CreateService builder with application/json body
+func NewCreateServiceRequest(server string, params *CreateServiceParams, body CreateServiceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateServiceRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCreateServiceRequestWithBody constructs an http.Request for the CreateService method, with any body, and a specified content type
+func NewCreateServiceRequestWithBody(server string, params *CreateServiceParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/services")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10032,6 +11177,39 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/elevenlabs/tools/{tool} (the `CallElevenLabsTool` operationId).
 	CallElevenLabsToolWithResponse(ctx context.Context, tool ToolName, body CallElevenLabsToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallElevenLabsToolResponse, error)
 
+	// ListLocationsWithResponse List locations
+	//
+	// The tenant's locations by name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/locations (the `ListLocations` operationId).
+	ListLocationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListLocationsResponse, error)
+
+	// CreateLocationWithBodyWithResponse Create a location
+	//
+	// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+	// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+	// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+	// name the location that has the name).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+	CreateLocationWithBodyWithResponse(ctx context.Context, params *CreateLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLocationResponse, error)
+
+	// CreateLocationWithResponse Create a location
+	//
+	// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+	// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+	// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+	// name the location that has the name).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+	CreateLocationWithResponse(ctx context.Context, params *CreateLocationParams, body CreateLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLocationResponse, error)
+
 	// ListMessageTemplatesWithResponse List message templates
 	//
 	// Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -10346,6 +11524,41 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/payments (the `ChargePayment` operationId).
 	ChargePaymentWithResponse(ctx context.Context, params *ChargePaymentParams, body ChargePaymentJSONRequestBody, reqEditors ...RequestEditorFn) (*ChargePaymentResponse, error)
 
+	// ListPractitionersWithResponse List practitioners
+	//
+	// The tenant's practitioners by name, with the ids of their locations and services; with
+	// `location_id` or `service_id`, those who work there or perform it. An id the tenant does not
+	// have lists nobody.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/practitioners (the `ListPractitioners` operationId).
+	ListPractitionersWithResponse(ctx context.Context, params *ListPractitionersParams, reqEditors ...RequestEditorFn) (*ListPractitionersResponse, error)
+
+	// CreatePractitionerWithBodyWithResponse Create a practitioner
+	//
+	// Adds a person who sees customers (operation `practitioner.create`), working at the given
+	// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+	// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+	// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+	CreatePractitionerWithBodyWithResponse(ctx context.Context, params *CreatePractitionerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePractitionerResponse, error)
+
+	// CreatePractitionerWithResponse Create a practitioner
+	//
+	// Adds a person who sees customers (operation `practitioner.create`), working at the given
+	// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+	// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+	// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+	CreatePractitionerWithResponse(ctx context.Context, params *CreatePractitionerParams, body CreatePractitionerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePractitionerResponse, error)
+
 	// ReceiveStripeWebhookWithBodyWithResponse Stripe's signed webhooks
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
@@ -10437,6 +11650,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/retell/functions/{tool} (the `CallRetellFunction` operationId).
 	CallRetellFunctionWithResponse(ctx context.Context, tool ToolName, body CallRetellFunctionJSONRequestBody, reqEditors ...RequestEditorFn) (*CallRetellFunctionResponse, error)
+
+	// ListServicesWithResponse List services
+	//
+	// The tenant's services by name; with `practitioner_id` or `location_id`, those a practitioner
+	// (that one) performs at a location (that one) they work at.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/services (the `ListServices` operationId).
+	ListServicesWithResponse(ctx context.Context, params *ListServicesParams, reqEditors ...RequestEditorFn) (*ListServicesResponse, error)
+
+	// CreateServiceWithBodyWithResponse Create a service
+	//
+	// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+	// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+	// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+	// `SERVICE_EXISTS`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/services (the `CreateService` operationId).
+	CreateServiceWithBodyWithResponse(ctx context.Context, params *CreateServiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateServiceResponse, error)
+
+	// CreateServiceWithResponse Create a service
+	//
+	// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+	// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+	// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+	// `SERVICE_EXISTS`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/services (the `CreateService` operationId).
+	CreateServiceWithResponse(ctx context.Context, params *CreateServiceParams, body CreateServiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateServiceResponse, error)
 
 	// ListSlotsWithResponse List slots
 	//
@@ -13269,6 +14516,280 @@ func (r CallElevenLabsToolResponse) ContentType() string {
 	return ""
 }
 
+// ListLocationsResponse401Headers the declared response headers of an HTTP 401 response for ListLocations
+type ListLocationsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListLocationsResponse429Headers the declared response headers of an HTTP 429 response for ListLocations
+type ListLocationsResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListLocationsResponse503Headers the declared response headers of an HTTP 503 response for ListLocations
+type ListLocationsResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListLocationsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LocationList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListLocationsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListLocationsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListLocationsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLocationsResponse) GetJSON200() *LocationList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListLocationsResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLocationsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLocationsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLocationsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLocationsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateLocationResponse201Headers the declared response headers of an HTTP 201 response for CreateLocation
+type CreateLocationResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateLocationResponse202Headers the declared response headers of an HTTP 202 response for CreateLocation
+type CreateLocationResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateLocationResponse401Headers the declared response headers of an HTTP 401 response for CreateLocation
+type CreateLocationResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateLocationResponse409Headers the declared response headers of an HTTP 409 response for CreateLocation
+type CreateLocationResponse409Headers struct {
+	RetryAfter int
+}
+
+// CreateLocationResponse422Headers the declared response headers of an HTTP 422 response for CreateLocation
+type CreateLocationResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreateLocationResponse429Headers the declared response headers of an HTTP 429 response for CreateLocation
+type CreateLocationResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateLocationResponse503Headers the declared response headers of an HTTP 503 response for CreateLocation
+type CreateLocationResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateLocationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *LocationAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateLocationResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateLocationResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateLocationResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateLocationResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateLocationResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateLocationResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateLocationResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateLocationResponse) GetJSON201() *LocationAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateLocationResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateLocationResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateLocationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateLocationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateLocationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateLocationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListMessageTemplatesResponse401Headers the declared response headers of an HTTP 401 response for ListMessageTemplates
 type ListMessageTemplatesResponse401Headers struct {
 	WWWAuthenticate string
@@ -15159,6 +16680,280 @@ func (r ChargePaymentResponse) ContentType() string {
 	return ""
 }
 
+// ListPractitionersResponse401Headers the declared response headers of an HTTP 401 response for ListPractitioners
+type ListPractitionersResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListPractitionersResponse429Headers the declared response headers of an HTTP 429 response for ListPractitioners
+type ListPractitionersResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListPractitionersResponse503Headers the declared response headers of an HTTP 503 response for ListPractitioners
+type ListPractitionersResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListPractitionersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PractitionerList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListPractitionersResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListPractitionersResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListPractitionersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPractitionersResponse) GetJSON200() *PractitionerList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListPractitionersResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPractitionersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPractitionersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPractitionersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPractitionersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreatePractitionerResponse201Headers the declared response headers of an HTTP 201 response for CreatePractitioner
+type CreatePractitionerResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreatePractitionerResponse202Headers the declared response headers of an HTTP 202 response for CreatePractitioner
+type CreatePractitionerResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreatePractitionerResponse401Headers the declared response headers of an HTTP 401 response for CreatePractitioner
+type CreatePractitionerResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreatePractitionerResponse409Headers the declared response headers of an HTTP 409 response for CreatePractitioner
+type CreatePractitionerResponse409Headers struct {
+	RetryAfter int
+}
+
+// CreatePractitionerResponse422Headers the declared response headers of an HTTP 422 response for CreatePractitioner
+type CreatePractitionerResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreatePractitionerResponse429Headers the declared response headers of an HTTP 429 response for CreatePractitioner
+type CreatePractitionerResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreatePractitionerResponse503Headers the declared response headers of an HTTP 503 response for CreatePractitioner
+type CreatePractitionerResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreatePractitionerResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PractitionerAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreatePractitionerResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreatePractitionerResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreatePractitionerResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreatePractitionerResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreatePractitionerResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreatePractitionerResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreatePractitionerResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreatePractitionerResponse) GetJSON201() *PractitionerAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreatePractitionerResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreatePractitionerResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreatePractitionerResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreatePractitionerResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreatePractitionerResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreatePractitionerResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ReceiveStripeWebhookResponse503Headers the declared response headers of an HTTP 503 response for ReceiveStripeWebhook
 type ReceiveStripeWebhookResponse503Headers struct {
 	RetryAfter int
@@ -15439,6 +17234,280 @@ func (r CallRetellFunctionResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CallRetellFunctionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListServicesResponse401Headers the declared response headers of an HTTP 401 response for ListServices
+type ListServicesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListServicesResponse429Headers the declared response headers of an HTTP 429 response for ListServices
+type ListServicesResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListServicesResponse503Headers the declared response headers of an HTTP 503 response for ListServices
+type ListServicesResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListServicesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ServiceList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListServicesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListServicesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListServicesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListServicesResponse) GetJSON200() *ServiceList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListServicesResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListServicesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListServicesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListServicesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListServicesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CreateServiceResponse201Headers the declared response headers of an HTTP 201 response for CreateService
+type CreateServiceResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateServiceResponse202Headers the declared response headers of an HTTP 202 response for CreateService
+type CreateServiceResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CreateServiceResponse401Headers the declared response headers of an HTTP 401 response for CreateService
+type CreateServiceResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CreateServiceResponse409Headers the declared response headers of an HTTP 409 response for CreateService
+type CreateServiceResponse409Headers struct {
+	RetryAfter int
+}
+
+// CreateServiceResponse422Headers the declared response headers of an HTTP 422 response for CreateService
+type CreateServiceResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CreateServiceResponse429Headers the declared response headers of an HTTP 429 response for CreateService
+type CreateServiceResponse429Headers struct {
+	RetryAfter int
+}
+
+// CreateServiceResponse503Headers the declared response headers of an HTTP 503 response for CreateService
+type CreateServiceResponse503Headers struct {
+	RetryAfter int
+}
+
+type CreateServiceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *ServiceAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateServiceResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CreateServiceResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CreateServiceResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateServiceResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateServiceResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateServiceResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateServiceResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateServiceResponse) GetJSON201() *ServiceAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CreateServiceResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateServiceResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateServiceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateServiceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateServiceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateServiceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -16618,6 +18687,57 @@ func (c *ClientWithResponses) CallElevenLabsToolWithResponse(ctx context.Context
 	return ParseCallElevenLabsToolResponse(rsp)
 }
 
+// ListLocationsWithResponse List locations
+//
+// The tenant's locations by name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/locations (the `ListLocations` operationId).
+func (c *ClientWithResponses) ListLocationsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListLocationsResponse, error) {
+	rsp, err := c.ListLocations(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLocationsResponse(rsp)
+}
+
+// CreateLocationWithBodyWithResponse Create a location
+//
+// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+// name the location that has the name).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+func (c *ClientWithResponses) CreateLocationWithBodyWithResponse(ctx context.Context, params *CreateLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateLocationResponse, error) {
+	rsp, err := c.CreateLocationWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLocationResponse(rsp)
+}
+
+// CreateLocationWithResponse Create a location
+//
+// Adds a place the business sees customers at (operation `location.create`), with its own IANA
+// timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+// said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+// name the location that has the name).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/locations (the `CreateLocation` operationId).
+func (c *ClientWithResponses) CreateLocationWithResponse(ctx context.Context, params *CreateLocationParams, body CreateLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateLocationResponse, error) {
+	rsp, err := c.CreateLocation(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateLocationResponse(rsp)
+}
+
 // ListMessageTemplatesWithResponse List message templates
 //
 // Every template this tenant can send, by name: the newest version of each of its own, and each
@@ -17064,6 +19184,59 @@ func (c *ClientWithResponses) ChargePaymentWithResponse(ctx context.Context, par
 	return ParseChargePaymentResponse(rsp)
 }
 
+// ListPractitionersWithResponse List practitioners
+//
+// The tenant's practitioners by name, with the ids of their locations and services; with
+// `location_id` or `service_id`, those who work there or perform it. An id the tenant does not
+// have lists nobody.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/practitioners (the `ListPractitioners` operationId).
+func (c *ClientWithResponses) ListPractitionersWithResponse(ctx context.Context, params *ListPractitionersParams, reqEditors ...RequestEditorFn) (*ListPractitionersResponse, error) {
+	rsp, err := c.ListPractitioners(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPractitionersResponse(rsp)
+}
+
+// CreatePractitionerWithBodyWithResponse Create a practitioner
+//
+// Adds a person who sees customers (operation `practitioner.create`), working at the given
+// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+func (c *ClientWithResponses) CreatePractitionerWithBodyWithResponse(ctx context.Context, params *CreatePractitionerParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreatePractitionerResponse, error) {
+	rsp, err := c.CreatePractitionerWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePractitionerResponse(rsp)
+}
+
+// CreatePractitionerWithResponse Create a practitioner
+//
+// Adds a person who sees customers (operation `practitioner.create`), working at the given
+// locations and performing the given services. Every id must be the tenant's: otherwise nothing
+// is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+// `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/practitioners (the `CreatePractitioner` operationId).
+func (c *ClientWithResponses) CreatePractitionerWithResponse(ctx context.Context, params *CreatePractitionerParams, body CreatePractitionerJSONRequestBody, reqEditors ...RequestEditorFn) (*CreatePractitionerResponse, error) {
+	rsp, err := c.CreatePractitioner(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreatePractitionerResponse(rsp)
+}
+
 // ReceiveStripeWebhookWithBodyWithResponse Stripe's signed webhooks
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
@@ -17190,6 +19363,58 @@ func (c *ClientWithResponses) CallRetellFunctionWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseCallRetellFunctionResponse(rsp)
+}
+
+// ListServicesWithResponse List services
+//
+// The tenant's services by name; with `practitioner_id` or `location_id`, those a practitioner
+// (that one) performs at a location (that one) they work at.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/services (the `ListServices` operationId).
+func (c *ClientWithResponses) ListServicesWithResponse(ctx context.Context, params *ListServicesParams, reqEditors ...RequestEditorFn) (*ListServicesResponse, error) {
+	rsp, err := c.ListServices(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListServicesResponse(rsp)
+}
+
+// CreateServiceWithBodyWithResponse Create a service
+//
+// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+// `SERVICE_EXISTS`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/services (the `CreateService` operationId).
+func (c *ClientWithResponses) CreateServiceWithBodyWithResponse(ctx context.Context, params *CreateServiceParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateServiceResponse, error) {
+	rsp, err := c.CreateServiceWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateServiceResponse(rsp)
+}
+
+// CreateServiceWithResponse Create a service
+//
+// Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+// after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+// optional price for payment intents. Names are unique per tenant in any case. Rejections:
+// `SERVICE_EXISTS`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/services (the `CreateService` operationId).
+func (c *ClientWithResponses) CreateServiceWithResponse(ctx context.Context, params *CreateServiceParams, body CreateServiceJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateServiceResponse, error) {
+	rsp, err := c.CreateService(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateServiceResponse(rsp)
 }
 
 // ListSlotsWithResponse List slots
@@ -20241,6 +22466,304 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 	return response, nil
 }
 
+// ParseListLocationsResponse parses an HTTP response from a ListLocationsWithResponse call
+func ParseListLocationsResponse(rsp *http.Response) (*ListLocationsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLocationsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LocationList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListLocationsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListLocationsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListLocationsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateLocationResponse parses an HTTP response from a CreateLocationWithResponse call
+func ParseCreateLocationResponse(rsp *http.Response) (*CreateLocationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateLocationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest LocationAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateLocationResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateLocationResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateLocationResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateLocationResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateLocationResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateLocationResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateLocationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListMessageTemplatesResponse parses an HTTP response from a ListMessageTemplatesWithResponse call
 func ParseListMessageTemplatesResponse(rsp *http.Response) (*ListMessageTemplatesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -22293,6 +24816,304 @@ func ParseChargePaymentResponse(rsp *http.Response) (*ChargePaymentResponse, err
 	return response, nil
 }
 
+// ParseListPractitionersResponse parses an HTTP response from a ListPractitionersWithResponse call
+func ParseListPractitionersResponse(rsp *http.Response) (*ListPractitionersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPractitionersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PractitionerList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListPractitionersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListPractitionersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListPractitionersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreatePractitionerResponse parses an HTTP response from a CreatePractitionerWithResponse call
+func ParseCreatePractitionerResponse(rsp *http.Response) (*CreatePractitionerResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreatePractitionerResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PractitionerAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreatePractitionerResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreatePractitionerResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreatePractitionerResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreatePractitionerResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreatePractitionerResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreatePractitionerResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreatePractitionerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReceiveStripeWebhookResponse parses an HTTP response from a ReceiveStripeWebhookWithResponse call
 func ParseReceiveStripeWebhookResponse(rsp *http.Response) (*ReceiveStripeWebhookResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -22537,6 +25358,304 @@ func ParseCallRetellFunctionResponse(rsp *http.Response) (*CallRetellFunctionRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers CallRetellFunctionResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListServicesResponse parses an HTTP response from a ListServicesWithResponse call
+func ParseListServicesResponse(rsp *http.Response) (*ListServicesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListServicesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ServiceList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListServicesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListServicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListServicesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateServiceResponse parses an HTTP response from a CreateServiceWithResponse call
+func ParseCreateServiceResponse(rsp *http.Response) (*CreateServiceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateServiceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest ServiceAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateServiceResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers CreateServiceResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CreateServiceResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateServiceResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateServiceResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateServiceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateServiceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -625,6 +625,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/locations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List locations
+         * @description The tenant's locations by name.
+         */
+        get: operations["listLocations"];
+        put?: never;
+        /**
+         * Create a location
+         * @description Adds a place the business sees customers at (operation `location.create`), with its own IANA
+         *     timezone (default: the tenant's): its practitioners' schedules are read in it and its times are
+         *     said in it. Names are unique per tenant in any case. Rejections: `LOCATION_EXISTS` (the details
+         *     name the location that has the name).
+         */
+        post: operations["createLocation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/practitioners": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List practitioners
+         * @description The tenant's practitioners by name, with the ids of their locations and services; with
+         *     `location_id` or `service_id`, those who work there or perform it. An id the tenant does not
+         *     have lists nobody.
+         */
+        get: operations["listPractitioners"];
+        put?: never;
+        /**
+         * Create a practitioner
+         * @description Adds a person who sees customers (operation `practitioner.create`), working at the given
+         *     locations and performing the given services. Every id must be the tenant's: otherwise nothing
+         *     is created. Names are unique per tenant in any case. Rejections: `LOCATION_NOT_FOUND`,
+         *     `SERVICE_NOT_FOUND` (the details list the ids), `PRACTITIONER_EXISTS`.
+         */
+        post: operations["createPractitioner"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/services": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List services
+         * @description The tenant's services by name; with `practitioner_id` or `location_id`, those a practitioner
+         *     (that one) performs at a location (that one) they work at.
+         */
+        get: operations["listServices"];
+        put?: never;
+        /**
+         * Create a service
+         * @description Adds what customers book (operation `service.create`): a duration, an optional buffer kept free
+         *     after it (a booking needs a slot at least `duration_minutes + buffer_minutes` long) and an
+         *     optional price for payment intents. Names are unique per tenant in any case. Rejections:
+         *     `SERVICE_EXISTS`.
+         */
+        post: operations["createService"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dasha/tools": {
         parameters: {
             query?: never;
@@ -915,7 +999,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update" | "location.create" | "practitioner.create" | "service.create";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -1611,7 +1695,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1623,7 +1707,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_payment_link" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_payment_link" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents" | "list_services" | "list_practitioners";
         MessageTemplateInput: {
             /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
             name: string;
@@ -1859,7 +1943,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -1873,6 +1957,16 @@ export interface components {
             ends_at: string;
             /** @description Optional: who or what the slot is with. */
             resource?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with location_id: the practitioner whose slot it is. It must not overlap another slot of theirs, at any location; the slot's resource is their name.
+             */
+            practitioner_id?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with practitioner_id: the location of the slot, one the practitioner works at.
+             */
+            location_id?: string;
         };
         ScheduleSlotsInput: {
             /** @description Optional: who or what the slots are with. A time the resource already has a slot at (same start and end) is skipped. */
@@ -1901,13 +1995,33 @@ export interface components {
              * @description The last date (inclusive), at most 366 days after from.
              */
             to: string;
-            /** @description Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's). */
+            /** @description Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the location's with location_id, else the tenant's). */
             timezone?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with location_id: the practitioner whose slots these are (their name is the slots' resource). A time that overlaps another slot of theirs, at any location, is skipped.
+             */
+            practitioner_id?: string;
+            /**
+             * Format: uuid
+             * @description Optional, with practitioner_id: the location of the slots, one the practitioner works at.
+             */
+            location_id?: string;
         };
         /** @description What a `slot.schedule` did. */
         ScheduleResult: {
             resource: string;
-            /** @description The timezone the hours were read in (the tenant's unless the request named one). */
+            /**
+             * Format: uuid
+             * @description The practitioner of a practitioner's schedule; absent for the single calendar.
+             */
+            practitioner_id?: string;
+            /**
+             * Format: uuid
+             * @description The location of a practitioner's schedule; absent for the single calendar.
+             */
+            location_id?: string;
+            /** @description The timezone the hours were read in (the request's, else the location's, else the tenant's). */
             timezone: string;
             /** Format: date */
             from: string;
@@ -1916,12 +2030,17 @@ export interface components {
             slot_minutes: number;
             /** @description Slots created. */
             created: number;
-            /** @description Slots of the schedule not created (`skipped_existing` plus `skipped_past`). */
+            /** @description Slots of the schedule not created (`skipped_existing`, `skipped_past` and `skipped_overlapping`). */
             skipped: number;
             /** @description Not created because the resource already had a slot with the same start and end. */
             skipped_existing: number;
             /** @description Not created because they would have started before the request ran. */
             skipped_past: number;
+            /**
+             * @description A practitioner's schedule only: not created because the practitioner has a slot that overlaps
+             *     it (at another location, or at this one with other times). `skipped` counts them too.
+             */
+            skipped_overlapping?: number;
         };
         BookAppointmentInput: {
             /**
@@ -2115,6 +2234,114 @@ export interface components {
              * @description Present once cancelled.
              */
             cancelled_at?: string;
+        };
+        CreateLocationInput: {
+            /** @description The location's name, unique in the business in any case, e.g. Downtown. */
+            name: string;
+            /** @description Optional: the IANA timezone of the location, e.g. America/New_York (default: the tenant's). Its practitioners' schedules are read in it and its times are said in it. */
+            timezone?: string;
+            /** @description Optional: the address as it is said to a caller, e.g. 12 High Street, Leeds. */
+            address?: string;
+        };
+        CreatePractitionerInput: {
+            /** @description The practitioner's name as callers know them, unique in the business in any case, e.g. Dr. Ortiz. */
+            name: string;
+            /** @description The ids of the locations they work at, 1 to 100. */
+            location_ids: string[];
+            /** @description Optional: the ids of the services they perform, at most 100. */
+            service_ids?: string[];
+        };
+        CreateServiceInput: {
+            /** @description The service's name as a caller asks for it, unique in the business in any case, e.g. Cleaning. */
+            name: string;
+            /** @description How long the service takes, in minutes. */
+            duration_minutes: number;
+            /** @description Optional: minutes kept free after the service (default 0): a booking needs a slot at least duration_minutes + buffer_minutes long. */
+            buffer_minutes?: number;
+            /** @description Optional: the price in minor units of currency, e.g. 8000 for 80.00 USD; with currency. */
+            price_amount?: number;
+            /** @description ISO 4217 currency code of price_amount, e.g. USD; required with price_amount, refused without it. */
+            currency?: string;
+        };
+        Location: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The IANA timezone its schedules are read in and its times said in. */
+            timezone: string;
+            /** @description How the place is spoken of to a caller; empty when not given. */
+            address: string;
+            /** Format: date-time */
+            created_at: string;
+        };
+        Practitioner: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description The locations they work at. */
+            location_ids: string[];
+            /** @description The services they perform. */
+            service_ids: string[];
+            /** Format: date-time */
+            created_at: string;
+        };
+        Service: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            duration_minutes: number;
+            buffer_minutes: number;
+            /** @description The price in minor units of currency; null when the service has no set price. */
+            price_amount: number | null;
+            /** @description ISO 4217 code, upper-case; null when the service has no set price. */
+            currency: string | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        LocationList: {
+            locations: components["schemas"]["Location"][];
+        };
+        PractitionerList: {
+            practitioners: components["schemas"]["Practitioner"][];
+        };
+        ServiceList: {
+            services: components["schemas"]["Service"][];
+        };
+        /** @description The envelope of a confirmed `location.create`. */
+        LocationAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["Location"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `practitioner.create`. */
+        PractitionerAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["Practitioner"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `service.create`. */
+        ServiceAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["Service"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
         };
         CallbackList: {
             callbacks: components["schemas"]["Callback"][];
@@ -4443,6 +4670,270 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CallbackAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listLocations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list (empty when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocationList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createLocation: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Downtown",
+                 *       "timezone": "America/New_York",
+                 *       "address": "1 Main Street, Springfield"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateLocationInput"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["LocationAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listPractitioners: {
+        parameters: {
+            query?: {
+                /** @description Only the practitioners who work at this location. */
+                location_id?: string;
+                /** @description Only the practitioners who perform this service. */
+                service_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list (empty when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PractitionerList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createPractitioner: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Dr. Ortiz",
+                 *       "location_ids": [
+                 *         "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e31"
+                 *       ],
+                 *       "service_ids": [
+                 *         "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e41"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePractitionerInput"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PractitionerAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listServices: {
+        parameters: {
+            query?: {
+                /** @description Only the services this practitioner performs. */
+                practitioner_id?: string;
+                /** @description Only the services performed at this location. */
+                location_id?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list (empty when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createService: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Cleaning",
+                 *       "duration_minutes": 30,
+                 *       "price_amount": 8000,
+                 *       "currency": "USD"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateServiceInput"];
+            };
+        };
+        responses: {
+            /** @description Created. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ServiceAction"];
                 };
             };
             202: components["responses"]["Pending"];

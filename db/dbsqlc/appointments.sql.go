@@ -606,7 +606,7 @@ func (q *Queries) CountActiveAppointments(ctx context.Context, tenantID uuid.UUI
 const createSlot = `-- name: CreateSlot :one
 INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
 VALUES ($1, $2, $3, $4, $5)
-RETURNING id, tenant_id, starts_at, ends_at, resource, created_at
+RETURNING id, tenant_id, starts_at, ends_at, resource, created_at, practitioner_id, location_id
 `
 
 type CreateSlotParams struct {
@@ -633,6 +633,8 @@ func (q *Queries) CreateSlot(ctx context.Context, arg CreateSlotParams) (Slot, e
 		&i.EndsAt,
 		&i.Resource,
 		&i.CreatedAt,
+		&i.PractitionerID,
+		&i.LocationID,
 	)
 	return i, err
 }
@@ -818,7 +820,7 @@ func (q *Queries) LockSlotSchedule(ctx context.Context, arg LockSlotSchedulePara
 }
 
 const slotByID = `-- name: SlotByID :one
-SELECT id, tenant_id, starts_at, ends_at, resource, created_at FROM slots WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, starts_at, ends_at, resource, created_at, practitioner_id, location_id FROM slots WHERE tenant_id = $1 AND id = $2
 `
 
 type SlotByIDParams struct {
@@ -836,6 +838,8 @@ func (q *Queries) SlotByID(ctx context.Context, arg SlotByIDParams) (Slot, error
 		&i.EndsAt,
 		&i.Resource,
 		&i.CreatedAt,
+		&i.PractitionerID,
+		&i.LocationID,
 	)
 	return i, err
 }

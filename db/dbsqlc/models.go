@@ -85,6 +85,7 @@ type Appointment struct {
 	ActionID   uuid.UUID
 	CreatedAt  time.Time
 	UpdatedAt  time.Time
+	ServiceID  *uuid.UUID
 }
 
 type Callback struct {
@@ -128,6 +129,15 @@ type CustomerNote struct {
 	CallID     *string
 	NoteRef    string
 	AmendedAt  *time.Time
+}
+
+type Location struct {
+	ID        uuid.UUID
+	TenantID  uuid.UUID
+	Name      string
+	Timezone  string
+	Address   string
+	CreatedAt time.Time
 }
 
 type Message struct {
@@ -203,19 +213,51 @@ type PointsLedger struct {
 	CreatedAt    time.Time
 }
 
+type Practitioner struct {
+	ID        uuid.UUID
+	TenantID  uuid.UUID
+	Name      string
+	CreatedAt time.Time
+}
+
+type PractitionerLocation struct {
+	TenantID       uuid.UUID
+	PractitionerID uuid.UUID
+	LocationID     uuid.UUID
+}
+
+type PractitionerService struct {
+	TenantID       uuid.UUID
+	PractitionerID uuid.UUID
+	ServiceID      uuid.UUID
+}
+
 type RetellKey struct {
 	TenantID  uuid.UUID
 	ApiKey    string
 	CreatedAt time.Time
 }
 
+type Service struct {
+	ID              uuid.UUID
+	TenantID        uuid.UUID
+	Name            string
+	DurationMinutes int32
+	BufferMinutes   int32
+	PriceAmount     *int64
+	Currency        *string
+	CreatedAt       time.Time
+}
+
 type Slot struct {
-	ID        uuid.UUID
-	TenantID  uuid.UUID
-	StartsAt  time.Time
-	EndsAt    time.Time
-	Resource  string
-	CreatedAt time.Time
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	StartsAt       time.Time
+	EndsAt         time.Time
+	Resource       string
+	CreatedAt      time.Time
+	PractitionerID *uuid.UUID
+	LocationID     *uuid.UUID
 }
 
 type Tenant struct {

@@ -25,6 +25,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/callback"
+	"github.com/oncecall/oncecall/internal/catalog"
 	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -161,6 +162,7 @@ func Operations() *op.Registry {
 	var ops []op.Operation
 	for _, family := range [][]op.Operation{
 		booking.Operations(), payment.Operations(), message.Operations(), customer.Operations(), callback.Operations(),
+		catalog.Operations(),
 	} {
 		ops = append(ops, family...)
 	}

@@ -90,6 +90,9 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 	if err != nil || len(free) < 2 {
 		return fmt.Errorf("demo slots: %d free, %v", len(free), err)
 	}
+	if err := seedDemoCatalog(ctx, s, t); err != nil {
+		return err
+	}
 	portNote := "its port changes at every start; ONCECALL_EMBEDDED_PORT fixes it"
 	if m.cfg.EmbeddedPort != 0 {
 		portNote = "its port is ONCECALL_EMBEDDED_PORT's"

@@ -64,6 +64,10 @@ func example(o op.Operation) string {
 			m[name] = "2030-01-07"
 		case name == "to":
 			continue // message.send takes customer_id or to, not both
+		case (name == "practitioner_id" || name == "location_id") && props["resource"] != nil:
+			continue // a practitioner's slots take no resource: the single calendar's example
+		case p["type"] == "array" && strings.HasSuffix(name, "_ids"):
+			m[name] = []string{fmt.Sprintf("0197a3b0-0000-7000-8000-%012d", len(m))}
 		case name == "hours":
 			m[name] = []map[string]string{{"weekday": "mon", "start": "09:00", "end": "17:00"}}
 		case name == "timezone":

@@ -257,6 +257,9 @@ type SlotInput struct {
 	StartsAt string `json:"starts_at" required:"true" format:"date-time" desc:"Start time, RFC 3339."`
 	EndsAt   string `json:"ends_at" required:"true" format:"date-time" desc:"End time, RFC 3339; after starts_at."`
 	Resource string `json:"resource" maxLength:"200" desc:"Optional: who or what the slot is with."`
+	// A practitioner's slot at a location: both or neither.
+	PractitionerID string `json:"practitioner_id,omitempty" format:"uuid" desc:"Optional, with location_id: the practitioner whose slot it is. It must not overlap another slot of theirs, at any location; the slot's resource is their name."`
+	LocationID     string `json:"location_id,omitempty" format:"uuid" desc:"Optional, with practitioner_id: the location of the slot, one the practitioner works at."`
 }
 
 // CreateSlot adds a bookable slot. It is not offered to voice agents.
@@ -265,7 +268,7 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 	Version: 1,
 	Normalize: func(in *SlotInput) error {
 		if err := op.First(op.Time("starts_at", &in.StartsAt), op.Time("ends_at", &in.EndsAt),
-			op.Text("resource", &in.Resource, 200, false)); err != nil {
+			op.Text("resource", &in.Resource, 200, false), owner(&in.PractitionerID, &in.LocationID, &in.Resource)); err != nil {
 			return err
 		}
 		if !mustTime(in.EndsAt).After(mustTime(in.StartsAt)) {
@@ -274,6 +277,9 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		return nil
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in SlotInput) (idem.Result, error) {
+		if in.PractitionerID != "" {
+			return createPractitionerSlot(ctx, tx, x, in)
+		}
 		s, err := tx.CreateSlot(ctx, db.NewSlot{
 			TenantID: x.TenantID, StartsAt: mustTime(in.StartsAt), EndsAt: mustTime(in.EndsAt), Resource: in.Resource,
 		})
@@ -282,7 +288,46 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		}
 		return op.Confirm(http.StatusCreated, s.ID.String(), wire.FromSlot(s))
 	},
+	Say: op.Phrases{
+		Confirmed: "The slot is created.",
+		Rejected: map[string]string{
+			SlotOverlaps:              "The practitioner already has a slot at that time; nothing was created.",
+			PractitionerNotFound:      "The practitioner does not exist; nothing was created.",
+			PractitionerNotAtLocation: "The practitioner does not work at that location; nothing was created.",
+			"":                        "The slot was not created.",
+		},
+		Pending: "The slot is NOT confirmed yet; its result is unknown.",
+	},
 })
+
+// createPractitionerSlot creates a slot of a practitioner at a location
+// unless it overlaps one of theirs, at any location.
+func createPractitionerSlot(ctx context.Context, tx *db.Tx, x idem.Exec, in SlotInput) (idem.Result, error) {
+	p, _, rejected, err := practitionerAt(ctx, tx, x.TenantID, in.PractitionerID, in.LocationID)
+	if err != nil || rejected != nil {
+		return deref(rejected), err
+	}
+	got, err := placePractitionerSlots(ctx, tx, p, []db.SlotTime{{StartsAt: mustTime(in.StartsAt), EndsAt: mustTime(in.EndsAt)}})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if len(got.created) == 0 {
+		ids := make([]string, len(got.overlapped))
+		for i, o := range got.overlapped {
+			ids[i] = o.ID.String()
+		}
+		return op.Reject(SlotOverlaps, map[string]any{"practitioner_id": in.PractitionerID, "slot_ids": ids})
+	}
+	return op.Confirm(http.StatusCreated, got.created[0].ID.String(), wire.FromSlot(got.created[0]))
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
 
 func mustTime(s string) time.Time {
 	t, err := time.Parse(time.RFC3339Nano, s)

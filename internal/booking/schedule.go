@@ -31,7 +31,10 @@ type ScheduleInput struct {
 	SlotMinutes op.Integer    `json:"slot_minutes" required:"true" minimum:"5" maximum:"1440" desc:"The length of every slot in minutes; each day's hours are cut into consecutive slots and a rest too short for one is left out."`
 	From        string        `json:"from" required:"true" format:"date" desc:"The first date, YYYY-MM-DD, in the timezone."`
 	To          string        `json:"to" required:"true" format:"date" desc:"The last date (inclusive), at most 366 days after from."`
-	Timezone    string        `json:"timezone" maxLength:"64" desc:"Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the tenant's)."`
+	Timezone    string        `json:"timezone" maxLength:"64" desc:"Optional: the IANA timezone the hours are in, e.g. Europe/London (default: the location's with location_id, else the tenant's)."`
+	// A practitioner's schedule at a location: both or neither.
+	PractitionerID string `json:"practitioner_id,omitempty" format:"uuid" desc:"Optional, with location_id: the practitioner whose slots these are (their name is the slots' resource). A time that overlaps another slot of theirs, at any location, is skipped."`
+	LocationID     string `json:"location_id,omitempty" format:"uuid" desc:"Optional, with practitioner_id: the location of the slots, one the practitioner works at."`
 }
 
 // WeeklyHours are one weekday's opening hours, on the local wall clock.
@@ -43,11 +46,15 @@ type WeeklyHours struct {
 
 // ScheduleResult is what slot.schedule did.
 type ScheduleResult struct {
-	Resource    string `json:"resource"`
-	Timezone    string `json:"timezone"`
-	From        string `json:"from"`
-	To          string `json:"to"`
-	SlotMinutes int64  `json:"slot_minutes"`
+	Resource string `json:"resource"`
+	// PractitionerID and LocationID are the schedule's practitioner and
+	// location; absent for the single calendar.
+	PractitionerID string `json:"practitioner_id,omitempty"`
+	LocationID     string `json:"location_id,omitempty"`
+	Timezone       string `json:"timezone"`
+	From           string `json:"from"`
+	To             string `json:"to"`
+	SlotMinutes    int64  `json:"slot_minutes"`
 	// Created is how many slots were created; Skipped how many of the
 	// schedule's slots were not: SkippedExisting because the resource had a
 	// slot with the same start and end, SkippedPast because they start
@@ -56,6 +63,10 @@ type ScheduleResult struct {
 	Skipped         int `json:"skipped"`
 	SkippedExisting int `json:"skipped_existing"`
 	SkippedPast     int `json:"skipped_past"`
+	// SkippedOverlapping, for a practitioner's schedule, counts the times
+	// that overlap another slot of theirs (at any location, or at this one
+	// with other times).
+	SkippedOverlapping *int `json:"skipped_overlapping,omitempty"`
 }
 
 // ScheduleSlots creates the slots of a weekly schedule over a date range.
@@ -66,7 +77,18 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 	Version:   1,
 	Normalize: normalizeSchedule,
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ScheduleInput) (idem.Result, error) {
+		var whose db.PractitionerSlots
 		zone := in.Timezone
+		if in.PractitionerID != "" {
+			p, place, rejected, err := practitionerAt(ctx, tx, x.TenantID, in.PractitionerID, in.LocationID)
+			if err != nil || rejected != nil {
+				return deref(rejected), err
+			}
+			whose, in.Resource = p, p.Resource
+			if zone == "" {
+				zone = place.Timezone
+			}
+		}
 		if zone == "" {
 			var err error
 			if zone, err = tx.TenantTimezone(ctx, x.TenantID); err != nil {
@@ -76,9 +98,16 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 		loc, err := schedule.ParseZone(zone)
 		if err != nil {
 			// A rollback: nothing is claimed, the caller can name a zone.
-			return idem.Result{}, fault.Field("timezone", "is required: the tenant's timezone %q is not in the zone database", zone)
+			zoneOf := "the tenant's"
+			if in.PractitionerID != "" && in.Timezone == "" {
+				zoneOf = "the location's"
+			}
+			return idem.Result{}, fault.Field("timezone", "is required: %s timezone %q is not in the zone database", zoneOf, zone)
 		}
-		res := ScheduleResult{Resource: in.Resource, Timezone: zone, From: in.From, To: in.To, SlotMinutes: in.SlotMinutes.Int64()}
+		res := ScheduleResult{
+			Resource: in.Resource, PractitionerID: in.PractitionerID, LocationID: in.LocationID,
+			Timezone: zone, From: in.From, To: in.To, SlotMinutes: in.SlotMinutes.Int64(),
+		}
 		now := time.Now()
 		var times []db.SlotTime
 		for _, s := range plan(in).Slots(loc) {
@@ -88,11 +117,20 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 			}
 			times = append(times, db.SlotTime{StartsAt: s.Start, EndsAt: s.End})
 		}
-		if res.Created, err = tx.ScheduleSlots(ctx, x.TenantID, in.Resource, times); err != nil {
-			return idem.Result{}, err
+		if in.PractitionerID != "" {
+			got, err := placePractitionerSlots(ctx, tx, whose, times)
+			if err != nil {
+				return idem.Result{}, err
+			}
+			res.Created, res.SkippedExisting, res.SkippedOverlapping = len(got.created), got.existing, &got.overlapping
+			res.Skipped = res.SkippedExisting + res.SkippedPast + got.overlapping
+		} else {
+			if res.Created, err = tx.ScheduleSlots(ctx, x.TenantID, in.Resource, times); err != nil {
+				return idem.Result{}, err
+			}
+			res.SkippedExisting = len(times) - res.Created
+			res.Skipped = res.SkippedExisting + res.SkippedPast
 		}
-		res.SkippedExisting = len(times) - res.Created
-		res.Skipped = res.SkippedExisting + res.SkippedPast
 		status := http.StatusOK
 		if res.Created > 0 {
 			status = http.StatusCreated
@@ -100,10 +138,19 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 		// No single record is made: the action itself names the result.
 		return op.Confirm(status, x.ActionID.String(), res)
 	},
+	Say: op.Phrases{
+		Confirmed: "The schedule's slots are created.",
+		Rejected: map[string]string{
+			PractitionerNotFound:      "The practitioner does not exist; no slot was created.",
+			PractitionerNotAtLocation: "The practitioner does not work at that location; no slot was created.",
+			"":                        "The schedule's slots were not created.",
+		},
+		Pending: "The schedule is NOT confirmed yet; its result is unknown.",
+	},
 })
 
 func normalizeSchedule(in *ScheduleInput) error {
-	if err := op.Text("resource", &in.Resource, 200, false); err != nil {
+	if err := op.First(op.Text("resource", &in.Resource, 200, false), owner(&in.PractitionerID, &in.LocationID, &in.Resource)); err != nil {
 		return err
 	}
 	switch {

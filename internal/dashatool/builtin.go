@@ -107,4 +107,10 @@ var builtins = []struct {
 	{ListPaymentIntents, "List a customer's approved payments that are not charged yet (payment intents), with their amounts as " +
 		"they are said. Call it before charge_payment to learn the payment_intent_id of the payment the caller wants to make.",
 		IntentsInput{}},
+	{ListServices, "List the services the business offers, with their duration and price as they are said: call it when the " +
+		"caller asks what they can book or what something costs, to learn the service_id find_available_slots takes.",
+		ServicesInput{}},
+	{ListPractitioners, "List the practitioners (who sees customers), with the services they perform and the locations they " +
+		"work at: call it when the caller asks for someone by name or asks who does a service, to learn their practitioner_id.",
+		PractitionersInput{}},
 }

@@ -25,7 +25,8 @@ const CustomerNotFound = "customer_not_found"
 // takes no action_id and asking twice is harmless.
 func ReadOnly(tool string) bool {
 	switch tool {
-	case CheckActionStatus, FindAvailableSlots, FindCustomer, GetCustomer, ListAppointments, ListPaymentIntents:
+	case CheckActionStatus, FindAvailableSlots, FindCustomer, GetCustomer, ListAppointments, ListPaymentIntents,
+		ListServices, ListPractitioners:
 		return true
 	}
 	return false
