@@ -10,6 +10,11 @@ import (
 const (
 	IntentRequiresCapture = "requires_capture"
 	IntentCaptured        = "captured"
+	// IntentWithdrawn: the approval was withdrawn before any charge; its
+	// hold, if any, is released.
+	IntentWithdrawn = "withdrawn"
+	// IntentExpired: the hold passed its capture deadline uncaptured.
+	IntentExpired = "expired"
 )
 
 // Payment statuses.

@@ -36,6 +36,10 @@ type Step struct {
 	LastSentAt  *time.Time
 	NextCheckAt time.Time
 	UpdatedAt   time.Time
+	// Result is what the provider gave back for the succeeded write that a
+	// later step of the action uses (a Checkout Session's URL): see
+	// docs/providers.md. Nil for writes that give nothing back.
+	Result map[string]string
 	// Version counts the step's changes: a driver acts on a step only at
 	// the version it read.
 	Version int

@@ -94,6 +94,10 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"appointment_id": id()},
 			map[string]any{"appointment_id": id(), "action_id": strings.Repeat("k", 255)},
 		},
+		"send_payment_link": {
+			map[string]any{"payment_intent_id": id()},
+			map[string]any{"payment_intent_id": strings.ToUpper(id()), "action_id": "link-1"},
+		},
 		"charge_payment": {
 			charge(),
 			charge("payment_intent_id", strings.ToUpper(id()), "amount", 1050),
@@ -189,6 +193,11 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			book("action_id", "line\nbreak"),
 			book("customer_id", ""),
 			book("customer_id", customer+"0"),
+		},
+		"send_payment_link": {
+			map[string]any{"payment_intent_id": ""},
+			map[string]any{"payment_intent_id": "cs_123"},
+			map[string]any{"payment_intent_id": id(), "amount": 100},
 		},
 		"charge_payment": {
 			charge("amount", 0),

@@ -21,8 +21,9 @@ type stripeNotice struct {
 	Matched  bool `json:"matched"`
 }
 
-// stripeWebhook takes Stripe's events about PaymentIntents oncecall
-// created. The signature is verified with stripe-go's webhook package
+// stripeWebhook takes Stripe's events about PaymentIntents and Checkout
+// Sessions (payment links) oncecall created; a session's metadata, and its
+// PaymentIntent's, name the step that waits for its payment. The signature is verified with stripe-go's webhook package
 // against STRIPE_WEBHOOK_SECRET; a forged or stale one is 401 and changes
 // nothing. A verified event about a step whose outcome is unknown makes
 // that step due for a check now (the reconciler asks Stripe under the
@@ -45,11 +46,11 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.Unauthorized, "the Stripe-Signature header does not verify this body"))
 		return
 	}
-	if !strings.HasPrefix(string(ev.Type), "payment_intent.") || ev.Data == nil {
+	if !strings.HasPrefix(string(ev.Type), "payment_intent.") && !strings.HasPrefix(string(ev.Type), "checkout.session.") || ev.Data == nil {
 		writeJSON(w, http.StatusOK, stripeNotice{Received: true})
 		return
 	}
-	var pi struct {
+	var pi struct { // a PaymentIntent or a Checkout Session
 		ID       string            `json:"id"`
 		Status   string            `json:"status"`
 		Metadata map[string]string `json:"metadata"`

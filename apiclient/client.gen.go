@@ -125,6 +125,10 @@ const (
 	InsufficientPoints        DashaReason = "insufficient_points"
 	IntentAlreadyCaptured     DashaReason = "intent_already_captured"
 	IntentChargeInProgress    DashaReason = "intent_charge_in_progress"
+	IntentHeldOnCard          DashaReason = "intent_held_on_card"
+	IntentHoldExpired         DashaReason = "intent_hold_expired"
+	IntentPaidByLink          DashaReason = "intent_paid_by_link"
+	IntentWithdrawn           DashaReason = "intent_withdrawn"
 	InvalidArguments          DashaReason = "invalid_arguments"
 	LocationExists            DashaReason = "location_exists"
 	LocationNotFound          DashaReason = "location_not_found"
@@ -132,6 +136,8 @@ const (
 	NoPractitionerFree        DashaReason = "no_practitioner_free"
 	PaymentDeclined           DashaReason = "payment_declined"
 	PaymentIntentNotFound     DashaReason = "payment_intent_not_found"
+	PaymentLinkExpired        DashaReason = "payment_link_expired"
+	PaymentLinksNeedStripe    DashaReason = "payment_links_need_stripe"
 	PractitionerExists        DashaReason = "practitioner_exists"
 	PractitionerNotAtLocation DashaReason = "practitioner_not_at_location"
 	PractitionerNotFound      DashaReason = "practitioner_not_found"
@@ -177,6 +183,14 @@ func (e DashaReason) Valid() bool {
 		return true
 	case IntentChargeInProgress:
 		return true
+	case IntentHeldOnCard:
+		return true
+	case IntentHoldExpired:
+		return true
+	case IntentPaidByLink:
+		return true
+	case IntentWithdrawn:
+		return true
 	case InvalidArguments:
 		return true
 	case LocationExists:
@@ -190,6 +204,10 @@ func (e DashaReason) Valid() bool {
 	case PaymentDeclined:
 		return true
 	case PaymentIntentNotFound:
+		return true
+	case PaymentLinkExpired:
+		return true
+	case PaymentLinksNeedStripe:
 		return true
 	case PractitionerExists:
 		return true
@@ -299,7 +317,9 @@ const (
 	MessageTemplateCreate OperationName = "message_template.create"
 	MessageTemplateUpdate OperationName = "message_template.update"
 	PaymentCharge         OperationName = "payment.charge"
+	PaymentIntentCancel   OperationName = "payment_intent.cancel"
 	PaymentIntentCreate   OperationName = "payment_intent.create"
+	PaymentLink           OperationName = "payment.link"
 	PractitionerCreate    OperationName = "practitioner.create"
 	ServiceCreate         OperationName = "service.create"
 	SlotCreate            OperationName = "slot.create"
@@ -337,7 +357,11 @@ func (e OperationName) Valid() bool {
 		return true
 	case PaymentCharge:
 		return true
+	case PaymentIntentCancel:
+		return true
 	case PaymentIntentCreate:
+		return true
+	case PaymentLink:
 		return true
 	case PractitionerCreate:
 		return true
@@ -373,6 +397,21 @@ func (e Outcome) Valid() bool {
 	}
 }
 
+// Defines values for PaidPaymentLinkStatus.
+const (
+	Paid PaidPaymentLinkStatus = "paid"
+)
+
+// Valid indicates whether the value is a known member of the PaidPaymentLinkStatus enum.
+func (e PaidPaymentLinkStatus) Valid() bool {
+	switch e {
+	case Paid:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusDeclined  PaymentStatus = "declined"
@@ -394,7 +433,9 @@ func (e PaymentStatus) Valid() bool {
 // Defines values for PaymentIntentStatus.
 const (
 	PaymentIntentStatusCaptured        PaymentIntentStatus = "captured"
+	PaymentIntentStatusExpired         PaymentIntentStatus = "expired"
 	PaymentIntentStatusRequiresCapture PaymentIntentStatus = "requires_capture"
+	PaymentIntentStatusWithdrawn       PaymentIntentStatus = "withdrawn"
 )
 
 // Valid indicates whether the value is a known member of the PaymentIntentStatus enum.
@@ -402,7 +443,11 @@ func (e PaymentIntentStatus) Valid() bool {
 	switch e {
 	case PaymentIntentStatusCaptured:
 		return true
+	case PaymentIntentStatusExpired:
+		return true
 	case PaymentIntentStatusRequiresCapture:
+		return true
+	case PaymentIntentStatusWithdrawn:
 		return true
 	default:
 		return false
@@ -412,7 +457,9 @@ func (e PaymentIntentStatus) Valid() bool {
 // Defines values for PaymentIntentWithPaymentsStatus.
 const (
 	PaymentIntentWithPaymentsStatusCaptured        PaymentIntentWithPaymentsStatus = "captured"
+	PaymentIntentWithPaymentsStatusExpired         PaymentIntentWithPaymentsStatus = "expired"
 	PaymentIntentWithPaymentsStatusRequiresCapture PaymentIntentWithPaymentsStatus = "requires_capture"
+	PaymentIntentWithPaymentsStatusWithdrawn       PaymentIntentWithPaymentsStatus = "withdrawn"
 )
 
 // Valid indicates whether the value is a known member of the PaymentIntentWithPaymentsStatus enum.
@@ -420,7 +467,11 @@ func (e PaymentIntentWithPaymentsStatus) Valid() bool {
 	switch e {
 	case PaymentIntentWithPaymentsStatusCaptured:
 		return true
+	case PaymentIntentWithPaymentsStatusExpired:
+		return true
 	case PaymentIntentWithPaymentsStatusRequiresCapture:
+		return true
+	case PaymentIntentWithPaymentsStatusWithdrawn:
 		return true
 	default:
 		return false
@@ -463,6 +514,10 @@ const (
 	INSUFFICIENTPOINTS        ProblemCode = "INSUFFICIENT_POINTS"
 	INTENTALREADYCAPTURED     ProblemCode = "INTENT_ALREADY_CAPTURED"
 	INTENTCHARGEINPROGRESS    ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
+	INTENTHELDONCARD          ProblemCode = "INTENT_HELD_ON_CARD"
+	INTENTHOLDEXPIRED         ProblemCode = "INTENT_HOLD_EXPIRED"
+	INTENTPAIDBYLINK          ProblemCode = "INTENT_PAID_BY_LINK"
+	INTENTWITHDRAWN           ProblemCode = "INTENT_WITHDRAWN"
 	INTERNAL                  ProblemCode = "INTERNAL"
 	INVALIDINPUT              ProblemCode = "INVALID_INPUT"
 	INVALIDJSON               ProblemCode = "INVALID_JSON"
@@ -474,6 +529,8 @@ const (
 	PAYLOADTOOLARGE           ProblemCode = "PAYLOAD_TOO_LARGE"
 	PAYMENTDECLINED           ProblemCode = "PAYMENT_DECLINED"
 	PAYMENTINTENTNOTFOUND     ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
+	PAYMENTLINKEXPIRED        ProblemCode = "PAYMENT_LINK_EXPIRED"
+	PAYMENTLINKSNEEDSTRIPE    ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
 	PRACTITIONEREXISTS        ProblemCode = "PRACTITIONER_EXISTS"
 	PRACTITIONERNOTATLOCATION ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
 	PRACTITIONERNOTFOUND      ProblemCode = "PRACTITIONER_NOT_FOUND"
@@ -532,6 +589,14 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case INTENTCHARGEINPROGRESS:
 		return true
+	case INTENTHELDONCARD:
+		return true
+	case INTENTHOLDEXPIRED:
+		return true
+	case INTENTPAIDBYLINK:
+		return true
+	case INTENTWITHDRAWN:
+		return true
 	case INTERNAL:
 		return true
 	case INVALIDINPUT:
@@ -553,6 +618,10 @@ func (e ProblemCode) Valid() bool {
 	case PAYMENTDECLINED:
 		return true
 	case PAYMENTINTENTNOTFOUND:
+		return true
+	case PAYMENTLINKEXPIRED:
+		return true
+	case PAYMENTLINKSNEEDSTRIPE:
 		return true
 	case PRACTITIONEREXISTS:
 		return true
@@ -723,6 +792,7 @@ const (
 	RequestCallback       ToolName = "request_callback"
 	RescheduleAppointment ToolName = "reschedule_appointment"
 	SendMessage           ToolName = "send_message"
+	SendPaymentLink       ToolName = "send_payment_link"
 	UpdateCustomer        ToolName = "update_customer"
 )
 
@@ -764,6 +834,8 @@ func (e ToolName) Valid() bool {
 	case RescheduleAppointment:
 		return true
 	case SendMessage:
+		return true
+	case SendPaymentLink:
 		return true
 	case UpdateCustomer:
 		return true
@@ -1035,6 +1107,9 @@ type CancelAppointmentInput = map[string]interface{}
 // CancelCallbackInput An empty object; the callback comes from the URL.
 type CancelCallbackInput = map[string]interface{}
 
+// CancelPaymentIntentInput An empty object; the payment intent comes from the URL.
+type CancelPaymentIntentInput = map[string]interface{}
+
 // Capability A kind of write a provider serves.
 type Capability string
 
@@ -1094,7 +1169,7 @@ type CreatePaymentIntentInput struct {
 	// Description Optional: what the payment is for.
 	Description *string `json:"description,omitempty"`
 
-	// PaymentMethod Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...).
+	// PaymentMethod Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), payment_link (the customer pays by a payment link sent by SMS; nothing is held), or with stripe_customer a card the customer saved at Stripe (pm_...).
 	PaymentMethod *string `json:"payment_method,omitempty"`
 
 	// StripeCustomer Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe.
@@ -1655,7 +1730,7 @@ type OpenPaymentIntent struct {
 	Description string             `json:"description"`
 	Id          openapi_types.UUID `json:"id"`
 
-	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	// PaymentMethod pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...).
 	PaymentMethod string                  `json:"payment_method"`
 	Status        OpenPaymentIntentStatus `json:"status"`
 }
@@ -1721,6 +1796,28 @@ type OpsActionList struct {
 // Outcome What the caller may be told. Only `confirmed` means the effect happened.
 type Outcome string
 
+// PaidPaymentLink A payment link the customer paid.
+type PaidPaymentLink struct {
+	// Amount The amount paid, in minor units.
+	Amount int `json:"amount"`
+
+	// CheckoutSession Stripe's Checkout Session (cs_...).
+	CheckoutSession string `json:"checkout_session"`
+
+	// Currency ISO 4217 currency code.
+	Currency string `json:"currency"`
+
+	// PaymentIntentId The payment intent the link paid.
+	PaymentIntentId openapi_types.UUID `json:"payment_intent_id"`
+
+	// ProviderRef Stripe's PaymentIntent of the payment (pi_...).
+	ProviderRef string                `json:"provider_ref"`
+	Status      PaidPaymentLinkStatus `json:"status"`
+}
+
+// PaidPaymentLinkStatus defines model for PaidPaymentLink.Status.
+type PaidPaymentLinkStatus string
+
 // Payment One charge attempt of a payment intent.
 type Payment struct {
 	Amount    int64     `json:"amount"`
@@ -1783,7 +1880,7 @@ type PaymentIntent struct {
 	Description string             `json:"description"`
 	Id          openapi_types.UUID `json:"id"`
 
-	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	// PaymentMethod pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...).
 	PaymentMethod string `json:"payment_method"`
 
 	// ProviderRef The payments provider's hold of the approved amount, when the approval made one (with
@@ -1838,7 +1935,7 @@ type PaymentIntentWithPayments struct {
 	Description string             `json:"description"`
 	Id          openapi_types.UUID `json:"id"`
 
-	// PaymentMethod pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...).
+	// PaymentMethod pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...).
 	PaymentMethod string                          `json:"payment_method"`
 	Payments      []Payment                       `json:"payments"`
 	Status        PaymentIntentWithPaymentsStatus `json:"status"`
@@ -1846,6 +1943,34 @@ type PaymentIntentWithPayments struct {
 
 // PaymentIntentWithPaymentsStatus defines model for PaymentIntentWithPayments.Status.
 type PaymentIntentWithPaymentsStatus string
+
+// PaymentLinkAction The envelope of a confirmed `payment.link`.
+type PaymentLinkAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result PaymentLinkAction_Result  `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// PaymentLinkAction_Result defines model for PaymentLinkAction.Result.
+type PaymentLinkAction_Result struct {
+	union json.RawMessage
+}
 
 // PointsEntry One change of a customer's loyalty balance.
 type PointsEntry struct {
@@ -2204,6 +2329,12 @@ type SendMessageInput struct {
 // SendMessageInputChannel sms or email.
 type SendMessageInputChannel string
 
+// SendPaymentLinkInput defines model for SendPaymentLinkInput.
+type SendPaymentLinkInput struct {
+	// PaymentIntentId The id of the payment intent the customer pays by the link: approved, not charged, not held on a card.
+	PaymentIntentId openapi_types.UUID `json:"payment_intent_id"`
+}
+
 // Service defines model for Service.
 type Service struct {
 	BufferMinutes int       `json:"buffer_minutes"`
@@ -2466,6 +2597,46 @@ type VapiServerMessage_Message struct {
 	// Type `tool-calls` is answered; `status-update` (ended) and `end-of-call-report` end the call; others are acknowledged.
 	Type                 string                 `json:"type"`
 	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
+// WithdrawnPaymentIntent A withdrawn payment intent.
+type WithdrawnPaymentIntent struct {
+	// Id The payment intent.
+	Id openapi_types.UUID `json:"id"`
+
+	// ProviderRef The provider's reference of the hold that was cancelled (Stripe's PaymentIntent id); empty for an intent without one.
+	ProviderRef string `json:"provider_ref"`
+
+	// Status Always `withdrawn`.
+	Status string `json:"status"`
+}
+
+// WithdrawnPaymentIntentAction The envelope of a confirmed `payment_intent.cancel`.
+type WithdrawnPaymentIntentAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string]           `json:"reason"`
+	Result WithdrawnPaymentIntentAction_Result `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// WithdrawnPaymentIntentAction_Result defines model for WithdrawnPaymentIntentAction.Result.
+type WithdrawnPaymentIntentAction_Result struct {
+	union json.RawMessage
 }
 
 // ActionID defines model for ActionID.
@@ -2772,6 +2943,28 @@ type CreatePaymentIntentParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// CancelPaymentIntentParams defines parameters for CancelPaymentIntent.
+type CancelPaymentIntentParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// SendPaymentLinkParams defines parameters for SendPaymentLink.
+type SendPaymentLinkParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // ChargePaymentParams defines parameters for ChargePayment.
 type ChargePaymentParams struct {
 	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
@@ -2965,6 +3158,12 @@ type ResolveOpsActionJSONRequestBody = ResolveRequest
 
 // CreatePaymentIntentJSONRequestBody defines body for CreatePaymentIntent for application/json ContentType.
 type CreatePaymentIntentJSONRequestBody = CreatePaymentIntentInput
+
+// CancelPaymentIntentJSONRequestBody defines body for CancelPaymentIntent for application/json ContentType.
+type CancelPaymentIntentJSONRequestBody = CancelPaymentIntentInput
+
+// SendPaymentLinkJSONRequestBody defines body for SendPaymentLink for application/json ContentType.
+type SendPaymentLinkJSONRequestBody = SendPaymentLinkInput
 
 // ChargePaymentJSONRequestBody defines body for ChargePayment for application/json ContentType.
 type ChargePaymentJSONRequestBody = ChargePaymentInput
@@ -4603,6 +4802,68 @@ func (t *PaymentIntentAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsPaidPaymentLink returns the union data inside the PaymentLinkAction_Result as a PaidPaymentLink
+func (t PaymentLinkAction_Result) AsPaidPaymentLink() (PaidPaymentLink, error) {
+	var body PaidPaymentLink
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPaidPaymentLink overwrites any union data inside the PaymentLinkAction_Result as the provided PaidPaymentLink
+func (t *PaymentLinkAction_Result) FromPaidPaymentLink(v PaidPaymentLink) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePaidPaymentLink performs a merge with any union data inside the PaymentLinkAction_Result, using the provided PaidPaymentLink
+func (t *PaymentLinkAction_Result) MergePaidPaymentLink(v PaidPaymentLink) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the PaymentLinkAction_Result as a ResourceRef
+func (t PaymentLinkAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the PaymentLinkAction_Result as the provided ResourceRef
+func (t *PaymentLinkAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the PaymentLinkAction_Result, using the provided ResourceRef
+func (t *PaymentLinkAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t PaymentLinkAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *PaymentLinkAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsPointsEntry returns the union data inside the PointsEntryAction_Result as a PointsEntry
 func (t PointsEntryAction_Result) AsPointsEntry() (PointsEntry, error) {
 	var body PointsEntry
@@ -4935,6 +5196,68 @@ func (t SlotAction_Result) MarshalJSON() ([]byte, error) {
 }
 
 func (t *SlotAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsWithdrawnPaymentIntent returns the union data inside the WithdrawnPaymentIntentAction_Result as a WithdrawnPaymentIntent
+func (t WithdrawnPaymentIntentAction_Result) AsWithdrawnPaymentIntent() (WithdrawnPaymentIntent, error) {
+	var body WithdrawnPaymentIntent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWithdrawnPaymentIntent overwrites any union data inside the WithdrawnPaymentIntentAction_Result as the provided WithdrawnPaymentIntent
+func (t *WithdrawnPaymentIntentAction_Result) FromWithdrawnPaymentIntent(v WithdrawnPaymentIntent) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWithdrawnPaymentIntent performs a merge with any union data inside the WithdrawnPaymentIntentAction_Result, using the provided WithdrawnPaymentIntent
+func (t *WithdrawnPaymentIntentAction_Result) MergeWithdrawnPaymentIntent(v WithdrawnPaymentIntent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the WithdrawnPaymentIntentAction_Result as a ResourceRef
+func (t WithdrawnPaymentIntentAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the WithdrawnPaymentIntentAction_Result as the provided ResourceRef
+func (t *WithdrawnPaymentIntentAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the WithdrawnPaymentIntentAction_Result, using the provided ResourceRef
+func (t *WithdrawnPaymentIntentAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WithdrawnPaymentIntentAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WithdrawnPaymentIntentAction_Result) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -5646,13 +5969,86 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/payment-intents/{payment_intent_id} (the `GetPaymentIntent` operationId).
 	GetPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CancelPaymentIntentWithBody Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithBody(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelPaymentIntent Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendPaymentLinkWithBody Send a payment link by SMS
+	//
+	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+	// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+	// (`TWILIO_<code>`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+	SendPaymentLinkWithBody(ctx context.Context, params *SendPaymentLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SendPaymentLink Send a payment link by SMS
+	//
+	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+	// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+	// (`TWILIO_<code>`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+	SendPaymentLink(ctx context.Context, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ChargePaymentWithBody Charge a payment intent
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-	// intent through a remote payments provider is still waiting for the provider's outcome; this
-	// request charged nothing). The same checks run before a charge is sent to a remote provider.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+	// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5663,9 +6059,10 @@ type ClientInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-	// intent through a remote payments provider is still waiting for the provider's outcome; this
-	// request charged nothing). The same checks run before a charge is sent to a remote provider.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+	// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7123,13 +7520,126 @@ func (c *Client) GetPaymentIntent(ctx context.Context, paymentIntentId PaymentIn
 	return c.Client.Do(req)
 }
 
+// CancelPaymentIntentWithBody Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *Client) CancelPaymentIntentWithBody(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelPaymentIntentRequestWithBody(c.Server, paymentIntentId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelPaymentIntent Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *Client) CancelPaymentIntent(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelPaymentIntentRequest(c.Server, paymentIntentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendPaymentLinkWithBody Send a payment link by SMS
+//
+// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+// (`TWILIO_<code>`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+func (c *Client) SendPaymentLinkWithBody(ctx context.Context, params *SendPaymentLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendPaymentLinkRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SendPaymentLink Send a payment link by SMS
+//
+// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+// (`TWILIO_<code>`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+func (c *Client) SendPaymentLink(ctx context.Context, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSendPaymentLinkRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ChargePaymentWithBody Charge a payment intent
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-// intent through a remote payments provider is still waiting for the provider's outcome; this
-// request charged nothing). The same checks run before a charge is sent to a remote provider.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7150,9 +7660,10 @@ func (c *Client) ChargePaymentWithBody(ctx context.Context, params *ChargePaymen
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-// intent through a remote payments provider is still waiting for the provider's outcome; this
-// request charged nothing). The same checks run before a charge is sent to a remote provider.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9502,6 +10013,141 @@ func NewGetPaymentIntentRequest(server string, paymentIntentId PaymentIntentID) 
 	return req, nil
 }
 
+// NewCancelPaymentIntentRequest calls the generic CancelPaymentIntent builder with application/json body
+func NewCancelPaymentIntentRequest(server string, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelPaymentIntentRequestWithBody(server, paymentIntentId, params, "application/json", bodyReader)
+}
+
+// NewCancelPaymentIntentRequestWithBody constructs an http.Request for the CancelPaymentIntent method, with any body, and a specified content type
+func NewCancelPaymentIntentRequestWithBody(server string, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "payment_intent_id", paymentIntentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payment-intents/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewSendPaymentLinkRequest calls the generic SendPaymentLink builder with application/json body
+func NewSendPaymentLinkRequest(server string, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSendPaymentLinkRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewSendPaymentLinkRequestWithBody constructs an http.Request for the SendPaymentLink method, with any body, and a specified content type
+func NewSendPaymentLinkRequestWithBody(server string, params *SendPaymentLinkParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/payment-links")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewChargePaymentRequest calls the generic ChargePayment builder with application/json body
 func NewChargePaymentRequest(server string, params *ChargePaymentParams, body ChargePaymentJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -11045,13 +11691,86 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/payment-intents/{payment_intent_id} (the `GetPaymentIntent` operationId).
 	GetPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, reqEditors ...RequestEditorFn) (*GetPaymentIntentResponse, error)
 
+	// CancelPaymentIntentWithBodyWithResponse Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithBodyWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error)
+
+	// CancelPaymentIntentWithResponse Withdraw an approved payment intent
+	//
+	// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+	// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+	// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+	// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+	// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+	// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+	CancelPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error)
+
+	// SendPaymentLinkWithBodyWithResponse Send a payment link by SMS
+	//
+	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+	// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+	// (`TWILIO_<code>`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+	SendPaymentLinkWithBodyWithResponse(ctx context.Context, params *SendPaymentLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendPaymentLinkResponse, error)
+
+	// SendPaymentLinkWithResponse Send a payment link by SMS
+	//
+	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+	// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+	// (`TWILIO_<code>`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+	SendPaymentLinkWithResponse(ctx context.Context, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*SendPaymentLinkResponse, error)
+
 	// ChargePaymentWithBodyWithResponse Charge a payment intent
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-	// intent through a remote payments provider is still waiting for the provider's outcome; this
-	// request charged nothing). The same checks run before a charge is sent to a remote provider.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+	// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11062,9 +11781,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Charges an approved payment intent, at most once whatever keys are used (operation
 	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-	// intent through a remote payments provider is still waiting for the provider's outcome; this
-	// request charged nothing). The same checks run before a charge is sent to a remote provider.
+	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+	// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15720,6 +16440,346 @@ func (r GetPaymentIntentResponse) ContentType() string {
 	return ""
 }
 
+// CancelPaymentIntentResponse200Headers the declared response headers of an HTTP 200 response for CancelPaymentIntent
+type CancelPaymentIntentResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelPaymentIntentResponse202Headers the declared response headers of an HTTP 202 response for CancelPaymentIntent
+type CancelPaymentIntentResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelPaymentIntentResponse401Headers the declared response headers of an HTTP 401 response for CancelPaymentIntent
+type CancelPaymentIntentResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelPaymentIntentResponse409Headers the declared response headers of an HTTP 409 response for CancelPaymentIntent
+type CancelPaymentIntentResponse409Headers struct {
+	RetryAfter int
+}
+
+// CancelPaymentIntentResponse422Headers the declared response headers of an HTTP 422 response for CancelPaymentIntent
+type CancelPaymentIntentResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CancelPaymentIntentResponse429Headers the declared response headers of an HTTP 429 response for CancelPaymentIntent
+type CancelPaymentIntentResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelPaymentIntentResponse503Headers the declared response headers of an HTTP 503 response for CancelPaymentIntent
+type CancelPaymentIntentResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelPaymentIntentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WithdrawnPaymentIntentAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelPaymentIntentResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CancelPaymentIntentResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelPaymentIntentResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelPaymentIntentResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CancelPaymentIntentResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelPaymentIntentResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelPaymentIntentResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelPaymentIntentResponse) GetJSON200() *WithdrawnPaymentIntentAction {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CancelPaymentIntentResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelPaymentIntentResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelPaymentIntentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelPaymentIntentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelPaymentIntentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelPaymentIntentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SendPaymentLinkResponse201Headers the declared response headers of an HTTP 201 response for SendPaymentLink
+type SendPaymentLinkResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// SendPaymentLinkResponse202Headers the declared response headers of an HTTP 202 response for SendPaymentLink
+type SendPaymentLinkResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// SendPaymentLinkResponse401Headers the declared response headers of an HTTP 401 response for SendPaymentLink
+type SendPaymentLinkResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// SendPaymentLinkResponse409Headers the declared response headers of an HTTP 409 response for SendPaymentLink
+type SendPaymentLinkResponse409Headers struct {
+	RetryAfter int
+}
+
+// SendPaymentLinkResponse422Headers the declared response headers of an HTTP 422 response for SendPaymentLink
+type SendPaymentLinkResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// SendPaymentLinkResponse429Headers the declared response headers of an HTTP 429 response for SendPaymentLink
+type SendPaymentLinkResponse429Headers struct {
+	RetryAfter int
+}
+
+// SendPaymentLinkResponse503Headers the declared response headers of an HTTP 503 response for SendPaymentLink
+type SendPaymentLinkResponse503Headers struct {
+	RetryAfter int
+}
+
+type SendPaymentLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *PaymentLinkAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *SendPaymentLinkResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *SendPaymentLinkResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SendPaymentLinkResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *SendPaymentLinkResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *SendPaymentLinkResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *SendPaymentLinkResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SendPaymentLinkResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r SendPaymentLinkResponse) GetJSON201() *PaymentLinkAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r SendPaymentLinkResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SendPaymentLinkResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SendPaymentLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SendPaymentLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SendPaymentLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SendPaymentLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ChargePaymentResponse201Headers the declared response headers of an HTTP 201 response for ChargePayment
 type ChargePaymentResponse201Headers struct {
 	IdempotentReplayed *string
@@ -18268,13 +19328,110 @@ func (c *ClientWithResponses) GetPaymentIntentWithResponse(ctx context.Context, 
 	return ParseGetPaymentIntentResponse(rsp)
 }
 
+// CancelPaymentIntentWithBodyWithResponse Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *ClientWithResponses) CancelPaymentIntentWithBodyWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error) {
+	rsp, err := c.CancelPaymentIntentWithBody(ctx, paymentIntentId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelPaymentIntentResponse(rsp)
+}
+
+// CancelPaymentIntentWithResponse Withdraw an approved payment intent
+//
+// Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+// can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+// hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+// is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+// withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+// `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-intents/{payment_intent_id}/cancel (the `CancelPaymentIntent` operationId).
+func (c *ClientWithResponses) CancelPaymentIntentWithResponse(ctx context.Context, paymentIntentId PaymentIntentID, params *CancelPaymentIntentParams, body CancelPaymentIntentJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelPaymentIntentResponse, error) {
+	rsp, err := c.CancelPaymentIntent(ctx, paymentIntentId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelPaymentIntentResponse(rsp)
+}
+
+// SendPaymentLinkWithBodyWithResponse Send a payment link by SMS
+//
+// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+// (`TWILIO_<code>`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+func (c *ClientWithResponses) SendPaymentLinkWithBodyWithResponse(ctx context.Context, params *SendPaymentLinkParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SendPaymentLinkResponse, error) {
+	rsp, err := c.SendPaymentLinkWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendPaymentLinkResponse(rsp)
+}
+
+// SendPaymentLinkWithResponse Send a payment link by SMS
+//
+// Sends the customer of an approved payment intent a payment link by SMS and answers once they
+// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+// `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+// (`TWILIO_<code>`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/payment-links (the `SendPaymentLink` operationId).
+func (c *ClientWithResponses) SendPaymentLinkWithResponse(ctx context.Context, params *SendPaymentLinkParams, body SendPaymentLinkJSONRequestBody, reqEditors ...RequestEditorFn) (*SendPaymentLinkResponse, error) {
+	rsp, err := c.SendPaymentLink(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSendPaymentLinkResponse(rsp)
+}
+
 // ChargePaymentWithBodyWithResponse Charge a payment intent
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-// intent through a remote payments provider is still waiting for the provider's outcome; this
-// request charged nothing). The same checks run before a charge is sent to a remote provider.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18291,9 +19448,10 @@ func (c *ClientWithResponses) ChargePaymentWithBodyWithResponse(ctx context.Cont
 //
 // Charges an approved payment intent, at most once whatever keys are used (operation
 // `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-// intent through a remote payments provider is still waiting for the provider's outcome; this
-// request charged nothing). The same checks run before a charge is sent to a remote provider.
+// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+// provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23337,6 +24495,400 @@ func ParseGetPaymentIntentResponse(rsp *http.Response) (*GetPaymentIntentRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetPaymentIntentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelPaymentIntentResponse parses an HTTP response from a CancelPaymentIntentWithResponse call
+func ParseCancelPaymentIntentResponse(rsp *http.Response) (*CancelPaymentIntentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelPaymentIntentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WithdrawnPaymentIntentAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelPaymentIntentResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CancelPaymentIntentResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelPaymentIntentResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelPaymentIntentResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CancelPaymentIntentResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelPaymentIntentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelPaymentIntentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSendPaymentLinkResponse parses an HTTP response from a SendPaymentLinkWithResponse call
+func ParseSendPaymentLinkResponse(rsp *http.Response) (*SendPaymentLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SendPaymentLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest PaymentLinkAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers SendPaymentLinkResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers SendPaymentLinkResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers SendPaymentLinkResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers SendPaymentLinkResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers SendPaymentLinkResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers SendPaymentLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers SendPaymentLinkResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

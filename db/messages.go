@@ -58,3 +58,13 @@ func message(r dbsqlc.Message) oncecall.Message {
 		TemplateVersion: int(deref(r.TemplateVersion)), Status: r.Status, CreatedAt: r.CreatedAt.UTC(),
 	}
 }
+
+// MessageOfAction returns the message an action queued (the outbox row a
+// step wrote through the local provider).
+func (q queries) MessageOfAction(ctx context.Context, tenant, action uuid.UUID) (oncecall.Message, error) {
+	row, err := q.q.MessageOfAction(ctx, dbsqlc.MessageOfActionParams{TenantID: tenant, ActionID: action})
+	if err != nil {
+		return oncecall.Message{}, notFound(err)
+	}
+	return message(row), nil
+}

@@ -90,6 +90,21 @@ func (q queries) ReleasePaymentIntent(ctx context.Context, tenant, id, action uu
 	return err
 }
 
+// WithdrawPaymentIntent withdraws an approved, uncaptured intent that no
+// other action holds (action may hold it: it is withdrawing it); false when
+// it is not such an intent.
+func (q queries) WithdrawPaymentIntent(ctx context.Context, tenant, id, action uuid.UUID) (bool, error) {
+	n, err := q.q.WithdrawPaymentIntent(ctx, dbsqlc.WithdrawPaymentIntentParams{TenantID: tenant, ID: id, ActionID: &action})
+	return n == 1, err
+}
+
+// ExpireLapsedHolds marks expired the intents whose holds passed their
+// capture deadline uncaptured, and returns how many.
+func (s *Store) ExpireLapsedHolds(ctx context.Context) (int, error) {
+	n, err := s.q.ExpireLapsedHolds(ctx)
+	return int(n), err
+}
+
 // CreatePayment records a charge attempt. A second succeeded payment of one
 // intent violates payments_one_success_per_intent.
 func (q queries) CreatePayment(ctx context.Context, in NewPayment) (oncecall.Payment, error) {

@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -37,6 +38,9 @@ type StepUpdate struct {
 	// ProviderUntil, when set, is how long the provider keeps the write
 	// open (a hold's capture deadline); it is kept once learned.
 	ProviderUntil time.Time
+	// Result, when set, is what the provider gave back for the write (see
+	// oncecall.Step.Result); it is kept once learned.
+	Result map[string]string
 }
 
 // Send is a driver's request to send a step, with the evidence it relies
@@ -102,6 +106,11 @@ func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]oncecall.Step, 
 			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version),
 			ActionCreatedAt: r.ActionCreatedAt, DBNow: r.DbNow,
 		}
+		if len(r.Result) > 0 {
+			if err := json.Unmarshal(r.Result, &out[i].Result); err != nil {
+				return nil, fmt.Errorf("step %s's result: %w", r.Name, err)
+			}
+		}
 	}
 	return out, nil
 }
@@ -127,8 +136,16 @@ func (q queries) RecordStep(ctx context.Context, action uuid.UUID, name string, 
 	if u.Sent {
 		sent = 1
 	}
+	var result []byte
+	if len(u.Result) > 0 {
+		var err error
+		if result, err = json.Marshal(u.Result); err != nil {
+			return false, err
+		}
+	}
 	n, err := q.q.RecordStep(ctx, dbsqlc.RecordStepParams{
-		State: u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
+		Result: result,
+		State:  u.State, ProviderRef: ptr(u.ProviderRef), RejectCode: ptr(u.RejectCode), Sent: sent,
 		Checks: int32(u.Checks), LastError: ptr(u.LastError), Backoff: interval(u.Backoff),
 		ProviderUntil: optionalTime(u.ProviderUntil), ActionID: action, Name: name, Owner: &owner, Version: int32(version),
 	})

@@ -6,3 +6,7 @@ RETURNING *;
 
 -- name: MessageByID :one
 SELECT * FROM messages WHERE tenant_id = $1 AND id = $2;
+
+-- name: MessageOfAction :one
+-- The outbox row a step of an action wrote (the local provider's send).
+SELECT * FROM messages WHERE tenant_id = $1 AND action_id = $2 ORDER BY created_at LIMIT 1;

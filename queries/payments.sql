@@ -91,3 +91,18 @@ WITH due AS (
 )
 SELECT due.id, due.tenant_id, due.action_id, due.hold_ref::text AS hold_ref, due.capture_before::timestamptz AS capture_before
 FROM due;
+
+-- name: WithdrawPaymentIntent :execrows
+-- Withdraws an approved, uncaptured intent: it can no longer be charged.
+-- The action withdrawing it holds it while its hold is cancelled at the
+-- provider (charging_action_id); one without a hold is withdrawn at once.
+UPDATE payment_intents SET status = 'withdrawn', charging_action_id = NULL, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
+  AND (charging_action_id IS NULL OR charging_action_id = sqlc.arg(action_id));
+
+-- name: ExpireLapsedHolds :execrows
+-- Holds past their capture deadline, uncaptured and with no charge in
+-- flight, were released by the provider: their intents are expired.
+UPDATE payment_intents SET status = 'expired', updated_at = now()
+WHERE hold_ref IS NOT NULL AND status = 'requires_capture' AND charging_action_id IS NULL
+  AND capture_before < now();

@@ -53,6 +53,7 @@ SET state = sqlc.arg(state),
     provider_ref = coalesce(sqlc.narg(provider_ref), CASE WHEN sqlc.arg(state)::text = 'unknown' THEN s.provider_ref END),
     reject_code = sqlc.narg(reject_code),
     provider_until = coalesce(sqlc.narg(provider_until), s.provider_until),
+    result = coalesce(sqlc.narg(result)::jsonb, s.result),
     attempts = s.attempts + sqlc.arg(sent)::integer, checks = sqlc.arg(checks),
     last_error = sqlc.narg(last_error),
     next_check_at = now() + sqlc.arg(backoff)::interval, version = s.version + 1, updated_at = now()

@@ -23,3 +23,11 @@ SELECT coalesce(stripe_account, '')::text FROM tenants WHERE id = $1;
 
 -- name: SetTenantStripeAccount :execrows
 UPDATE tenants SET stripe_account = sqlc.narg(stripe_account) WHERE id = $1;
+
+-- name: TenantTwilioSender :one
+SELECT coalesce(twilio_from, '')::text AS twilio_from, coalesce(twilio_messaging_service, '')::text AS twilio_messaging_service
+FROM tenants WHERE id = $1;
+
+-- name: SetTenantTwilioSender :execrows
+UPDATE tenants SET twilio_from = sqlc.narg(twilio_from), twilio_messaging_service = sqlc.narg(twilio_messaging_service)
+WHERE id = $1;

@@ -67,6 +67,9 @@ type Stats struct {
 	// HoldsFlagged counts payment holds near their capture deadline that
 	// this pass put in the operator queue.
 	HoldsFlagged int
+	// HoldsExpired counts intents whose hold passed its capture deadline
+	// uncaptured (the provider released it), marked expired by this pass.
+	HoldsExpired int
 }
 
 // RunOnce makes one pass. The pass holds its leases under a token of its
@@ -83,6 +86,9 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 		r.log.Warn().Str("action_id", h.ActionID.String()).Str("payment_intent_id", h.IntentID.String()).
 			Str("provider_ref", h.Ref).Time("capture_before", h.CaptureBefore).
 			Msg("payment hold near its capture deadline: flagged for an operator")
+	}
+	if st.HoldsExpired, err = r.store.ExpireLapsedHolds(ctx); err != nil {
+		return st, err
 	}
 	owner := uuid.New()
 	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch)
@@ -131,8 +137,8 @@ func (r *Reconciler) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			r.log.Warn().Err(err).Msg("reconcile pass failed")
-		case st.Abandoned+st.Due+st.HoldsFlagged > 0:
-			r.log.Info().Int("abandoned", st.Abandoned).Int("due", st.Due).Int("completed", st.Completed).Msg("reconcile pass")
+		case st.Abandoned+st.Due+st.HoldsFlagged+st.HoldsExpired > 0:
+			r.log.Info().Int("abandoned", st.Abandoned).Int("due", st.Due).Int("completed", st.Completed).Int("holds_expired", st.HoldsExpired).Msg("reconcile pass")
 		}
 		select {
 		case <-ctx.Done():

@@ -18,7 +18,8 @@ import (
 )
 
 // setupStripeHolds is setupStripe with the adapter also holding at
-// approval time (provider.Holds), as `oncecall serve` wires it.
+// approval time (provider.Holds) and making payment links, as `oncecall
+// serve` wires it.
 func setupStripeHolds(t *testing.T, simCfg providersim.Config) remoteEnv {
 	t.Helper()
 	sim := simtest.Start(t, simCfg)
@@ -27,7 +28,7 @@ func setupStripeHolds(t *testing.T, simCfg providersim.Config) remoteEnv {
 		t.Fatal(err)
 	}
 	e := apptest.Start(t, func(c *app.Config) {
-		c.Providers = provider.Set{provider.Payments: p, provider.Holds: p}
+		c.Providers = provider.Set{provider.Payments: p, provider.Holds: p, provider.Links: p}
 		c.ReconcileDisabled = true
 		c.OperatorToken = operatorToken
 		c.StripeWebhookSecret = stripeWebhookSecret

@@ -393,3 +393,42 @@ func TestTwilioBookingConfirmationIsRenderedAndSentOnce(t *testing.T) {
 		})
 	}
 }
+
+// Each tenant's SMS go from its own sender: a number, a Messaging Service,
+// or the process default for a tenant without one. The sender is read at
+// the claim and kept with the step.
+func TestTwilioTenantsSendFromTheirOwnSender(t *testing.T) {
+	t.Parallel()
+	r := setupTwilio(t, time.Minute, providersim.TwilioCallbacks{})
+	own, ownKey := r.Tenant("own-number")
+	svc, svcKey := r.Tenant("own-service")
+	const service = "MG0123456789abcdef0123456789abcdef"
+	if err := r.Store.SetTenantTwilioSender(t.Context(), own.ID, db.TwilioSender{From: "+14155550100"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Store.SetTenantTwilioSender(t.Context(), svc.ID, db.TwilioSender{MessagingService: service}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(key, to string) {
+		t.Helper()
+		resp := r.Post("/v1/messages", key, "sender-"+to, map[string]any{
+			"to": to, "channel": "sms", "template": "generic", "variables": map[string]string{"body": "Hi"},
+		})
+		if resp.Status != http.StatusCreated {
+			t.Fatalf("send: %d %s", resp.Status, resp.Body)
+		}
+	}
+	send(ownKey, "+15550100001")
+	send(svcKey, "+15550100002")
+	send(r.key, "+15550100003")
+	got := map[string]string{}
+	for _, m := range r.sim.TwilioLedger() {
+		got[m.To] = m.From + "/" + m.MessagingServiceSID
+	}
+	want := map[string]string{"+15550100001": "+14155550100/", "+15550100002": "/" + service, "+15550100003": twilioFrom + "/"}
+	for to, w := range want {
+		if got[to] != w {
+			t.Errorf("message to %s sent by %q, want %q", to, got[to], w)
+		}
+	}
+}

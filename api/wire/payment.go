@@ -56,3 +56,24 @@ func FromPayment(p oncecall.Payment) Payment {
 
 // FromPayments is FromPayment of each payment.
 func FromPayments(p []oncecall.Payment) []Payment { return list(p, FromPayment) }
+
+// PaidPaymentLink is the answer of payment.link once the customer has paid the
+// link: the intent it paid, the Checkout Session and the payments
+// provider's reference of the payment (Stripe's PaymentIntent id).
+type PaidPaymentLink struct {
+	PaymentIntentID uuid.UUID `json:"payment_intent_id"`
+	CheckoutSession string    `json:"checkout_session"`
+	ProviderRef     string    `json:"provider_ref"`
+	Amount          int64     `json:"amount"`
+	Currency        string    `json:"currency"`
+	Status          string    `json:"status"`
+}
+
+// WithdrawnPaymentIntent is the answer of payment_intent.cancel: the
+// intent, now withdrawn, and the provider's reference of the hold that was
+// cancelled (empty for an intent without one).
+type WithdrawnPaymentIntent struct {
+	ID          uuid.UUID `json:"id"`
+	Status      string    `json:"status"`
+	ProviderRef string    `json:"provider_ref"`
+}

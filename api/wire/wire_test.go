@@ -109,6 +109,7 @@ func TestWireFieldsAreTheOpenAPISchemasProperties(t *testing.T) {
 	for schema, v := range map[string]any{
 		"Appointment": wire.Appointment{}, "Slot": wire.Slot{}, "Customer": wire.Customer{}, "Note": wire.Note{},
 		"PointsEntry": wire.PointsEntry{}, "PaymentIntent": wire.PaymentIntent{}, "Payment": wire.Payment{},
+		"PaidPaymentLink": wire.PaidPaymentLink{}, "WithdrawnPaymentIntent": wire.WithdrawnPaymentIntent{},
 		"Message": wire.Message{}, "Step": wire.Step{}, "Event": wire.Event{},
 	} {
 		ref, ok := doc.Components.Schemas[schema]

@@ -298,6 +298,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payment-intents/{payment_intent_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Withdraw an approved payment intent
+         * @description Withdraws an approved payment intent that is not charged (operation `payment_intent.cancel`): it
+         *     can no longer be charged or paid by link (`INTENT_WITHDRAWN`). With payments through Stripe its
+         *     hold (the PaymentIntent made at approval) is cancelled first, under its step's key, and the answer
+         *     is `202` pending until Stripe's answer or the reconciler's evidence; an intent without a hold is
+         *     withdrawn at once. The body is an empty object or none. Rejections: `PAYMENT_INTENT_NOT_FOUND`,
+         *     `INTENT_ALREADY_CAPTURED`, `INTENT_WITHDRAWN` (withdrawn already), `INTENT_HOLD_EXPIRED`,
+         *     `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of it awaits its provider's outcome).
+         */
+        post: operations["cancelPaymentIntent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments": {
         parameters: {
             query?: never;
@@ -311,11 +337,44 @@ export interface paths {
          * Charge a payment intent
          * @description Charges an approved payment intent, at most once whatever keys are used (operation
          *     `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
-         *     `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, and `INTENT_CHARGE_IN_PROGRESS` (a charge of the
-         *     intent through a remote payments provider is still waiting for the provider's outcome; this
-         *     request charged nothing). The same checks run before a charge is sent to a remote provider.
+         *     `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
+         *     `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
+         *     `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
+         *     provider is still waiting for the provider's outcome; this request charged nothing). The same checks run before a charge is sent to a remote provider.
          */
         post: operations["chargePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment-links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a payment link by SMS
+         * @description Sends the customer of an approved payment intent a payment link by SMS and answers once they
+         *     have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
+         *     only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
+         *     URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+         *     and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
+         *     webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
+         *     `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
+         *     Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+         *     `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
+         *     `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
+         *     `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
+         *     `PAYMENT_LINK_EXPIRED`, `PAYMENT_DECLINED`, and a messaging provider's refusal of the SMS
+         *     (`TWILIO_<code>`).
+         */
+        post: operations["sendPaymentLink"];
         delete?: never;
         options?: never;
         head?: never;
@@ -948,7 +1007,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment.charge" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update" | "location.create" | "practitioner.create" | "service.create";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update" | "location.create" | "practitioner.create" | "service.create";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -1095,6 +1154,30 @@ export interface components {
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
             result: components["schemas"]["Payment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `payment_intent.cancel`. */
+        WithdrawnPaymentIntentAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["WithdrawnPaymentIntent"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The envelope of a confirmed `payment.link`. */
+        PaymentLinkAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["PaidPaymentLink"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1439,10 +1522,10 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            /** @description pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...). */
             payment_method: string;
             /** @enum {string} */
-            status: "requires_capture" | "captured";
+            status: "requires_capture" | "captured" | "withdrawn" | "expired";
             /**
              * Format: int64
              * @description The charged amount once captured, else null.
@@ -1476,7 +1559,7 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            /** @description pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...). */
             payment_method: string;
             /** @enum {string} */
             status: "requires_capture";
@@ -1506,10 +1589,10 @@ export interface components {
             /** @description ISO 4217 code, upper-case. */
             currency: string;
             description: string;
-            /** @description pm_card_ok, pm_card_declined, or a card saved at Stripe (pm_...). */
+            /** @description pm_card_ok, pm_card_declined, payment_link (paid by a payment link; nothing held), or a card saved at Stripe (pm_...). */
             payment_method: string;
             /** @enum {string} */
-            status: "requires_capture" | "captured";
+            status: "requires_capture" | "captured" | "withdrawn" | "expired";
             /**
              * Format: int64
              * @description The charged amount once captured, else null.
@@ -1518,6 +1601,36 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             payments: components["schemas"]["Payment"][];
+        };
+        /** @description A withdrawn payment intent. */
+        WithdrawnPaymentIntent: {
+            /**
+             * Format: uuid
+             * @description The payment intent.
+             */
+            id: string;
+            /** @description Always `withdrawn`. */
+            status: string;
+            /** @description The provider's reference of the hold that was cancelled (Stripe's PaymentIntent id); empty for an intent without one. */
+            provider_ref: string;
+        };
+        /** @description A payment link the customer paid. */
+        PaidPaymentLink: {
+            /**
+             * Format: uuid
+             * @description The payment intent the link paid.
+             */
+            payment_intent_id: string;
+            /** @description Stripe's Checkout Session (cs_...). */
+            checkout_session: string;
+            /** @description Stripe's PaymentIntent of the payment (pi_...). */
+            provider_ref: string;
+            /** @description The amount paid, in minor units. */
+            amount: number;
+            /** @description ISO 4217 currency code. */
+            currency: string;
+            /** @enum {string} */
+            status: "paid";
         };
         /** @description One charge attempt of a payment intent. */
         Payment: {
@@ -1655,7 +1768,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1667,7 +1780,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents" | "list_services" | "list_practitioners";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_payment_link" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents" | "list_services" | "list_practitioners";
         MessageTemplateInput: {
             /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
             name: string;
@@ -1903,7 +2016,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -2060,7 +2173,7 @@ export interface components {
             currency: string;
             /** @description Optional: what the payment is for. */
             description?: string;
-            /** @description Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...). */
+            /** @description Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), payment_link (the customer pays by a payment link sent by SMS; nothing is held), or with stripe_customer a card the customer saved at Stripe (pm_...). */
             payment_method?: string;
             /** @description Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe. */
             stripe_customer?: string;
@@ -2073,6 +2186,13 @@ export interface components {
             payment_intent_id: string;
             /** @description Optional: the amount to charge in minor units, at most the intent's amount. Default: the intent's amount. */
             amount?: number;
+        };
+        SendPaymentLinkInput: {
+            /**
+             * Format: uuid
+             * @description The id of the payment intent the customer pays by the link: approved, not charged, not held on a card.
+             */
+            payment_intent_id: string;
         };
         SendMessageInput: {
             /**
@@ -2159,6 +2279,8 @@ export interface components {
             /** @description Optional: a new value asks for a separate callback in this call, on purpose; leave it unchanged to amend the call's callback or when retrying. */
             callback_ref?: string;
         };
+        /** @description An empty object; the payment intent comes from the URL. */
+        CancelPaymentIntentInput: Record<string, never>;
         /** @description An empty object; the callback comes from the URL. */
         CancelCallbackInput: Record<string, never>;
         /** @description A caller's request to be called back, with its window in UTC and on the tenant's wall clock. */
@@ -3610,6 +3732,61 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    cancelPaymentIntent: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The payment intent's id. */
+                payment_intent_id: components["parameters"]["PaymentIntentID"];
+            };
+            cookie?: never;
+        };
+        /** @description An empty object, or no body at all. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["CancelPaymentIntentInput"];
+            };
+        };
+        responses: {
+            /** @description The payment intent is withdrawn. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WithdrawnPaymentIntentAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     chargePayment: {
         parameters: {
             query?: never;
@@ -3650,6 +3827,61 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PaymentAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sendPaymentLink: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "payment_intent_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e09"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SendPaymentLinkInput"];
+            };
+        };
+        responses: {
+            /** @description The customer paid the link. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLinkAction"];
                 };
             };
             202: components["responses"]["Pending"];

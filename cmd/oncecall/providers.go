@@ -27,8 +27,9 @@ func providersFromEnv(getenv func(string) string) (provider.Set, error) {
 			}
 			set[capability] = p
 			if capability == provider.Payments {
-				// The Stripe adapter also holds at approval time.
-				set[provider.Holds] = p
+				// The Stripe adapter also holds at approval time and
+				// makes payment links.
+				set[provider.Holds], set[provider.Links] = p, p
 			}
 			continue
 		}
@@ -78,7 +79,8 @@ func namedProvider(getenv func(string) string, capability, kind, prefix string) 
 	}
 	return stripeprovider.New(stripeprovider.Config{
 		SecretKey: getenv("STRIPE_SECRET_KEY"), BaseURL: getenv(prefix + "URL"), Account: getenv("STRIPE_ACCOUNT"),
-		Timeout: timeout, SearchDelay: delay,
+		LinkReturnURL: getenv("STRIPE_PAYMENT_LINK_RETURN_URL"),
+		Timeout:       timeout, SearchDelay: delay,
 	})
 }
 

@@ -17,9 +17,13 @@ import (
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--stripe-account ACCT] [--json]\n" +
-		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)"
+		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
+		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
 	if len(args) > 0 && args[0] == "stripe-account" {
 		return tenantStripeAccount(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "twilio-sender" {
+		return tenantTwilioSender(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New(usage)
@@ -107,5 +111,46 @@ func tenantStripeAccount(ctx context.Context, args []string, stdout, stderr io.W
 		return nil
 	}
 	fmt.Fprintf(stdout, "tenant %s: payments are made on Stripe account %s\n", tenant, *account)
+	return nil
+}
+
+// tenantTwilioSender sets or clears a tenant's own Twilio sender: its SMS
+// are sent from that number or through that Messaging Service instead of
+// the process default (TWILIO_FROM, TWILIO_MESSAGING_SERVICE_SID). A
+// message claimed earlier keeps the sender it was claimed with.
+func tenantTwilioSender(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tenant twilio-sender", stderr)
+	id := fs.String("tenant", "", "the tenant's id (required)")
+	from := fs.String("from", "", "the tenant's sending number, E.164 (+14155550100)")
+	service := fs.String("messaging-service", "", "the tenant's Messaging Service SID, MG...")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tenant, err := uuid.Parse(strings.TrimSpace(*id))
+	if err != nil {
+		return errors.New("--tenant is required: the tenant's id")
+	}
+	sender := db.TwilioSender{From: strings.TrimSpace(*from), MessagingService: strings.TrimSpace(*service)}
+	if err := sender.Valid(); err != nil {
+		return fmt.Errorf("--from / --messaging-service: %w", err)
+	}
+	store, closeDB, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	if err := store.SetTenantTwilioSender(ctx, tenant, sender); errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("no tenant %s", tenant)
+	} else if err != nil {
+		return err
+	}
+	switch {
+	case sender.From != "":
+		fmt.Fprintf(stdout, "tenant %s: SMS are sent from %s\n", tenant, sender.From)
+	case sender.MessagingService != "":
+		fmt.Fprintf(stdout, "tenant %s: SMS are sent through Messaging Service %s\n", tenant, sender.MessagingService)
+	default:
+		fmt.Fprintf(stdout, "tenant %s: Twilio sender cleared (TWILIO_FROM or TWILIO_MESSAGING_SERVICE_SID is used)\n", tenant)
+	}
 	return nil
 }

@@ -132,3 +132,69 @@ func TestTenantStripeAccountIsStoredWithTheTenant(t *testing.T) {
 		t.Fatalf("stripe_account after clearing: %v", *a)
 	}
 }
+
+// Not parallel: it changes the environment. A tenant's Twilio sender is a
+// number or a Messaging Service, checked, replaced and cleared.
+func TestTwilioTenantSenderIsStoredWithTheTenant(t *testing.T) {
+	url := pgtest.NewDB(t)
+	t.Setenv("DATABASE_URL", url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	senderOf := func(id string) string {
+		t.Helper()
+		var from, service *string
+		if err := conn.QueryRow(ctx, "SELECT twilio_from, twilio_messaging_service FROM tenants WHERE id = $1", uuid.MustParse(id)).Scan(&from, &service); err != nil {
+			t.Fatal(err)
+		}
+		deref := func(p *string) string {
+			if p == nil {
+				return "-"
+			}
+			return *p
+		}
+		return deref(from) + "/" + deref(service)
+	}
+	var out bytes.Buffer
+	if err := run(ctx, []string{"tenant", "create", "--json", "--name", "shop"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	var created map[string]string
+	if err := json.Unmarshal(out.Bytes(), &created); err != nil {
+		t.Fatal(err)
+	}
+	id := created["tenant_id"]
+	if err := run(ctx, []string{"tenant", "twilio-sender", "--tenant", id, "--from", "+14155550100"}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := senderOf(id); got != "+14155550100/-" {
+		t.Fatalf("sender after --from: %s", got)
+	}
+	service := "MG0123456789abcdef0123456789abcdef"
+	if err := run(ctx, []string{"tenant", "twilio-sender", "--tenant", id, "--messaging-service", service}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := senderOf(id); got != "-/"+service {
+		t.Fatalf("sender after --messaging-service: %s", got)
+	}
+	for _, bad := range [][]string{{"--from", "4155550100"}, {"--messaging-service", "MG123"}, {"--from", "+14155550100", "--messaging-service", service}} {
+		if err := run(ctx, append([]string{"tenant", "twilio-sender", "--tenant", id}, bad...), &out, &out); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+	if got := senderOf(id); got != "-/"+service {
+		t.Fatalf("a refused change changed the sender: %s", got)
+	}
+	if err := run(ctx, []string{"tenant", "twilio-sender", "--tenant", uuid.NewString(), "--from", "+14155550100"}, &out, &out); err == nil {
+		t.Error("an unknown tenant accepted")
+	}
+	if err := run(ctx, []string{"tenant", "twilio-sender", "--tenant", id}, &out, &out); err != nil {
+		t.Fatal(err)
+	}
+	if got := senderOf(id); got != "-/-" {
+		t.Fatalf("sender after clearing: %s", got)
+	}
+}

@@ -98,3 +98,35 @@ func (q *Queries) MessageByID(ctx context.Context, arg MessageByIDParams) (Messa
 	)
 	return i, err
 }
+
+const messageOfAction = `-- name: MessageOfAction :one
+SELECT id, tenant_id, customer_id, recipient, channel, template, subject_line, body, subject_id, send_ref, status, action_id, created_at, template_version FROM messages WHERE tenant_id = $1 AND action_id = $2 ORDER BY created_at LIMIT 1
+`
+
+type MessageOfActionParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+// The outbox row a step of an action wrote (the local provider's send).
+func (q *Queries) MessageOfAction(ctx context.Context, arg MessageOfActionParams) (Message, error) {
+	row := q.db.QueryRow(ctx, messageOfAction, arg.TenantID, arg.ActionID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.CustomerID,
+		&i.Recipient,
+		&i.Channel,
+		&i.Template,
+		&i.SubjectLine,
+		&i.Body,
+		&i.SubjectID,
+		&i.SendRef,
+		&i.Status,
+		&i.ActionID,
+		&i.CreatedAt,
+		&i.TemplateVersion,
+	)
+	return i, err
+}

@@ -63,6 +63,7 @@ type ActionStep struct {
 	UpdatedAt     time.Time
 	Version       int32
 	ProviderUntil *time.Time
+	Result        []byte
 }
 
 type ApiKey struct {
@@ -260,10 +261,12 @@ type Slot struct {
 }
 
 type Tenant struct {
-	ID            uuid.UUID
-	Name          string
-	DashaOrgID    *string
-	CreatedAt     time.Time
-	Timezone      string
-	StripeAccount *string
+	ID                     uuid.UUID
+	Name                   string
+	DashaOrgID             *string
+	CreatedAt              time.Time
+	Timezone               string
+	StripeAccount          *string
+	TwilioFrom             *string
+	TwilioMessagingService *string
 }

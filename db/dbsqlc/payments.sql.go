@@ -214,6 +214,22 @@ func (q *Queries) CreatePaymentIntent(ctx context.Context, arg CreatePaymentInte
 	return i, err
 }
 
+const expireLapsedHolds = `-- name: ExpireLapsedHolds :execrows
+UPDATE payment_intents SET status = 'expired', updated_at = now()
+WHERE hold_ref IS NOT NULL AND status = 'requires_capture' AND charging_action_id IS NULL
+  AND capture_before < now()
+`
+
+// Holds past their capture deadline, uncaptured and with no charge in
+// flight, were released by the provider: their intents are expired.
+func (q *Queries) ExpireLapsedHolds(ctx context.Context) (int64, error) {
+	result, err := q.db.Exec(ctx, expireLapsedHolds)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const flagExpiringHolds = `-- name: FlagExpiringHolds :many
 WITH due AS (
     UPDATE payment_intents SET hold_flagged_at = now(), updated_at = now()
@@ -526,4 +542,27 @@ func (q *Queries) SucceededPayment(ctx context.Context, arg SucceededPaymentPara
 		&i.ProviderRef,
 	)
 	return i, err
+}
+
+const withdrawPaymentIntent = `-- name: WithdrawPaymentIntent :execrows
+UPDATE payment_intents SET status = 'withdrawn', charging_action_id = NULL, updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status = 'requires_capture'
+  AND (charging_action_id IS NULL OR charging_action_id = $3)
+`
+
+type WithdrawPaymentIntentParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+	ActionID *uuid.UUID
+}
+
+// Withdraws an approved, uncaptured intent: it can no longer be charged.
+// The action withdrawing it holds it while its hold is cancelled at the
+// provider (charging_action_id); one without a hold is withdrawn at once.
+func (q *Queries) WithdrawPaymentIntent(ctx context.Context, arg WithdrawPaymentIntentParams) (int64, error) {
+	result, err := q.db.Exec(ctx, withdrawPaymentIntent, arg.TenantID, arg.ID, arg.ActionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

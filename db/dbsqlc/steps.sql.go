@@ -481,7 +481,7 @@ func (q *Queries) ProviderRefHeld(ctx context.Context, arg ProviderRefHeldParams
 
 const recordStep = `-- name: RecordStep :execrows
 WITH held AS (
-    SELECT id FROM actions WHERE id = $11 AND lease_owner = $12 FOR SHARE
+    SELECT id FROM actions WHERE id = $12 AND lease_owner = $13 FOR SHARE
 )
 UPDATE action_steps s
 SET state = $1,
@@ -490,11 +490,12 @@ SET state = $1,
     provider_ref = coalesce($2, CASE WHEN $1::text = 'unknown' THEN s.provider_ref END),
     reject_code = $3,
     provider_until = coalesce($4, s.provider_until),
-    attempts = s.attempts + $5::integer, checks = $6,
-    last_error = $7,
-    next_check_at = now() + $8::interval, version = s.version + 1, updated_at = now()
+    result = coalesce($5::jsonb, s.result),
+    attempts = s.attempts + $6::integer, checks = $7,
+    last_error = $8,
+    next_check_at = now() + $9::interval, version = s.version + 1, updated_at = now()
 FROM held
-WHERE s.action_id = held.id AND s.name = $9 AND s.version = $10
+WHERE s.action_id = held.id AND s.name = $10 AND s.version = $11
 `
 
 type RecordStepParams struct {
@@ -502,6 +503,7 @@ type RecordStepParams struct {
 	ProviderRef   *string
 	RejectCode    *string
 	ProviderUntil *time.Time
+	Result        []byte
 	Sent          int32
 	Checks        int32
 	LastError     *string
@@ -520,6 +522,7 @@ func (q *Queries) RecordStep(ctx context.Context, arg RecordStepParams) (int64, 
 		arg.ProviderRef,
 		arg.RejectCode,
 		arg.ProviderUntil,
+		arg.Result,
 		arg.Sent,
 		arg.Checks,
 		arg.LastError,
@@ -620,7 +623,7 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many
-SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, a.created_at AS action_created_at, now()::timestamptz AS db_now
+SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, a.created_at AS action_created_at, now()::timestamptz AS db_now
 FROM action_steps s JOIN actions a ON a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq
@@ -647,6 +650,7 @@ type StepsOfActionRow struct {
 	UpdatedAt       time.Time
 	Version         int32
 	ProviderUntil   *time.Time
+	Result          []byte
 	ActionCreatedAt time.Time
 	DbNow           time.Time
 }
@@ -684,6 +688,7 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Step
 			&i.UpdatedAt,
 			&i.Version,
 			&i.ProviderUntil,
+			&i.Result,
 			&i.ActionCreatedAt,
 			&i.DbNow,
 		); err != nil {

@@ -70,6 +70,25 @@ func (q *Queries) SetTenantStripeAccount(ctx context.Context, arg SetTenantStrip
 	return result.RowsAffected(), nil
 }
 
+const setTenantTwilioSender = `-- name: SetTenantTwilioSender :execrows
+UPDATE tenants SET twilio_from = $2, twilio_messaging_service = $3
+WHERE id = $1
+`
+
+type SetTenantTwilioSenderParams struct {
+	ID                     uuid.UUID
+	TwilioFrom             *string
+	TwilioMessagingService *string
+}
+
+func (q *Queries) SetTenantTwilioSender(ctx context.Context, arg SetTenantTwilioSenderParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setTenantTwilioSender, arg.ID, arg.TwilioFrom, arg.TwilioMessagingService)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const tenantByID = `-- name: TenantByID :one
 SELECT id, name, dasha_org_id FROM tenants WHERE id = $1
 `
@@ -149,4 +168,21 @@ func (q *Queries) TenantTimezone(ctx context.Context, id uuid.UUID) (string, err
 	var timezone string
 	err := row.Scan(&timezone)
 	return timezone, err
+}
+
+const tenantTwilioSender = `-- name: TenantTwilioSender :one
+SELECT coalesce(twilio_from, '')::text AS twilio_from, coalesce(twilio_messaging_service, '')::text AS twilio_messaging_service
+FROM tenants WHERE id = $1
+`
+
+type TenantTwilioSenderRow struct {
+	TwilioFrom             string
+	TwilioMessagingService string
+}
+
+func (q *Queries) TenantTwilioSender(ctx context.Context, id uuid.UUID) (TenantTwilioSenderRow, error) {
+	row := q.db.QueryRow(ctx, tenantTwilioSender, id)
+	var i TenantTwilioSenderRow
+	err := row.Scan(&i.TwilioFrom, &i.TwilioMessagingService)
+	return i, err
 }

@@ -317,7 +317,8 @@ func confirmation(ctx context.Context, tx *db.Tx, x idem.Exec, c oncecall.Custom
 	if err != nil {
 		return remoteSend{}, "", err
 	}
-	return remoteSend{SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body}, "", nil
+	send, err := withSender(ctx, tx, x.TenantID, remoteSend{SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body})
+	return send, "", err
 }
 
 // ConfirmationPayload is the payload of a booking's remote confirmation

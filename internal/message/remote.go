@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -24,6 +26,21 @@ type remoteSend struct {
 	TemplateVersion int    `json:"template_version,omitempty"`
 	SubjectLine     string `json:"subject_line,omitempty"`
 	Body            string `json:"body"`
+	// From and MessagingService are the tenant's own Twilio sender, read
+	// at the claim (see db.TwilioSender); empty: the process default.
+	From             string `json:"from,omitempty"`
+	MessagingService string `json:"messaging_service,omitempty"`
+}
+
+// withSender sets the tenant's own Twilio sender, for the payload of a message
+// it sends.
+func withSender(ctx context.Context, tx *db.Tx, tenant uuid.UUID, m remoteSend) (remoteSend, error) {
+	s, err := tx.TenantTwilioSender(ctx, tenant)
+	if err != nil {
+		return m, err
+	}
+	m.From, m.MessagingService = s.From, s.MessagingService
+	return m, nil
 }
 
 // sendRemote sends through the messaging provider. The payload is rendered
@@ -43,9 +60,10 @@ func sendRemote() *op.Remote[SendInput] {
 		if err != nil {
 			return op.Reservation{}, err
 		}
-		return op.Reservation{Payload: remoteSend{
+		send, err := withSender(ctx, tx, x.TenantID, remoteSend{
 			SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body,
-		}}, nil
+		})
+		return op.Reservation{Payload: send}, err
 	}
 	return r
 }
@@ -86,3 +104,17 @@ func addressOf(c oncecall.Customer, channel string) (recipient, reason string, e
 const maxEchoedName = 40
 
 func shortName(name string) string { return op.Shorten(name, maxEchoedName) }
+
+// LinkTemplate is the template name an SMS carrying a payment link is
+// recorded with: its text is oncecall's own, not a tenant's template.
+const LinkTemplate = "payment_link"
+
+// LinkSMS is the payload of the step that sends a payment link by SMS to a
+// customer's phone: body holds the link as a reference to the result of the
+// step that made it (see internal/step), filled in when it is sent.
+func LinkSMS(customerID, phone, body, subjectID string, sender db.TwilioSender) any {
+	return remoteSend{
+		SendInput: SendInput{CustomerID: customerID, Channel: SMS, Template: LinkTemplate, SubjectID: subjectID},
+		Recipient: phone, Body: body, From: sender.From, MessagingService: sender.MessagingService,
+	}
+}

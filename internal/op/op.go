@@ -101,6 +101,18 @@ type Remote[In any] struct {
 	// confirmation message). They are resumed until done but never change
 	// the action's outcome.
 	FollowUps func(in In) []FollowUp
+	// Before are writes made, in order, before the required one: each is
+	// sent once the one before it succeeded, and one the provider refuses
+	// refuses the action (the required write is never made). Unlike a
+	// follow-up, a write before is recorded whatever its capability: one
+	// whose capability is local is made by the local provider (an SMS
+	// queued in the outbox). A later step's payload may carry what an
+	// earlier one gave back (provider.Record.Data).
+	Before func(in In) []FollowUp
+	// Local, when set, reports inputs that are served locally whatever the
+	// provider: nothing of them is the provider's (an intent approved to be
+	// paid by a payment link holds nothing on a card).
+	Local func(in In) bool
 	// Reserve, when set, runs in the claim's transaction before the write
 	// is recorded: the local checks and holds the remote write needs (the
 	// approved, uncaptured intent of this tenant, held for this action), and
@@ -121,11 +133,17 @@ type Reservation struct {
 	// Reject, when set, is a definitive answer found before anything was
 	// sent: the action completes with it and no step is recorded.
 	Reject *idem.Result
+	// Done, when set, is a definitive answer of writes Reserve made itself
+	// in the claim's transaction (nothing of the input is the provider's:
+	// an intent without a hold is withdrawn locally): the action completes
+	// with it and no step is recorded.
+	Done *idem.Result
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
-	// FollowUps, by follow-up name, replace the payloads the follow-ups
-	// declared (a confirmation's text, rendered now).
+	// FollowUps, by step name, replace the payloads the follow-ups and the
+	// writes before the required one declared (a confirmation's text,
+	// rendered now).
 	FollowUps map[string]any
 }
 
@@ -201,8 +219,9 @@ type Prepared struct {
 	// write; empty for operations that are always local.
 	Capability string
 	// Steps lists the remote writes when the capability is remote: the
-	// required one first (named by the capability), then the follow-ups whose
-	// capability is remote too.
+	// writes before the required one (Remote.Before), the required one
+	// (named by the capability), then the follow-ups whose capability is
+	// remote too.
 	Steps func(remote func(capability string) bool) ([]db.NewStep, error)
 	// Confirmed turns the provider's record of the required write into the
 	// action's result.
@@ -274,7 +293,7 @@ func (o spec[In]) prepare(in In) (*Prepared, error) {
 			return o.s.Execute(ctx, tx, x, in)
 		}
 	}
-	if r := o.s.Remote; r != nil {
+	if r := o.s.Remote; r != nil && (r.Local == nil || !r.Local(in)) {
 		p.Capability = r.Capability
 		p.Steps = func(remote func(string) bool) ([]db.NewStep, error) { return remoteSteps(o.s.Name, r, in, remote) }
 		p.Confirmed = func(rec provider.Record) (idem.Result, error) { return r.Confirmed(in, rec) }
@@ -467,18 +486,24 @@ func withPath(raw []byte, path map[string]string) ([]byte, error) {
 // reserve runs r.Reserve and applies its payload to the required step.
 func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In], in In, steps []db.NewStep) (*idem.Result, error) {
 	res, err := r.Reserve(ctx, tx, x, in)
+	if res.Done != nil && err == nil {
+		return res.Done, nil
+	}
 	if err != nil || res.Reject != nil {
 		return res.Reject, err
 	}
-	if res.Payload != nil {
-		payload, err := json.Marshal(res.Payload)
-		if err != nil {
-			return nil, err
+	for i := range steps {
+		f := &steps[i]
+		if f.Required {
+			if res.Payload != nil {
+				payload, err := json.Marshal(res.Payload)
+				if err != nil {
+					return nil, err
+				}
+				f.Payload = payload
+			}
+			continue
 		}
-		steps[0].Payload = payload
-	}
-	for i := range steps[1:] {
-		f := &steps[1+i]
 		if p, ok := res.FollowUps[f.Name]; ok {
 			payload, err := json.Marshal(p)
 			if err != nil {
@@ -497,7 +522,17 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 	if err != nil {
 		return nil, err
 	}
-	steps := []db.NewStep{{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload}}
+	var steps []db.NewStep
+	if r.Before != nil {
+		for _, f := range r.Before(in) {
+			payload, err := json.Marshal(f.Payload)
+			if err != nil {
+				return nil, err
+			}
+			steps = append(steps, db.NewStep{Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload})
+		}
+	}
+	steps = append(steps, db.NewStep{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload})
 	if r.FollowUps == nil {
 		return steps, nil
 	}

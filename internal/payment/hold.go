@@ -45,6 +45,9 @@ func holdRemote() *op.Remote[IntentInput] {
 	return &op.Remote[IntentInput]{
 		Capability: provider.Holds,
 		Payload:    func(in IntentInput) any { return in },
+		// An intent paid by a payment link holds nothing: it is approved
+		// in oncecall's tables whatever the provider.
+		Local: func(in IntentInput) bool { return in.PaymentMethod == MethodLink },
 		Reserve: func(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput) (op.Reservation, error) {
 			ok, err := tx.CustomerExists(ctx, x.TenantID, op.MustUUID(in.CustomerID))
 			if err != nil {

@@ -38,6 +38,12 @@ const (
 	AuthenticationRequired = "AUTHENTICATION_REQUIRED"
 	// SavedCardsNeedStripe: a saved card is held only through Stripe.
 	SavedCardsNeedStripe = "SAVED_CARDS_NEED_STRIPE"
+	// Withdrawn: the approval was withdrawn (payment_intent.cancel); its
+	// hold, if any, is released.
+	Withdrawn = "INTENT_WITHDRAWN"
+	// HoldExpired: the intent's hold passed its capture deadline uncaptured
+	// and was released by the provider.
+	HoldExpired = "INTENT_HOLD_EXPIRED"
 )
 
 // Payment methods of the local provider.
@@ -55,7 +61,7 @@ var (
 )
 
 // Operations returns the payment operations.
-func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge} }
+func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge, Link, Cancel} }
 
 // IntentInput is the input of payment_intent.create.
 type IntentInput struct {
@@ -63,7 +69,7 @@ type IntentInput struct {
 	Amount        op.Integer `json:"amount" required:"true" minimum:"1" maximum:"9007199254740991" desc:"The approved amount in minor units of the currency, e.g. 1050 for 10.50 EUR."`
 	Currency      string     `json:"currency" required:"true" maxLength:"3" desc:"ISO 4217 currency code, e.g. EUR."`
 	Description   string     `json:"description" maxLength:"500" desc:"Optional: what the payment is for."`
-	PaymentMethod string     `json:"payment_method" maxLength:"255" desc:"Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), or with stripe_customer a card the customer saved at Stripe (pm_...)."`
+	PaymentMethod string     `json:"payment_method" maxLength:"255" desc:"Optional: pm_card_ok (default) or pm_card_declined, the test methods (pm_card_declined makes every charge decline), payment_link (the customer pays by a payment link sent by SMS; nothing is held), or with stripe_customer a card the customer saved at Stripe (pm_...)."`
 	// StripeCustomer is omitted when empty, so requests without it keep
 	// the fingerprint they had before it existed.
 	StripeCustomer string `json:"stripe_customer,omitempty" maxLength:"255" desc:"Optional: the Stripe customer (cus_...) whose saved card payment_method is. The hold is then made off-session: the caller is not there to authenticate. Only with payments through Stripe."`
@@ -83,17 +89,17 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		switch in.PaymentMethod = strings.TrimSpace(in.PaymentMethod); in.PaymentMethod {
 		case "":
 			in.PaymentMethod = MethodOK
-		case MethodOK, MethodDeclined:
+		case MethodOK, MethodDeclined, MethodLink:
 		default:
 			if in.StripeCustomer == "" || !savedCard.MatchString(in.PaymentMethod) {
-				return fault.Field("payment_method", "must be %s, %s, or a saved card (pm_...) with stripe_customer", MethodOK, MethodDeclined)
+				return fault.Field("payment_method", "must be %s, %s, %s, or a saved card (pm_...) with stripe_customer", MethodOK, MethodDeclined, MethodLink)
 			}
 		}
 		switch {
 		case in.StripeCustomer == "":
 		case !stripeCustomer.MatchString(in.StripeCustomer):
 			return fault.Field("stripe_customer", "must be a Stripe customer id (cus_...)")
-		case in.PaymentMethod == MethodOK || in.PaymentMethod == MethodDeclined:
+		case in.PaymentMethod == MethodOK || in.PaymentMethod == MethodDeclined || in.PaymentMethod == MethodLink:
 			return fault.Field("stripe_customer", "is only for a saved card (payment_method pm_...)")
 		}
 		return nil
@@ -163,7 +169,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		return err == nil && stored.amountOf(pi) == in.amountOf(pi), err
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
-		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
+		pi, amount, rejected, err := chargeable(ctx, tx, x, in, false)
 		switch {
 		case err != nil:
 			return idem.Result{}, err
@@ -198,6 +204,9 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 			AmountExceedsIntent: "The amount is more than the caller approved; nothing was charged. Confirm the amount with the caller.",
 			ChargeInProgress:    "An earlier charge of this payment is still being processed; this request charged nothing. Do not charge again and do not say it went through: tell the caller it is still being processed.",
 			IntentNotFound:      "The approved payment was not found; nothing was charged.",
+			PaidByLinkOnly:      "This payment is paid by a payment link, not by card; send one with send_payment_link. Nothing was charged.",
+			Withdrawn:           "This payment approval was withdrawn; nothing was charged. Do not charge it.",
+			HoldExpired:         "The card hold of this payment expired before it was charged; nothing was charged.",
 			"":                  "The payment did not go through; nothing was charged.",
 		},
 		Pending: "The payment is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
@@ -225,8 +234,9 @@ func (in ChargeInput) amountOf(pi oncecall.PaymentIntent) int64 {
 // chargeable locks the tenant's intent (charges of one intent take turns)
 // and checks that it may be charged the requested amount: approved, not
 // captured, no remote charge of it in flight, the amount within the
-// approval. It returns the intent and the amount, or the rejection.
-func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (oncecall.PaymentIntent, int64, *idem.Result, error) {
+// approval. An intent approved to be paid by a link is charged only by one
+// (byLink). It returns the intent and the amount, or the rejection.
+func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, byLink bool) (oncecall.PaymentIntent, int64, *idem.Result, error) {
 	intentID := op.MustUUID(in.PaymentIntentID)
 	reject := func(reason string, details any) (oncecall.PaymentIntent, int64, *idem.Result, error) {
 		res, err := op.Reject(reason, details)
@@ -246,6 +256,12 @@ func chargeable(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (on
 			return oncecall.PaymentIntent{}, 0, nil, err
 		}
 		return reject(AlreadyCaptured, map[string]string{"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String()})
+	case pi.Status == oncecall.IntentWithdrawn:
+		return reject(Withdrawn, map[string]string{"payment_intent_id": in.PaymentIntentID})
+	case pi.Status == oncecall.IntentExpired:
+		return reject(HoldExpired, map[string]string{"payment_intent_id": in.PaymentIntentID})
+	case pi.PaymentMethod == MethodLink && !byLink:
+		return reject(PaidByLinkOnly, map[string]string{"payment_intent_id": in.PaymentIntentID})
 	case pi.ChargingAction != uuid.Nil && pi.ChargingAction != x.ActionID:
 		return reject(ChargeInProgress, map[string]string{"payment_intent_id": in.PaymentIntentID, "charging_action_id": pi.ChargingAction.String()})
 	}
@@ -285,7 +301,7 @@ type remoteCharge struct {
 func chargeRemote() *op.Remote[ChargeInput] {
 	r := op.SendInput[ChargeInput](provider.Payments, http.StatusCreated)
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (op.Reservation, error) {
-		pi, amount, rejected, err := chargeable(ctx, tx, x, in)
+		pi, amount, rejected, err := chargeable(ctx, tx, x, in, false)
 		if err != nil || rejected != nil {
 			return op.Reservation{Reject: rejected}, err
 		}
@@ -309,32 +325,35 @@ func chargeRemote() *op.Remote[ChargeInput] {
 		}
 		return op.Reservation{Payload: charge}, nil
 	}
-	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
-		// The succeeded payment of an intent charged by its provider,
-		// with the provider's reference.
-		intentID := op.MustUUID(in.PaymentIntentID)
-		pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
-		if err != nil {
-			return err
-		}
-		if pi.ChargingAction != x.ActionID {
-			return nil // recorded already
-		}
-		amount := in.amountOf(pi)
-		p := db.NewPayment{
-			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
-			Status: oncecall.PaymentSucceeded, ProviderRef: providerRef,
-		}
-		if res.Outcome != idem.Confirmed {
-			// Refused by the provider or an operator: nothing was charged,
-			// and the intent may be charged again.
-			return tx.ReleasePaymentIntent(ctx, x.TenantID, intentID, x.ActionID)
-		}
-		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, intentID, amount); err != nil {
-			return fmt.Errorf("capture intent %s: %w", intentID, err)
-		}
-		_, err = tx.CreatePayment(ctx, p)
+	r.Settle = settleCharge
+	return r
+}
+
+// settleCharge records the outcome of a remote charge of an intent (or of
+// a payment link, which charges it): the succeeded payment with the
+// provider's reference, or the intent released for another charge.
+func settleCharge(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
+	intentID := op.MustUUID(in.PaymentIntentID)
+	pi, err := tx.LockPaymentIntent(ctx, x.TenantID, intentID)
+	if err != nil {
 		return err
 	}
-	return r
+	if pi.ChargingAction != x.ActionID {
+		return nil // recorded already
+	}
+	amount := in.amountOf(pi)
+	p := db.NewPayment{
+		TenantID: x.TenantID, ActionID: x.ActionID, IntentID: intentID, Amount: amount, Currency: pi.Currency,
+		Status: oncecall.PaymentSucceeded, ProviderRef: providerRef,
+	}
+	if res.Outcome != idem.Confirmed {
+		// Refused by the provider or an operator: nothing was charged,
+		// and the intent may be charged again.
+		return tx.ReleasePaymentIntent(ctx, x.TenantID, intentID, x.ActionID)
+	}
+	if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, intentID, amount); err != nil {
+		return fmt.Errorf("capture intent %s: %w", intentID, err)
+	}
+	_, err = tx.CreatePayment(ctx, p)
+	return err
 }

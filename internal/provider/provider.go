@@ -31,6 +31,13 @@ var Capabilities = []string{Calendar, Payments, Messaging, CRM}
 // and can hold (stripe) serves it too.
 const Holds = "payment_holds"
 
+// Links is the payments provider's payment links: a page where the customer
+// pays (Stripe: a Checkout Session), sent to them by SMS, whose outcome is
+// decided when they pay or the link expires. Like Holds it is not
+// configured on its own: the adapter that serves payments and can make
+// links (stripe) serves it too.
+const Links = "payment_links"
+
 // Write is one downstream write.
 type Write struct {
 	Capability string
@@ -54,6 +61,10 @@ type Record struct {
 	// Until, when set, is how long the provider keeps the write open: a
 	// hold's capture deadline, after which it is released uncaptured.
 	Until time.Time `json:"until,omitzero"`
+	// Data is what the write gave back that a later step of the same
+	// action uses (a Checkout Session's id and URL): a step's payload
+	// names it as {{step:<name>.<field>}} (see docs/providers.md).
+	Data map[string]string `json:"data,omitempty"`
 }
 
 // Traits is what a provider promises; recovery relies on nothing else.
@@ -123,11 +134,16 @@ var (
 	// ErrKeyConflict: the provider holds another write under the key. No
 	// re-send can change that; an operator decides.
 	ErrKeyConflict = errors.New("provider holds another write under the key")
+	// ErrWaiting: the write's outcome is decided by someone other than
+	// oncecall, later (a customer who has not paid a payment link yet). The
+	// step is checked again with backoff, and a provider's signed notice
+	// makes it due at once; waiting never counts towards the operator.
+	ErrWaiting = errors.New("provider outcome not decided yet")
 )
 
 // Classify names the class of a Write error: "rejected", "not_sent",
-// "key_conflict" or "ambiguous" (anything unrecognised is ambiguous: never
-// assume a failure).
+// "key_conflict", "waiting" or "ambiguous" (anything unrecognised is
+// ambiguous: never assume a failure).
 func Classify(err error) string {
 	var rej *Rejected
 	switch {
@@ -137,6 +153,8 @@ func Classify(err error) string {
 		return "not_sent"
 	case errors.Is(err, ErrKeyConflict):
 		return "key_conflict"
+	case errors.Is(err, ErrWaiting):
+		return "waiting"
 	}
 	return "ambiguous"
 }

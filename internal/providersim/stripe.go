@@ -89,6 +89,9 @@ type stripeState struct {
 	order   []string
 	keys    map[string]*stripeKeyed
 	events  int
+	// sessions are the Checkout Sessions (stripe_checkout.go).
+	sessions     map[string]*StripeCheckoutSession
+	sessionOrder []string
 	// webhook and secret: where events go and what signs them.
 	webhook, secret string
 }
@@ -133,6 +136,7 @@ func (m *Main) stripeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/payment_intents/{id}/capture", m.stripeCapture)
 	mux.HandleFunc("POST /v1/payment_intents/{id}/cancel", m.stripeCancel)
 	mux.HandleFunc("GET /stripe/ledger", m.stripeLedger)
+	m.stripeCheckoutRoutes(mux)
 }
 
 func stripeError(w http.ResponseWriter, status int, typ, code, msg string) {
@@ -289,12 +293,12 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 			c := *pi
 			body := errBody("card_error", "authentication_required", "Your card was declined. This transaction requires authentication.", &c)
 			body["error"].(map[string]any)["decline_code"] = "authentication_required"
-			return http.StatusPaymentRequired, body, []stripeEvent{{"payment_intent.payment_failed", c}}
+			return http.StatusPaymentRequired, body, []stripeEvent{{typ: "payment_intent.payment_failed", pi: c}}
 		}
 		if pi.PaymentMethod == StripeDeclinedMethod {
 			c := *pi
 			return http.StatusPaymentRequired, errBody("card_error", "card_declined", "Your card was declined.", &c),
-				[]stripeEvent{{"payment_intent.payment_failed", c}}
+				[]stripeEvent{{typ: "payment_intent.payment_failed", pi: c}}
 		}
 		if pi.CaptureMethod == "manual" {
 			pi.Status, pi.AmountCapturable = "requires_capture", amount
@@ -302,11 +306,11 @@ func (m *Main) stripeCreate(w http.ResponseWriter, r *http.Request) {
 			ch.PaymentMethodDetails.Type = "card"
 			ch.PaymentMethodDetails.Card.CaptureBefore = now.Add(m.cfg.StripeCaptureWindow).Unix()
 			pi.LatestCharge = ch
-			return http.StatusOK, *pi, []stripeEvent{{"payment_intent.amount_capturable_updated", *pi}}
+			return http.StatusOK, *pi, []stripeEvent{{typ: "payment_intent.amount_capturable_updated", pi: *pi}}
 		}
 		pi.Status, pi.AmountReceived = "succeeded", amount
 		pi.Captures++
-		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.succeeded", *pi}}
+		return http.StatusOK, *pi, []stripeEvent{{typ: "payment_intent.succeeded", pi: *pi}}
 	})
 }
 
@@ -352,7 +356,7 @@ func (m *Main) stripeCapture(w http.ResponseWriter, r *http.Request) {
 		pi.Metadata = metadata
 		pi.Status, pi.AmountReceived, pi.AmountCapturable = "succeeded", amount, 0
 		pi.Captures++
-		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.succeeded", *pi}}
+		return http.StatusOK, *pi, []stripeEvent{{typ: "payment_intent.succeeded", pi: *pi}}
 	})
 }
 
@@ -368,7 +372,7 @@ func (m *Main) stripeCancel(w http.ResponseWriter, r *http.Request) {
 				"This PaymentIntent could not be canceled because it has a status of "+pi.Status+".", pi), nil
 		}
 		pi.Status, pi.AmountCapturable = "canceled", 0
-		return http.StatusOK, *pi, []stripeEvent{{"payment_intent.canceled", *pi}}
+		return http.StatusOK, *pi, []stripeEvent{{typ: "payment_intent.canceled", pi: *pi}}
 	})
 }
 
@@ -461,10 +465,12 @@ func (m *Main) stripeLedger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"payment_intents": m.StripeLedger()})
 }
 
-// stripeEvent is one webhook event about a PaymentIntent.
+// stripeEvent is one webhook event about a PaymentIntent, or about
+// another object (obj, a Checkout Session).
 type stripeEvent struct {
 	typ string
 	pi  StripePaymentIntent
+	obj any
 }
 
 // stripeDeliver posts a signed event to the webhook URL, like Stripe:
@@ -479,7 +485,11 @@ func (m *Main) stripeDeliver(e stripeEvent) {
 	if target == "" {
 		return
 	}
-	obj, _ := json.Marshal(e.pi)
+	var what any = e.pi
+	if e.obj != nil {
+		what = e.obj
+	}
+	obj, _ := json.Marshal(what)
 	body, _ := json.Marshal(map[string]any{
 		"id": fmt.Sprintf("evt_sim%06d", n), "object": "event", "type": e.typ, "api_version": stripe.APIVersion,
 		"created": m.cfg.Now().Unix(), "livemode": false, "data": map[string]any{"object": json.RawMessage(obj)},

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -41,8 +42,12 @@ type Driver struct {
 	cfg       Config
 	log       zerolog.Logger
 	// Observe, when set, is told each step result ("succeeded", "rejected",
-	// "not_sent", "ambiguous", "inconclusive", "needs_operator").
+	// "not_sent", "ambiguous", "waiting", "inconclusive", "needs_operator").
 	Observe func(capability, result string, took time.Duration)
+	// Local serves the writes before an action's required one (see
+	// op.Remote.Before) whose capability no remote provider serves: an
+	// SMS queued in oncecall's outbox.
+	Local provider.Set
 }
 
 // NewDriver returns a Driver with defaults applied to cfg.
@@ -79,36 +84,42 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 		return a, fmt.Errorf("load steps: %w", err)
 	}
 	needsOperator := false
-	var required *oncecall.Step
+	var required, refused *oncecall.Step
+	first := slices.IndexFunc(steps, func(s oncecall.Step) bool { return s.Required })
 	for i := range steps {
 		s := &steps[i]
+		// A write before the required one (op.Remote.Before) waits for the
+		// one before it; a follow-up waits for the required write.
+		before := i < first
 		if s.Required {
 			required = s
 		} else if required != nil && required.State != oncecall.StepSucceeded {
 			break // follow-ups wait for the write they follow
 		}
-		if resolved(s) || !s.Due() {
-			if s.Required && !resolved(s) {
-				break
+		if !resolved(s) && s.Due() {
+			if s.Payload, err = withResults(s.Payload, steps[:i]); err != nil {
+				return a, fmt.Errorf("step %s: %w", s.Name, err)
 			}
-			continue
+			stuck, err := d.advance(ctx, a, s, owner, before)
+			if errors.Is(err, errMoved) {
+				// Another driver holds the action now, or the evidence this one
+				// acted on expired: whoever holds the lease settles it.
+				d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved or lease lost; leaving it")
+				return d.store.ActionByID(ctx, a.TenantID, a.ID)
+			}
+			if err != nil {
+				return a, err
+			}
+			needsOperator = needsOperator || stuck
 		}
-		stuck, err := d.advance(ctx, a, s, owner)
-		if errors.Is(err, errMoved) {
-			// Another driver holds the action now, or the evidence this one
-			// acted on expired: whoever holds the lease settles it.
-			d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved or lease lost; leaving it")
-			return d.store.ActionByID(ctx, a.TenantID, a.ID)
-		}
-		if err != nil {
-			return a, err
-		}
-		needsOperator = needsOperator || stuck
-		if s.Required && s.State != oncecall.StepSucceeded {
+		if (s.Required || before) && s.State != oncecall.StepSucceeded {
+			if before && s.State == oncecall.StepRejected {
+				refused, required = s, &steps[first]
+			}
 			break
 		}
 	}
-	if err := d.settle(ctx, a, owner, required, needsOperator); err != nil {
+	if err := d.settle(ctx, a, owner, required, refused, needsOperator); err != nil {
 		return a, err
 	}
 	return d.store.ActionByID(ctx, a.TenantID, a.ID)
@@ -119,13 +130,21 @@ func resolved(s *oncecall.Step) bool {
 }
 
 // settle records the action's outcome once its required step is resolved,
-// and otherwise ends the lease (a running action becomes unknown).
-func (d *Driver) settle(ctx context.Context, a oncecall.Action, owner uuid.UUID, required *oncecall.Step, needsOperator bool) error {
+// or a write before it was refused, and otherwise ends the lease (a running
+// action becomes unknown).
+func (d *Driver) settle(ctx context.Context, a oncecall.Action, owner uuid.UUID, required, refused *oncecall.Step, needsOperator bool) error {
 	var res idem.Result
 	var err error
+	decided := required
 	switch {
+	case refused != nil && a.State != oncecall.Completed:
+		// The required write is never made: nothing it needed exists.
+		decided = refused
+		res, err = op.Reject(refused.RejectCode, map[string]string{"provider_code": refused.RejectCode, "step": refused.Name})
 	case required != nil && required.State == oncecall.StepSucceeded && a.State != oncecall.Completed:
-		res, err = d.ops.Confirmed(a, provider.Record{ID: required.ProviderRef, ExternalRef: required.ExternalRef, Status: "committed"})
+		res, err = d.ops.Confirmed(a, provider.Record{
+			ID: required.ProviderRef, ExternalRef: required.ExternalRef, Status: "committed", Data: required.Result,
+		})
 	case required != nil && required.State == oncecall.StepRejected && a.State != oncecall.Completed:
 		res, err = op.Reject(required.RejectCode, map[string]string{"provider_code": required.RejectCode})
 	default:
@@ -140,16 +159,27 @@ func (d *Driver) settle(ctx context.Context, a oncecall.Action, owner uuid.UUID,
 		return err
 	}
 	return d.store.InTx(ctx, func(tx *db.Tx) error {
+		if refused != nil && required != nil && !resolved(required) {
+			// The required step will never be sent: it is closed with the
+			// refusal, so no pass picks it up again.
+			ok, err := tx.RecordStep(ctx, a.ID, required.Name, owner, required.Version, db.StepUpdate{
+				State: oncecall.StepRejected, RejectCode: refused.RejectCode, Checks: required.Checks,
+				LastError: "not sent: step " + refused.Name + " was refused",
+			})
+			if err != nil || !ok {
+				return leaseLost(err, ok)
+			}
+		}
 		ok, err := tx.ResolveAction(ctx, a.ID, owner, db.Completion{
 			Outcome: res.Outcome, Reason: res.Reason, Status: res.Status, ResourceID: res.ResourceID, Result: res.Body,
 		}, needsOperator)
 		if err != nil || !ok {
 			return leaseLost(err, ok)
 		}
-		if err := d.ops.Settle(ctx, tx, a, res, required.ProviderRef); err != nil {
+		if err := d.ops.Settle(ctx, tx, a, res, decided.ProviderRef); err != nil {
 			return fmt.Errorf("settle %s locally: %w", a.Operation, err)
 		}
-		return tx.AddEvent(ctx, a.ID, "completed", required.Name, map[string]string{"outcome": string(res.Outcome), "reason": res.Reason})
+		return tx.AddEvent(ctx, a.ID, "completed", decided.Name, map[string]string{"outcome": string(res.Outcome), "reason": res.Reason})
 	})
 }
 
@@ -170,8 +200,13 @@ func sendWindow(t provider.Traits) time.Duration { return t.CallTimeout() + time
 // whether the step needs an operator. Every time comparison uses the
 // database's clock as read with the step; BeginSend checks the same
 // conditions again, in SQL, at the instant it marks the step sent.
-func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID) (needsOperator bool, err error) {
+func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, before bool) (needsOperator bool, err error) {
 	p, ok := d.providers.Remote(s.Capability)
+	if !ok && before {
+		// A write before the required one is made whatever its
+		// capability: locally when no remote provider serves it.
+		p, ok = d.Local.Remote(s.Capability)
+	}
 	if !ok {
 		return d.inconclusive(ctx, a, s, owner, "no remote provider is configured for "+s.Capability)
 	}
@@ -190,12 +225,14 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	rec, found, err := d.lookup(ctx, p, s)
 	settle := t.CallTimeout() + t.VisibilityDelay
 	switch {
+	case errors.Is(err, provider.ErrWaiting):
+		return d.waiting(ctx, a, s, owner, db.StepUpdate{State: s.State, Checks: s.Checks, Backoff: d.backoff(s.Attempts)})
 	case err != nil:
 		return d.inconclusive(ctx, a, s, owner, "lookup failed: "+errText(err))
 	case found && rec.Status == "rejected":
 		return false, d.record(ctx, a, s, owner, "evidence", db.StepUpdate{State: oncecall.StepRejected, RejectCode: rec.Code, Checks: s.Checks}, rec.ID)
 	case found:
-		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until}
+		u := db.StepUpdate{State: oncecall.StepSucceeded, ProviderRef: rec.ID, Checks: s.Checks, ProviderUntil: rec.Until, Result: rec.Data}
 		if _, searched := p.(provider.Finder); !searched {
 			return false, d.record(ctx, a, s, owner, "evidence", u, rec.ID)
 		}
@@ -305,11 +342,15 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 	var rej *provider.Rejected
 	switch {
 	case err == nil:
-		u.State, u.ProviderRef, u.ProviderUntil = oncecall.StepSucceeded, rec.ID, rec.Until
+		u.State, u.ProviderRef, u.ProviderUntil, u.Result = oncecall.StepSucceeded, rec.ID, rec.Until, rec.Data
 	case errors.As(err, &rej):
 		u.State, u.RejectCode = oncecall.StepRejected, rej.Code
 	case class == "not_sent":
 		u.State, u.LastError = oncecall.StepPending, errText(err)
+	case class == "waiting":
+		// Asked, and not decided yet: checked again with backoff.
+		u.State = oncecall.StepUnknown
+		return d.waiting(ctx, a, s, owner, u)
 	case class == "key_conflict":
 		// The provider holds another write under this key: no re-send can
 		// tell what became of this one.
@@ -334,6 +375,19 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 // as old as its action, is an operator's to decide.
 func (d *Driver) outOfChecks(s *oncecall.Step, checks int) bool {
 	return checks >= d.cfg.MaxChecks || s.DBNow.Sub(s.ActionCreatedAt) > d.cfg.MaxAge
+}
+
+// waiting records a check of a write whose outcome someone else decides
+// later (provider.ErrWaiting): it does not count towards the operator, who
+// is called only when the action is older than MaxAge.
+func (d *Driver) waiting(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, u db.StepUpdate) (bool, error) {
+	stuck := s.DBNow.Sub(s.ActionCreatedAt) > d.cfg.MaxAge
+	kind := "waiting"
+	if stuck {
+		kind, u.LastError = "needs_operator", "still not decided past the longest an action may wait"
+	}
+	d.observe(s.Capability, kind, 0)
+	return stuck, d.record(ctx, a, s, owner, kind, u, "")
 }
 
 func (d *Driver) inconclusive(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, why string) (bool, error) {
@@ -384,6 +438,9 @@ func (d *Driver) recordIf(ctx context.Context, a oncecall.Action, s *oncecall.St
 	d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Str("capability", s.Capability).
 		Str("provider_ref", u.ProviderRef).Str("event", kind).Str("state", u.State).Msg("step")
 	s.State, s.ProviderRef, s.RejectCode, s.Checks = u.State, u.ProviderRef, u.RejectCode, u.Checks
+	if u.Result != nil {
+		s.Result = u.Result
+	}
 	s.Version++
 	if u.Sent {
 		s.Attempts++

@@ -39,6 +39,16 @@ func (p *Provider) captureHold(ctx context.Context, w provider.Write, c charge) 
 // a hold made at approval by the PaymentIntent itself, any other charge by
 // its key.
 func (p *Provider) LookupWrite(ctx context.Context, w provider.Write) (provider.Record, bool, error) {
+	switch w.Operation {
+	case LinkCreateOperation, LinkOperation:
+		return p.lookupLink(ctx, w)
+	case CancelOperation:
+		c, err := parseCancel(w)
+		if err != nil {
+			return provider.Record{}, false, err
+		}
+		return p.lookupCancel(ctx, w, c)
+	}
 	var c charge
 	if err := json.Unmarshal(w.Payload, &c); err != nil {
 		return provider.Record{}, false, fmt.Errorf("read the step's payload: %w", err)

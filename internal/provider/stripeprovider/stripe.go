@@ -85,6 +85,9 @@ type Config struct {
 	// SearchDelay is how long after a write Stripe's search may still miss
 	// it. Default 1m.
 	SearchDelay time.Duration
+	// LinkReturnURL, when set, is where a payment link's page sends the
+	// customer once they paid (success_url); unset: Stripe's own page.
+	LinkReturnURL string
 }
 
 // Provider is the Stripe payments adapter.
@@ -180,8 +183,14 @@ func (p *Provider) account(account string) string {
 // Write charges: hold (create and confirm a PaymentIntent with manual
 // capture) under the step's key, then capture under a key derived from it.
 func (p *Provider) Write(ctx context.Context, w provider.Write) (provider.Record, error) {
+	switch w.Operation {
+	case LinkCreateOperation, LinkOperation:
+		return p.writeLink(ctx, w)
+	case CancelOperation:
+		return p.cancelHold(ctx, w)
+	}
 	if w.Operation != Operation && w.Operation != HoldOperation {
-		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge and payment_intent.create only"}
+		return provider.Record{}, &provider.Rejected{Code: "UNSUPPORTED_OPERATION", Message: "the stripe provider performs payment.charge, payment_intent.create, payment_intent.cancel and payment.link only"}
 	}
 	var c charge
 	if err := json.Unmarshal(w.Payload, &c); err != nil || c.Amount <= 0 || c.Currency == "" {

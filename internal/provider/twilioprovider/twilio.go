@@ -61,7 +61,8 @@ type Config struct {
 	AccountSID, AuthToken string
 	// From is the sending number (E.164); MessagingServiceSID a Messaging
 	// Service (MG...) that picks the sender. One of them is required; the
-	// service wins when both are set.
+	// service wins when both are set. They are the default: a tenant's own
+	// sender, carried by the message's payload, is used instead.
 	From, MessagingServiceSID string
 	// BaseURL overrides Twilio's API base (https://api.twilio.com), e.g. for
 	// the provider simulator.
@@ -149,6 +150,25 @@ type sms struct {
 	To        string `json:"to"`
 	Recipient string `json:"recipient"`
 	Body      string `json:"body"`
+	// From and MessagingService are the tenant's own sender, when it has
+	// one; otherwise Config's.
+	From             string `json:"from"`
+	MessagingService string `json:"messaging_service"`
+}
+
+// sender is the message's sender: the tenant's own number or Messaging
+// Service, else the process default (the service wins when both are
+// configured).
+func (p *Provider) sender(m sms) (from, service string) {
+	switch {
+	case m.MessagingService != "":
+		return "", m.MessagingService
+	case m.From != "":
+		return m.From, ""
+	case p.cfg.MessagingServiceSID != "":
+		return "", p.cfg.MessagingServiceSID
+	}
+	return p.cfg.From, ""
 }
 
 func (m sms) to() string {
@@ -189,10 +209,10 @@ func (p *Provider) Write(_ context.Context, w provider.Write) (provider.Record, 
 		return provider.Record{}, err
 	}
 	params := (&api.CreateMessageParams{}).SetTo(m.to()).SetBody(m.Body)
-	if p.cfg.MessagingServiceSID != "" {
-		params.SetMessagingServiceSid(p.cfg.MessagingServiceSID)
+	if from, service := p.sender(m); service != "" {
+		params.SetMessagingServiceSid(service)
 	} else {
-		params.SetFrom(p.cfg.From)
+		params.SetFrom(from)
 	}
 	if p.cfg.PublicURL != "" {
 		params.SetStatusCallback(CallbackURL(p.cfg.PublicURL, w.ExternalRef))
@@ -217,9 +237,10 @@ func (p *Provider) Find(_ context.Context, q provider.Query) (provider.Record, b
 		return provider.Record{}, false, err
 	}
 	want := sha256.Sum256([]byte(m.Body))
+	from, service := p.sender(m)
 	matches := func(msg api.ApiV2010Message) bool {
 		return msg.Sid != nil && msg.To != nil && *msg.To == m.to() && msg.Body != nil && sha256.Sum256([]byte(body(*msg.Body))) == want &&
-			(p.cfg.MessagingServiceSID != "" || msg.From == nil || *msg.From == p.cfg.From)
+			(service != "" || msg.From == nil || *msg.From == from)
 	}
 	found := func(sid string) provider.Record {
 		return provider.Record{ID: sid, ExternalRef: q.Write.ExternalRef, Status: "committed"}

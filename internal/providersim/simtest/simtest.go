@@ -130,6 +130,33 @@ func (s *Sim) StripeLedger() []providersim.StripePaymentIntent {
 	return l
 }
 
+// StripeSessions lists the Stripe mode's Checkout Sessions.
+func (s *Sim) StripeSessions() []providersim.StripeCheckoutSession { return s.main.StripeSessions() }
+
+// StripePay pays an open Checkout Session, as its customer would.
+func (s *Sim) StripePay(id string) {
+	s.t.Helper()
+	if err := s.main.StripePay(id); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// StripeExpire expires an open Checkout Session unpaid.
+func (s *Sim) StripeExpire(id string) {
+	s.t.Helper()
+	if err := s.main.StripeExpire(id); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// ResendStripeEvent delivers a signed event about a Checkout Session again.
+func (s *Sim) ResendStripeEvent(typ, id string) {
+	s.t.Helper()
+	if err := s.main.ResendStripeEvent(typ, id); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // TwilioLedger lists the Twilio mode's messages.
 func (s *Sim) TwilioLedger() []providersim.TwilioMessage {
 	s.t.Helper()
