@@ -111,7 +111,7 @@ var Link = op.Define(op.Spec[LinkInput]{
 			"":                 "The payment link could not be sent; nothing was charged.",
 		},
 		Pending: "A payment link is being sent to the caller's phone by text message. The payment is NOT confirmed and its result is unknown until " +
-			"the caller pays on the page the link opens; do not say it went through. Tell the caller to open the link in the text message to pay.",
+			"the caller pays on the page the link opens; do not tell the caller it is paid. Tell the caller to open the link in the text message to pay.",
 	},
 })
 
