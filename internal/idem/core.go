@@ -510,11 +510,11 @@ func retryAfter(a oncecall.Action) time.Duration {
 //     when the key is free: a replay costs that read alone, a first
 //     execution the read and then the statement.
 //
-// A read costs about two thirds of a replay's statement (docs/performance.md),
-// so the read first is the cheaper path when more than about two requests
-// in three are replays; it is taken above one in two, when replays
-// dominate (clients retrying after an outage, a platform re-sending a
-// call's tool calls). Either path answers every request correctly: a key
+// A replay's statement costs more than twice the read in CPU, this process's
+// and PostgreSQL's together (docs/performance.md), so the read first is the
+// cheaper path once more than about one request in two is a replay, and it
+// is taken then: when replays dominate (clients retrying after an outage, a
+// platform re-sending a call's tool calls). Either path answers every request correctly: a key
 // the read finds taken is followed as it is now (stale answers and retired
 // keys included); a key it finds free is claimed by the statement, which
 // checks it again. A wrong estimate costs one read, nothing else.
