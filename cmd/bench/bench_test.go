@@ -275,10 +275,10 @@ func TestBenchRounds(t *testing.T) {
 			t.Errorf("%s: median rps %v outside its rounds' %v..%v", s.Name, s.RPS, lo, hi)
 		}
 	}
-	for _, name := range []string{"first/ceiling", "replay/select"} {
+	for name, shareTarget := range map[string]float64{"first/ceiling": 0.95, "replay/select": 0.8} {
 		r := rep.Ratios[name]
-		if len(r.Rounds["2"]) != 2 || r.Bound["2"] <= 0 || r.Share["2"] <= 0 {
-			t.Errorf("%s: %+v, want two rounds, a bound and a share", name, r)
+		if len(r.Rounds["2"]) != 2 || r.Bound["2"] <= 0 || r.Share["2"] <= 0 || r.ShareTarget != shareTarget {
+			t.Errorf("%s: %+v, want two rounds, a bound, a share and a share target of %v", name, r, shareTarget)
 		}
 	}
 	for name, target := range map[string]float64{"first/peer": 1.5, "replay/peer_replay": 2} {
@@ -290,7 +290,7 @@ func TestBenchRounds(t *testing.T) {
 	if p := rep.ReplayP99; p.TargetMS != 5 || p.AtClients != 32 || p.Clients["2"] <= 0 {
 		t.Errorf("replay p99: %+v", p)
 	}
-	for _, want := range []string{"median of 2 rounds", "share 2", "first/peer", "replay p99 ms"} {
+	for _, want := range []string{"median of 2 rounds", "share 2", "share target", "first/peer", "replay/peer_replay", "replay p99 ms"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
