@@ -120,7 +120,8 @@ func TestBenchRuns(t *testing.T) {
 // request and one select can run at most 1/(1/floor + 1/select) times a
 // second.
 func TestBounds(t *testing.T) {
-	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000}
+	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000,
+		"peer": 1000, "peer_replay": 4000}
 	get := func(name string) float64 { return rps[name] }
 	for _, c := range []struct {
 		name string
@@ -130,6 +131,8 @@ func TestBounds(t *testing.T) {
 		{"replay/select", replaySelectBound(get), 0.6},                           // 12,000 / 20,000
 		{"first/ceiling", firstCeilingBound(get), 0.909},                         // 2,727 / 3,000
 		{"first/bare", firstBareBound(get), round(0.0005/(0.00025+1.0/3000), 3)}, // 1/bare over bare - bare_sql + ceiling
+		{"first/peer", firstPeerBound(get), 2.727},                               // 2,727 / 1,000
+		{"replay/peer_replay", replayPeerBound(get), 3},                          // 12,000 / 4,000
 	} {
 		if c.got != c.want {
 			t.Errorf("%s bound = %v, want %v", c.name, c.got, c.want)

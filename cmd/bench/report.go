@@ -32,8 +32,8 @@ var ratios = []ratio{
 	{"grown/first", "grown", "first", 0.9, nil, 0},
 	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil, 0},
 	// The peer: idempotency keys done by hand on bare's stack (peer.go).
-	{"first/peer", "first", "peer", 1.5, nil, 0},
-	{"replay/peer_replay", "replay", "peer_replay", 2, nil, 0},
+	{"first/peer", "first", "peer", 1.5, firstPeerBound, 0},
+	{"replay/peer_replay", "replay", "peer_replay", 2, replayPeerBound, 0},
 }
 
 // The bounds take a saturated machine, where what requests cost in CPU
@@ -59,6 +59,19 @@ func firstBareBound(rps func(string) float64) float64 {
 
 func replaySelectBound(rps func(string) float64) float64 {
 	return costRatio(rps("select"), rps("floor"), rps("select"))
+}
+
+// A first execution and a replay cost at least what they cost against
+// ceiling and select, whatever the peer costs: first/peer cannot exceed
+// floor and ceiling's rate over peer's, nor replay/peer_replay floor and
+// select's over peer_replay's.
+
+func firstPeerBound(rps func(string) float64) float64 {
+	return costRatio(rps("peer"), rps("floor"), rps("ceiling"))
+}
+
+func replayPeerBound(rps func(string) float64) float64 {
+	return costRatio(rps("peer_replay"), rps("floor"), rps("select"))
 }
 
 // costRatio is the rps of a request costing one of a and one of b, over den.
