@@ -504,20 +504,21 @@ func retryAfter(a oncecall.Action) time.Duration {
 //
 //   - the statement (the usual case): a first execution costs its one
 //     round trip, and a replay costs the statement too, which starts its
-//     whole plan (every table and index it may write) only to return the
-//     action its first step read;
+//     whole plan (both INSERTs and the subqueries of the answer) only to
+//     return the action its first step read;
 //   - the read of the action by key (ActionByKey) first, the statement only
 //     when the key is free: a replay costs that read alone, a first
 //     execution the read and then the statement.
 //
-// A replay's statement costs more than twice the read in CPU, this process's
-// and PostgreSQL's together (docs/performance.md), so the read first is the
-// cheaper path once more than about one request in two is a replay, and it
-// is taken then: when replays dominate (clients retrying after an outage, a
-// platform re-sending a call's tool calls). Either path answers every request correctly: a key
-// the read finds taken is followed as it is now (stale answers and retired
-// keys included); a key it finds free is claimed by the statement, which
-// checks it again. A wrong estimate costs one read, nothing else.
+// A replay's statement costs more than twice the read in CPU, this
+// process's and PostgreSQL's together (docs/performance.md), so the read
+// first is the cheaper path once more than about one request in two is a
+// replay, and it is taken then: when replays dominate (clients retrying
+// after an outage, a platform re-sending a call's tool calls). Either path
+// answers every request correctly: a key the read finds taken is followed
+// as it is now (stale answers and retired keys included); a key it finds
+// free is claimed by the statement, which checks it again. A wrong
+// estimate costs one read, nothing else.
 type replayShare struct{ v atomic.Int64 }
 
 const (
