@@ -120,7 +120,8 @@ func TestBenchRuns(t *testing.T) {
 // request and one select can run at most 1/(1/floor + 1/select) times a
 // second.
 func TestBounds(t *testing.T) {
-	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000}
+	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000,
+		"peer": 1000, "peer_replay": 4000}
 	get := func(name string) float64 { return rps[name] }
 	for _, c := range []struct {
 		name string
@@ -130,6 +131,8 @@ func TestBounds(t *testing.T) {
 		{"replay/select", replaySelectBound(get), 0.6},                           // 12,000 / 20,000
 		{"first/ceiling", firstCeilingBound(get), 0.909},                         // 2,727 / 3,000
 		{"first/bare", firstBareBound(get), round(0.0005/(0.00025+1.0/3000), 3)}, // 1/bare over bare - bare_sql + ceiling
+		{"first/peer", firstPeerBound(get), 2.727},                               // 2,727 / 1,000
+		{"replay/peer_replay", replayPeerBound(get), 3},                          // 12,000 / 4,000
 	} {
 		if c.got != c.want {
 			t.Errorf("%s bound = %v, want %v", c.name, c.got, c.want)
@@ -275,10 +278,10 @@ func TestBenchRounds(t *testing.T) {
 			t.Errorf("%s: median rps %v outside its rounds' %v..%v", s.Name, s.RPS, lo, hi)
 		}
 	}
-	for _, name := range []string{"first/ceiling", "replay/select"} {
+	for name, shareTarget := range map[string]float64{"first/ceiling": 0.95, "replay/select": 0.8} {
 		r := rep.Ratios[name]
-		if len(r.Rounds["2"]) != 2 || r.Bound["2"] <= 0 || r.Share["2"] <= 0 {
-			t.Errorf("%s: %+v, want two rounds, a bound and a share", name, r)
+		if len(r.Rounds["2"]) != 2 || r.Bound["2"] <= 0 || r.Share["2"] <= 0 || r.ShareTarget != shareTarget {
+			t.Errorf("%s: %+v, want two rounds, a bound, a share and a share target of %v", name, r, shareTarget)
 		}
 	}
 	for name, target := range map[string]float64{"first/peer": 1.5, "replay/peer_replay": 2} {
@@ -290,7 +293,7 @@ func TestBenchRounds(t *testing.T) {
 	if p := rep.ReplayP99; p.TargetMS != 5 || p.AtClients != 32 || p.Clients["2"] <= 0 {
 		t.Errorf("replay p99: %+v", p)
 	}
-	for _, want := range []string{"median of 2 rounds", "share 2", "first/peer", "replay p99 ms"} {
+	for _, want := range []string{"median of 2 rounds", "share 2", "share target", "first/peer", "replay/peer_replay", "replay p99 ms"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

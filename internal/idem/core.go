@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -145,6 +146,9 @@ type Core struct {
 	remote func(capability string) bool
 	// background counts drives that outlived their request (see Drain).
 	background sync.WaitGroup
+	// replays estimates how many of the requests for operations with a
+	// statement are replays, which picks their first round trip.
+	replays replayShare
 }
 
 // SetDriver installs the driver of remote steps. A driver that tells
@@ -213,21 +217,34 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 	}
 	// A retry is most often for an action that is already completed: answer it
 	// with one lock-free read. Correctness never depends on this read; the
-	// claim below is the only decision. An operation's one statement skips
-	// it: its claim's round trip ends with the same read.
-	if req.Statement == nil || len(req.Steps) > 0 {
-		if a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key); err == nil {
+	// claim below is the only decision. An operation's one statement starts
+	// with the same read, so for it the read alone is worth its round trip
+	// only when most requests are replays (see replayShare).
+	statement := req.Statement != nil && len(req.Steps) == 0
+	counted := false
+	if !statement || c.replays.likely() {
+		a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
+		if err != nil && !errors.Is(err, db.ErrNotFound) {
+			return Reply{}, db.Fault(err)
+		}
+		if statement {
+			c.replays.observe(err == nil)
+			counted = true
+		}
+		if err == nil {
 			reply, err := c.follow(ctx, &req, a)
 			if !errors.Is(err, errSuperseded) {
 				return reply, err
 			}
-		} else if !errors.Is(err, db.ErrNotFound) {
-			return Reply{}, db.Fault(err)
 		}
 	}
 
 	for attempt := 0; ; attempt++ {
 		reply, err := c.execute(ctx, req)
+		if statement && !counted && (err == nil || errors.Is(err, errNotClaimed)) {
+			c.replays.observe(err != nil)
+			counted = true
+		}
 		switch {
 		case err == nil:
 			return reply, nil
@@ -478,3 +495,46 @@ func retryAfter(a oncecall.Action) time.Duration {
 	d := time.Until(*a.LeaseUntil)
 	return min(max(d, time.Second), 30*time.Second)
 }
+
+// replayShare estimates the share of this process's recent requests for an
+// operation with a statement (op.Spec.Statement) that found their key
+// already taken: a moving average over about the last 64 such requests,
+// in units of 1/65536. It picks which of two correct first round trips a
+// request takes, never an answer:
+//
+//   - the statement (the usual case): a first execution costs its one
+//     round trip, and a replay costs the statement too, which starts its
+//     whole plan (both INSERTs and the subqueries of the answer) only to
+//     return the action its first step read;
+//   - the read of the action by key (ActionByKey) first, the statement only
+//     when the key is free: a replay costs that read alone, a first
+//     execution the read and then the statement.
+//
+// A replay's statement costs more than twice the read in CPU, this
+// process's and PostgreSQL's together (docs/performance.md), so the read
+// first is the cheaper path once more than about one request in two is a
+// replay, and it is taken then: when replays dominate (clients retrying
+// after an outage, a platform re-sending a call's tool calls). Either path
+// answers every request correctly: a key the read finds taken is followed
+// as it is now (stale answers and retired keys included); a key it finds
+// free is claimed by the statement, which checks it again. A wrong
+// estimate costs one read, nothing else.
+type replayShare struct{ v atomic.Int64 }
+
+const (
+	replayShareOne    = 1 << 16
+	replayShareWindow = 6 // the average's weight of a new request: 1/2^6
+)
+
+// observe counts one request: a replay (the key was taken) or not.
+// Concurrent calls may lose an update, which only slows the average.
+func (r *replayShare) observe(replay bool) {
+	v, target := r.v.Load(), int64(0)
+	if replay {
+		target = replayShareOne
+	}
+	r.v.Store(v + (target-v)>>replayShareWindow)
+}
+
+// likely reports whether most recent requests were replays.
+func (r *replayShare) likely() bool { return r.v.Load() > replayShareOne/2 }
