@@ -6,11 +6,13 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db/dbsqlc"
+	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // APIKeyPrefix starts every API key, so keys are recognisable in secret scanners.
@@ -66,6 +68,22 @@ func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (oncecall.Ten
 func (q queries) TenantTimezone(ctx context.Context, tenant uuid.UUID) (string, error) {
 	tz, err := q.q.TenantTimezone(ctx, tenant)
 	return tz, notFound(err)
+}
+
+// TenantZone returns a tenant's IANA zone name and its location. A name the
+// zone database lacks (possible only through SQL: oncecall checks the name
+// it stores) is read as UTC, so that a caller's request is answered rather
+// than failed.
+func (q queries) TenantZone(ctx context.Context, tenant uuid.UUID) (string, *time.Location, error) {
+	name, err := q.TenantTimezone(ctx, tenant)
+	if err != nil {
+		return "", nil, err
+	}
+	loc, err := schedule.ParseZone(name)
+	if err != nil {
+		return schedule.UTC, time.UTC, nil
+	}
+	return name, loc, nil
 }
 
 // TenantByAPIKey returns the tenant owning an unrevoked API key.

@@ -362,13 +362,9 @@ func mustTime(s string) time.Time {
 // of list_appointments), for messages to the customer. A zone name the
 // zone database lacks is read as UTC, as the read tools do.
 func localWhen(ctx context.Context, tx *db.Tx, tenant uuid.UUID, start time.Time) (string, error) {
-	name, err := tx.TenantTimezone(ctx, tenant)
+	_, loc, err := tx.TenantZone(ctx, tenant)
 	if err != nil {
 		return "", err
-	}
-	loc, err := schedule.ParseZone(name)
-	if err != nil {
-		loc = time.UTC
 	}
 	return schedule.Spoken(start, loc, time.Now()), nil
 }

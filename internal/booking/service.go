@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
@@ -143,7 +141,7 @@ type NoPractitionerFreeDetails struct {
 }
 
 func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
-	zone, loc, err := tenantZone(ctx, tx, x.TenantID)
+	zone, loc, err := tx.TenantZone(ctx, x.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -197,19 +195,6 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 		})
 	}
 	return nil, nil
-}
-
-// tenantZone is the tenant's timezone, UTC when the zone database lacks it.
-func tenantZone(ctx context.Context, tx *db.Tx, tenant uuid.UUID) (string, *time.Location, error) {
-	name, err := tx.TenantTimezone(ctx, tenant)
-	if err != nil {
-		return "", nil, err
-	}
-	loc, err := schedule.ParseZone(name)
-	if err != nil {
-		return schedule.UTC, time.UTC, nil
-	}
-	return name, loc, nil
 }
 
 func later(a, b time.Time) time.Time {

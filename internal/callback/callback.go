@@ -83,7 +83,7 @@ var Request = op.Define(op.Spec[RequestInput]{
 		return "", nil
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RequestInput) (idem.Result, error) {
-		zone, loc, err := tenantZone(ctx, tx, x.TenantID)
+		zone, loc, err := tx.TenantZone(ctx, x.TenantID)
 		if err != nil {
 			return idem.Result{}, err
 		}
@@ -251,19 +251,6 @@ func location(zone string) *time.Location {
 		return time.UTC
 	}
 	return loc
-}
-
-// tenantZone is the tenant's timezone, UTC when its name is unknown.
-func tenantZone(ctx context.Context, tx *db.Tx, tenant uuid.UUID) (string, *time.Location, error) {
-	name, err := tx.TenantTimezone(ctx, tenant)
-	if err != nil {
-		return "", nil, err
-	}
-	loc, err := schedule.ParseZone(name)
-	if err != nil {
-		return schedule.UTC, time.UTC, nil
-	}
-	return name, loc, nil
 }
 
 // stored reads the callback a completed action names by its resource id;
