@@ -13,6 +13,7 @@ import (
 	"github.com/oncecall/oncecall/internal/catalog"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
 )
 
 // The catalog's reads: locations, practitioners and services, over REST
@@ -104,7 +105,7 @@ func (s *Server) listServicesTool(ctx context.Context, tenant oncecall.Tenant, r
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	list, err := s.cfg.Store.ListServices(ctx, tenant.ID, db.CatalogFilter{PractitionerID: parseOptional(in.PractitionerID), LocationID: parseOptional(in.LocationID)})
+	list, err := s.cfg.Store.ListServices(ctx, tenant.ID, db.CatalogFilter{PractitionerID: op.OptionalUUID(in.PractitionerID), LocationID: op.OptionalUUID(in.LocationID)})
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}
@@ -120,7 +121,7 @@ func (s *Server) listPractitionersTool(ctx context.Context, tenant oncecall.Tena
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	list, err := s.cfg.Store.ListPractitioners(ctx, tenant.ID, db.CatalogFilter{ServiceID: parseOptional(in.ServiceID), LocationID: parseOptional(in.LocationID)})
+	list, err := s.cfg.Store.ListPractitioners(ctx, tenant.ID, db.CatalogFilter{ServiceID: op.OptionalUUID(in.ServiceID), LocationID: op.OptionalUUID(in.LocationID)})
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}
@@ -157,9 +158,3 @@ func (s *Server) listPractitionersTool(ctx context.Context, tenant oncecall.Tena
 
 // parseOptional is the id of an optional argument Normalize checked;
 // uuid.Nil when absent.
-func parseOptional(id string) uuid.UUID {
-	if id == "" {
-		return uuid.Nil
-	}
-	return uuid.MustParse(id)
-}

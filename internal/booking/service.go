@@ -41,15 +41,9 @@ const startsAtMessage = "must be an RFC 3339 time such as 2030-01-02T14:00:00Z, 
 // starts_at is rewritten in UTC when it is an instant, as
 // YYYY-MM-DDTHH:MM:SS when it is a local time.
 func normalizeServiceForm(in *BookInput) error {
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"service_id", &in.ServiceID}, {"practitioner_id", &in.PractitionerID}, {"location_id", &in.LocationID}} {
-		if strings.TrimSpace(*f.v) == "" {
-			*f.v = ""
-		} else if err := op.ID(f.name, f.v); err != nil {
-			return err
-		}
+	if err := op.First(op.OptionalID("service_id", &in.ServiceID), op.OptionalID("practitioner_id", &in.PractitionerID),
+		op.OptionalID("location_id", &in.LocationID)); err != nil {
+		return err
 	}
 	in.StartsAt = strings.TrimSpace(in.StartsAt)
 	if in.SlotID != "" {

@@ -27,7 +27,7 @@ type ServicesInput struct {
 
 // Normalize validates the input.
 func (in *ServicesInput) Normalize() error {
-	return op.First(optionalID("practitioner_id", &in.PractitionerID), optionalID("location_id", &in.LocationID))
+	return op.First(op.OptionalID("practitioner_id", &in.PractitionerID), op.OptionalID("location_id", &in.LocationID))
 }
 
 // PractitionersInput is the arguments of list_practitioners.
@@ -38,14 +38,7 @@ type PractitionersInput struct {
 
 // Normalize validates the input.
 func (in *PractitionersInput) Normalize() error {
-	return op.First(optionalID("service_id", &in.ServiceID), optionalID("location_id", &in.LocationID))
-}
-
-func optionalID(field string, v *string) error {
-	if *v = strings.TrimSpace(*v); *v == "" {
-		return nil
-	}
-	return op.ID(field, v)
+	return op.First(op.OptionalID("service_id", &in.ServiceID), op.OptionalID("location_id", &in.LocationID))
 }
 
 // ServiceItem is what a voice agent learns of a service.

@@ -42,15 +42,9 @@ const fromMessage = "must be a day such as 2030-01-02 or an RFC 3339 time such a
 // Normalize validates the input; a time in From or To is rewritten in UTC,
 // a day is kept as it is (Query reads it in each slot's timezone).
 func (in *SlotsInput) Normalize() error {
-	for _, f := range []struct {
-		name string
-		v    *string
-	}{{"service_id", &in.ServiceID}, {"practitioner_id", &in.PractitionerID}, {"location_id", &in.LocationID}, {"after", &in.After}} {
-		if strings.TrimSpace(*f.v) == "" {
-			*f.v = ""
-		} else if err := op.ID(f.name, f.v); err != nil {
-			return err
-		}
+	if err := op.First(op.OptionalID("service_id", &in.ServiceID), op.OptionalID("practitioner_id", &in.PractitionerID),
+		op.OptionalID("location_id", &in.LocationID), op.OptionalID("after", &in.After)); err != nil {
+		return err
 	}
 	if in.From != nil {
 		*in.From = strings.TrimSpace(*in.From)

@@ -47,6 +47,15 @@ func ID(field string, v *string) error {
 	return nil
 }
 
+// OptionalID is ID for a field that may be left out: an empty or blank *v
+// becomes "" and is accepted.
+func OptionalID(field string, v *string) error {
+	if *v = strings.TrimSpace(*v); *v == "" {
+		return nil
+	}
+	return ID(field, v)
+}
+
 // Time checks that *v is an RFC 3339 time and rewrites it in UTC, so that the
 // same instant written in another zone is the same input.
 func Time(field string, v *string) error {
