@@ -17,6 +17,9 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		{"--tenant-db-wait", "0s"},
 		{"--dasha-budget", "10s"},
 		{"--dasha-wait", "8s", "--dasha-budget", "8s"},
+		{"--answer-cache-bytes", "-1"},
+		{"--answer-cache-age", "0s"},
+		{"--answer-cache-age", "2h", "--response-retention", "1h"},
 	} {
 		var out bytes.Buffer
 		err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &out, &out)

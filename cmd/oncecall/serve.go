@@ -39,6 +39,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	metricsToken := fs.String("metrics-token", os.Getenv("ONCECALL_METRICS_TOKEN"), "Bearer token required by /metrics; empty leaves it open (env ONCECALL_METRICS_TOKEN, preferred: flags are visible in ps)")
 	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
 	dashaBudget := fs.Duration("dasha-budget", envs.duration("ONCECALL_DASHA_BUDGET", dashatool.AnswerBudget), "the time a Dasha tool call has from its arrival to its answer; a slow provider's write then goes on and the call answers pending; under Dasha's 10s webhook limit (env ONCECALL_DASHA_BUDGET)")
+	answerBytes := fs.Int("answer-cache-bytes", envs.int("ONCECALL_ANSWER_CACHE_BYTES", app.DefaultAnswerBytes), "memory for the completed answers this server gave recently, so that their replays are answered without the database; 0 keeps none (env ONCECALL_ANSWER_CACHE_BYTES)")
+	answerAge := fs.Duration("answer-cache-age", envs.duration("ONCECALL_ANSWER_CACHE_AGE", time.Minute), "how long a kept answer is used; shorter than --response-retention (env ONCECALL_ANSWER_CACHE_AGE)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
@@ -102,6 +104,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *lease <= 0 {
 		return errors.New("--lease must be positive")
 	}
+	if *answerBytes < 0 || *answerAge <= 0 || *answerAge >= keep.response {
+		return fmt.Errorf("--answer-cache-bytes %d must not be negative and --answer-cache-age %v must be positive and shorter than --response-retention %v", *answerBytes, *answerAge, keep.response)
+	}
+	if *answerBytes == 0 {
+		*answerBytes = -1 // none, not app's default
+	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
@@ -113,7 +121,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DashaRateLimit: *dashaRate, DashaRateBurst: *dashaBurst,
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
-		Core:          idem.Config{Lease: *lease},
+		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
 		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),

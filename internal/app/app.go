@@ -60,7 +60,8 @@ type Config struct {
 	EmbeddedPort int
 	// Log receives JSON logs.
 	Log zerolog.Logger
-	// Core tunes the idempotency core.
+	// Core tunes the idempotency core. Its AnswerBytes is
+	// DefaultAnswerBytes when 0; a negative value keeps no answers in memory.
 	Core idem.Config
 	// MaxBodyBytes limits request bodies. Default 64 KiB.
 	MaxBodyBytes int64
@@ -214,6 +215,12 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	if coreCfg.Observer == nil {
 		coreCfg.Observer = m.metrics
 	}
+	switch {
+	case coreCfg.AnswerBytes == 0:
+		coreCfg.AnswerBytes = DefaultAnswerBytes
+	case coreCfg.AnswerBytes < 0:
+		coreCfg.AnswerBytes = 0
+	}
 	m.ops = Operations()
 	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
@@ -314,6 +321,11 @@ func OpenPool(ctx context.Context, url, migrateURL string, maxConns int32, timeo
 	}
 	return pool, nil
 }
+
+// DefaultAnswerBytes is the memory a server spends by default keeping the
+// completed answers it gave recently, so that their replays are answered
+// without the database: about 10,000 bookings' answers.
+const DefaultAnswerBytes = 8 << 20
 
 // DefaultMaxConns sizes the pool to the machine: a few connections per core
 // keep PostgreSQL busy, and more only queue inside it (measured with

@@ -136,6 +136,13 @@ type Config struct {
 	ClaimWait time.Duration
 	// Observer, when set, is told how each request ended (metrics).
 	Observer Observer
+	// AnswerBytes is the memory this process may spend keeping the
+	// completed actions it answered recently, so that their replays are
+	// answered without the database (see answers). 0 keeps none.
+	AnswerBytes int
+	// AnswerAge is how long a kept answer is used. Default 1m; it must stay
+	// well under the response retention (pruning clears stored answers).
+	AnswerAge time.Duration
 }
 
 // Core runs requests against the store.
@@ -149,6 +156,9 @@ type Core struct {
 	// replays estimates how many of the requests for operations with a
 	// statement are replays, which picks their first round trip.
 	replays replayShare
+	// answers keeps recent completed answers; nil when Config.AnswerBytes
+	// is 0.
+	answers *answers
 }
 
 // SetDriver installs the driver of remote steps. A driver that tells
@@ -178,7 +188,10 @@ func New(store *db.Store, cfg Config) *Core {
 	if cfg.ClaimWait <= 0 {
 		cfg.ClaimWait = 10 * time.Second
 	}
-	return &Core{store: store, cfg: cfg}
+	if cfg.AnswerAge <= 0 {
+		cfg.AnswerAge = time.Minute
+	}
+	return &Core{store: store, cfg: cfg, answers: newAnswers(cfg.AnswerBytes, cfg.AnswerAge)}
 }
 
 // errNotClaimed rolls back a transaction whose claim found an existing action.
@@ -205,8 +218,32 @@ func (e *ReusedError) Error() string { return "idempotency key reused" }
 // was retired; the request claims the key anew.
 var errSuperseded = errors.New("the action under this key was superseded")
 
-// do is Do without the observer.
+// do is Do without the observer: from the answers kept in memory when
+// req's may be kept there, otherwise (and on a miss) from the database.
 func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
+	if !c.answers.holds(&req) {
+		return c.fromDB(ctx, req)
+	}
+	if a, ok := c.answers.get(req.TenantID, req.Key); ok {
+		if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
+			return Reply{}, &ReusedError{Action: a}
+		}
+		return Reply{Action: a, Replayed: true}, nil
+	}
+	reply, err := c.fromDB(ctx, req)
+	if err == nil {
+		// Completed here, or replayed after the Replicated check: either
+		// way an answer this request confirms (answers.put keeps only
+		// completed actions).
+		c.answers.put(reply.Action)
+	}
+	return reply, err
+}
+
+// fromDB answers req from the database: a named action by its id; a key's
+// action read first when that is likely to pay, then claimed and executed
+// when the key is free, or followed when it is taken.
+func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 	if req.Named != uuid.Nil {
 		a, err := c.store.ActionByID(ctx, req.TenantID, req.Named)
 		if err != nil {

@@ -1,0 +1,139 @@
+package idem
+
+import (
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+)
+
+// answers keeps the completed actions this process answered recently, so
+// that a replay of one is answered from memory, without the database: a
+// retry storm then costs each retry its HTTP request and little else.
+//
+// It holds only what cannot change while it is held:
+//
+//   - a completed action: its outcome and stored answer are final (nothing
+//     updates a completed action's answer; pruning clears it after the
+//     response retention, hours at the least, and entries live maxAge);
+//   - under a key that no request can retire: RetireKey frees a key only
+//     for a request whose answer may go stale (Request.Stale), and such
+//     keys are derived ("derived:…"), so a derived key is never held and a
+//     request that sets Stale never reads or fills it;
+//   - known to be replicated: an entry is stored after this process's own
+//     first execution committed (its COMMIT waited for the synchronous
+//     standby; a cancelled wait is an error, not an answer) or after a
+//     replay's Replicated check, so a failover to the synchronous standby
+//     cannot lose what an entry confirms.
+//
+// A request that names an action (Request.Named) is read by id as before.
+// The fingerprint and operation checks run on an entry as on a row, so a
+// key reused with another request is still refused. Entries are evicted
+// oldest first when the byte budget is spent, and ignored after maxAge.
+type answers struct {
+	mu     sync.Mutex
+	budget int // bytes
+	used   int
+	maxAge time.Duration
+	now    func() time.Time
+	byKey  map[answerKey]*answer
+	// queue holds the entries in the order they were stored, from head:
+	// the oldest is evicted first.
+	queue []*answer
+	head  int
+}
+
+type answerKey struct {
+	tenant uuid.UUID
+	key    string
+}
+
+type answer struct {
+	key    answerKey
+	action oncecall.Action
+	stored time.Time
+	size   int
+}
+
+// derivedKeyPrefix starts every key DeriveKey builds.
+const derivedKeyPrefix = "derived:"
+
+func newAnswers(budget int, maxAge time.Duration) *answers {
+	if budget <= 0 {
+		return nil
+	}
+	return &answers{budget: budget, maxAge: maxAge, now: time.Now, byKey: map[answerKey]*answer{}}
+}
+
+// holds reports whether req's answer may be taken from or kept in memory.
+func (s *answers) holds(req *Request) bool {
+	return s != nil && req.Stale == nil && req.Named == uuid.Nil && !strings.HasPrefix(req.Key, derivedKeyPrefix)
+}
+
+// get returns the completed action stored for (tenant, key), if it is
+// still young enough.
+func (s *answers) get(tenant uuid.UUID, key string) (oncecall.Action, bool) {
+	k := answerKey{tenant, key}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.byKey[k]
+	if !ok {
+		return oncecall.Action{}, false
+	}
+	if s.now().Sub(e.stored) > s.maxAge {
+		delete(s.byKey, k)
+		return oncecall.Action{}, false
+	}
+	return e.action, true
+}
+
+// put keeps a, a completed action that is known to be replicated. The
+// normalised request it was claimed with is not kept: no answer shows it.
+func (s *answers) put(a oncecall.Action) {
+	if a.State != oncecall.Completed || a.Key == "" {
+		return
+	}
+	a.Request, a.LeaseUntil = nil, nil
+	e := &answer{key: answerKey{a.TenantID, a.Key}, action: a}
+	e.size = answerOverhead + len(a.Key) + len(a.Operation) + len(a.Fingerprint) + len(a.Reason) +
+		len(a.ResourceID) + len(a.Result) + len(a.CallID)
+	if e.size > s.budget/16 {
+		return // one answer may not push out many
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byKey[e.key]; ok {
+		return // the same action: it cannot have changed
+	}
+	e.stored = s.now()
+	for s.head < len(s.queue) && (s.used+e.size > s.budget || e.stored.Sub(s.queue[s.head].stored) > s.maxAge) {
+		s.evict()
+	}
+	s.byKey[e.key] = e
+	s.queue = append(s.queue, e)
+	s.used += e.size
+}
+
+// evict drops the oldest entry.
+func (s *answers) evict() {
+	old := s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	s.used -= old.size
+	if s.byKey[old.key] == old {
+		delete(s.byKey, old.key)
+	}
+	// Reuse the queue's front once half of it is spent.
+	if s.head > len(s.queue)/2 {
+		n := copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue, s.head = s.queue[:n], 0
+	}
+}
+
+// answerOverhead approximates what an entry costs beyond its strings and
+// body: the map slot, the entry and the action's fixed fields.
+const answerOverhead = 320
