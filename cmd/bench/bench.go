@@ -36,7 +36,10 @@ type bench struct {
 	store   *db.Store
 	base    string // oncecall's base URL
 	bareURL string
-	client  *http.Client
+	// bareControl is the baseline process's control URL (empty when the
+	// baseline runs in this process).
+	bareControl string
+	client      *http.Client
 	// bareKeys authenticates the baseline handler like the server's key
 	// cache does on a hit.
 	bareKeys *keyMap
@@ -52,8 +55,8 @@ type bench struct {
 	// selected is the tenant whose actions select reads, and their keys.
 	selected     *fixture
 	selectedKeys []string
-	// firsts and peerFirsts are the first executions replay and
-	// peer_replay send again.
+	// firsts and peerFirsts are this round's first executions, which
+	// replay and peer_replay send again.
 	firsts, peerFirsts []sentBooking
 	// round is the round running, from 1.
 	round      int
@@ -129,7 +132,12 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 	if _, err := b.pool.Exec(ctx, peerSchema); err != nil {
 		return nil, fmt.Errorf("create the peer's table: %w", err)
 	}
-	if err := b.startBare(); err != nil {
+	if cfg.server == serverInProcess && cfg.url == "" {
+		err = b.startBare()
+	} else {
+		err = b.startBareProcess(ctx, dbURL)
+	}
+	if err != nil {
 		return nil, err
 	}
 	b.client = &http.Client{Transport: &http.Transport{
@@ -145,10 +153,17 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 // limit is off unless set; the tenant's share of the pool is the whole pool,
 // as for the process.
 func (b *bench) startServer(ctx context.Context, dbURL string) error {
-	m, err := app.Start(ctx, app.Config{
+	cfg := app.Config{
 		Addr: "127.0.0.1:0", DatabaseURL: dbURL, TenantDBRequests: int(app.DefaultMaxConns()),
 		Log: zerolog.New(io.Discard).With().Timestamp().Logger(),
-	})
+	}
+	switch {
+	case b.cfg.answerBytes == 0:
+		cfg.Core.AnswerBytes = -1 // none
+	case b.cfg.answerBytes > 0:
+		cfg.Core.AnswerBytes = b.cfg.answerBytes
+	}
+	m, err := app.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("start oncecall: %w", err)
 	}
@@ -166,7 +181,8 @@ func (b *bench) startServer(ctx context.Context, dbURL string) error {
 	return nil
 }
 
-// startBare runs the baseline handler on a port of its own. Its access
+// startBare runs the baseline handler in this process, on a port of its
+// own, when oncecall runs in this process too (--server inprocess). Its access
 // lines go through a pipe that is drained, as `oncecall serve`'s do, so
 // writing them costs what it costs the server.
 func (b *bench) startBare() error {
@@ -180,11 +196,7 @@ func (b *bench) startBare() error {
 	}
 	go io.Copy(io.Discard, logR) //nolint:errcheck // ends when the pipe closes
 	b.closers = append(b.closers, func() error { return errors.Join(logW.Close(), logR.Close()) })
-	srv := &http.Server{
-		Handler:           newBare(b.store, b.bareKeys, zerolog.New(logW).With().Timestamp().Logger()),
-		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 32 << 10,
-	}
+	srv := bareServer(newBare(b.store, b.bareKeys, zerolog.New(logW).With().Timestamp().Logger()))
 	go srv.Serve(ln) //nolint:errcheck // ends with ErrServerClosed at close
 	b.closers = append(b.closers, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -193,6 +205,15 @@ func (b *bench) startBare() error {
 	})
 	b.bareURL = "http://" + ln.Addr().String()
 	return nil
+}
+
+// bareServer serves the baseline stack with the server's HTTP timeouts.
+func bareServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 32 << 10,
+	}
 }
 
 // close stops what start started, in reverse order.
@@ -216,6 +237,9 @@ func (b *bench) runAll(ctx context.Context) error {
 		if b.cfg.rounds > 1 {
 			b.logf("round %d of %d", b.round, b.cfg.rounds)
 		}
+		// replay and peer_replay send this round's first executions again:
+		// a retry storm of the requests just made, the same in every round.
+		b.firsts, b.peerFirsts = nil, nil
 		for _, name := range b.cfg.scenarios {
 			for _, c := range b.cfg.concurrency {
 				if err := ctx.Err(); err != nil {

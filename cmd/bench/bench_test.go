@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,7 +17,18 @@ import (
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	// The bench starts its own executable, this test binary here, to serve
+	// the baseline stack in a process of its own.
+	if dbURL := os.Getenv(bareEnv); dbURL != "" {
+		if err := serveBare(dbURL); err != nil {
+			fmt.Fprintln(os.Stderr, "bench baseline server:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 func TestPercentile(t *testing.T) {
 	t.Parallel()
@@ -105,11 +117,14 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("ratio %s: bound %v", r.name, got.Bound)
 		}
 	}
+	if rep.ReplayP99.Clients["8"] <= 0 || rep.ReplayP99.Floor["8"] <= 0 {
+		t.Errorf("replay p99 %v with floor's %v", rep.ReplayP99.Clients, rep.ReplayP99.Floor)
+	}
 	if rep.Server != serverProcess || rep.ServerMaxRSSMiB == nil || *rep.ServerMaxRSSMiB <= 0 ||
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

@@ -55,7 +55,9 @@ func (b *bench) newTenant(ctx context.Context, name string) (*fixture, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("create customers: %w", err)
 	}
-	b.bareKeys.add(key, t.ID)
+	if err := b.addBareKey(ctx, key, t.ID); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 

@@ -63,6 +63,9 @@ type config struct {
 	// server is how oncecall runs when url is empty: serverProcess or
 	// serverInProcess.
 	server string
+	// answerBytes is the server's --answer-cache-bytes; negative leaves
+	// its default.
+	answerBytes int
 }
 
 // How the bench runs oncecall.
@@ -72,6 +75,13 @@ const (
 )
 
 func main() {
+	if dbURL := os.Getenv(bareEnv); dbURL != "" {
+		if err := serveBare(dbURL); err != nil {
+			fmt.Fprintln(os.Stderr, "bench baseline server:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -120,6 +130,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scen := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated subset of: "+strings.Join(scenarioOrder, ", "))
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof, or <scenario>-c<N>-r<round>.pprof with more than one round (of the bench process: add --server inprocess to profile oncecall too)")
 	fs.StringVar(&cfg.server, "server", serverProcess, "how to run oncecall without --url: process (build and start `oncecall serve`, whose peak RSS is reported) or inprocess (inside the bench, for --cpuprofile)")
+	fs.IntVar(&cfg.answerBytes, "answer-cache-bytes", -1, "the server's --answer-cache-bytes (0 keeps no answers in memory, so every replay reads the database); default: the server's")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}

@@ -59,10 +59,26 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ONCECALL_ADDR="+addr, "ONCECALL_RATE_LIMIT=0", "ONCECALL_DASHA_RATE_LIMIT=0",
 		"ONCECALL_TENANT_DB_REQUESTS="+strconv.Itoa(int(app.DefaultMaxConns())),
 		"ONCECALL_REQUIRE_DATABASE_URL=1", "LOG_LEVEL=info")
+	if b.cfg.answerBytes >= 0 {
+		cmd.Env = append(cmd.Env, "ONCECALL_ANSWER_CACHE_BYTES="+strconv.Itoa(b.cfg.answerBytes))
+	}
 	logs := &tail{size: 16 << 10}
 	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := b.startChild(ctx, cmd, "oncecall serve", "http://"+addr+"/readyz", http.StatusOK, logs); err != nil {
+		return err
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	b.base = "http://" + addr
+	b.serverRSS = func() (float64, bool) { return peakRSS(pid) }
+	b.rssNote = "oncecall serve, pid " + pid
+	return nil
+}
+
+// startChild starts cmd, whose output goes to logs, stops it with SIGTERM
+// at close, and waits until a GET of readyURL answers readyStatus.
+func (b *bench) startChild(ctx context.Context, cmd *exec.Cmd, name, readyURL string, readyStatus int, logs *tail) error {
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start oncecall serve: %w", err)
+		return fmt.Errorf("start %s: %w", name, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -78,32 +94,25 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill() //nolint:errcheck
 			<-exited
-			return fmt.Errorf("oncecall serve did not stop within 30s of SIGTERM")
+			return fmt.Errorf("%s did not stop within 30s of SIGTERM", name)
 		}
 	})
-
-	ready := "http://" + addr + "/readyz"
 	for {
-		if resp, err := http.Get(ready); err == nil {
+		if resp, err := http.Get(readyURL); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
+			if resp.StatusCode == readyStatus {
+				return nil
 			}
 		}
 		select {
 		case err := <-exited:
 			exited <- err // for the closer
-			return fmt.Errorf("oncecall serve exited (%v):\n%s", err, logs)
+			return fmt.Errorf("%s exited (%v):\n%s", name, err, logs)
 		case <-ctx.Done():
-			return fmt.Errorf("oncecall serve not ready at %s: %w\n%s", ready, ctx.Err(), logs)
+			return fmt.Errorf("%s not ready at %s: %w\n%s", name, readyURL, ctx.Err(), logs)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	pid := strconv.Itoa(cmd.Process.Pid)
-	b.base = "http://" + addr
-	b.serverRSS = func() (float64, bool) { return peakRSS(pid) }
-	b.rssNote = "oncecall serve, pid " + pid
-	return nil
 }
 
 func freePort() (int, error) {

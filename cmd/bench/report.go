@@ -261,12 +261,18 @@ func (b *bench) report() error {
 		}
 		fmt.Fprintln(tw, "\t")
 	}
-	p99 := map[int]summary{}
+	p99, floorP99 := map[int]summary{}, map[int]summary{}
 	for _, s := range sums {
-		if s.name == "replay" && !s.skipped {
+		switch {
+		case s.skipped:
+		case s.name == "replay":
 			p99[s.concurrency] = s
+		case s.name == "floor":
+			floorP99[s.concurrency] = s
 		}
 	}
+	// A replay is an HTTP request on the server's stack and more, so no
+	// replay's p99 can be expected under floor's at the same concurrency.
 	fmt.Fprint(tw, "replay p99 ms")
 	for _, c := range b.cfg.concurrency {
 		s, ok := p99[c]
@@ -279,7 +285,13 @@ func (b *bench) report() error {
 			fmt.Fprintf(tw, "\t%.2f", ms(s.p99))
 		}
 	}
-	fmt.Fprintf(tw, "\t< %.0f at %d clients\n", ms(replayP99Target), replayP99Clients)
+	fmt.Fprintf(tw, "\t< %.0f at %d clients", ms(replayP99Target), replayP99Clients)
+	for _, c := range b.cfg.concurrency {
+		if f, ok := floorP99[c]; ok {
+			fmt.Fprintf(tw, "\tfloor p99 %.2f at %d", ms(f.p99), c)
+		}
+	}
+	fmt.Fprintln(tw)
 	rss, rssOK := b.serverRSS()
 	rss = round(rss, 1)
 	if rssOK {
@@ -298,7 +310,7 @@ func (b *bench) report() error {
 	out := jsonReport{
 		Rounds: rounds, Scenarios: []jsonScenario{}, Ratios: map[string]jsonRatio{}, CPUs: runtime.NumCPU(),
 		LoadBefore: b.machineLoad.before, LoadAfter: b.machineLoad.after, Server: b.serverKind(),
-		ReplayP99: jsonP99{TargetMS: ms(replayP99Target), AtClients: replayP99Clients, Clients: map[string]float64{}},
+		ReplayP99: jsonP99{TargetMS: ms(replayP99Target), AtClients: replayP99Clients, Clients: map[string]float64{}, Floor: map[string]float64{}},
 	}
 	for _, s := range sums {
 		js := jsonScenario{
@@ -319,6 +331,9 @@ func (b *bench) report() error {
 		out.Scenarios = append(out.Scenarios, js)
 		if s.name == "replay" && !s.skipped {
 			out.ReplayP99.Clients[strconv.Itoa(s.concurrency)] = ms(s.p99)
+		}
+		if s.name == "floor" && !s.skipped {
+			out.ReplayP99.Floor[strconv.Itoa(s.concurrency)] = ms(s.p99)
 		}
 	}
 	for _, r := range ratios {
@@ -424,6 +439,9 @@ type jsonP99 struct {
 	AtClients int     `json:"at_clients"`
 	// Clients maps the number of clients to the median of the rounds' p99.
 	Clients map[string]float64 `json:"clients"`
+	// Floor is floor's p99 likewise: what an HTTP request alone takes at
+	// its 99th percentile on this machine, below which no replay's can be.
+	Floor map[string]float64 `json:"floor,omitempty"`
 }
 
 type jsonScenario struct {
