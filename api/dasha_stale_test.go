@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -220,5 +221,37 @@ func TestDashaAnswersWithholdContactData(t *testing.T) {
 	}
 	if n := d.Count("SELECT count(*) FROM messages WHERE recipient = $1", phone); n != 1 {
 		t.Fatalf("outbox rows to the customer = %d, want 1", n)
+	}
+}
+
+// A retry of a tool call sent under its own Idempotency-Key is answered from
+// the answers the server keeps in memory, and still says what happened to
+// the booking since, as one read from the database does: the kept answer
+// holds the request it was made for.
+func TestKeptToolAnswerSaysTheBookingMoved(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	booked := decodeAnswer(t, d.call("book_appointment", "call-1", d.bookArgs(d.slot), "Idempotency-Key", "book-hdr-1"))
+	if booked.Outcome != "confirmed" {
+		t.Fatalf("book: %+v", booked)
+	}
+	other := d.Slot(d.tenant, 2)
+	moved := d.Post("/v1/appointments/"+detailID(t, booked)+"/reschedule", d.key, "move-1", map[string]any{"slot_id": other})
+	if moved.Status != http.StatusOK {
+		t.Fatalf("reschedule: %d %s", moved.Status, moved.Body)
+	}
+	resp := d.call("book_appointment", "call-1", d.bookArgs(d.slot), "Idempotency-Key", "book-hdr-1")
+	var again struct {
+		answer
+		Current string `json:"current"`
+	}
+	if err := json.Unmarshal(resp.Body, &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.ActionID != booked.ActionID || again.Current != "moved" {
+		t.Fatalf("retry after the booking moved: action %s current %q, want %s moved: %s", again.ActionID, again.Current, booked.ActionID, resp.Body)
+	}
+	if n := d.Count("SELECT count(*) FROM appointments WHERE tenant_id = $1", d.tenant); n != 1 {
+		t.Fatalf("%d appointments, want 1", n)
 	}
 }

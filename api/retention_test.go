@@ -16,8 +16,9 @@ import (
 func TestReplayAfterPruning(t *testing.T) {
 	t.Parallel()
 	// The pruner's clock is moved a day ahead while the server's is not, so
-	// the server keeps no answers in memory here: one it kept (a minute at
-	// most) would outlive a pruning that in real time comes hours later.
+	// the server keeps no answers in memory here: it uses a kept answer for
+	// a minute from its action's creation, which in real time ends long
+	// before any pruning of that action can start.
 	e := apptest.Start(t, func(c *app.Config) { c.Core.AnswerBytes = -1 })
 	tenant, key := e.Tenant("acme")
 	b := bookingEnv{Env: e, key: key, tenant: tenant.ID, customer: e.Customer(tenant.ID), slot: e.Slot(tenant.ID, 1)}

@@ -17,17 +17,22 @@ import (
 // It holds only what cannot change while it is held:
 //
 //   - a completed action: its outcome and stored answer are final (nothing
-//     updates a completed action's answer; pruning clears it after the
-//     response retention, hours at the least, and entries live maxAge);
+//     updates a completed action's answer); pruning clears the answer after
+//     the response retention and deletes the action after the action
+//     retention, both counted from its completion, and an entry is used only
+//     until maxAge past the action's creation, which the server keeps
+//     shorter than the response retention;
 //   - under a key that no request can retire: RetireKey frees a key only
 //     for a request whose answer may go stale (Request.Stale), and such
 //     keys are derived ("derived:…"), so a derived key is never held and a
 //     request that sets Stale never reads or fills it;
 //   - known to be replicated: an entry is stored after this process's own
-//     first execution committed (its COMMIT waited for the synchronous
-//     standby; a cancelled wait is an error, not an answer) or after a
-//     replay's Replicated check, so a failover to the synchronous standby
-//     cannot lose what an entry confirms.
+//     first execution of a local operation committed (its COMMIT waited for
+//     the synchronous standby; a cancelled wait is an error, not an answer)
+//     or after a replay's Replicated check, so a failover to the synchronous
+//     standby cannot lose what an entry confirms. A remote action's first
+//     answer is not kept: its driver may report a completion another
+//     driver committed.
 //
 // A request that names an action (Request.Named) is read by id as before.
 // The fingerprint and operation checks run on an entry as on a row, so a
@@ -54,8 +59,9 @@ type answerKey struct {
 type answer struct {
 	key    answerKey
 	action oncecall.Action
-	stored time.Time
-	size   int
+	// expires is maxAge past the action's creation.
+	expires time.Time
+	size    int
 }
 
 // derivedKeyPrefix starts every key DeriveKey builds.
@@ -73,8 +79,8 @@ func (s *answers) holds(req *Request) bool {
 	return s != nil && req.Stale == nil && req.Named == uuid.Nil && !strings.HasPrefix(req.Key, derivedKeyPrefix)
 }
 
-// get returns the completed action stored for (tenant, key), if it is
-// still young enough.
+// get returns the completed action kept for (tenant, key), unless it is
+// older than maxAge.
 func (s *answers) get(tenant uuid.UUID, key string) (oncecall.Action, bool) {
 	k := answerKey{tenant, key}
 	s.mu.Lock()
@@ -83,33 +89,41 @@ func (s *answers) get(tenant uuid.UUID, key string) (oncecall.Action, bool) {
 	if !ok {
 		return oncecall.Action{}, false
 	}
-	if s.now().Sub(e.stored) > s.maxAge {
+	if !s.now().Before(e.expires) {
 		delete(s.byKey, k)
 		return oncecall.Action{}, false
 	}
 	return e.action, true
 }
 
-// put keeps a, a completed action that is known to be replicated. The
-// normalised request it was claimed with is not kept: no answer shows it.
+// put keeps a, a completed action that is known to be replicated, unless
+// it is already older than maxAge. An action without a creation time (one
+// a first execution built in memory) counts as created now.
 func (s *answers) put(a oncecall.Action) {
 	if a.State != oncecall.Completed || a.Key == "" {
 		return
 	}
-	a.Request, a.LeaseUntil = nil, nil
+	a.LeaseUntil = nil
 	e := &answer{key: answerKey{a.TenantID, a.Key}, action: a}
 	e.size = answerOverhead + len(a.Key) + len(a.Operation) + len(a.Fingerprint) + len(a.Reason) +
-		len(a.ResourceID) + len(a.Result) + len(a.CallID)
+		len(a.ResourceID) + len(a.Result) + len(a.Request) + len(a.CallID)
 	if e.size > s.budget/16 {
 		return // one answer may not push out many
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	now := s.now()
+	born := a.CreatedAt
+	if born.IsZero() || born.After(now) {
+		born = now
+	}
+	if e.expires = born.Add(s.maxAge); !now.Before(e.expires) {
+		return
+	}
 	if _, ok := s.byKey[e.key]; ok {
 		return // the same action: it cannot have changed
 	}
-	e.stored = s.now()
-	for s.head < len(s.queue) && (s.used+e.size > s.budget || e.stored.Sub(s.queue[s.head].stored) > s.maxAge) {
+	for s.head < len(s.queue) && (s.used+e.size > s.budget || !now.Before(s.queue[s.head].expires)) {
 		s.evict()
 	}
 	s.byKey[e.key] = e

@@ -21,12 +21,12 @@ func TestAnswersKeepCompletedActionsWithinBudgetAndAge(t *testing.T) {
 			State: state, Outcome: oncecall.Confirmed, Status: 201, Result: body, Request: []byte(`{"customer":"secret"}`),
 		}
 	}
-	size := answerOverhead + len("k00") + len("appointment.book") + len("f") + len(body)
+	size := answerOverhead + len("k00") + len("appointment.book") + len("f") + len(body) + len(`{"customer":"secret"}`)
 	s := newAnswers(20*size, time.Minute)
 	s.now = func() time.Time { return clock }
 
-	// Only completed actions are kept, without the request they were
-	// claimed with; an answer larger than a sixteenth of the budget is not.
+	// Only completed actions are kept; an answer larger than a sixteenth of
+	// the budget is not, nor one whose action is older than the age.
 	s.put(action("run", oncecall.Running))
 	s.put(action("unk", oncecall.Unknown))
 	if len(s.byKey) != 0 {
@@ -37,6 +37,12 @@ func TestAnswersKeepCompletedActionsWithinBudgetAndAge(t *testing.T) {
 	s.put(big)
 	if _, ok := s.get(tenant, "big"); ok {
 		t.Fatal("an answer larger than a sixteenth of the budget was kept")
+	}
+	old := action("old", oncecall.Completed)
+	old.CreatedAt = clock.Add(-time.Minute)
+	s.put(old)
+	if _, ok := s.get(tenant, "old"); ok {
+		t.Fatal("the answer of an action created a minute ago was kept")
 	}
 
 	// The budget holds twenty; the twenty-first pushes out the oldest.
@@ -51,7 +57,7 @@ func TestAnswersKeepCompletedActionsWithinBudgetAndAge(t *testing.T) {
 	}
 	for _, k := range []string{"k01", "k20"} {
 		got, ok := s.get(tenant, k)
-		if !ok || got.ID != kept[k] || got.Request != nil || !bytes.Equal(got.Result, body) {
+		if !ok || got.ID != kept[k] || string(got.Request) != `{"customer":"secret"}` || !bytes.Equal(got.Result, body) {
 			t.Fatalf("%s: %+v %v", k, got, ok)
 		}
 	}
@@ -69,8 +75,9 @@ func TestAnswersKeepCompletedActionsWithinBudgetAndAge(t *testing.T) {
 		t.Fatalf("the kept answer was replaced")
 	}
 
-	// Past the age nothing is answered, and a later put drops the old ones.
-	clock = clock.Add(time.Minute + time.Second)
+	// A minute after their actions' creation nothing is answered, and a
+	// later put drops the old ones.
+	clock = clock.Add(time.Minute)
 	if _, ok := s.get(tenant, "k20"); ok {
 		t.Fatal("an answer older than the age was used")
 	}

@@ -231,11 +231,23 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 		return Reply{Action: a, Replayed: true}, nil
 	}
 	reply, err := c.fromDB(ctx, req)
-	if err == nil {
-		// Completed here, or replayed after the Replicated check: either
-		// way an answer this request confirms (answers.put keeps only
+	switch {
+	case err != nil:
+	case reply.Replayed:
+		// Replayed after the Replicated check (answers.put keeps only
 		// completed actions).
 		c.answers.put(reply.Action)
+	case len(req.Steps) == 0:
+		// A local operation completed by this request's own commit. An
+		// action built in memory lacks what the row holds besides.
+		kept := reply.Action
+		if kept.Request == nil {
+			kept.Request = req.Input
+		}
+		if kept.CallID == "" {
+			kept.CallID = req.CallID
+		}
+		c.answers.put(kept)
 	}
 	return reply, err
 }
