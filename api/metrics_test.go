@@ -93,7 +93,7 @@ func TestMetricsMoveWithAScenario(t *testing.T) {
 		}
 	}
 	mustStatus(b.book("k1", b.slot), http.StatusCreated)
-	mustStatus(b.book("k1", b.slot), http.StatusCreated)                          // replay
+	mustStatus(b.book("k1", b.slot), http.StatusCreated)                          // replay, from memory
 	mustStatus(b.book("k1", b.Slot(b.tenant, 2)), http.StatusUnprocessableEntity) // key reused
 	rival := map[string]any{"customer_id": b.Customer(b.tenant), "slot_id": b.slot}
 	mustStatus(b.Post("/v1/appointments", b.key, "k2", rival), http.StatusUnprocessableEntity) // slot taken
@@ -132,6 +132,7 @@ func TestMetricsMoveWithAScenario(t *testing.T) {
 		{"oncecall_outcomes_total", []string{"operation", book, "outcome", "confirmed"}, 1},
 		{"oncecall_outcomes_total", []string{"operation", book, "outcome", "rejected"}, 1},
 		{"oncecall_replays_total", []string{"operation", book}, 1},
+		{"oncecall_replays_kept_total", []string{"operation", book}, 1},
 		{"oncecall_key_mismatches_total", []string{"operation", book}, 1},
 		{"oncecall_in_progress_total", []string{"operation", book}, 1},
 		{"oncecall_http_requests_total", []string{"route", "/v1/appointments", "method", "POST", "status", "201"}, 2},

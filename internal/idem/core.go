@@ -111,6 +111,9 @@ type Reply struct {
 	Action oncecall.Action
 	// Replayed is true when the action was not executed by this request.
 	Replayed bool
+	// Kept is true when the replay was answered from the answers this
+	// process keeps in memory, without the database.
+	Kept bool
 }
 
 // Config tunes the core.
@@ -228,7 +231,7 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 		if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
 			return Reply{}, &ReusedError{Action: a}
 		}
-		return Reply{Action: a, Replayed: true}, nil
+		return Reply{Action: a, Replayed: true, Kept: true}, nil
 	}
 	reply, err := c.fromDB(ctx, req)
 	switch {

@@ -14,8 +14,9 @@ type Observer interface {
 	// Executed: this request claimed its key and ran the action; outcome is
 	// what the caller hears.
 	Executed(operation string, outcome Outcome)
-	// Replayed: the request was answered from an existing action.
-	Replayed(operation string)
+	// Replayed: the request was answered from an existing action; kept
+	// says it was answered from the answers kept in memory.
+	Replayed(operation string, kept bool)
 	// KeyReused: the key belongs to another operation or fingerprint.
 	KeyReused(operation string)
 	// InProgress: an earlier attempt still ran the action.
@@ -30,7 +31,7 @@ func (c *Core) Do(ctx context.Context, req Request) (Reply, error) {
 		var inProgress *InProgressError
 		switch {
 		case err == nil && reply.Replayed:
-			o.Replayed(req.Operation)
+			o.Replayed(req.Operation, reply.Kept)
 		case err == nil:
 			outcome := reply.Action.Outcome
 			if reply.Action.State != oncecall.Completed {

@@ -205,7 +205,7 @@ func TestReplayOfAKeptAnswerSendsNothing(t *testing.T) {
 	}
 	for range 3 {
 		again, err := core.Do(t.Context(), req(key, "f"))
-		if err != nil || !again.Replayed || again.Action.ID != first.Action.ID || string(again.Action.Result) != string(first.Action.Result) {
+		if err != nil || !again.Replayed || !again.Kept || again.Action.ID != first.Action.ID || string(again.Action.Result) != string(first.Action.Result) {
 			t.Fatalf("replay: %+v, %v; want action %s replayed", again, err, first.Action.ID)
 		}
 		if got := trace.all(); len(got) != 0 {
@@ -227,7 +227,7 @@ func TestReplayOfAKeptAnswerSendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	trace.all()
-	if r, err := core.Do(t.Context(), req(derived, "f")); err != nil || !r.Replayed {
+	if r, err := core.Do(t.Context(), req(derived, "f")); err != nil || !r.Replayed || r.Kept {
 		t.Fatalf("derived key replay: %+v %v", r, err)
 	}
 	if got := trace.all(); len(got) == 0 {

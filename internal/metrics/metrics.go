@@ -46,6 +46,7 @@ type Metrics struct {
 	requestDuration *prometheus.HistogramVec
 	claims          *prometheus.CounterVec
 	replays         *prometheus.CounterVec
+	replaysKept     *prometheus.CounterVec
 	mismatches      *prometheus.CounterVec
 	inProgress      *prometheus.CounterVec
 	outcomes        *prometheus.CounterVec
@@ -81,6 +82,10 @@ func New(cfg Config) *Metrics {
 			Namespace: namespace, Name: "replays_total",
 			Help: "Requests answered from an existing action without executing it.",
 		}, byOp),
+		replaysKept: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "replays_kept_total",
+			Help: "Replays answered from the answers this replica keeps in memory, without the database (part of replays_total).",
+		}, byOp),
 		mismatches: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "key_mismatches_total",
 			Help: "Requests rejected because their key belongs to another request (IDEMPOTENCY_KEY_REUSED).",
@@ -112,7 +117,7 @@ func New(cfg Config) *Metrics {
 		}, []string{"capability"}),
 	}
 	m.reg.MustRegister(
-		m.requests, m.requestDuration, m.claims, m.replays, m.mismatches, m.inProgress, m.outcomes,
+		m.requests, m.requestDuration, m.claims, m.replays, m.replaysKept, m.mismatches, m.inProgress, m.outcomes,
 		m.pruned, m.rateLimited, m.reconcile, m.providerCalls,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{Namespace: namespace}),
@@ -164,8 +169,14 @@ func (m *Metrics) Executed(operation string, outcome idem.Outcome) {
 	m.outcomes.WithLabelValues(operation, string(outcome)).Inc()
 }
 
-// Replayed counts an answer given from an existing action.
-func (m *Metrics) Replayed(operation string) { m.replays.WithLabelValues(operation).Inc() }
+// Replayed counts an answer given from an existing action, and those
+// given from the answers kept in memory.
+func (m *Metrics) Replayed(operation string, kept bool) {
+	m.replays.WithLabelValues(operation).Inc()
+	if kept {
+		m.replaysKept.WithLabelValues(operation).Inc()
+	}
+}
 
 // KeyReused counts a key reused for another request.
 func (m *Metrics) KeyReused(operation string) { m.mismatches.WithLabelValues(operation).Inc() }
