@@ -107,6 +107,9 @@ func TestBenchRuns(t *testing.T) {
 		if w := s.WALKBPerRequest; w == nil || (!readOnly && *w <= 0) {
 			t.Errorf("%s at %d: WAL per request %s KB", s.Name, s.Concurrency, show(w))
 		}
+		if c := s.CPUIdle; c == nil || *c < 0 || *c > 1 {
+			t.Errorf("%s at %d: CPU idle %s", s.Name, s.Concurrency, show(c))
+		}
 	}
 	for _, r := range ratios {
 		got := rep.Ratios[r.name]
@@ -124,7 +127,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "CPU idle %"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

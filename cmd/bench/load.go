@@ -45,6 +45,11 @@ type stats struct {
 	// be read.
 	walBytes float64
 	walOK    bool
+	// idle is the share of the machine's CPU time left idle (or waiting
+	// for I/O) over the measured window; idleOK is false when it could
+	// not be read.
+	idle   float64
+	idleOK bool
 }
 
 // load runs op from n workers until warmup+measure have passed. op performs
@@ -76,13 +81,15 @@ func load(ctx context.Context, n int, warmup, measure time.Duration, profile str
 	if err != nil {
 		return stats{}, err
 	}
+	stopIdle := idleFrom(measureFrom)
 	wg.Wait()
 	finished := time.Now()
+	idle, idleOK := stopIdle()
 	if err := stopProfile(); err != nil {
 		return stats{}, err
 	}
 
-	var s stats
+	s := stats{idle: idle, idleOK: idleOK}
 	var all []uint32
 	for i, w := range workers {
 		all = append(all, w.lat...)

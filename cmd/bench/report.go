@@ -101,6 +101,9 @@ func (r result) line() string {
 	if r.walOK {
 		s += fmt.Sprintf("  WAL %.2f KB/req", r.walBytes/1024)
 	}
+	if r.idleOK {
+		s += fmt.Sprintf("  CPU idle %.0f%%", 100*r.idle)
+	}
 	if r.note != "" {
 		s += " (" + r.note + ")"
 	}
@@ -177,15 +180,18 @@ func (b *bench) report() error {
 	rounds := b.cfg.rounds
 	fmt.Fprintf(b.stdout, "median of %d rounds (each round runs every scenario at every concurrency, in the same order); req/s range: the rounds' lowest and highest\n", rounds)
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\t")
+	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\tCPU idle %\t")
 	for _, s := range sums {
 		if s.skipped {
-			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\n", s.name, s.concurrency)
+			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\t\n", s.name, s.concurrency)
 			continue
 		}
-		wal := "-"
+		wal, idle := "-", "-"
 		if s.walOK {
 			wal = fmt.Sprintf("%.2f", s.walBytes/1024)
+		}
+		if s.idleOK {
+			idle = fmt.Sprintf("%.0f", 100*s.idle)
 		}
 		lo, hi := math.Inf(1), 0.0
 		for _, r := range s.rounds {
@@ -193,8 +199,8 @@ func (b *bench) report() error {
 				lo, hi = min(lo, r.rps), max(hi, r.rps)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
-			ms(s.p50), ms(s.p99), s.errors, wal)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
+			ms(s.p50), ms(s.p99), s.errors, wal, idle)
 	}
 	tw.Flush()
 	for _, r := range b.results {
@@ -315,13 +321,13 @@ func (b *bench) report() error {
 	for _, s := range sums {
 		js := jsonScenario{
 			Name: s.name, Concurrency: s.concurrency, RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
-			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK),
+			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK), CPUIdle: share(s.idle, s.idleOK),
 		}
 		var notes []string
 		for _, r := range s.rounds {
 			js.Rounds = append(js.Rounds, jsonRound{
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
-				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK),
+				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
@@ -379,6 +385,15 @@ func walKB(bytes float64, ok bool) *float64 {
 	}
 	kb := round(bytes/1024, 2)
 	return &kb
+}
+
+// share is a fraction for the JSON file, rounded; nil when not known.
+func share(v float64, ok bool) *float64 {
+	if !ok {
+		return nil
+	}
+	r := round(v, 3)
+	return &r
 }
 
 // serverKind says what served the run.
@@ -456,6 +471,10 @@ type jsonScenario struct {
 	// WAL written per request over the measured window, the whole
 	// server's (absent when it could not be read).
 	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
+	// CPUIdle is the share of the machine's CPU time left idle or waiting
+	// for I/O over the measured window, from 0 to 1 (absent when it could
+	// not be read).
+	CPUIdle *float64 `json:"cpu_idle,omitempty"`
 	// Rounds are the runs the medians above are taken of, in round order.
 	Rounds []jsonRound `json:"rounds"`
 }
@@ -469,6 +488,7 @@ type jsonRound struct {
 	Skipped         bool     `json:"skipped,omitempty"`
 	Note            string   `json:"note,omitempty"`
 	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
+	CPUIdle         *float64 `json:"cpu_idle,omitempty"`
 }
 
 // loadAvg is the 1, 5 and 15 minute load average (Linux; zeros elsewhere).

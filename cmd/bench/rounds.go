@@ -24,8 +24,12 @@ type summary struct {
 	p50, p99 time.Duration
 	walBytes float64
 	walOK    bool
-	errors   int  // over every round
-	skipped  bool // every round was skipped
+	// idle is the median of the rounds' idle CPU shares (idleOK when any
+	// could be read).
+	idle    float64
+	idleOK  bool
+	errors  int  // over every round
+	skipped bool // every round was skipped
 }
 
 // summaries returns a summary per scenario and concurrency, in run order.
@@ -44,7 +48,7 @@ func (b *bench) summaries() []summary {
 	}
 	for i := range out {
 		s := &out[i]
-		var rps, p50, p99, wal []float64
+		var rps, p50, p99, wal, idle []float64
 		for _, r := range s.rounds {
 			s.errors += r.errors
 			if r.skipped {
@@ -56,11 +60,15 @@ func (b *bench) summaries() []summary {
 			if r.walOK {
 				wal = append(wal, r.walBytes)
 			}
+			if r.idleOK {
+				idle = append(idle, r.idle)
+			}
 		}
 		s.skipped = len(rps) == 0
 		s.rps = median(rps)
 		s.p50, s.p99 = time.Duration(median(p50)), time.Duration(median(p99))
 		s.walBytes, s.walOK = median(wal), len(wal) > 0
+		s.idle, s.idleOK = median(idle), len(idle) > 0
 	}
 	return out
 }
