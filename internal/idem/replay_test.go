@@ -59,27 +59,11 @@ func (s *sent) take() []string {
 // and claims. Whichever path a request takes, each key is executed once.
 func TestStatementReplaysReadFirstWhenMostRequestsAreReplays(t *testing.T) {
 	t.Parallel()
-	cfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	trace := &sent{}
-	cfg.ConnConfig.Tracer = trace
-	db.Configure(cfg)
-	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	store := db.New(pool)
-	core := idem.New(store, idem.Config{})
-	tenant, _, err := store.CreateTenant(t.Context(), "t", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	core, store, trace, tenant := tracedCore(t, idem.Config{})
+	pool := store.Pool()
 	req := func(key string) idem.Request {
 		return idem.Request{
-			TenantID: tenant.ID, Key: key, Operation: "customer.create", Fingerprint: "f", Input: []byte(`{}`),
+			TenantID: tenant, Key: key, Operation: "customer.create", Fingerprint: "f", Input: []byte(`{}`),
 			Statement: func(s *db.Statement, x idem.Exec) {
 				s.CreateCustomer(db.NewCustomer{TenantID: x.TenantID, Name: "n"})
 			},
@@ -96,7 +80,7 @@ func TestStatementReplaysReadFirstWhenMostRequestsAreReplays(t *testing.T) {
 	customers := func() int {
 		t.Helper()
 		var n int
-		if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM customers WHERE tenant_id = $1", tenant.ID).Scan(&n); err != nil {
+		if err := pool.QueryRow(t.Context(), "SELECT count(*) FROM customers WHERE tenant_id = $1", tenant).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -143,8 +127,8 @@ func (s *sent) all() []string {
 	return out
 }
 
-// tracedCore is a core with answers kept in memory on a fresh database
-// whose statements trace records, and a tenant.
+// tracedCore is a core configured by cfg on a fresh database whose
+// statements trace records, and a tenant.
 func tracedCore(t *testing.T, cfg idem.Config) (*idem.Core, *db.Store, *sent, uuid.UUID) {
 	t.Helper()
 	pcfg, err := pgxpool.ParseConfig(pgtest.NewDB(t))
