@@ -15,6 +15,10 @@ type Slot struct {
 	Resource string
 	// Available: not booked and not past.
 	Available bool
+	// PractitionerID and LocationID are whose slot it is and where;
+	// uuid.Nil for a slot of the tenant's single calendar.
+	PractitionerID uuid.UUID
+	LocationID     uuid.UUID
 }
 
 // Appointment is a booking of one slot by one customer.

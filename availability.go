@@ -11,12 +11,10 @@ import (
 // for a slot of the single calendar).
 type OpenSlot struct {
 	Slot
-	// PractitionerID and LocationID are uuid.Nil for a slot of the
-	// tenant's single calendar.
-	PractitionerID uuid.UUID
-	Practitioner   string
-	LocationID     uuid.UUID
-	Location       string
+	// Practitioner and Location are the names of the slot's
+	// PractitionerID and LocationID; empty for the single calendar.
+	Practitioner string
+	Location     string
 	// Address is the location's address as it is spoken; may be empty.
 	Address string
 	// Timezone is the IANA name the slot is spoken in.

@@ -12,14 +12,13 @@ import (
 )
 
 // listedSlot is a slot as GET /v1/slots lists it: for a slot of a
-// practitioner, with who and where and the timezone it is spoken in.
+// practitioner, with the names of who and where (their ids are the
+// slot's) and the timezone it is spoken in.
 type listedSlot struct {
 	wire.Slot
-	PractitionerID string `json:"practitioner_id,omitempty"`
-	Practitioner   string `json:"practitioner,omitempty"`
-	LocationID     string `json:"location_id,omitempty"`
-	Location       string `json:"location,omitempty"`
-	Timezone       string `json:"timezone,omitempty"`
+	Practitioner string `json:"practitioner,omitempty"`
+	Location     string `json:"location,omitempty"`
+	Timezone     string `json:"timezone,omitempty"`
 }
 
 // listSlots answers GET /v1/slots: the tenant's slots in start order with
@@ -90,8 +89,7 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 	for i, sl := range slots {
 		list[i] = listedSlot{Slot: wire.FromSlot(sl.Slot)}
 		if sl.Catalog() {
-			list[i].PractitionerID, list[i].Practitioner = sl.PractitionerID.String(), sl.Practitioner
-			list[i].LocationID, list[i].Location, list[i].Timezone = sl.LocationID.String(), sl.Location, sl.Timezone
+			list[i].Practitioner, list[i].Location, list[i].Timezone = sl.Practitioner, sl.Location, sl.Timezone
 		}
 	}
 	out["slots"] = list

@@ -434,8 +434,12 @@ func TestPractitionerSlotCreate(t *testing.T) {
 	c := setupClinic(t)
 	body := map[string]any{"starts_at": "2030-01-07T14:00:00Z", "ends_at": "2030-01-07T15:00:00Z", "practitioner_id": c.ortiz, "location_id": c.downtown}
 	slot, first := created(t, c.Env, "/v1/slots", c.key, "slot-1", body)
-	if res := first.JSON(t)["result"].(map[string]any); res["resource"] != "Dr. Ortiz" {
+	// The answer names whose slot it is and where, as GET /v1/slots does.
+	if res := first.JSON(t)["result"].(map[string]any); res["resource"] != "Dr. Ortiz" || res["practitioner_id"] != c.ortiz || res["location_id"] != c.downtown {
 		t.Fatalf("slot: %s", first.Body)
+	}
+	if again := c.Post("/v1/slots", c.key, "slot-1", body); again.Status != http.StatusCreated || !again.Replayed() || !bytes.Equal(again.Body, first.Body) {
+		t.Fatalf("replay: %d %s, want the first answer %s", again.Status, again.Body, first.Body)
 	}
 	if n := c.Count("SELECT count(*) FROM slots WHERE id = $1 AND practitioner_id = $2 AND location_id = $3", slot, c.ortiz, c.downtown); n != 1 {
 		t.Fatalf("slot row: %d", n)
@@ -462,7 +466,14 @@ func TestPractitionerSlotCreate(t *testing.T) {
 	noOverlappingSlots(t, c.Env)
 	// A slot without a practitioner is the single calendar, as before: it
 	// may overlap anything.
-	created(t, c.Env, "/v1/slots", c.key, "slot-9", map[string]any{"starts_at": "2030-01-07T14:00:00Z", "ends_at": "2030-01-07T15:00:00Z"})
+	_, single := created(t, c.Env, "/v1/slots", c.key, "slot-9", map[string]any{"starts_at": "2030-01-07T14:00:00Z", "ends_at": "2030-01-07T15:00:00Z"})
+	res := single.JSON(t)["result"].(map[string]any)
+	if _, ok := res["practitioner_id"]; ok {
+		t.Fatalf("single calendar slot: %s", single.Body)
+	}
+	if _, ok := res["location_id"]; ok {
+		t.Fatalf("single calendar slot: %s", single.Body)
+	}
 }
 
 // TestDashaListsServicesAndPractitioners: the read tools answer with a

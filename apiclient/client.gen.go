@@ -2416,12 +2416,19 @@ type ServiceList struct {
 	Services []Service `json:"services"`
 }
 
-// Slot A bookable time. A slot holds one booking.
+// Slot A bookable time. A slot holds one booking. A slot of a practitioner at a location gives their ids; a
+// slot of the single calendar has neither.
 type Slot struct {
 	// Available Not booked and not past.
 	Available bool               `json:"available"`
 	EndsAt    time.Time          `json:"ends_at"`
 	Id        openapi_types.UUID `json:"id"`
+
+	// LocationId The location of the slot; absent for the single calendar.
+	LocationId *openapi_types.UUID `json:"location_id,omitempty"`
+
+	// PractitionerId The practitioner whose slot it is; absent for the single calendar.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
 
 	// Resource Who or what the slot is with; may be empty.
 	Resource string    `json:"resource"`

@@ -264,7 +264,10 @@ func (tx *Tx) InsertPractitionerSlots(ctx context.Context, p PractitionerSlots, 
 	}
 	out := make([]oncecall.Slot, len(rows))
 	for i, r := range rows {
-		out[i] = oncecall.Slot{ID: r.ID, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(), Resource: p.Resource, Available: true}
+		out[i] = oncecall.Slot{
+			ID: r.ID, StartsAt: r.StartsAt.UTC(), EndsAt: r.EndsAt.UTC(), Resource: p.Resource, Available: true,
+			PractitionerID: p.PractitionerID, LocationID: p.LocationID,
+		}
 	}
 	return out, nil
 }

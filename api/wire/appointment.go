@@ -15,11 +15,19 @@ type Slot struct {
 	EndsAt    time.Time `json:"ends_at"`
 	Resource  string    `json:"resource"`
 	Available bool      `json:"available"`
+	// PractitionerID and LocationID are absent for a slot of the single
+	// calendar.
+	PractitionerID string `json:"practitioner_id,omitempty"`
+	LocationID     string `json:"location_id,omitempty"`
 }
 
 // FromSlot is the wire shape of a slot.
 func FromSlot(s oncecall.Slot) Slot {
-	return Slot{ID: s.ID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Resource: s.Resource, Available: s.Available}
+	out := Slot{ID: s.ID, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Resource: s.Resource, Available: s.Available}
+	if s.PractitionerID != uuid.Nil && s.LocationID != uuid.Nil {
+		out.PractitionerID, out.LocationID = s.PractitionerID.String(), s.LocationID.String()
+	}
+	return out
 }
 
 // FromSlots is FromSlot of each slot.

@@ -38,6 +38,9 @@ func TestWireJSONIsByteForByteTheRecordedShape(t *testing.T) {
 	}{
 		{"slot", wire.FromSlot(oncecall.Slot{ID: id, StartsAt: t1, EndsAt: t2, Resource: "Dr. Lee", Available: true}),
 			`{"id":` + i1 + `,"starts_at":"2030-01-02T09:00:00Z","ends_at":"2030-01-02T10:00:00.123456Z","resource":"Dr. Lee","available":true}`},
+		{"practitioner's slot", wire.FromSlot(oncecall.Slot{ID: id, StartsAt: t1, EndsAt: t2, Resource: "Dr. Lee", Available: true, PractitionerID: id2, LocationID: id}),
+			`{"id":` + i1 + `,"starts_at":"2030-01-02T09:00:00Z","ends_at":"2030-01-02T10:00:00.123456Z","resource":"Dr. Lee","available":true,` +
+				`"practitioner_id":` + i2 + `,"location_id":` + i1 + `}`},
 		{"empty slot fields", wire.FromSlot(oncecall.Slot{ID: id, StartsAt: t1, EndsAt: t2}),
 			`{"id":` + i1 + `,"starts_at":"2030-01-02T09:00:00Z","ends_at":"2030-01-02T10:00:00.123456Z","resource":"","available":false}`},
 		{"appointment", wire.FromAppointment(oncecall.Appointment{ID: id, CustomerID: id2, SlotID: id, Service: "checkup", Status: "active", StartsAt: t1, EndsAt: t2}),

@@ -1340,7 +1340,10 @@ export interface components {
             /** @description Who resolved it. */
             by: string;
         };
-        /** @description A bookable time. A slot holds one booking. */
+        /**
+         * @description A bookable time. A slot holds one booking. A slot of a practitioner at a location gives their ids; a
+         *     slot of the single calendar has neither.
+         */
         Slot: {
             /** Format: uuid */
             id: string;
@@ -1352,6 +1355,16 @@ export interface components {
             resource: string;
             /** @description Not booked and not past. */
             available: boolean;
+            /**
+             * Format: uuid
+             * @description The practitioner whose slot it is; absent for the single calendar.
+             */
+            practitioner_id?: string;
+            /**
+             * Format: uuid
+             * @description The location of the slot; absent for the single calendar.
+             */
+            location_id?: string;
         };
         SlotList: {
             slots: components["schemas"]["ListedSlot"][];

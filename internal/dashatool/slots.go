@@ -174,12 +174,11 @@ func later(a, b time.Time) time.Time {
 type SlotView struct {
 	wire.Slot
 	schedule.Local
-	PractitionerID string `json:"practitioner_id,omitempty"`
-	Practitioner   string `json:"practitioner,omitempty"`
-	LocationID     string `json:"location_id,omitempty"`
-	Location       string `json:"location,omitempty"`
-	Address        string `json:"address,omitempty"`
-	Timezone       string `json:"timezone,omitempty"`
+	// The practitioner's and the location's ids are the slot's.
+	Practitioner string `json:"practitioner,omitempty"`
+	Location     string `json:"location,omitempty"`
+	Address      string `json:"address,omitempty"`
+	Timezone     string `json:"timezone,omitempty"`
 }
 
 // SlotViews are the views of slots; a zone the zone database lacks is read
@@ -198,8 +197,7 @@ func SlotViews(slots []oncecall.OpenSlot, fallback *time.Location, now time.Time
 		}
 		out[i] = SlotView{Slot: wire.FromSlot(s.Slot), Local: schedule.Localize(s.StartsAt, s.EndsAt, loc, now)}
 		if s.Catalog() {
-			out[i].PractitionerID, out[i].Practitioner = s.PractitionerID.String(), s.Practitioner
-			out[i].LocationID, out[i].Location, out[i].Address = s.LocationID.String(), s.Location, s.Address
+			out[i].Practitioner, out[i].Location, out[i].Address = s.Practitioner, s.Location, s.Address
 			out[i].Timezone = s.Timezone
 		}
 	}
