@@ -36,8 +36,11 @@ import (
 //
 // A request that names an action (Request.Named) is read by id as before.
 // The fingerprint and operation checks run on an entry as on a row, so a
-// key reused with another request is still refused. Entries are evicted
-// oldest first when the byte budget is spent, and ignored after maxAge.
+// key reused with another request is still refused. An entry holds the
+// whole action, its normalised request included: a voice platform's answer
+// compares a retry with it and tells what changed since. Entries are
+// evicted oldest first when the byte budget is spent, and ignored once
+// maxAge has passed since their action's creation.
 type answers struct {
 	mu     sync.Mutex
 	budget int // bytes
