@@ -324,7 +324,7 @@ func OpenPool(ctx context.Context, url, migrateURL string, maxConns int32, timeo
 
 // DefaultAnswerBytes is the memory a server spends by default keeping the
 // completed answers it gave recently, so that their replays are answered
-// without the database: about 10,000 bookings' answers.
+// without the database: about 8,000 bookings' answers.
 const DefaultAnswerBytes = 8 << 20
 
 // DefaultMaxConns sizes the pool to the machine: a few connections per core
