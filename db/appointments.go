@@ -124,11 +124,6 @@ func (q queries) CancelAppointment(ctx context.Context, tenant, id uuid.UUID) (o
 	return appointmentResult(dbsqlc.AppointmentByIDRow(row), err)
 }
 
-// CountActiveAppointments counts the tenant's active appointments.
-func (q queries) CountActiveAppointments(ctx context.Context, tenant uuid.UUID) (int64, error) {
-	return q.q.CountActiveAppointments(ctx, tenant)
-}
-
 func appointmentResult(row dbsqlc.AppointmentByIDRow, err error) (oncecall.Appointment, bool, error) {
 	if err = notFound(err); err == ErrNotFound {
 		return oncecall.Appointment{}, false, nil

@@ -55,9 +55,6 @@ WITH c AS (
 SELECT c.id, c.customer_id, c.slot_id, c.service, c.status, s.starts_at, s.ends_at
 FROM c JOIN slots s ON s.id = c.slot_id;
 
--- name: CountActiveAppointments :one
-SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active';
-
 -- name: ListCustomerAppointments :many
 -- A customer's active appointments starting at or after from_time, soonest first.
 SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at

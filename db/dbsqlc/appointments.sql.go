@@ -761,17 +761,6 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 	return i, err
 }
 
-const countActiveAppointments = `-- name: CountActiveAppointments :one
-SELECT count(*) FROM appointments WHERE tenant_id = $1 AND status = 'active'
-`
-
-func (q *Queries) CountActiveAppointments(ctx context.Context, tenantID uuid.UUID) (int64, error) {
-	row := q.db.QueryRow(ctx, countActiveAppointments, tenantID)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
 const createSlot = `-- name: CreateSlot :one
 INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
 VALUES ($1, $2, $3, $4, $5)
