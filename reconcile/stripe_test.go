@@ -161,6 +161,12 @@ func TestStripeWebhooksAreVerifiedNoticesThatChangeNothingByThemselves(t *testin
 		l := r.sim.StripeLedger()
 		return len(l) == 1 && l[0].Status == "requires_capture"
 	})
+	// Stripe's own webhook about the hold goes out once the hold is in its
+	// ledger; wait until oncecall has recorded it, so that the snapshots
+	// below compare states that only the events this test sends can change.
+	waitFor(t, "Stripe's webhook about the hold", 10*time.Second, func() bool {
+		return r.Count("SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'provider_notice'", id) >= 1
+	})
 	pi := onlyPaymentIntent(t, r.sim)
 	snapshot := func() string {
 		var s string
@@ -205,7 +211,7 @@ func TestStripeWebhooksAreVerifiedNoticesThatChangeNothingByThemselves(t *testin
 	}
 
 	// The real notice, twice (Stripe delivers at least once). The
-	// simulator's own webhook about the hold came in during the request.
+	// simulator's own webhook about the hold came in above.
 	notices := r.Count("SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'provider_notice'", id)
 	b, sig := signedEvent(t, stripeWebhookSecret, "evt_real", "payment_intent.amount_capturable_updated", obj)
 	for range 2 {
