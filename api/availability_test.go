@@ -125,6 +125,13 @@ func localDay(loc *time.Location, d, hour, minute int) time.Time {
 	return time.Date(n.Year(), n.Month(), n.Day()+d, hour, minute, 0, 0, loc)
 }
 
+// onDateOf is hour:minute in loc on day's calendar date: slots of two zones
+// on one date, whatever the time of day (today in New York is yesterday in
+// London for five hours of every day).
+func onDateOf(day time.Time, loc *time.Location, hour, minute int) time.Time {
+	return time.Date(day.Year(), day.Month(), day.Day(), hour, minute, 0, 0, loc)
+}
+
 func mustZone(t *testing.T, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)
@@ -151,11 +158,11 @@ func TestFindAvailableSlotsByServicePractitionerAndLocation(t *testing.T) {
 	lee := c.practitioner("Dr. Lee", []uuid.UUID{downtown}, cleaning, whitening)
 
 	day := localDay(london, 3, 9, 0)
-	ortizDowntown := c.slot(ortiz, downtown, day, 45)                     // 09:00 London
-	leeDowntown := c.slot(lee, downtown, day.Add(time.Hour), 45)          // 10:00 London, too short for whitening
-	leeLong := c.slot(lee, downtown, day.Add(2*time.Hour), 60)            // 11:00 London
-	ortizUptown := c.slot(ortiz, uptown, localDay(newYork, 3, 10, 0), 45) // 10:00 New York, 15:00 London
-	short := c.slot(lee, downtown, day.Add(3*time.Hour), 30)              // too short for cleaning's 30 + 10
+	ortizDowntown := c.slot(ortiz, downtown, day, 45)                       // 09:00 London
+	leeDowntown := c.slot(lee, downtown, day.Add(time.Hour), 45)            // 10:00 London, too short for whitening
+	leeLong := c.slot(lee, downtown, day.Add(2*time.Hour), 60)              // 11:00 London
+	ortizUptown := c.slot(ortiz, uptown, onDateOf(day, newYork, 10, 0), 45) // 10:00 New York, 15:00 London
+	short := c.slot(lee, downtown, day.Add(3*time.Hour), 30)                // too short for cleaning's 30 + 10
 	taken := c.slot(ortiz, downtown, day.Add(5*time.Hour), 45)
 	calendar := slotAt(t, e, c.tenant, day.Add(7*time.Hour), "Chair") // the single calendar
 	bookREST(t, e, c.key, e.Customer(c.tenant), taken)
@@ -166,7 +173,7 @@ func TestFindAvailableSlotsByServicePractitionerAndLocation(t *testing.T) {
 		switch s.ID {
 		case ortizUptown.String():
 			if s.Practitioner != "Dr. Ortiz" || s.Location != "Uptown" || s.Timezone != "America/New_York" ||
-				s.StartsAtLocal != localDay(newYork, 3, 10, 0).Format(time.RFC3339) || !strings.Contains(s.When, "10:00") {
+				s.StartsAtLocal != onDateOf(day, newYork, 10, 0).Format(time.RFC3339) || !strings.Contains(s.When, "10:00") {
 				t.Errorf("uptown slot not said in New York's time: %+v", s)
 			}
 		case ortizDowntown.String():

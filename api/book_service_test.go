@@ -43,7 +43,7 @@ func TestBookAServiceAtATime(t *testing.T) {
 	ortizSlot := c.slot(ortiz, downtown, at, 45)
 	leeSlot := c.slot(lee, downtown, at, 45)
 	later := c.slot(ortiz, downtown, at.Add(2*time.Hour), 45)
-	uptownAt := localDay(newYork, 4, 14, 0) // 14:00 in New York: 19:00 in London
+	uptownAt := onDateOf(at, newYork, 14, 0) // 14:00 in New York: 19:00 in London
 	uptownSlot := c.slot(ortiz, uptown, uptownAt, 45)
 	ana, bob := e.Customer(c.tenant), e.Customer(c.tenant)
 	withPhone, err := e.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: c.tenant, Name: "Cy", Phone: "+447700900555"})
