@@ -67,9 +67,6 @@ type answer struct {
 	size    int
 }
 
-// derivedKeyPrefix starts every key DeriveKey builds.
-const derivedKeyPrefix = "derived:"
-
 func newAnswers(budget int, maxAge time.Duration) *answers {
 	if budget <= 0 {
 		return nil

@@ -99,6 +99,13 @@ type Request struct {
 	Named uuid.UUID
 }
 
+// made reports whether a is the action of a request like req (the same
+// operation and fingerprint); another action under req's key means the key
+// was reused.
+func (req *Request) made(a oncecall.Action) bool {
+	return a.Operation == req.Operation && a.Fingerprint == req.Fingerprint
+}
+
 // Driver performs the remote steps of a claimed action and returns the
 // action as it then stands (completed, or unknown when a provider's answer
 // was lost). owner is the token of the lease the claim took.
@@ -228,7 +235,7 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 		return c.fromDB(ctx, req)
 	}
 	if a, ok := c.answers.get(req.TenantID, req.Key); ok {
-		if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
+		if !req.made(a) {
 			return Reply{}, &ReusedError{Action: a}
 		}
 		return Reply{Action: a, Replayed: true, Kept: true}, nil
@@ -241,16 +248,8 @@ func (c *Core) do(ctx context.Context, req Request) (Reply, error) {
 		// completed actions).
 		c.answers.put(reply.Action)
 	case len(req.Steps) == 0:
-		// A local operation completed by this request's own commit. An
-		// action built in memory lacks what the row holds besides.
-		kept := reply.Action
-		if kept.Request == nil {
-			kept.Request = req.Input
-		}
-		if kept.CallID == "" {
-			kept.CallID = req.CallID
-		}
-		c.answers.put(kept)
+		// A local operation completed by this request's own commit.
+		c.answers.put(reply.Action)
 	}
 	return reply, err
 }
@@ -379,7 +378,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 			Fingerprint: req.Fingerprint, State: oncecall.Completed,
 			Outcome: done.Outcome, Reason: done.Reason, Status: done.Status,
-			ResourceID: done.ResourceID, Result: done.Result,
+			ResourceID: done.ResourceID, Result: done.Result, Request: req.Input, CallID: req.CallID,
 		}}
 		return &done, nil
 	})
@@ -489,7 +488,7 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 			return Reply{}, errSuperseded
 		}
 	}
-	if a.Operation != req.Operation || a.Fingerprint != req.Fingerprint {
+	if !req.made(a) {
 		return Reply{}, &ReusedError{Action: a}
 	}
 	if a.State != oncecall.Running {

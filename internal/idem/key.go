@@ -35,6 +35,10 @@ func KeyHash(key string) string {
 	return hex.EncodeToString(sum[:6])
 }
 
+// derivedKeyPrefix starts every key DeriveKey builds (and a kept answer's
+// key never does: see answers).
+const derivedKeyPrefix = "derived:"
+
 // DeriveKey builds an idempotency key from identity parts (tenant, operation,
 // call, identity fields). It is a hash, so no customer data ends up in keys.
 func DeriveKey(parts ...string) string {
@@ -47,7 +51,7 @@ func DeriveKey(parts ...string) string {
 		h.Write(n[:])
 		h.Write([]byte(p))
 	}
-	return "derived:" + hex.EncodeToString(h.Sum(nil))
+	return derivedKeyPrefix + hex.EncodeToString(h.Sum(nil))
 }
 
 // ProviderKey is the idempotency key a step sends to its provider: derived
