@@ -140,6 +140,7 @@ func (b *bench) addBareKey(ctx context.Context, key string, tenant uuid.UUID) er
 	return nil
 }
 
+// freeAddr is a free address on the loopback interface to listen on.
 func freeAddr() (string, error) {
 	port, err := freePort()
 	if err != nil {

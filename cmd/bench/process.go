@@ -50,11 +50,10 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 		return fmt.Errorf("build oncecall: %w\n%s", err, out)
 	}
 
-	port, err := freePort()
+	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ONCECALL_ADDR="+addr, "ONCECALL_RATE_LIMIT=0", "ONCECALL_DASHA_RATE_LIMIT=0",
 		"ONCECALL_TENANT_DB_REQUESTS="+strconv.Itoa(int(app.DefaultMaxConns())),
