@@ -112,7 +112,11 @@ func (b *bench) startBareProcess(ctx context.Context, dbURL string) error {
 	logs := &tail{size: 16 << 10}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	b.bareURL, b.bareControl = "http://"+addr, "http://"+controlAddr
-	return b.startChild(ctx, cmd, "the baseline server", b.bareURL+"/v1/floor", http.StatusUnauthorized, logs)
+	if err := b.startChild(ctx, cmd, "the baseline server", b.bareURL+"/v1/floor", http.StatusUnauthorized, logs); err != nil {
+		return err
+	}
+	b.parts = append(b.parts, part{name: "baseline", pid: cmd.Process.Pid})
+	return nil
 }
 
 // addBareKey lets the baseline stack authenticate key as tenant.

@@ -49,6 +49,8 @@ type bench struct {
 	rssNote   string
 
 	closers []func() error
+	// parts are the processes whose CPU time each run accounts for.
+	parts []part
 
 	maxRPS float64  // fastest booking rate seen, to size slot supplies
 	grown  *fixture // the tenant holding the preloaded actions
@@ -115,6 +117,10 @@ func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench,
 	}
 	b.closers = append(b.closers, func() error { b.pool.Close(); return nil })
 	b.store = db.New(b.pool)
+	b.parts = append(b.parts, part{name: "client", pid: os.Getpid()})
+	if pid, ok := b.postmaster(ctx); ok {
+		b.parts = append(b.parts, part{name: "postgres", pid: pid, tree: true})
+	}
 
 	switch {
 	case cfg.url == "" && cfg.server == serverProcess:
@@ -312,7 +318,7 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	var fromErr error
 	read := make(chan struct{})
 	timer := time.AfterFunc(b.warmup, func() { from, fromErr = b.walPosition(ctx); close(read) })
-	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), op)
+	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
 	if err != nil {
 		timer.Stop()
 		return st, err
@@ -351,6 +357,25 @@ func (b *bench) walPosition(ctx context.Context) (int64, error) {
 	var pos int64
 	err := b.pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").Scan(&pos)
 	return pos, err
+}
+
+// postmaster is the pid of the PostgreSQL server the bench's pool reaches,
+// when it runs on this machine: the parent of a backend of the pool, both
+// named postgres.
+func (b *bench) postmaster(ctx context.Context) (int, bool) {
+	var backend int
+	if err := b.pool.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0, false
+	}
+	st, ok := procStat(backend)
+	if !ok || st.comm != "postgres" {
+		return 0, false
+	}
+	parent, ok := procStat(st.ppid)
+	if !ok || parent.comm != "postgres" {
+		return 0, false
+	}
+	return st.ppid, true
 }
 
 // isLoopback reports whether a --url names this machine.

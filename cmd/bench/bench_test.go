@@ -110,6 +110,21 @@ func TestBenchRuns(t *testing.T) {
 		if c := s.CPUIdle; c == nil || *c < 0 || *c > 1 {
 			t.Errorf("%s at %d: CPU idle %s", s.Name, s.Concurrency, show(c))
 		}
+		// What a request cost in CPU, by process: the machine's total, the
+		// server that answered (oncecall or the baseline) and PostgreSQL,
+		// which every scenario uses but floor and replay (answered from the
+		// answers oncecall keeps in memory).
+		cpu := s.CPU
+		server := "oncecall"
+		switch s.Name {
+		case "floor", "bare", "peer", "peer_replay":
+			server = "baseline"
+		case "ceiling", "ceiling_tx", "select", "bare_sql":
+			server = "client"
+		}
+		if cpu["total"] <= 0 || cpu[server] <= 0 || (s.Name != "floor" && s.Name != "replay" && cpu["postgres"] <= 0) {
+			t.Errorf("%s at %d: CPU per request %v, want total, %s and postgres", s.Name, s.Concurrency, cpu, server)
+		}
 	}
 	for _, r := range ratios {
 		got := rep.Ratios[r.name]
@@ -127,7 +142,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "CPU idle %"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "CPU idle %", "CPU time per request in µs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

@@ -2,17 +2,72 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// The share of the machine's CPU time left idle over a run's measured
-// window tells whether the run was bound by CPU: the bounds the report
-// prints add up what requests cost in CPU and hold for runs that leave
-// (next to) no CPU idle; a run that leaves a third of it idle was waiting
-// for something else (PostgreSQL's WAL flushes, say).
+// What a run cost in CPU. The share of the machine's CPU time left idle
+// over a run's measured window tells whether the run was bound by CPU: the
+// bounds the report prints add up what requests cost in CPU and hold for
+// runs that leave (next to) no CPU idle; a run that leaves a third of it
+// idle was waiting for something else (PostgreSQL's WAL flushes, say).
+// The CPU time each process of the run used over the same window, divided
+// by the requests measured, says where a request's cost went: the load
+// generator (this process, with the SQL-only scenarios' pgx side and, with
+// --server inprocess, the servers), oncecall serve, the baseline server,
+// PostgreSQL (the postmaster and its children), and the rest of the
+// machine (the kernel's threads, other work). A request's CPU time moves
+// less with the machine's speed than a request rate does: another
+// program's load takes cores away but does not make a request cost more.
+
+// clockTick is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// part is a process whose CPU time the bench accounts for per request.
+type part struct {
+	name string
+	pid  int
+	// tree: the process's children count too (PostgreSQL's backends);
+	// children that ended in the window count through the parent's
+	// cutime and cstime.
+	tree bool
+}
+
+// cpuSample is the machine's CPU time and each part's, in clock ticks.
+type cpuSample struct {
+	total, idle uint64
+	parts       []uint64
+	ok          bool
+}
+
+func sampleCPU(parts []part) cpuSample {
+	var s cpuSample
+	s.total, s.idle, s.ok = cpuTimes()
+	if !s.ok {
+		return s
+	}
+	var children map[int]uint64
+	for _, p := range parts {
+		if p.tree && children == nil {
+			children = childTimes()
+		}
+	}
+	s.parts = make([]uint64, len(parts))
+	for i, p := range parts {
+		st, ok := procStat(p.pid)
+		if !ok {
+			continue
+		}
+		s.parts[i] = st.utime + st.stime
+		if p.tree {
+			s.parts[i] += st.cutime + st.cstime + children[p.pid]
+		}
+	}
+	return s
+}
 
 // cpuTimes reads the machine's CPU time from /proc/stat's first line, in
 // clock ticks: all of it, and the part idle or waiting for I/O.
@@ -43,28 +98,121 @@ func cpuTimes() (total, idle uint64, ok bool) {
 	return total, idle, true
 }
 
-// idleFrom starts counting the machine's idle CPU time at the time at and
-// returns the function that ends the count: the idle share of the window,
-// false when it could not be read or the window ended before at.
-func idleFrom(at time.Time) func() (float64, bool) {
-	type sample struct {
-		total, idle uint64
-		ok          bool
+// stat is what the bench reads of /proc/<pid>/stat.
+type stat struct {
+	comm                         string
+	ppid                         int
+	utime, stime, cutime, cstime uint64
+}
+
+func procStat(pid int) (stat, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return stat{}, false
 	}
-	started := make(chan sample, 1)
-	timer := time.AfterFunc(time.Until(at), func() {
-		t, i, ok := cpuTimes()
-		started <- sample{t, i, ok}
-	})
-	return func() (float64, bool) {
+	return parseStat(string(data))
+}
+
+// parseStat parses a /proc/<pid>/stat line; the command name, in
+// parentheses, may itself hold spaces and parentheses.
+func parseStat(line string) (stat, bool) {
+	open, end := strings.IndexByte(line, '('), strings.LastIndexByte(line, ')')
+	if open < 0 || end < open {
+		return stat{}, false
+	}
+	f := strings.Fields(line[end+1:])
+	if len(f) < 15 {
+		return stat{}, false
+	}
+	st := stat{comm: line[open+1 : end]}
+	var err error
+	if st.ppid, err = strconv.Atoi(f[1]); err != nil {
+		return stat{}, false
+	}
+	for i, v := range []*uint64{&st.utime, &st.stime, &st.cutime, &st.cstime} {
+		n, err := strconv.ParseInt(f[11+i], 10, 64)
+		if err != nil {
+			return stat{}, false
+		}
+		*v = uint64(max(n, 0))
+	}
+	return st, true
+}
+
+// childTimes sums each process's living children's CPU time, by parent.
+func childTimes() map[int]uint64 {
+	out := map[int]uint64{}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if st, ok := procStat(pid); ok {
+			out[st.ppid] += st.utime + st.stime
+		}
+	}
+	return out
+}
+
+// cpuUse is what the machine's CPU did over a measured window.
+type cpuUse struct {
+	// idle is the share of the machine's CPU time left idle or waiting
+	// for I/O.
+	idle float64
+	// busy is the CPU time the machine spent, and parts each part's, in
+	// clock ticks.
+	busy  uint64
+	parts map[string]uint64
+}
+
+// cpuFrom starts counting CPU time at the time at and returns the function
+// that ends the count: false when it could not be read or the window ended
+// before at.
+func cpuFrom(at time.Time, parts []part) func() (cpuUse, bool) {
+	started := make(chan cpuSample, 1)
+	timer := time.AfterFunc(time.Until(at), func() { started <- sampleCPU(parts) })
+	return func() (cpuUse, bool) {
 		if timer.Stop() {
-			return 0, false
+			return cpuUse{}, false
 		}
 		s := <-started
-		t, i, ok := cpuTimes()
-		if !s.ok || !ok || t <= s.total {
-			return 0, false
+		e := sampleCPU(parts)
+		if !s.ok || !e.ok || e.total <= s.total {
+			return cpuUse{}, false
 		}
-		return float64(i-s.idle) / float64(t-s.total), true
+		idle := e.idle - s.idle
+		u := cpuUse{
+			idle:  float64(idle) / float64(e.total-s.total),
+			busy:  e.total - s.total - idle,
+			parts: map[string]uint64{},
+		}
+		for i, p := range parts {
+			u.parts[p.name] += e.parts[i] - min(s.parts[i], e.parts[i])
+		}
+		return u, true
 	}
+}
+
+// perRequest turns a window's CPU use into microseconds of CPU time per
+// request: each part's, "other" (the machine's busy time no part used) and
+// "total" (the machine's busy time).
+func (u cpuUse) perRequest(requests int) map[string]float64 {
+	if requests <= 0 {
+		return nil
+	}
+	us := func(ticks uint64) float64 {
+		return float64(ticks) * float64(clockTick/time.Microsecond) / float64(requests)
+	}
+	out := map[string]float64{"total": us(u.busy)}
+	var used uint64
+	for name, t := range u.parts {
+		out[name] = us(t)
+		used += t
+	}
+	out["other"] = us(u.busy - min(used, u.busy))
+	return out
 }

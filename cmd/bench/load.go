@@ -50,6 +50,9 @@ type stats struct {
 	// not be read.
 	idle   float64
 	idleOK bool
+	// cpu is the CPU time per measured request in microseconds, by part
+	// (see cpu.go), with "other" and "total"; nil when it could not be read.
+	cpu map[string]float64
 }
 
 // load runs op from n workers until warmup+measure have passed. op performs
@@ -58,7 +61,7 @@ type stats struct {
 // abandoned mid-flight would leave an effect whose answer nobody saw, and
 // the effect count after the run must match the answers exactly. Cancelling
 // ctx (Ctrl-C) only stops workers from starting more work.
-func load(ctx context.Context, n int, warmup, measure time.Duration, profile string, op func(w *worker) bool) (stats, error) {
+func load(ctx context.Context, n int, warmup, measure time.Duration, profile string, parts []part, op func(w *worker) bool) (stats, error) {
 	start := time.Now()
 	measureFrom := start.Add(warmup)
 	end := measureFrom.Add(measure)
@@ -81,15 +84,15 @@ func load(ctx context.Context, n int, warmup, measure time.Duration, profile str
 	if err != nil {
 		return stats{}, err
 	}
-	stopIdle := idleFrom(measureFrom)
+	stopCPU := cpuFrom(measureFrom, parts)
 	wg.Wait()
 	finished := time.Now()
-	idle, idleOK := stopIdle()
+	use, useOK := stopCPU()
 	if err := stopProfile(); err != nil {
 		return stats{}, err
 	}
 
-	s := stats{idle: idle, idleOK: idleOK}
+	s := stats{idle: use.idle, idleOK: useOK}
 	var all []uint32
 	for i, w := range workers {
 		all = append(all, w.lat...)
@@ -97,6 +100,9 @@ func load(ctx context.Context, n int, warmup, measure time.Duration, profile str
 		s.stoppedEarly = s.stoppedEarly || stopped[i]
 	}
 	s.requests = len(all)
+	if useOK {
+		s.cpu = use.perRequest(s.requests)
+	}
 	s.elapsed = finished.Sub(measureFrom)
 	if s.elapsed > 0 {
 		s.rps = float64(s.requests) / s.elapsed.Seconds()

@@ -66,6 +66,7 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	if err := b.startChild(ctx, cmd, "oncecall serve", "http://"+addr+"/readyz", http.StatusOK, logs); err != nil {
 		return err
 	}
+	b.parts = append(b.parts, part{name: "oncecall", pid: cmd.Process.Pid})
 	pid := strconv.Itoa(cmd.Process.Pid)
 	b.base = "http://" + addr
 	b.serverRSS = func() (float64, bool) { return peakRSS(pid) }

@@ -104,6 +104,15 @@ func (r result) line() string {
 	if r.idleOK {
 		s += fmt.Sprintf("  CPU idle %.0f%%", 100*r.idle)
 	}
+	if r.cpu != nil {
+		var parts []string
+		for _, name := range cpuColumns(r.cpu) {
+			if name != "total" {
+				parts = append(parts, fmt.Sprintf("%s %.0f", name, r.cpu[name]))
+			}
+		}
+		s += fmt.Sprintf("  CPU µs/req %.0f (%s)", r.cpu["total"], strings.Join(parts, ", "))
+	}
 	if r.note != "" {
 		s += " (" + r.note + ")"
 	}
@@ -203,6 +212,7 @@ func (b *bench) report() error {
 			ms(s.p50), ms(s.p99), s.errors, wal, idle)
 	}
 	tw.Flush()
+	b.reportCPU(sums)
 	for _, r := range b.results {
 		if r.note != "" {
 			fmt.Fprintf(b.stdout, "note: %s at %d clients in round %d: %s\n", r.name, r.concurrency, r.round, r.note)
@@ -322,12 +332,14 @@ func (b *bench) report() error {
 		js := jsonScenario{
 			Name: s.name, Concurrency: s.concurrency, RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
 			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK), CPUIdle: share(s.idle, s.idleOK),
+			CPU: cpuJSON(s.cpu),
 		}
 		var notes []string
 		for _, r := range s.rounds {
 			js.Rounds = append(js.Rounds, jsonRound{
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
+				CPU: cpuJSON(r.cpu),
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
@@ -475,20 +487,85 @@ type jsonScenario struct {
 	// for I/O over the measured window, from 0 to 1 (absent when it could
 	// not be read).
 	CPUIdle *float64 `json:"cpu_idle,omitempty"`
+	// CPU is the CPU time per request in microseconds by part: client
+	// (the load generator), oncecall, baseline, postgres, other (the rest
+	// of the machine's busy time) and total (the machine's busy time);
+	// absent when it could not be read.
+	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
 	// Rounds are the runs the medians above are taken of, in round order.
 	Rounds []jsonRound `json:"rounds"`
 }
 
 // jsonRound is one run of a scenario at one concurrency.
 type jsonRound struct {
-	RPS             float64  `json:"rps"`
-	P50             float64  `json:"p50_ms"`
-	P99             float64  `json:"p99_ms"`
-	Errors          int      `json:"errors"`
-	Skipped         bool     `json:"skipped,omitempty"`
-	Note            string   `json:"note,omitempty"`
-	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
-	CPUIdle         *float64 `json:"cpu_idle,omitempty"`
+	RPS             float64            `json:"rps"`
+	P50             float64            `json:"p50_ms"`
+	P99             float64            `json:"p99_ms"`
+	Errors          int                `json:"errors"`
+	Skipped         bool               `json:"skipped,omitempty"`
+	Note            string             `json:"note,omitempty"`
+	WALKBPerRequest *float64           `json:"wal_kb_per_request,omitempty"`
+	CPUIdle         *float64           `json:"cpu_idle,omitempty"`
+	CPU             map[string]float64 `json:"cpu_us_per_request,omitempty"`
+}
+
+// cpuOrder is the order in which the parts of a request's CPU time are
+// printed.
+var cpuOrder = []string{"client", "oncecall", "baseline", "postgres", "other", "total"}
+
+// cpuColumns are the parts cpu holds, in cpuOrder.
+func cpuColumns(cpu map[string]float64) []string {
+	var out []string
+	for _, name := range cpuOrder {
+		if _, ok := cpu[name]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// reportCPU prints what a request cost in CPU time, by process.
+func (b *bench) reportCPU(sums []summary) {
+	seen := map[string]float64{}
+	for _, s := range sums {
+		for name, v := range s.cpu {
+			seen[name] += v
+		}
+	}
+	columns := cpuColumns(seen)
+	if len(columns) == 0 {
+		return
+	}
+	fmt.Fprintln(b.stdout)
+	fmt.Fprintln(b.stdout, "CPU time per request in µs, the median of the rounds': client is the load generator (with the SQL-only scenarios' pgx side), other the rest of the machine's busy time, total the machine's")
+	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "scenario\tclients\t%s\t\n", strings.Join(columns, "\t"))
+	for _, s := range sums {
+		if s.cpu == nil {
+			continue
+		}
+		cells := make([]string, len(columns))
+		for i, name := range columns {
+			cells[i] = "-"
+			if v, ok := s.cpu[name]; ok {
+				cells[i] = fmt.Sprintf("%.0f", v)
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t\n", s.name, s.concurrency, strings.Join(cells, "\t"))
+	}
+	tw.Flush()
+}
+
+// cpuJSON rounds a request's CPU time by part to a tenth of a microsecond.
+func cpuJSON(cpu map[string]float64) map[string]float64 {
+	if cpu == nil {
+		return nil
+	}
+	out := make(map[string]float64, len(cpu))
+	for name, v := range cpu {
+		out[name] = round(v, 1)
+	}
+	return out
 }
 
 // loadAvg is the 1, 5 and 15 minute load average (Linux; zeros elsewhere).

@@ -26,8 +26,11 @@ type summary struct {
 	walOK    bool
 	// idle is the median of the rounds' idle CPU shares (idleOK when any
 	// could be read).
-	idle    float64
-	idleOK  bool
+	idle   float64
+	idleOK bool
+	// cpu is, per part, the median of the rounds' CPU time per request
+	// (of the rounds that could read it).
+	cpu     map[string]float64
 	errors  int  // over every round
 	skipped bool // every round was skipped
 }
@@ -49,6 +52,7 @@ func (b *bench) summaries() []summary {
 	for i := range out {
 		s := &out[i]
 		var rps, p50, p99, wal, idle []float64
+		cpu := map[string][]float64{}
 		for _, r := range s.rounds {
 			s.errors += r.errors
 			if r.skipped {
@@ -63,12 +67,21 @@ func (b *bench) summaries() []summary {
 			if r.idleOK {
 				idle = append(idle, r.idle)
 			}
+			for name, v := range r.cpu {
+				cpu[name] = append(cpu[name], v)
+			}
 		}
 		s.skipped = len(rps) == 0
 		s.rps = median(rps)
 		s.p50, s.p99 = time.Duration(median(p50)), time.Duration(median(p99))
 		s.walBytes, s.walOK = median(wal), len(wal) > 0
 		s.idle, s.idleOK = median(idle), len(idle) > 0
+		if len(cpu) > 0 {
+			s.cpu = map[string]float64{}
+			for name, v := range cpu {
+				s.cpu[name] = median(v)
+			}
+		}
 	}
 	return out
 }
