@@ -1,0 +1,159 @@
+package db_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/db/dbsqlc"
+	"github.com/oncecall/oncecall/internal/pgtest"
+)
+
+// The reconciler asks every two seconds for actions with a step due
+// (LeaseDue). Nearly every action ever taken is completed with nothing
+// due, so the question must be answered from the open steps and the
+// unfinished actions (their partial indexes), never by reading every
+// action: on a table of a million actions a sequential scan with a
+// per-row look at the steps took seconds of CPU a pass, every pass.
+// This holds the answer (exactly the due actions, none of those the
+// reconciler must leave alone) and the plan, as the store first runs it
+// (a custom plan) and as PostgreSQL may cache it (a generic plan).
+func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+
+	tenant := uuid.New()
+	if _, err := pool.Exec(ctx, `INSERT INTO tenants (id, name) VALUES ($1, 'lease due test')`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	// 20,000 completed actions, each with its step succeeded: history.
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state, outcome, completed_at)
+		SELECT md5('done-' || g)::uuid, $1, 'done-' || g, 'message.send', 'fp', '{}', 'completed', 'confirmed', now()
+		FROM generate_series(1, 20000) g`, tenant); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload, state)
+		SELECT md5('done-' || g)::uuid, 'send', 1, 'messaging', true, 'send', 'key-' || g, 'ext-' || g, '{}', 'succeeded'
+		FROM generate_series(1, 20000) g`); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each case: an action (state, needs_operator, lease) and its one step
+	// (state, required, due or not), and whether LeaseDue must take it.
+	type tc struct {
+		name          string
+		state         string
+		operator      bool
+		leased        bool
+		stepState     string
+		required, due bool
+		want          bool
+	}
+	cases := []tc{
+		{name: "completed, a step due (a follow-up message)", state: "completed", stepState: "pending", due: true, want: true},
+		{name: "unknown, its required step resolved", state: "unknown", stepState: "succeeded", required: true, want: true},
+		{name: "unknown, its required step due for a check", state: "unknown", stepState: "unknown", required: true, due: true, want: true},
+		{name: "completed, a step due later", state: "completed", stepState: "pending"},
+		{name: "unknown, its required step due later", state: "unknown", stepState: "pending", required: true},
+		{name: "waiting for an operator", state: "unknown", operator: true, stepState: "unknown", required: true, due: true},
+		{name: "leased by another driver", state: "unknown", leased: true, stepState: "unknown", required: true, due: true},
+		{name: "running (its worker's)", state: "running", stepState: "pending", required: true, due: true},
+	}
+	ids := make([]uuid.UUID, len(cases))
+	for i, c := range cases {
+		ids[i] = uuid.New()
+		outcome := map[string]any{"completed": "confirmed", "unknown": "pending", "running": nil}[c.state]
+		lease := map[bool]string{true: "1 hour", false: "-1 minute"}[c.leased]
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state, outcome,
+			                     needs_operator, lease_until, completed_at)
+			VALUES ($1, $2, $3, 'message.send', 'fp', '{}', $4, $5, $6, now() + $7::interval,
+			        CASE WHEN $4 = 'completed' THEN now() END)`,
+			ids[i], tenant, fmt.Sprintf("case-%d", i), c.state, outcome, c.operator, lease); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		next := map[bool]string{true: "-1 second", false: "1 hour"}[c.due]
+		if _, err := pool.Exec(ctx, `
+			INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref,
+			                          payload, state, next_check_at)
+			VALUES ($1, 'send', 1, 'messaging', $2, 'send', $3, $3, '{}', $4, now() + $5::interval)`,
+			ids[i], c.required, fmt.Sprintf("case-%d", i), c.stepState, next); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	if _, err := pool.Exec(ctx, `ANALYZE actions; ANALYZE action_steps`); err != nil {
+		t.Fatal(err)
+	}
+
+	// The plan first: LeaseDue leases what it finds.
+	rec := &recorder{}
+	params := dbsqlc.LeaseDueParams{Owner: new(uuid.New()), Lease: pgtype.Interval{Microseconds: 30e6, Valid: true}, MaxRows: 50}
+	if _, err := dbsqlc.New(rec).LeaseDue(ctx, params); !errors.Is(err, errRecorded) || !strings.Contains(rec.sql, "action_steps") {
+		t.Fatalf("recording LeaseDue's statement: %v, %q", err, rec.sql)
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	check := func(plan, explain string, args ...any) {
+		t.Helper()
+		var out []byte
+		if err := conn.QueryRow(ctx, explain, args...).Scan(&out); err != nil {
+			t.Fatalf("%s: %v", plan, err)
+		}
+		var plans []struct {
+			Plan planNode `json:"Plan"`
+		}
+		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+			t.Fatalf("%s: decoding %s: %v", plan, out, err)
+		}
+		plans[0].Plan.walk(func(n planNode) {
+			if n.NodeType == "Seq Scan" && (n.RelationName == "actions" || n.RelationName == "action_steps") {
+				t.Errorf("%s scans %s sequentially:\n%s", plan, n.RelationName, out)
+			}
+		})
+	}
+	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, params.Owner, params.Lease, params.MaxRows)
+	if _, err := conn.Exec(ctx, "PREPARE lease_due AS "+rec.sql); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+	check("the generic plan", fmt.Sprintf("EXPLAIN (FORMAT JSON) EXECUTE lease_due('%s', '30 seconds', 50)", uuid.New()))
+
+	// Then the answer.
+	leased, err := db.New(pool).LeaseDue(ctx, uuid.New(), 30*time.Second, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []uuid.UUID
+	for _, l := range leased {
+		if l.TenantID != tenant {
+			t.Errorf("leased %s of tenant %s, want %s", l.ID, l.TenantID, tenant)
+		}
+		got = append(got, l.ID)
+	}
+	for i, c := range cases {
+		if slices.Contains(got, ids[i]) != c.want {
+			t.Errorf("%s: leased %v, want %v", c.name, !c.want, c.want)
+		}
+	}
+	if len(got) != 3 {
+		t.Errorf("leased %d actions, want the 3 due", len(got))
+	}
+}
