@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -236,9 +237,22 @@ func (b *bench) logf(format string, args ...any) {
 	fmt.Fprintf(b.stderr, "bench: "+format+"\n", args...)
 }
 
-// runAll runs the rounds: each runs the chosen scenarios in the same order,
-// each at every concurrency.
+// runAll runs the rounds: each runs the chosen scenarios in the same order
+// at one concurrency after the other, so that the scenarios a ratio
+// compares run next to each other (scenarioOrder). The actions select
+// reads and grown's preload are made before the first round, so that every
+// round runs on the same database.
 func (b *bench) runAll(ctx context.Context) error {
+	if slices.Contains(b.cfg.scenarios, "select") {
+		if err := b.prepareSelect(ctx); err != nil {
+			return fmt.Errorf("select's actions: %w", err)
+		}
+	}
+	if slices.Contains(b.cfg.scenarios, "grown") {
+		if err := b.prepareGrown(ctx); err != nil {
+			return fmt.Errorf("grown's preload: %w", err)
+		}
+	}
 	for b.round = 1; b.round <= b.cfg.rounds; b.round++ {
 		if b.cfg.rounds > 1 {
 			b.logf("round %d of %d", b.round, b.cfg.rounds)
@@ -246,8 +260,8 @@ func (b *bench) runAll(ctx context.Context) error {
 		// replay and peer_replay send this round's first executions again:
 		// a retry storm of the requests just made, the same in every round.
 		b.firsts, b.peerFirsts = nil, nil
-		for _, name := range b.cfg.scenarios {
-			for _, c := range b.cfg.concurrency {
+		for _, c := range b.cfg.concurrency {
+			for _, name := range b.cfg.scenarios {
 				if err := ctx.Err(); err != nil {
 					return err
 				}

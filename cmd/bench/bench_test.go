@@ -62,7 +62,7 @@ func TestParseFlags(t *testing.T) {
 	if strings.Join(cfg.scenarios, ",") != "first,replay" {
 		t.Errorf("scenarios = %v, want them in run order", cfg.scenarios)
 	}
-	if cfg.duration != 3*time.Second || cfg.rounds != 3 || cfg.preload != 1_000_000 {
+	if cfg.duration != 2*time.Second || cfg.rounds != 5 || cfg.preload != 1_000_000 {
 		t.Errorf("defaults: duration %v rounds %d preload %d", cfg.duration, cfg.rounds, cfg.preload)
 	}
 	if cfg.server != serverProcess {

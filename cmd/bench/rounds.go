@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"slices"
 	"time"
 )
@@ -35,7 +36,8 @@ type summary struct {
 	skipped bool // every round was skipped
 }
 
-// summaries returns a summary per scenario and concurrency, in run order.
+// summaries returns a summary per scenario and concurrency, in scenarioOrder
+// and then by concurrency.
 func (b *bench) summaries() []summary {
 	var out []summary
 	index := map[[2]any]int{}
@@ -49,6 +51,12 @@ func (b *bench) summaries() []summary {
 		}
 		out[i].rounds = append(out[i].rounds, r)
 	}
+	slices.SortStableFunc(out, func(x, y summary) int {
+		if c := cmp.Compare(slices.Index(scenarioOrder, x.name), slices.Index(scenarioOrder, y.name)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.concurrency, y.concurrency)
+	})
 	for i := range out {
 		s := &out[i]
 		var rps, p50, p99, wal, idle []float64

@@ -181,21 +181,30 @@ func (b *bench) runSQL(ctx context.Context, name string, c int, withActions bool
 	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, withActions)
 }
 
+// prepareSelect makes the actions select reads, once.
+func (b *bench) prepareSelect(ctx context.Context) error {
+	if b.selected != nil {
+		return nil
+	}
+	f, err := b.newTenant(ctx, "bench-select")
+	if err != nil {
+		return err
+	}
+	if err := b.preload(ctx, f.tenant, "select", selectActions); err != nil {
+		return err
+	}
+	if b.selectedKeys, err = b.keysOf(ctx, f.tenant); err != nil {
+		return err
+	}
+	b.selected = f
+	return nil
+}
+
 // runSelect reads actions by key. Every run reads the same actions, made
-// before the first.
+// before the first round.
 func (b *bench) runSelect(ctx context.Context, c int) (result, error) {
-	if b.selected == nil {
-		f, err := b.newTenant(ctx, "bench-select")
-		if err != nil {
-			return result{}, err
-		}
-		if err := b.preload(ctx, f.tenant, "select", selectActions); err != nil {
-			return result{}, err
-		}
-		if b.selectedKeys, err = b.keysOf(ctx, f.tenant); err != nil {
-			return result{}, err
-		}
-		b.selected = f
+	if err := b.prepareSelect(ctx); err != nil {
+		return result{}, err
 	}
 	f, keys := b.selected, b.selectedKeys
 	var next atomic.Int64
@@ -554,25 +563,34 @@ func (b *bench) runDasha(ctx context.Context, c int) (result, error) {
 	return b.finish(ctx, "dasha", c, st, []uuid.UUID{f.tenant}, before, &t, true)
 }
 
+// prepareGrown preloads the actions grown books among, once.
+func (b *bench) prepareGrown(ctx context.Context) error {
+	if b.grown != nil {
+		return nil
+	}
+	g, err := b.newTenant(ctx, "bench-grown")
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	b.logf("preloading %d actions", b.cfg.preload)
+	if err := b.preload(ctx, g.tenant, "grown", b.cfg.preload); err != nil {
+		return err
+	}
+	// Statistics of the big table; the vacuum and the checkpoint before
+	// the run settle the rest of the load's aftermath, so that grown
+	// measures a big table, not the load that made it.
+	if _, err := b.pool.Exec(ctx, "ANALYZE actions"); err != nil {
+		return fmt.Errorf("analyze after preload: %w", err)
+	}
+	b.logf("preloaded %d actions in %s", b.cfg.preload, time.Since(start).Round(time.Second))
+	b.grown = g
+	return nil
+}
+
 func (b *bench) runGrown(ctx context.Context, c int) (result, error) {
-	if b.grown == nil {
-		g, err := b.newTenant(ctx, "bench-grown")
-		if err != nil {
-			return result{}, err
-		}
-		start := time.Now()
-		b.logf("preloading %d actions", b.cfg.preload)
-		if err := b.preload(ctx, g.tenant, "grown", b.cfg.preload); err != nil {
-			return result{}, err
-		}
-		// Statistics of the big table; the vacuum and the checkpoint before
-		// the run settle the rest of the load's aftermath, so that grown
-		// measures a big table, not the load that made it.
-		if _, err := b.pool.Exec(ctx, "ANALYZE actions"); err != nil {
-			return result{}, fmt.Errorf("analyze after preload: %w", err)
-		}
-		b.logf("preloaded %d actions in %s", b.cfg.preload, time.Since(start).Round(time.Second))
-		b.grown = g
+	if err := b.prepareGrown(ctx); err != nil {
+		return result{}, err
 	}
 	f := &fixture{tenant: b.grown.tenant, apiKey: b.grown.apiKey, customers: b.grown.customers}
 	if err := b.addSlots(ctx, f, b.slotsPerRun()); err != nil {
