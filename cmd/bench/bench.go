@@ -257,10 +257,11 @@ func (b *bench) runAll(ctx context.Context) error {
 		if b.cfg.rounds > 1 {
 			b.logf("round %d of %d", b.round, b.cfg.rounds)
 		}
-		// replay and peer_replay send this round's first executions again:
-		// a retry storm of the requests just made, the same in every round.
-		b.firsts, b.peerFirsts = nil, nil
 		for _, c := range b.cfg.concurrency {
+			// replay and peer_replay send the first executions just made
+			// at this concurrency again: a retry storm of the requests just
+			// made, the same in every round.
+			b.firsts, b.peerFirsts = nil, nil
 			for _, name := range b.cfg.scenarios {
 				if err := ctx.Err(); err != nil {
 					return err

@@ -31,6 +31,10 @@ var ratios = []ratio{
 	{"replay/select", "replay", "select", 0.6, replaySelectBound, 0.8},
 	{"grown/first", "grown", "first", 0.9, nil, 0},
 	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil, 0},
+	// The baseline against a bound built as first/ceiling's: the share of
+	// it that a server doing one statement per request and nothing else
+	// reaches on this machine.
+	{"bare/bare_sql", "bare", "bare_sql", 0, bareSQLBound, 0},
 	// The peer: idempotency keys done by hand on bare's stack (peer.go).
 	{"first/peer", "first", "peer", 1.5, firstPeerBound, 0},
 	{"replay/peer_replay", "replay", "peer_replay", 2, replayPeerBound, 0},
@@ -55,6 +59,12 @@ func firstBareBound(rps func(string) float64) float64 {
 		return 0
 	}
 	return round((1/bare)/(max(1/bare-1/bareSQL, 0)+1/ceiling), 3)
+}
+
+// bare costs at least floor plus its statement (bare_sql), as first costs
+// at least floor plus ceiling.
+func bareSQLBound(rps func(string) float64) float64 {
+	return costRatio(rps("bare_sql"), rps("floor"), rps("bare_sql"))
 }
 
 func replaySelectBound(rps func(string) float64) float64 {

@@ -22,9 +22,10 @@ import (
 // from (by key, round robin).
 const selectActions = 20_000
 
-// replayKeys is how many of the round's latest first executions replay
-// and peer_replay send again, round robin: a retry storm of the requests
-// just made, of the same size whatever the machine's speed.
+// replayKeys is how many of the first executions just made (by first or
+// peer at the same concurrency in the same round) replay and peer_replay
+// send again at most, round robin: a retry storm of the requests just
+// made, no bigger on a fast machine than 5,000 keys.
 const replayKeys = 5_000
 
 // replaySeed is how many bookings replay makes (unmeasured) when first did
