@@ -2,7 +2,6 @@ package db_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -108,21 +107,12 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	check := func(plan, explain string, args ...any) {
+	check := func(label, sql string, args ...any) {
 		t.Helper()
-		var out []byte
-		if err := conn.QueryRow(ctx, explain, args...).Scan(&out); err != nil {
-			t.Fatalf("%s: %v", plan, err)
-		}
-		var plans []struct {
-			Plan planNode `json:"Plan"`
-		}
-		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-			t.Fatalf("%s: decoding %s: %v", plan, out, err)
-		}
-		plans[0].Plan.walk(func(n planNode) {
+		plan, out := explain(t, conn, label, sql, args...)
+		plan.walk(func(n planNode) {
 			if n.NodeType == "Seq Scan" && (n.RelationName == "actions" || n.RelationName == "action_steps") {
-				t.Errorf("%s scans %s sequentially:\n%s", plan, n.RelationName, out)
+				t.Errorf("%s scans %s sequentially:\n%s", label, n.RelationName, out)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
 	"github.com/oncecall/oncecall/internal/pgtest"
@@ -55,6 +56,24 @@ func (n planNode) walk(visit func(planNode)) {
 	for _, c := range n.Plans {
 		c.walk(visit)
 	}
+}
+
+// explain runs explain (an EXPLAIN (FORMAT JSON) of a statement) on conn
+// and returns the plan tree and the JSON it was decoded from; label names
+// the plan in failures.
+func explain(t *testing.T, conn *pgxpool.Conn, label, explain string, args ...any) (planNode, []byte) {
+	t.Helper()
+	var out []byte
+	if err := conn.QueryRow(t.Context(), explain, args...).Scan(&out); err != nil {
+		t.Fatalf("%s: %v", label, err)
+	}
+	var plans []struct {
+		Plan planNode `json:"Plan"`
+	}
+	if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
+		t.Fatalf("%s: decoding %s: %v", label, out, err)
+	}
+	return plans[0].Plan, out
 }
 
 // ProviderRefHeld (a driver's check that a write found by a search is not
@@ -110,30 +129,21 @@ func TestProviderRefHeldUsesProviderRefIndex(t *testing.T) {
 	}
 	defer conn.Release()
 	args := []any{"payments", ref, uuid.New(), "charge"}
-	check := func(plan string, explain string, args ...any) {
+	check := func(label, sql string, args ...any) {
 		t.Helper()
-		var out []byte
-		if err := conn.QueryRow(ctx, explain, args...).Scan(&out); err != nil {
-			t.Fatalf("%s: %v", plan, err)
-		}
-		var plans []struct {
-			Plan planNode `json:"Plan"`
-		}
-		if err := json.Unmarshal(out, &plans); err != nil || len(plans) != 1 {
-			t.Fatalf("%s: decoding %s: %v", plan, out, err)
-		}
+		plan, out := explain(t, conn, label, sql, args...)
 		indexed := false
-		plans[0].Plan.walk(func(n planNode) {
+		plan.walk(func(n planNode) {
 			switch {
 			case n.NodeType == "Seq Scan" && n.RelationName == "action_steps":
-				t.Errorf("%s scans action_steps sequentially:\n%s", plan, out)
+				t.Errorf("%s scans action_steps sequentially:\n%s", label, out)
 			case n.IndexName == "action_steps_provider_ref" &&
 				(n.NodeType == "Index Scan" || n.NodeType == "Index Only Scan" || n.NodeType == "Bitmap Index Scan"):
 				indexed = true
 			}
 		})
 		if !indexed {
-			t.Errorf("%s does not scan the index action_steps_provider_ref:\n%s", plan, out)
+			t.Errorf("%s does not scan the index action_steps_provider_ref:\n%s", label, out)
 		}
 	}
 	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, args...)
