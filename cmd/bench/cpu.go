@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,10 +51,8 @@ func sampleCPU(parts []part) cpuSample {
 		return s
 	}
 	var children map[int]uint64
-	for _, p := range parts {
-		if p.tree && children == nil {
-			children = childTimes()
-		}
+	if slices.ContainsFunc(parts, func(p part) bool { return p.tree }) {
+		children = childTimes()
 	}
 	s.parts = make([]uint64, len(parts))
 	for i, p := range parts {

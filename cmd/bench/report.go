@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"runtime"
@@ -339,11 +340,11 @@ func (b *bench) report() error {
 		ReplayP99: jsonP99{TargetMS: ms(replayP99Target), AtClients: replayP99Clients, Clients: map[string]float64{}, Floor: map[string]float64{}},
 	}
 	for _, s := range sums {
-		js := jsonScenario{
-			Name: s.name, Concurrency: s.concurrency, RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
+		js := jsonScenario{Name: s.name, Concurrency: s.concurrency, jsonRound: jsonRound{
+			RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
 			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK), CPUIdle: share(s.idle, s.idleOK),
 			CPU: cpuJSON(s.cpu),
-		}
+		}}
 		var notes []string
 		for _, r := range s.rounds {
 			js.Rounds = append(js.Rounds, jsonRound{
@@ -482,14 +483,22 @@ type jsonP99 struct {
 }
 
 type jsonScenario struct {
-	Name        string  `json:"name"`
-	Concurrency int     `json:"concurrency"`
-	RPS         float64 `json:"rps"`
-	P50         float64 `json:"p50_ms"`
-	P99         float64 `json:"p99_ms"`
-	Errors      int     `json:"errors"`
-	Skipped     bool    `json:"skipped,omitempty"`
-	Note        string  `json:"note,omitempty"`
+	Name        string `json:"name"`
+	Concurrency int    `json:"concurrency"`
+	// The medians of the rounds' figures (Note: every round's notes).
+	jsonRound
+	// Rounds are the runs the medians above are taken of, in round order.
+	Rounds []jsonRound `json:"rounds"`
+}
+
+// jsonRound is one run of a scenario at one concurrency.
+type jsonRound struct {
+	RPS     float64 `json:"rps"`
+	P50     float64 `json:"p50_ms"`
+	P99     float64 `json:"p99_ms"`
+	Errors  int     `json:"errors"`
+	Skipped bool    `json:"skipped,omitempty"`
+	Note    string  `json:"note,omitempty"`
 	// WAL written per request over the measured window, the whole
 	// server's (absent when it could not be read).
 	WALKBPerRequest *float64 `json:"wal_kb_per_request,omitempty"`
@@ -502,21 +511,6 @@ type jsonScenario struct {
 	// of the machine's busy time) and total (the machine's busy time);
 	// absent when it could not be read.
 	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
-	// Rounds are the runs the medians above are taken of, in round order.
-	Rounds []jsonRound `json:"rounds"`
-}
-
-// jsonRound is one run of a scenario at one concurrency.
-type jsonRound struct {
-	RPS             float64            `json:"rps"`
-	P50             float64            `json:"p50_ms"`
-	P99             float64            `json:"p99_ms"`
-	Errors          int                `json:"errors"`
-	Skipped         bool               `json:"skipped,omitempty"`
-	Note            string             `json:"note,omitempty"`
-	WALKBPerRequest *float64           `json:"wal_kb_per_request,omitempty"`
-	CPUIdle         *float64           `json:"cpu_idle,omitempty"`
-	CPU             map[string]float64 `json:"cpu_us_per_request,omitempty"`
 }
 
 // cpuOrder is the order in which the parts of a request's CPU time are
@@ -536,13 +530,11 @@ func cpuColumns(cpu map[string]float64) []string {
 
 // reportCPU prints what a request cost in CPU time, by process.
 func (b *bench) reportCPU(sums []summary) {
-	seen := map[string]float64{}
+	present := map[string]float64{} // the parts any scenario has
 	for _, s := range sums {
-		for name, v := range s.cpu {
-			seen[name] += v
-		}
+		maps.Copy(present, s.cpu)
 	}
-	columns := cpuColumns(seen)
+	columns := cpuColumns(present)
 	if len(columns) == 0 {
 		return
 	}

@@ -182,11 +182,9 @@ func (b *bench) runSQL(ctx context.Context, name string, c int, withActions bool
 	return b.finish(ctx, name, c, st, []uuid.UUID{f.tenant}, before, &t, withActions)
 }
 
-// prepareSelect makes the actions select reads, once.
+// prepareSelect makes the actions select reads (runAll, before the first
+// round).
 func (b *bench) prepareSelect(ctx context.Context) error {
-	if b.selected != nil {
-		return nil
-	}
 	f, err := b.newTenant(ctx, "bench-select")
 	if err != nil {
 		return err
@@ -204,9 +202,6 @@ func (b *bench) prepareSelect(ctx context.Context) error {
 // runSelect reads actions by key. Every run reads the same actions, made
 // before the first round.
 func (b *bench) runSelect(ctx context.Context, c int) (result, error) {
-	if err := b.prepareSelect(ctx); err != nil {
-		return result{}, err
-	}
 	f, keys := b.selected, b.selectedKeys
 	var next atomic.Int64
 	var t tally
@@ -564,11 +559,9 @@ func (b *bench) runDasha(ctx context.Context, c int) (result, error) {
 	return b.finish(ctx, "dasha", c, st, []uuid.UUID{f.tenant}, before, &t, true)
 }
 
-// prepareGrown preloads the actions grown books among, once.
+// prepareGrown preloads the actions grown books among (runAll, before the
+// first round).
 func (b *bench) prepareGrown(ctx context.Context) error {
-	if b.grown != nil {
-		return nil
-	}
 	g, err := b.newTenant(ctx, "bench-grown")
 	if err != nil {
 		return err
@@ -590,9 +583,6 @@ func (b *bench) prepareGrown(ctx context.Context) error {
 }
 
 func (b *bench) runGrown(ctx context.Context, c int) (result, error) {
-	if err := b.prepareGrown(ctx); err != nil {
-		return result{}, err
-	}
 	f := &fixture{tenant: b.grown.tenant, apiKey: b.grown.apiKey, customers: b.grown.customers}
 	if err := b.addSlots(ctx, f, b.slotsPerRun()); err != nil {
 		return result{}, err
