@@ -127,7 +127,8 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 	check("the generic plan", fmt.Sprintf("EXPLAIN (FORMAT JSON) EXECUTE lease_due('%s', '30 seconds', 50)", uuid.New()))
 
 	// Then the answer.
-	leased, err := db.New(pool).LeaseDue(ctx, uuid.New(), 30*time.Second, 50)
+	owner := uuid.New()
+	leased, err := db.New(pool).LeaseDue(ctx, owner, 30*time.Second, 50)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,5 +146,18 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 	}
 	if len(got) != 3 {
 		t.Errorf("leased %d actions, want the 3 due", len(got))
+	}
+	// The rows: exactly the due actions are leased to owner, for the
+	// lease asked; none of the history is touched.
+	var mine, history int
+	if err := pool.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE lease_owner = $1 AND lease_until > now() + interval '20 seconds'
+		                          AND lease_until <= now() + interval '30 seconds'),
+		       count(*) FILTER (WHERE idempotency_key LIKE 'done-%' AND lease_owner IS NOT NULL)
+		FROM actions WHERE tenant_id = $2`, owner, tenant).Scan(&mine, &history); err != nil {
+		t.Fatal(err)
+	}
+	if mine != 3 || history != 0 {
+		t.Errorf("rows leased to the pass: %d (want 3); completed history leased: %d (want 0)", mine, history)
 	}
 }
