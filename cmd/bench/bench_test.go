@@ -135,6 +135,11 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("ratio %s: bound %v", r.name, got.Bound)
 		}
 	}
+	for _, c := range []string{"2", "8"} {
+		if rep.FirstBoundRPS.OnFloor[c] <= 0 || rep.FirstBoundRPS.OnBare[c] <= 0 {
+			t.Errorf("first's bound rate at %s clients: %+v", c, rep.FirstBoundRPS)
+		}
+	}
 	if rep.ReplayP99.Clients["8"] <= 0 || rep.ReplayP99.Floor["8"] <= 0 {
 		t.Errorf("replay p99 %v with floor's %v", rep.ReplayP99.Clients, rep.ReplayP99.Floor)
 	}
@@ -142,7 +147,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "CPU idle %", "CPU time per request in µs"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "on bare (bare - bare_sql + ceiling)", "CPU idle %", "CPU time per request in µs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
@@ -151,29 +156,48 @@ func TestBenchRuns(t *testing.T) {
 
 // TestBounds checks the bounds' arithmetic: a request that costs one floor
 // request and one select can run at most 1/(1/floor + 1/select) times a
-// second.
+// second; a first execution's rate is bounded on floor and on bare, and the
+// lower holds.
 func TestBounds(t *testing.T) {
 	rps := map[string]float64{"floor": 30000, "select": 20000, "ceiling": 3000, "bare": 2000, "bare_sql": 4000,
 		"peer": 1000, "peer_replay": 4000}
 	get := func(name string) float64 { return rps[name] }
+	onFloor, onBare, lower := firstBoundRPS(get)
+	if round(onFloor, 1) != 2727.3 || round(onBare, 1) != 1714.3 || lower != onBare {
+		t.Errorf("first's rate on floor %v, on bare %v, lower %v; want 2727.3, 1714.3 and the one on bare", onFloor, onBare, lower)
+	}
 	for _, c := range []struct {
 		name string
 		got  float64
 		want float64
 	}{
-		{"replay/select", replaySelectBound(get), 0.6},                           // 12,000 / 20,000
-		{"first/ceiling", firstCeilingBound(get), 0.909},                         // 2,727 / 3,000
-		{"first/bare", firstBareBound(get), round(0.0005/(0.00025+1.0/3000), 3)}, // 1/bare over bare - bare_sql + ceiling
-		{"first/peer", firstPeerBound(get), 2.727},                               // 2,727 / 1,000
-		{"replay/peer_replay", replayPeerBound(get), 3},                          // 12,000 / 4,000
+		{"replay/select", replaySelectBound(get), 0.6},   // 12,000 / 20,000
+		{"first/ceiling", firstCeilingBound(get), 0.571}, // 1/(1/2,000 - 1/4,000 + 1/3,000) = 1,714 / 3,000
+		{"first/bare", firstBareBound(get), 0.857},       // 1,714 / 2,000
+		{"first/peer", firstPeerBound(get), 1.714},       // 1,714 / 1,000
+		{"replay/peer_replay", replayPeerBound(get), 3},  // 12,000 / 4,000
+		{"bare/bare_sql", bareSQLBound(get), 0.882},      // 1/(1/30,000 + 1/4,000) = 3,529 / 4,000
 	} {
 		if c.got != c.want {
 			t.Errorf("%s bound = %v, want %v", c.name, c.got, c.want)
 		}
 	}
+	// bare cheaper than floor plus bare_sql would make the floor-built
+	// bound the lower one.
+	rps["bare"] = 3900
+	if got := firstCeilingBound(get); got != 0.909 { // 2,727 / 3,000
+		t.Errorf("first/ceiling bound with bare at 3,900 = %v, want 0.909 (on floor)", got)
+	}
+	delete(rps, "bare")
+	if got := firstCeilingBound(get); got != 0.909 {
+		t.Errorf("first/ceiling bound without bare = %v, want 0.909 (on floor)", got)
+	}
 	delete(rps, "floor")
 	if v := replaySelectBound(get); v != 0 {
 		t.Errorf("a bound without its runs = %v, want 0 (not known)", v)
+	}
+	if v := firstBareBound(get); v != 0 {
+		t.Errorf("first/bare's bound without floor and bare = %v, want 0 (not known)", v)
 	}
 }
 

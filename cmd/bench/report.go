@@ -32,9 +32,9 @@ var ratios = []ratio{
 	{"replay/select", "replay", "select", 0.6, replaySelectBound, 0.8},
 	{"grown/first", "grown", "first", 0.9, nil, 0},
 	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil, 0},
-	// The baseline against a bound built as first/ceiling's: the share of
-	// it that a server doing one statement per request and nothing else
-	// reaches on this machine.
+	// The baseline against a bound built on floor, as first's bound on
+	// floor is: the share of it that a server doing one statement per
+	// request and nothing else reaches on this machine.
 	{"bare/bare_sql", "bare", "bare_sql", 0, bareSQLBound, 0},
 	// The peer: idempotency keys done by hand on bare's stack (peer.go).
 	{"first/peer", "first", "peer", 1.5, firstPeerBound, 0},
@@ -43,24 +43,55 @@ var ratios = []ratio{
 
 // The bounds take a saturated machine, where what requests cost in CPU
 // adds up: a scenario at x req/s costs 1/x of the machine per request.
-// A first execution costs at least an HTTP request on the server's stack
-// (floor: read, authenticated, decoded, answered, the client included) plus
-// its statement (ceiling); a replay at least floor plus its read (select).
-// bare is floor's work plus bare's statement (bare_sql), so a first
-// execution costs at least bare minus bare_sql plus ceiling. A bound is 0
-// (not known) when a run it needs is missing.
+// A first execution costs at least its statement (ceiling) plus the HTTP
+// side of a request on the server's stack. That side costs at least floor
+// (read, authenticated, decoded, answered, the client included), and a
+// request that waits for a statement costs at least what bare costs
+// beyond its own statement (bare minus bare_sql): floor's processes never
+// fall idle, a waiting request's are woken again each time. Both give an
+// upper bound on first's rate (firstBoundRPS); the lower holds, and the
+// bounds of first/ceiling, first/bare and first/peer are it over their
+// denominators. A replay costs at least floor plus its read (select). A
+// bound is 0 (not known) when a run it needs is missing.
 
-func firstCeilingBound(rps func(string) float64) float64 {
-	return costRatio(rps("ceiling"), rps("floor"), rps("ceiling"))
+// firstBoundRPS is the highest rate of first executions the runs allow,
+// built on floor and on bare, and the lower of the two (0: not known).
+func firstBoundRPS(rps func(string) float64) (onFloor, onBare, lower float64) {
+	floor, ceiling, bare, bareSQL := rps("floor"), rps("ceiling"), rps("bare"), rps("bare_sql")
+	if ceiling == 0 {
+		return 0, 0, 0
+	}
+	if floor > 0 {
+		onFloor = 1 / (1/floor + 1/ceiling)
+	}
+	if bare > 0 && bareSQL > 0 {
+		onBare = 1 / (max(1/bare-1/bareSQL, 0) + 1/ceiling)
+	}
+	lower = onFloor
+	if onBare > 0 && (lower == 0 || onBare < lower) {
+		lower = onBare
+	}
+	return onFloor, onBare, lower
 }
 
-func firstBareBound(rps func(string) float64) float64 {
-	bare, bareSQL, ceiling := rps("bare"), rps("bare_sql"), rps("ceiling")
-	if bare == 0 || bareSQL == 0 || ceiling == 0 {
+// firstBound is the bound of first over the rate of den.
+func firstBound(den string) func(rps func(string) float64) float64 {
+	return func(rps func(string) float64) float64 {
+		_, _, first := firstBoundRPS(rps)
+		if d := rps(den); first > 0 && d > 0 {
+			return round(first/d, 3)
+		}
 		return 0
 	}
-	return round((1/bare)/(max(1/bare-1/bareSQL, 0)+1/ceiling), 3)
 }
+
+var (
+	firstCeilingBound = firstBound("ceiling")
+	firstBareBound    = firstBound("bare")
+	// A first execution costs at least what it costs against ceiling,
+	// whatever the peer costs.
+	firstPeerBound = firstBound("peer")
+)
 
 // bare costs at least floor plus its statement (bare_sql), as first costs
 // at least floor plus ceiling.
@@ -72,15 +103,8 @@ func replaySelectBound(rps func(string) float64) float64 {
 	return costRatio(rps("select"), rps("floor"), rps("select"))
 }
 
-// A first execution and a replay cost at least what they cost against
-// ceiling and select, whatever the peer costs: first/peer cannot exceed
-// floor and ceiling's rate over peer's, nor replay/peer_replay floor and
-// select's over peer_replay's.
-
-func firstPeerBound(rps func(string) float64) float64 {
-	return costRatio(rps("peer"), rps("floor"), rps("ceiling"))
-}
-
+// A replay costs at least floor and select, whatever the peer's replay
+// costs.
 func replayPeerBound(rps func(string) float64) float64 {
 	return costRatio(rps("peer_replay"), rps("floor"), rps("select"))
 }
@@ -184,6 +208,34 @@ func (b *bench) ratioValues() map[string]map[int]*ratioFigures {
 }
 
 func round3(v float64) float64 { return round(v, 3) }
+
+// firstBoundFigures is firstBoundRPS at every concurrency: the median of
+// the rounds' rates built on floor and on bare (absent when not known).
+func (b *bench) firstBoundFigures() (onFloor, onBare map[int]float64) {
+	onFloor, onBare = map[int]float64{}, map[int]float64{}
+	for _, c := range b.cfg.concurrency {
+		var fs, bs []float64
+		for round := 1; round <= b.cfg.rounds; round++ {
+			f, bb, _ := firstBoundRPS(func(name string) float64 {
+				res, _ := b.find(name, c, round)
+				return res.rps
+			})
+			if f > 0 {
+				fs = append(fs, f)
+			}
+			if bb > 0 {
+				bs = append(bs, bb)
+			}
+		}
+		if len(fs) > 0 {
+			onFloor[c] = round(median(fs), 1)
+		}
+		if len(bs) > 0 {
+			onBare[c] = round(median(bs), 1)
+		}
+	}
+	return onFloor, onBare
+}
 
 // replayP99Target is the target for a replay's p99 at replayP99Clients.
 const (
@@ -319,6 +371,14 @@ func (b *bench) report() error {
 		}
 	}
 	fmt.Fprintln(tw)
+	tw.Flush()
+	onFloor, onBare := b.firstBoundFigures()
+	fmt.Fprint(b.stdout, "a first execution's highest rate by the runs, req/s (median of the rounds'):")
+	for _, c := range b.cfg.concurrency {
+		fmt.Fprintf(b.stdout, " %d clients: on floor (floor + ceiling) %s, on bare (bare - bare_sql + ceiling) %s;",
+			c, knownRate(onFloor[c]), knownRate(onBare[c]))
+	}
+	fmt.Fprintln(b.stdout, " first/ceiling's, first/bare's and first/peer's bounds take the lower")
 	rss, rssOK := b.serverRSS()
 	rss = round(rss, 1)
 	if rssOK {
@@ -390,6 +450,7 @@ func (b *bench) report() error {
 			out.Ratios[r.name] = jr
 		}
 	}
+	out.FirstBoundRPS = jsonFirstBound{OnFloor: byClients(onFloor), OnBare: byClients(onBare)}
 	if rssOK {
 		out.ServerMaxRSSMiB = &rss
 		out.ServerRSSOf = b.rssNote
@@ -443,9 +504,12 @@ type jsonReport struct {
 	Ratios map[string]jsonRatio `json:"ratios"`
 	// ReplayP99 is the median of the rounds' replay p99 at every
 	// concurrency, with its target.
-	ReplayP99       jsonP99  `json:"replay_p99_ms"`
-	ServerMaxRSSMiB *float64 `json:"server_max_rss_mib,omitempty"`
-	ServerRSSOf     string   `json:"server_rss_of,omitempty"`
+	ReplayP99 jsonP99 `json:"replay_p99_ms"`
+	// FirstBoundRPS is the highest rate of first executions the runs
+	// allow, built on floor and on bare, at every concurrency.
+	FirstBoundRPS   jsonFirstBound `json:"first_bound_rps"`
+	ServerMaxRSSMiB *float64       `json:"server_max_rss_mib,omitempty"`
+	ServerRSSOf     string         `json:"server_rss_of,omitempty"`
 	// Server is process, inprocess or the --url.
 	Server     string  `json:"server"`
 	CPUs       int     `json:"cpus"`
@@ -470,6 +534,29 @@ type jsonRatio struct {
 	Share map[string]float64 `json:"share,omitempty"`
 	// ShareTarget is the share of the bound the ratio should reach.
 	ShareTarget float64 `json:"share_target,omitempty"`
+}
+
+type jsonFirstBound struct {
+	// OnFloor is 1/(1/floor + 1/ceiling), the median of the rounds'.
+	OnFloor map[string]float64 `json:"on_floor"`
+	// OnBare is 1/(1/bare - 1/bare_sql + 1/ceiling) likewise.
+	OnBare map[string]float64 `json:"on_bare"`
+}
+
+// byClients keys m by the number of clients as the JSON file does.
+func byClients(m map[int]float64) map[string]float64 {
+	out := map[string]float64{}
+	for c, v := range m {
+		out[strconv.Itoa(c)] = v
+	}
+	return out
+}
+
+func knownRate(v float64) string {
+	if v > 0 {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return "-"
 }
 
 type jsonP99 struct {
