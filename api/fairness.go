@@ -50,12 +50,15 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	t.users++
 	g.mu.Unlock()
 
-	wctx, cancel := context.WithTimeout(ctx, g.wait)
-	err = t.sem.Acquire(wctx, 1)
-	cancel()
-	if err != nil {
-		g.done(tenant, t)
-		return nil, err
+	// A free place with nobody waiting for one is taken without a timer.
+	if ctx.Err() != nil || !t.sem.TryAcquire(1) {
+		wctx, cancel := context.WithTimeout(ctx, g.wait)
+		err = t.sem.Acquire(wctx, 1)
+		cancel()
+		if err != nil {
+			g.done(tenant, t)
+			return nil, err
+		}
 	}
 	return func() {
 		t.sem.Release(1)

@@ -9,8 +9,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// The gate gives each tenant limit places, refuses past its wait, and
-// forgets a tenant once nobody holds or waits for a place.
+// The gate gives each tenant limit places, refuses past its wait and a
+// request already cancelled, and forgets a tenant once nobody holds or
+// waits for a place.
 func TestTenantGatePlaces(t *testing.T) {
 	t.Parallel()
 	g := newTenantGate(2, 20*time.Millisecond)
@@ -32,6 +33,12 @@ func TestTenantGatePlaces(t *testing.T) {
 	leave3, err := g.enter(ctx, a)
 	if err != nil {
 		t.Fatalf("a freed place was not given out: %v", err)
+	}
+	// A request already gone gets no place, free or not.
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := g.enter(gone, b); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a cancelled request with a place free: %v", err)
 	}
 	for _, leave := range []func(){leave2, leave3, leaveB} {
 		leave()
