@@ -85,10 +85,10 @@ func mustJSON(t *testing.T, v any) string {
 	return string(b)
 }
 
-// BenchmarkScanTypes is what reading an id and a stored answer's jsonb
-// costs pgx's type map, as it comes by default and as Configure registers
-// it: every action read (a replay's, a first execution's returned row)
-// reads three ids and two jsonb values.
+// BenchmarkScanTypes is what reading an id and a booking's answer as jsonb
+// into a json.RawMessage costs pgx's type map, as it comes by default and
+// as Configure registers it: every action read (a replay's, a first
+// execution's returned row) reads three ids and its request as jsonb.
 //
 //	go test ./db -run '^$' -bench ScanTypes -benchmem
 func BenchmarkScanTypes(b *testing.B) {
