@@ -1,7 +1,6 @@
 package db_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -117,13 +116,7 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 		})
 	}
 	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, params.Owner, params.Lease, params.MaxRows)
-	if _, err := conn.Exec(ctx, "PREPARE lease_due AS "+rec.sql); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+	defer planGeneric(t, conn, "lease_due", rec.sql)()
 	check("the generic plan", fmt.Sprintf("EXPLAIN (FORMAT JSON) EXECUTE lease_due('%s', '30 seconds', 50)", uuid.New()))
 
 	// Then the answer.

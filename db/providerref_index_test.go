@@ -58,13 +58,13 @@ func (n planNode) walk(visit func(planNode)) {
 	}
 }
 
-// explain runs explain (an EXPLAIN (FORMAT JSON) of a statement) on conn
+// explain runs sql (an EXPLAIN (FORMAT JSON) of a statement) on conn
 // and returns the plan tree and the JSON it was decoded from; label names
 // the plan in failures.
-func explain(t *testing.T, conn *pgxpool.Conn, label, explain string, args ...any) (planNode, []byte) {
+func explain(t *testing.T, conn *pgxpool.Conn, label, sql string, args ...any) (planNode, []byte) {
 	t.Helper()
 	var out []byte
-	if err := conn.QueryRow(t.Context(), explain, args...).Scan(&out); err != nil {
+	if err := conn.QueryRow(t.Context(), sql, args...).Scan(&out); err != nil {
 		t.Fatalf("%s: %v", label, err)
 	}
 	var plans []struct {
@@ -74,6 +74,20 @@ func explain(t *testing.T, conn *pgxpool.Conn, label, explain string, args ...an
 		t.Fatalf("%s: decoding %s: %v", label, out, err)
 	}
 	return plans[0].Plan, out
+}
+
+// planGeneric prepares sql on conn as name and has conn plan it as
+// PostgreSQL may once it caches a plan (generically), until the returned
+// function resets that, which must run before conn is released.
+func planGeneric(t *testing.T, conn *pgxpool.Conn, name, sql string) (reset func()) {
+	t.Helper()
+	if _, err := conn.Exec(t.Context(), "PREPARE "+name+" AS "+sql); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), "SET plan_cache_mode = force_generic_plan"); err != nil {
+		t.Fatal(err)
+	}
+	return func() { conn.Exec(context.WithoutCancel(t.Context()), "RESET plan_cache_mode") }
 }
 
 // ProviderRefHeld (a driver's check that a write found by a search is not
@@ -148,13 +162,7 @@ func TestProviderRefHeldUsesProviderRefIndex(t *testing.T) {
 	}
 	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, args...)
 
-	if _, err := conn.Exec(ctx, "PREPARE provider_ref_held AS "+rec.sql); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan"); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "RESET plan_cache_mode")
+	defer planGeneric(t, conn, "provider_ref_held", rec.sql)()
 	check("the generic plan", fmt.Sprintf("EXPLAIN (FORMAT JSON) EXECUTE provider_ref_held('payments', '%s', '%s', 'charge')",
 		ref, uuid.New()))
 }

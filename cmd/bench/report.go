@@ -55,11 +55,11 @@ var ratios = []ratio{
 // bound is 0 (not known) when a run it needs is missing.
 
 // firstBoundRPS is the highest rate of first executions the runs allow,
-// built on floor and on bare, and the lower of the two (0: not known).
-func firstBoundRPS(rps func(string) float64) (onFloor, onBare, lower float64) {
+// built on floor and on bare (0: not known).
+func firstBoundRPS(rps func(string) float64) (onFloor, onBare float64) {
 	floor, ceiling, bare, bareSQL := rps("floor"), rps("ceiling"), rps("bare"), rps("bare_sql")
 	if ceiling == 0 {
-		return 0, 0, 0
+		return 0, 0
 	}
 	if floor > 0 {
 		onFloor = 1 / (1/floor + 1/ceiling)
@@ -67,17 +67,18 @@ func firstBoundRPS(rps func(string) float64) (onFloor, onBare, lower float64) {
 	if bare > 0 && bareSQL > 0 {
 		onBare = 1 / (max(1/bare-1/bareSQL, 0) + 1/ceiling)
 	}
-	lower = onFloor
-	if onBare > 0 && (lower == 0 || onBare < lower) {
-		lower = onBare
-	}
-	return onFloor, onBare, lower
+	return onFloor, onBare
 }
 
-// firstBound is the bound of first over the rate of den.
+// firstBound is the bound of first over the rate of den: the lower known
+// of firstBoundRPS's rates over den's.
 func firstBound(den string) func(rps func(string) float64) float64 {
 	return func(rps func(string) float64) float64 {
-		_, _, first := firstBoundRPS(rps)
+		onFloor, onBare := firstBoundRPS(rps)
+		first := onFloor
+		if onBare > 0 && (first == 0 || onBare < first) {
+			first = onBare
+		}
 		if d := rps(den); first > 0 && d > 0 {
 			return round(first/d, 3)
 		}
@@ -164,6 +165,15 @@ func (b *bench) find(name string, c, round int) (result, bool) {
 	return result{}, false
 }
 
+// rpsIn is a scenario's rate at concurrency c in a round (0: it did not
+// run).
+func (b *bench) rpsIn(c, round int) func(name string) float64 {
+	return func(name string) float64 {
+		res, _ := b.find(name, c, round)
+		return res.rps
+	}
+}
+
 // ratioFigures is one ratio at one concurrency: its value, its bound and
 // its share of the bound (value / bound) in each round that had the runs
 // they need, and the median of each (0: not known).
@@ -181,10 +191,7 @@ func (b *bench) ratioValues() map[string]map[int]*ratioFigures {
 		for _, c := range b.cfg.concurrency {
 			f := &ratioFigures{}
 			for round := 1; round <= b.cfg.rounds; round++ {
-				rps := func(name string) float64 {
-					res, _ := b.find(name, c, round)
-					return res.rps
-				}
+				rps := b.rpsIn(c, round)
 				v := 0.0
 				if num, den := rps(r.num), rps(r.den); num > 0 && den > 0 {
 					v = round3(num / den)
@@ -216,10 +223,7 @@ func (b *bench) firstBoundFigures() (onFloor, onBare map[int]float64) {
 	for _, c := range b.cfg.concurrency {
 		var fs, bs []float64
 		for round := 1; round <= b.cfg.rounds; round++ {
-			f, bb, _ := firstBoundRPS(func(name string) float64 {
-				res, _ := b.find(name, c, round)
-				return res.rps
-			})
+			f, bb := firstBoundRPS(b.rpsIn(c, round))
 			if f > 0 {
 				fs = append(fs, f)
 			}
