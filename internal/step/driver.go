@@ -105,7 +105,7 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 				// Another driver holds the action now, or the evidence this one
 				// acted on expired: whoever holds the lease settles it.
 				d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Msg("step moved or lease lost; leaving it")
-				return d.store.ActionByID(ctx, a.TenantID, a.ID)
+				return d.moved(ctx, a)
 			}
 			if err != nil {
 				return a, err
@@ -123,6 +123,23 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 		return a, err
 	}
 	return d.store.ActionByID(ctx, a.TenantID, a.ID)
+}
+
+// moved reads a after another driver took it over. A completion read here
+// is that driver's, whose COMMIT may have had its wait for the synchronous
+// standby cancelled: it is returned only once known to be on the standbys
+// (db.Store.Replicated), so that a request waiting on this driver does not
+// confirm what a failover would lose. Until then the caller gets an error
+// and a stays as this driver last knew it.
+func (d *Driver) moved(ctx context.Context, a oncecall.Action) (oncecall.Action, error) {
+	now, err := d.store.ActionByID(ctx, a.TenantID, a.ID)
+	if err != nil || now.State != oncecall.Completed {
+		return now, err
+	}
+	if err := d.store.Replicated(ctx); err != nil {
+		return a, err
+	}
+	return now, nil
 }
 
 func resolved(s *oncecall.Step) bool {

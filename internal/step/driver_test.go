@@ -35,7 +35,13 @@ type keylessEnv struct {
 
 func setupKeyless(t *testing.T) keylessEnv {
 	t.Helper()
-	pool, err := pgxpool.New(t.Context(), pgtest.NewDB(t))
+	return setupKeylessOn(t, pgtest.NewDB(t))
+}
+
+// setupKeylessOn is setupKeyless on the migrated database at url.
+func setupKeylessOn(t *testing.T, url string) keylessEnv {
+	t.Helper()
+	pool, err := app.OpenPool(t.Context(), url, "", app.DefaultMaxConns(), db.Timeouts{})
 	if err != nil {
 		t.Fatal(err)
 	}
