@@ -41,28 +41,6 @@ func setupPair(t *testing.T, url func(*pgtest.Pair) string, cfg ...func(*app.Con
 
 func primaryURL(p *pgtest.Pair) string { return p.URL("oncecall") }
 
-// waitCommitWaits waits until a session of oncecall's database is in a
-// COMMIT waiting for the standby, and returns its process id.
-func (c pairEnv) waitCommitWaits(t *testing.T) int {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var pid int
-		err := c.Store.Pool().QueryRow(t.Context(),
-			"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND datname = current_database()").Scan(&pid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pid != 0 {
-			return pid
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no COMMIT ever waited for the standby")
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval of a condition with a deadline
-	}
-}
-
 // standbyBookings is how many appointments of the slot the standby has.
 func (c pairEnv) standbyBookings(t *testing.T) int {
 	t.Helper()
@@ -132,7 +110,7 @@ func TestFailoverClientGivesUpDuringSyncCommit(t *testing.T) {
 
 	ctx, giveUp := context.WithCancel(t.Context())
 	go func() {
-		c.waitCommitWaits(t)
+		c.pair.WaitCommitWaits(t, "oncecall")
 		giveUp()
 	}()
 	if r, err := c.RequestCtx(ctx, http.MethodPost, "/v1/appointments", c.key, body, "Idempotency-Key", "gave-up"); err == nil {
@@ -195,7 +173,7 @@ func TestFailoverCancelledSyncWaitIsUnknown(t *testing.T) {
 				r, _ := c.RequestCtx(t.Context(), http.MethodPost, "/v1/appointments", c.key, body, "Idempotency-Key", "cancelled-wait")
 				answered <- r
 			}()
-			pid := c.waitCommitWaits(t)
+			pid := c.pair.WaitCommitWaits(t, "oncecall")
 			if _, err := c.Store.Pool().Exec(t.Context(), "SELECT pg_cancel_backend($1)", pid); err != nil {
 				t.Fatal(err)
 			}

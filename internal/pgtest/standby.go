@@ -155,6 +155,27 @@ func (p *Pair) StallReceiver(t testing.TB) (resume func()) {
 	return resume
 }
 
+// WaitCommitWaits waits until a session of database dbname on the primary
+// is in a COMMIT waiting for the standby, and returns its process id.
+func (p *Pair) WaitCommitWaits(t testing.TB, dbname string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for {
+		var pid int
+		err := p.query(ctx, p.Primary,
+			"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND datname = $1", &pid, dbname)
+		if err == nil && pid != 0 {
+			return pid
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("pgtest: no COMMIT ever waited for the standby (%v)", err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // StandbyCount runs a count query on the standby's database dbname: what
 // the standby has, so what a failover at this moment would keep.
 func (p *Pair) StandbyCount(t testing.TB, dbname, query string, args ...any) int {

@@ -40,7 +40,7 @@ func TestMovedActionIsNotAnsweredBeforeTheStandbyHasIt(t *testing.T) {
 			return err
 		})
 	}()
-	pid := waitSyncRep(t, e)
+	pid := pair.WaitCommitWaits(t, "oncecall")
 	if _, err := e.pool.Exec(ctx, "SELECT pg_cancel_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +69,4 @@ func TestMovedActionIsNotAnsweredBeforeTheStandbyHasIt(t *testing.T) {
 	if got.State != oncecall.Completed || got.Outcome != oncecall.Confirmed {
 		t.Fatalf("once the standby has it the moved action reads %s %s, want completed confirmed", got.State, got.Outcome)
 	}
-}
-
-// waitSyncRep waits until a session of e's database is in a COMMIT waiting
-// for the standby and returns its process id.
-func waitSyncRep(t *testing.T, e keylessEnv) int {
-	t.Helper()
-	var pid int
-	waitFor(t, "a COMMIT waiting for the standby", func() bool {
-		err := e.pool.QueryRow(t.Context(),
-			"SELECT coalesce(max(pid), 0) FROM pg_stat_activity WHERE wait_event = 'SyncRep' AND datname = current_database()").Scan(&pid)
-		return err == nil && pid != 0
-	})
-	return pid
 }
