@@ -38,7 +38,9 @@ func setupKeyless(t *testing.T) keylessEnv {
 	return setupKeylessOn(t, pgtest.NewDB(t))
 }
 
-// setupKeylessOn is setupKeyless on the migrated database at url.
+// setupKeylessOn is setupKeyless on the database at url, opened (and
+// migrated) as the server opens its own, with the notice handler that
+// sees a cancelled wait for the standby.
 func setupKeylessOn(t *testing.T, url string) keylessEnv {
 	t.Helper()
 	pool, err := app.OpenPool(t.Context(), url, "", app.DefaultMaxConns(), db.Timeouts{})
