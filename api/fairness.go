@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
-	"golang.org/x/sync/semaphore"
 
 	"github.com/oncecall/oncecall/internal/fault"
 )
@@ -18,60 +18,153 @@ import (
 // time for its turn, and past that it is refused before it touches the
 // database. Like the rate limiter it lives in this process's memory, so it
 // shares out this replica's pool.
+//
+// Places are given out first come, first served: a place given back goes to
+// the tenant's oldest waiter. Every waiter waits the same time, so the
+// oldest's deadline is the first to pass, and one timer per tenant, set for
+// it, refuses whoever waited too long: a request that waits sets no timer of
+// its own (at full load every request waits, and a timer each cost a busy
+// server more than the rest of the gate).
 type tenantGate struct {
-	limit int64
+	limit int
 	wait  time.Duration
 
 	mu      sync.Mutex
 	tenants map[uuid.UUID]*turns
 }
 
-// turns are one tenant's places in the gate.
+// turns are one tenant's places in the gate. All fields are guarded by the
+// gate's mu.
 type turns struct {
-	sem *semaphore.Weighted
+	held  int       // places taken
+	queue []*waiter // requests waiting for a place, oldest first
 	// users counts the requests holding or waiting for a place; the entry
 	// is dropped when none are left, so idle tenants cost no memory.
 	users int
+	timer *time.Timer // refuses the waiters whose deadline passed
+}
+
+// waiter is a request waiting for a place until deadline. Its turn is
+// decided once, under the gate's lock: true when it was given a place,
+// false when its wait ran out.
+type waiter struct {
+	deadline time.Time
+	turn     chan bool
 }
 
 func newTenantGate(limit int, wait time.Duration) *tenantGate {
-	return &tenantGate{limit: int64(limit), wait: wait, tenants: map[uuid.UUID]*turns{}}
+	return &tenantGate{limit: limit, wait: wait, tenants: map[uuid.UUID]*turns{}}
 }
 
 // enter waits up to the gate's wait (or until ctx ends) for one of tenant's
-// places and returns the function that gives it back.
+// places and returns the function that gives it back. A request whose
+// context has ended gets no place, free or not; one refused for waiting too
+// long gets context.DeadlineExceeded.
 func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	g.mu.Lock()
 	t := g.tenants[tenant]
 	if t == nil {
-		t = &turns{sem: semaphore.NewWeighted(g.limit)}
+		t = &turns{}
 		g.tenants[tenant] = t
 	}
 	t.users++
+	leave = func() { g.leave(tenant, t) }
+	if len(t.queue) == 0 && t.held < g.limit {
+		t.held++
+		g.mu.Unlock()
+		return leave, nil
+	}
+	w := &waiter{deadline: time.Now().Add(g.wait), turn: make(chan bool, 1)}
+	t.queue = append(t.queue, w)
+	if len(t.queue) == 1 {
+		g.refuseLate(tenant, t, w.deadline)
+	}
 	g.mu.Unlock()
 
-	// A free place with nobody waiting for one is taken without a timer.
-	if ctx.Err() != nil || !t.sem.TryAcquire(1) {
-		wctx, cancel := context.WithTimeout(ctx, g.wait)
-		err = t.sem.Acquire(wctx, 1)
-		cancel()
-		if err != nil {
-			g.done(tenant, t)
-			return nil, err
+	select {
+	case placed := <-w.turn:
+		if placed {
+			return leave, nil
 		}
+		g.mu.Lock()
+		g.drop(tenant, t)
+		g.mu.Unlock()
+		return nil, context.DeadlineExceeded
+	case <-ctx.Done():
 	}
-	return func() {
-		t.sem.Release(1)
-		g.done(tenant, t)
-	}, nil
-}
-
-func (g *tenantGate) done(tenant uuid.UUID, t *turns) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if i := slices.Index(t.queue, w); i >= 0 {
+		t.queue = slices.Delete(t.queue, i, i+1)
+	} else if <-w.turn {
+		// Given a place as its context ended: pass the place on.
+		g.handOn(t)
+	}
+	g.drop(tenant, t)
+	return nil, ctx.Err()
+}
+
+// leave gives back a place of tenant's.
+func (g *tenantGate) leave(tenant uuid.UUID, t *turns) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.handOn(t)
+	g.drop(tenant, t)
+}
+
+// handOn gives a place that was held to t's oldest waiter, or frees it.
+// g.mu is held.
+func (g *tenantGate) handOn(t *turns) {
+	if len(t.queue) == 0 {
+		t.held--
+		return
+	}
+	w := t.queue[0]
+	t.queue[0] = nil
+	t.queue = t.queue[1:]
+	w.turn <- true
+}
+
+// drop counts a request out of t and forgets the tenant when nobody holds
+// or waits for a place. g.mu is held.
+func (g *tenantGate) drop(tenant uuid.UUID, t *turns) {
 	if t.users--; t.users == 0 {
+		if t.timer != nil {
+			t.timer.Stop()
+		}
 		delete(g.tenants, tenant)
 	}
+}
+
+// refuseLate sets t's timer for deadline, the oldest waiter's. When it
+// fires it refuses every waiter whose deadline has passed and sets itself
+// for the next one. g.mu is held.
+func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) {
+	d := time.Until(deadline)
+	if t.timer != nil {
+		t.timer.Reset(d)
+		return
+	}
+	t.timer = time.AfterFunc(d, func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.tenants[tenant] != t {
+			return // forgotten since: nobody waits
+		}
+		now := time.Now()
+		for len(t.queue) > 0 && !t.queue[0].deadline.After(now) {
+			w := t.queue[0]
+			t.queue[0] = nil
+			t.queue = t.queue[1:]
+			w.turn <- false
+		}
+		if len(t.queue) > 0 {
+			t.timer.Reset(t.queue[0].deadline.Sub(now))
+		}
+	})
 }
 
 // shareDB admits a tenant's request when the tenant has a free place in the
