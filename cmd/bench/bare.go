@@ -79,6 +79,34 @@ func newBare(store *db.Store, keys *keyMap, log zerolog.Logger) http.Handler {
 		w.WriteHeader(http.StatusCreated)
 		w.Write(floorBody) //nolint:errcheck
 	})
+	// The statement: the request answered by the one statement a first
+	// execution sends (ceiling's), keyed by its Idempotency-Key, and its
+	// stored answer written back in an envelope of the server's shape: a
+	// first execution without oncecall's own code around the statement.
+	r.Post(statementPath, func(w http.ResponseWriter, r *http.Request) {
+		in, ok := bareInput(w, r)
+		if !ok {
+			return
+		}
+		tenant := r.Context().Value(bareTenant{}).(uuid.UUID)
+		a, err := claimBooking(r.Context(), store, tenant, r.Header.Get("Idempotency-Key"), op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID))
+		if err != nil {
+			http.Error(w, "internal error", http.StatusInternalServerError)
+			return
+		}
+		id := a.ID.String()
+		out := make([]byte, 0, 192+len(a.Result))
+		out = append(out, `{"action_id":"`...)
+		out = append(out, id...)
+		out = append(out, `","operation":"appointment.book","outcome":"confirmed","state":"completed","result":`...)
+		out = append(out, a.Result...)
+		out = append(out, `,"reason":null,"status_url":"/v1/actions/`...)
+		out = append(out, id...)
+		out = append(out, `"}`...)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(a.Status)
+		w.Write(out) //nolint:errcheck
+	})
 	// The peer: idempotency written by hand on this same stack (peer.go).
 	r.Post(peerPath, peerHandler(store.Pool()))
 	r.Post("/v1/appointments", func(w http.ResponseWriter, r *http.Request) {

@@ -295,6 +295,8 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runBare(ctx, c)
 	case "first":
 		return b.runFirst(ctx, c)
+	case "statement":
+		return b.runStatement(ctx, c)
 	case "replay":
 		return b.runReplay(ctx, c)
 	case "peer":

@@ -117,7 +117,7 @@ func TestBenchRuns(t *testing.T) {
 		cpu := s.CPU
 		server := "oncecall"
 		switch s.Name {
-		case "floor", "bare", "peer", "peer_replay":
+		case "floor", "bare", "statement", "peer", "peer_replay":
 			server = "baseline"
 		case "ceiling", "ceiling_tx", "select", "bare_sql":
 			server = "client"

@@ -40,24 +40,33 @@ func bookInput(customer, slot uuid.UUID) []byte {
 
 // ceilingBatch books slot with the server's one statement.
 func (b *bench) ceilingBatch(ctx context.Context, tenant, customer, slot uuid.UUID) error {
+	_, err := claimBooking(ctx, b.store, tenant, uuid.NewString(), customer, slot)
+	return err
+}
+
+// claimBooking sends the statement a first execution of a booking sends
+// (db.Store.ClaimOnce with the booking's statement) under a fresh key, as
+// ceiling does and the statement scenario's handler does, and returns the
+// action it stored.
+func claimBooking(ctx context.Context, store *db.Store, tenant uuid.UUID, key string, customer, slot uuid.UUID) (oncecall.Action, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return err
+		return oncecall.Action{}, err
 	}
 	input := bookInput(customer, slot)
 	st := db.NewStatement(tenant)
 	st.Book(customer, slot, "")
-	claimed, a, err := b.store.ClaimOnce(ctx, db.Claim{
-		ID: id, TenantID: tenant, Key: uuid.NewString(), Operation: "appointment.book",
+	claimed, a, err := store.ClaimOnce(ctx, db.Claim{
+		ID: id, TenantID: tenant, Key: key, Operation: "appointment.book",
 		Fingerprint: canon.Fingerprint("appointment.book", 1, input), Request: input,
 	}, claimWait, st)
 	if err != nil {
-		return err
+		return a, err
 	}
 	if !claimed || a.Outcome != oncecall.Confirmed {
-		return errors.New("a fresh key and a free slot were not booked")
+		return a, errors.New("a fresh key and a free slot were not booked")
 	}
-	return nil
+	return a, nil
 }
 
 // claimWait is the idempotency core's default.

@@ -49,10 +49,11 @@ import (
 
 // scenarioOrder is the order in which a round runs the scenarios at each
 // concurrency: the scenarios a ratio compares, and those its bound is made
-// of, next to each other (floor, ceiling and first; bare_sql and bare after
-// them; select before replay; peer before peer_replay), because the
-// machine's speed drifts between runs made minutes apart. grown comes last.
-var scenarioOrder = []string{"floor", "ceiling", "first", "bare_sql", "bare", "select", "replay", "peer", "peer_replay", "ceiling_tx", "storm", "dasha", "grown"}
+// of, next to each other (floor, ceiling and first; statement right after
+// first; bare_sql and bare after them; select before replay; peer before
+// peer_replay), because the machine's speed drifts between runs made
+// minutes apart. grown comes last.
+var scenarioOrder = []string{"floor", "ceiling", "first", "statement", "bare_sql", "bare", "select", "replay", "peer", "peer_replay", "ceiling_tx", "storm", "dasha", "grown"}
 
 // config is the command line.
 type config struct {

@@ -39,6 +39,9 @@ import (
 // peerPath is the peer's booking route on bare's server.
 const peerPath = "/v1/peer/appointments"
 
+// statementPath is the baseline's route that answers with ceiling's statement.
+const statementPath = "/v1/statement"
+
 // peerSchema is the peer's own table, made by the bench (oncecall's
 // migrations know nothing of it).
 const peerSchema = `

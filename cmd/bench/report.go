@@ -32,6 +32,13 @@ var ratios = []ratio{
 	{"replay/select", "replay", "select", 0.6, replaySelectBound, 0.8},
 	{"grown/first", "grown", "first", 0.9, nil, 0},
 	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil, 0},
+	// statement is first's statement on bare's stack with none of
+	// oncecall's own code around it: first/statement is what that code
+	// costs a first execution, measured rather than built from a bound, and
+	// statement's share of first's bound says how much of the bound such a
+	// server reaches on this machine.
+	{"first/statement", "first", "statement", 0, nil, 0},
+	{"statement/ceiling", "statement", "ceiling", 0, firstCeilingBound, 0},
 	// The baseline against a bound built on floor, as first's bound on
 	// floor is: the share of it that a server doing one statement per
 	// request and nothing else reaches on this machine.

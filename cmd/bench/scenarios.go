@@ -306,6 +306,16 @@ func (b *bench) runFirst(ctx context.Context, c int) (result, error) {
 	return b.httpBookings(ctx, "first", c, f, b.base+"/v1/appointments", &b.firsts, true)
 }
 
+// runStatement books with fresh keys through the baseline's statement
+// route: ceiling's statement on bare's stack.
+func (b *bench) runStatement(ctx context.Context, c int) (result, error) {
+	f, err := b.bookingFixture(ctx, b.tenantName("statement", c))
+	if err != nil {
+		return result{}, err
+	}
+	return b.httpBookings(ctx, "statement", c, f, b.bareURL+statementPath, nil, true)
+}
+
 // runPeer books with fresh keys through the peer.
 func (b *bench) runPeer(ctx context.Context, c int) (result, error) {
 	f, err := b.bookingFixture(ctx, b.tenantName("peer", c))
