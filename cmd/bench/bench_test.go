@@ -110,6 +110,9 @@ func TestBenchRuns(t *testing.T) {
 		if c := s.CPUIdle; c == nil || *c < 0 || *c > 1 {
 			t.Errorf("%s at %d: CPU idle %s", s.Name, s.Concurrency, show(c))
 		}
+		if c := s.CPUSteal; c == nil || *c < 0 || *c > 1 {
+			t.Errorf("%s at %d: CPU steal %s", s.Name, s.Concurrency, show(c))
+		}
 		// What a request cost in CPU, by process: the machine's total, the
 		// server that answered (oncecall or the baseline) and PostgreSQL,
 		// which every scenario uses but floor and replay (answered from the
@@ -147,7 +150,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "on bare (bare - bare_sql + ceiling)", "CPU idle %", "CPU time per request in µs"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "on bare (bare - bare_sql + ceiling)", "CPU idle %", "steal %", "CPU time per request in µs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

@@ -15,6 +15,9 @@ import (
 // bounds the report prints add up what requests cost in CPU and hold for
 // runs that leave (next to) no CPU idle; a run that leaves a third of it
 // idle was waiting for something else (PostgreSQL's WAL flushes, say).
+// On a virtual machine the share the hypervisor gave to other guests while
+// this one had work (steal) is the machine's speed moving under the run: it
+// is reported beside idle and counts as neither idle nor busy.
 // The CPU time each process of the run used over the same window, divided
 // by the requests measured, says where a request's cost went: the load
 // generator (this process, with the SQL-only scenarios' pgx side and, with
@@ -39,14 +42,14 @@ type part struct {
 
 // cpuSample is the machine's CPU time and each part's, in clock ticks.
 type cpuSample struct {
-	total, idle uint64
-	parts       []uint64
-	ok          bool
+	cpuTimes
+	parts []uint64
+	ok    bool
 }
 
 func sampleCPU(parts []part) cpuSample {
 	var s cpuSample
-	s.total, s.idle, s.ok = cpuTimes()
+	s.cpuTimes, s.ok = readCPUTimes()
 	if !s.ok {
 		return s
 	}
@@ -68,33 +71,47 @@ func sampleCPU(parts []part) cpuSample {
 	return s
 }
 
-// cpuTimes reads the machine's CPU time from /proc/stat's first line, in
-// clock ticks: all of it, and the part idle or waiting for I/O.
-func cpuTimes() (total, idle uint64, ok bool) {
+// cpuTimes is the machine's CPU time in clock ticks: all of it, the part
+// idle or waiting for I/O, and the part stolen by the hypervisor.
+type cpuTimes struct{ total, idle, steal uint64 }
+
+// readCPUTimes reads the machine's CPU time from /proc/stat's first line.
+func readCPUTimes() (cpuTimes, bool) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
-		return 0, 0, false
+		return cpuTimes{}, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	if !sc.Scan() {
-		return 0, 0, false
+		return cpuTimes{}, false
 	}
-	fields := strings.Fields(sc.Text())
+	return parseCPUTimes(sc.Text())
+}
+
+// parseCPUTimes reads /proc/stat's "cpu" line: user, nice, system, idle,
+// iowait, irq, softirq, steal, then guest and guest_nice, which user and
+// nice already count (older kernels stop sooner).
+func parseCPUTimes(line string) (cpuTimes, bool) {
+	fields := strings.Fields(line)
 	if len(fields) < 6 || fields[0] != "cpu" {
-		return 0, 0, false
+		return cpuTimes{}, false
 	}
-	for i, s := range fields[1:] {
+	var t cpuTimes
+	for i, s := range fields[1:min(len(fields), 9)] {
 		v, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
-			return 0, 0, false
+			return cpuTimes{}, false
 		}
-		total += v
-		if i == 3 || i == 4 { // idle, iowait
-			idle += v
+		t.total += v
+		switch i {
+		case 3, 4: // idle, iowait
+			t.idle += v
+		case 7:
+			t.steal = v
 		}
 	}
-	return total, idle, true
+	return t, true
 }
 
 // stat is what the bench reads of /proc/<pid>/stat.
@@ -160,8 +177,8 @@ func childTimes() map[int]uint64 {
 // cpuUse is what the machine's CPU did over a measured window.
 type cpuUse struct {
 	// idle is the share of the machine's CPU time left idle or waiting
-	// for I/O.
-	idle float64
+	// for I/O, steal the share the hypervisor gave to other guests.
+	idle, steal float64
 	// busy is the CPU time the machine spent, and parts each part's, in
 	// clock ticks.
 	busy  uint64
@@ -183,10 +200,11 @@ func cpuFrom(at time.Time, parts []part) func() (cpuUse, bool) {
 		if !s.ok || !e.ok || e.total <= s.total {
 			return cpuUse{}, false
 		}
-		idle := e.idle - s.idle
+		total, idle, steal := e.total-s.total, e.idle-min(s.idle, e.idle), e.steal-min(s.steal, e.steal)
 		u := cpuUse{
-			idle:  float64(idle) / float64(e.total-s.total),
-			busy:  e.total - s.total - idle,
+			idle:  float64(idle) / float64(total),
+			steal: float64(steal) / float64(total),
+			busy:  total - min(idle+steal, total),
 			parts: map[string]uint64{},
 		}
 		for i, p := range parts {

@@ -32,6 +32,28 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
+func TestParseCPUTimes(t *testing.T) {
+	t.Parallel()
+	// user nice system idle iowait irq softirq steal guest guest_nice: the
+	// guest times are in user and nice already and count once.
+	got, ok := parseCPUTimes("cpu  100 5 40 800 20 3 2 30 50 1")
+	if want := (cpuTimes{total: 1000, idle: 820, steal: 30}); !ok || got != want {
+		t.Errorf("parseCPUTimes = %+v %v, want %+v", got, ok, want)
+	}
+	// An older kernel's line without steal.
+	if got, ok := parseCPUTimes("cpu 100 0 50 800 50"); !ok || got != (cpuTimes{total: 1000, idle: 850}) {
+		t.Errorf("parseCPUTimes without steal = %+v %v", got, ok)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5", "cpu 1 2 x 4 5", "cpu 1 2 3"} {
+		if _, ok := parseCPUTimes(bad); ok {
+			t.Errorf("parseCPUTimes(%q) accepted", bad)
+		}
+	}
+	if _, ok := readCPUTimes(); !ok {
+		t.Error("this machine's /proc/stat did not parse")
+	}
+}
+
 func TestCPUPerRequest(t *testing.T) {
 	t.Parallel()
 	// 300 ticks busy over 1,000 requests: 3,000 µs a request; the parts

@@ -46,10 +46,10 @@ type stats struct {
 	walBytes float64
 	walOK    bool
 	// idle is the share of the machine's CPU time left idle (or waiting
-	// for I/O) over the measured window; idleOK is false when it could
-	// not be read.
-	idle   float64
-	idleOK bool
+	// for I/O) over the measured window, steal the share the hypervisor
+	// gave to other guests; idleOK is false when they could not be read.
+	idle, steal float64
+	idleOK      bool
 	// cpu is the CPU time per measured request in microseconds, by part
 	// (see cpu.go), with "other" and "total"; nil when it could not be read.
 	cpu map[string]float64
@@ -92,7 +92,7 @@ func load(ctx context.Context, n int, warmup, measure time.Duration, profile str
 		return stats{}, err
 	}
 
-	s := stats{idle: use.idle, idleOK: useOK}
+	s := stats{idle: use.idle, steal: use.steal, idleOK: useOK}
 	var all []uint32
 	for i, w := range workers {
 		all = append(all, w.lat...)

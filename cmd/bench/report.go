@@ -145,7 +145,7 @@ func (r result) line() string {
 		s += fmt.Sprintf("  WAL %.2f KB/req", r.walBytes/1024)
 	}
 	if r.idleOK {
-		s += fmt.Sprintf("  CPU idle %.0f%%", 100*r.idle)
+		s += fmt.Sprintf("  CPU idle %.0f%% steal %.0f%%", 100*r.idle, 100*r.steal)
 	}
 	if r.cpu != nil {
 		var parts []string
@@ -263,18 +263,18 @@ func (b *bench) report() error {
 	rounds := b.cfg.rounds
 	fmt.Fprintf(b.stdout, "median of %d rounds (each round runs every scenario at every concurrency, in the same order); req/s range: the rounds' lowest and highest\n", rounds)
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\tCPU idle %\t")
+	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\tCPU idle %\tsteal %\t")
 	for _, s := range sums {
 		if s.skipped {
-			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\t\n", s.name, s.concurrency)
+			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\t\t\n", s.name, s.concurrency)
 			continue
 		}
-		wal, idle := "-", "-"
+		wal, idle, steal := "-", "-", "-"
 		if s.walOK {
 			wal = fmt.Sprintf("%.2f", s.walBytes/1024)
 		}
 		if s.idleOK {
-			idle = fmt.Sprintf("%.0f", 100*s.idle)
+			idle, steal = fmt.Sprintf("%.0f", 100*s.idle), fmt.Sprintf("%.0f", 100*s.steal)
 		}
 		lo, hi := math.Inf(1), 0.0
 		for _, r := range s.rounds {
@@ -282,8 +282,8 @@ func (b *bench) report() error {
 				lo, hi = min(lo, r.rps), max(hi, r.rps)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
-			ms(s.p50), ms(s.p99), s.errors, wal, idle)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
+			ms(s.p50), ms(s.p99), s.errors, wal, idle, steal)
 	}
 	tw.Flush()
 	b.reportCPU(sums)
@@ -414,14 +414,14 @@ func (b *bench) report() error {
 		js := jsonScenario{Name: s.name, Concurrency: s.concurrency, jsonRound: jsonRound{
 			RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
 			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK), CPUIdle: share(s.idle, s.idleOK),
-			CPU: cpuJSON(s.cpu),
+			CPUSteal: share(s.steal, s.idleOK), CPU: cpuJSON(s.cpu),
 		}}
 		var notes []string
 		for _, r := range s.rounds {
 			js.Rounds = append(js.Rounds, jsonRound{
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
-				CPU: cpuJSON(r.cpu),
+				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu),
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
@@ -604,6 +604,10 @@ type jsonRound struct {
 	// for I/O over the measured window, from 0 to 1 (absent when it could
 	// not be read).
 	CPUIdle *float64 `json:"cpu_idle,omitempty"`
+	// CPUSteal is the share of the machine's CPU time the hypervisor gave
+	// to other guests over the measured window, from 0 to 1 (absent when
+	// it could not be read): the machine's speed moving under the run.
+	CPUSteal *float64 `json:"cpu_steal,omitempty"`
 	// CPU is the CPU time per request in microseconds by part: client
 	// (the load generator), oncecall, baseline, postgres, other (the rest
 	// of the machine's busy time) and total (the machine's busy time);

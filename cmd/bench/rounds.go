@@ -25,10 +25,10 @@ type summary struct {
 	p50, p99 time.Duration
 	walBytes float64
 	walOK    bool
-	// idle is the median of the rounds' idle CPU shares (idleOK when any
-	// could be read).
-	idle   float64
-	idleOK bool
+	// idle and steal are the medians of the rounds' idle and stolen CPU
+	// shares (idleOK when any could be read).
+	idle, steal float64
+	idleOK      bool
 	// cpu is, per part, the median of the rounds' CPU time per request
 	// (of the rounds that could read it).
 	cpu     map[string]float64
@@ -59,7 +59,7 @@ func (b *bench) summaries() []summary {
 	})
 	for i := range out {
 		s := &out[i]
-		var rps, p50, p99, wal, idle []float64
+		var rps, p50, p99, wal, idle, steal []float64
 		cpu := map[string][]float64{}
 		for _, r := range s.rounds {
 			s.errors += r.errors
@@ -74,6 +74,7 @@ func (b *bench) summaries() []summary {
 			}
 			if r.idleOK {
 				idle = append(idle, r.idle)
+				steal = append(steal, r.steal)
 			}
 			for name, v := range r.cpu {
 				cpu[name] = append(cpu[name], v)
@@ -83,7 +84,7 @@ func (b *bench) summaries() []summary {
 		s.rps = median(rps)
 		s.p50, s.p99 = time.Duration(median(p50)), time.Duration(median(p99))
 		s.walBytes, s.walOK = median(wal), len(wal) > 0
-		s.idle, s.idleOK = median(idle), len(idle) > 0
+		s.idle, s.steal, s.idleOK = median(idle), median(steal), len(idle) > 0
 		if len(cpu) > 0 {
 			s.cpu = map[string]float64{}
 			for name, v := range cpu {
