@@ -34,13 +34,12 @@ type tenantGate struct {
 }
 
 // turns are one tenant's places in the gate. All fields are guarded by the
-// gate's mu.
+// gate's mu. The entry is dropped when no place is held and nobody waits,
+// so idle tenants cost no memory (a waiter exists only while every place
+// is held, as a place given back goes to a waiter first).
 type turns struct {
-	held  int       // places taken
-	queue []*waiter // requests waiting for a place, oldest first
-	// users counts the requests holding or waiting for a place; the entry
-	// is dropped when none are left, so idle tenants cost no memory.
-	users int
+	held  int         // places taken
+	queue []*waiter   // requests waiting for a place, oldest first
 	timer *time.Timer // refuses the waiters whose deadline passed
 }
 
@@ -70,7 +69,6 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 		t = &turns{}
 		g.tenants[tenant] = t
 	}
-	t.users++
 	leave = func() { g.leave(tenant, t) }
 	if len(t.queue) == 0 && t.held < g.limit {
 		t.held++
@@ -89,9 +87,6 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 		if placed {
 			return leave, nil
 		}
-		g.mu.Lock()
-		g.drop(tenant, t)
-		g.mu.Unlock()
 		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
 	}
@@ -101,9 +96,8 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 		t.queue = slices.Delete(t.queue, i, i+1)
 	} else if <-w.turn {
 		// Given a place as its context ended: pass the place on.
-		g.handOn(t)
+		g.giveBack(tenant, t)
 	}
-	g.drop(tenant, t)
 	return nil, ctx.Err()
 }
 
@@ -111,27 +105,21 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 func (g *tenantGate) leave(tenant uuid.UUID, t *turns) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.handOn(t)
-	g.drop(tenant, t)
+	g.giveBack(tenant, t)
 }
 
-// handOn gives a place that was held to t's oldest waiter, or frees it.
-// g.mu is held.
-func (g *tenantGate) handOn(t *turns) {
-	if len(t.queue) == 0 {
-		t.held--
+// giveBack gives a place that was held to t's oldest waiter, or frees it
+// and forgets the tenant once it holds none (nobody waits then). g.mu is
+// held.
+func (g *tenantGate) giveBack(tenant uuid.UUID, t *turns) {
+	if len(t.queue) > 0 {
+		w := t.queue[0]
+		t.queue[0] = nil
+		t.queue = t.queue[1:]
+		w.turn <- true
 		return
 	}
-	w := t.queue[0]
-	t.queue[0] = nil
-	t.queue = t.queue[1:]
-	w.turn <- true
-}
-
-// drop counts a request out of t and forgets the tenant when nobody holds
-// or waits for a place. g.mu is held.
-func (g *tenantGate) drop(tenant uuid.UUID, t *turns) {
-	if t.users--; t.users == 0 {
+	if t.held--; t.held == 0 {
 		if t.timer != nil {
 			t.timer.Stop()
 		}

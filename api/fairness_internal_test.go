@@ -201,8 +201,7 @@ func TestTenantGateLosesNoPlaceToARequestThatEnds(t *testing.T) {
 		// ready.
 		g.mu.Lock()
 		cancel()
-		g.handOn(g.tenants[tenant])
-		g.drop(tenant, g.tenants[tenant])
+		g.giveBack(tenant, g.tenants[tenant])
 		g.mu.Unlock()
 		_ = leave // given back above
 		if e := <-c; e.err == nil {
