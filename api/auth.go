@@ -14,21 +14,25 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
-var (
-	tenantKey = ctxKey{"tenant"}
-	scopeKey  = ctxKey{"scope"}
-)
+var keyOwnerKey = ctxKey{"key owner"}
 
-func tenantFrom(ctx context.Context) oncecall.Tenant {
-	t, _ := ctx.Value(tenantKey).(oncecall.Tenant)
-	return t
+// keyOwner is who the request's API key belongs to, and its scope.
+type keyOwner struct {
+	tenant oncecall.Tenant
+	scope  oncecall.Scope
 }
+
+func ownerFrom(ctx context.Context) keyOwner {
+	if o, ok := ctx.Value(keyOwnerKey).(*keyOwner); ok {
+		return *o
+	}
+	return keyOwner{}
+}
+
+func tenantFrom(ctx context.Context) oncecall.Tenant { return ownerFrom(ctx).tenant }
 
 // scopeFrom is the scope of the request's API key.
-func scopeFrom(ctx context.Context) oncecall.Scope {
-	s, _ := ctx.Value(scopeKey).(oncecall.Scope)
-	return s
-}
+func scopeFrom(ctx context.Context) oncecall.Scope { return ownerFrom(ctx).scope }
 
 // keyCache remembers which tenant an API key belongs to for a short time, so
 // that authenticating a request costs no database round trip on the hot path.
@@ -97,8 +101,7 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		infoFrom(r.Context()).tenant = t.ID.String()
-		ctx := context.WithValue(context.WithValue(r.Context(), tenantKey, t), scopeKey, scope)
-		next.ServeHTTP(w, r.WithContext(ctx))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyOwnerKey, &keyOwner{tenant: t, scope: scope})))
 	})
 }
 

@@ -5,37 +5,9 @@ import (
 	"crypto/subtle"
 	"net/http"
 	"strings"
-	"time"
-
-	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/oncecall/oncecall/internal/fault"
 )
-
-// countRequests records every answered request's route, method, status and
-// latency. It sits inside the access log and outside the recoverer, so a
-// panic is counted as the 500 it became.
-func (s *Server) countRequests(next http.Handler) http.Handler {
-	m := s.cfg.Metrics
-	if m == nil {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r)
-		route := ""
-		if rc := chi.RouteContext(r.Context()); rc != nil {
-			route = rc.RoutePattern()
-		}
-		status := ww.Status()
-		if status == 0 {
-			status = http.StatusOK // the handler wrote nothing: net/http answers 200
-		}
-		m.Request(route, r.Method, status, time.Since(start))
-	})
-}
 
 // serveMetrics serves /metrics, requiring the metrics token as a Bearer
 // token when one is configured.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -14,20 +15,19 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/metrics"
 )
 
 type ctxKey struct{ name string }
 
-var (
-	logKey  = ctxKey{"log"}
-	infoKey = ctxKey{"info"}
-)
+var infoKey = ctxKey{"info"}
 
 // reqInfo collects what a request learns as it goes (tenant, action, key
-// hash) for its one access-log line. Only identifiers: never bodies or
-// customer data.
+// hash) for its one access-log line, and holds the request's logger. Only
+// identifiers: never bodies or customer data.
 type reqInfo struct {
 	attemptID string
+	requestID string
 	tenant    string
 	actionID  string
 	keyHash   string
@@ -35,6 +35,13 @@ type reqInfo struct {
 	outcome   string
 	callID    string
 	replayed  bool
+
+	// base is the server's logger; log, base with the request's ids, is
+	// made the first time something of the request logs (most requests
+	// write only their access line, which adds the ids itself).
+	base    zerolog.Logger
+	logOnce sync.Once
+	log     zerolog.Logger
 }
 
 func infoFrom(ctx context.Context) *reqInfo {
@@ -44,33 +51,49 @@ func infoFrom(ctx context.Context) *reqInfo {
 	return &reqInfo{}
 }
 
+// logFrom is the request's logger: the server's, with the request id and
+// the attempt id.
 func logFrom(ctx context.Context) *zerolog.Logger {
-	if l, ok := ctx.Value(logKey).(*zerolog.Logger); ok {
-		return l
+	i, ok := ctx.Value(infoKey).(*reqInfo)
+	if !ok {
+		nop := zerolog.Nop()
+		return &nop
 	}
-	nop := zerolog.Nop()
-	return &nop
+	i.logOnce.Do(func() {
+		i.log = i.base.With().Str("request_id", i.requestID).Str("attempt_id", i.attemptID).Logger()
+	})
+	return &i.log
 }
 
 // accessLog gives every request an attempt id and a logger carrying it and
-// the request id, and writes one line per request when it ends.
-func accessLog(base zerolog.Logger) func(http.Handler) http.Handler {
+// the request id, and when the request ends writes its one access-log line
+// and, with m, counts it (route, method, status, latency). It sits outside
+// the recoverer, so a panic is logged and counted as the 500 it became.
+func accessLog(base zerolog.Logger, m *metrics.Metrics) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			start := time.Now()
-			info := &reqInfo{attemptID: uuid.NewString()}
-			l := base.With().Str("request_id", middleware.GetReqID(r.Context())).Str("attempt_id", info.attemptID).Logger()
-			ctx := context.WithValue(context.WithValue(r.Context(), logKey, &l), infoKey, info)
+			info := &reqInfo{attemptID: uuid.NewString(), requestID: middleware.GetReqID(r.Context()), base: base}
+			ctx := context.WithValue(r.Context(), infoKey, info)
 			ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 			next.ServeHTTP(ww, r.WithContext(ctx))
 
-			ev := l.Info()
-			if ww.Status() >= 500 {
-				ev = l.Warn()
+			took := time.Since(start)
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK // the handler wrote nothing: net/http answers 200
 			}
 			route := chi.RouteContext(ctx).RoutePattern()
-			ev = ev.Str("method", r.Method).Str("route", route).Int("status", ww.Status()).
-				Dur("latency", time.Since(start)).Int("bytes", ww.BytesWritten())
+			if m != nil {
+				m.Request(route, r.Method, status, took)
+			}
+			ev := base.Info()
+			if status >= 500 {
+				ev = base.Warn()
+			}
+			ev = ev.Str("request_id", info.requestID).Str("attempt_id", info.attemptID).
+				Str("method", r.Method).Str("route", route).Int("status", status).
+				Dur("latency", took).Int("bytes", ww.BytesWritten())
 			for _, f := range [][2]string{
 				{"tenant_id", info.tenant}, {"action_id", info.actionID}, {"key_hash", info.keyHash},
 				{"operation", info.operation}, {"outcome", info.outcome}, {"call_id", info.callID},

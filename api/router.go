@@ -124,7 +124,7 @@ func NewRouter(cfg Config) http.Handler {
 	}
 
 	r := chi.NewRouter()
-	r.Use(safeRequestID, middleware.RequestID, accessLog(cfg.Log), s.countRequests, recoverer)
+	r.Use(safeRequestID, middleware.RequestID, accessLog(cfg.Log, cfg.Metrics), recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})
