@@ -50,27 +50,36 @@ func checkNames(c []byte, t reflect.Type, path string) error {
 		// names is the same every time.
 		fields := structFields(t)
 		for quoted, v := range canon.Members(c) {
-			k := unquote(quoted)
-			ft, ok := fields[k]
+			k := keyOf(quoted)
+			ft, ok := fields[string(k)]
 			if !ok {
+				ks := string(k)
 				for name := range fields {
-					if strings.EqualFold(k, name) {
-						return fault.Field(shorten(path+k), "is not a known field (field names are exact: did you mean %s?)", path+name)
+					if strings.EqualFold(ks, name) {
+						return fault.Field(shorten(path+ks), "is not a known field (field names are exact: did you mean %s?)", path+name)
 					}
 				}
 				continue
 			}
-			if err := checkNames(v, ft, path+k+"."); err != nil {
-				return err
+			if holdsObjects(ft) {
+				if err := checkNames(v, ft, path+string(k)+"."); err != nil {
+					return err
+				}
 			}
 		}
 	case reflect.Map:
+		if !holdsObjects(t.Elem()) {
+			return nil
+		}
 		for quoted, v := range canon.Members(c) {
-			if err := checkNames(v, t.Elem(), path+unquote(quoted)+"."); err != nil {
+			if err := checkNames(v, t.Elem(), path+string(keyOf(quoted))+"."); err != nil {
 				return err
 			}
 		}
 	case reflect.Slice, reflect.Array:
+		if !holdsObjects(t.Elem()) {
+			return nil
+		}
 		for v := range canon.Elements(c) {
 			if err := checkNames(v, t.Elem(), path); err != nil {
 				return err
@@ -80,14 +89,29 @@ func checkNames(c []byte, t reflect.Type, path string) error {
 	return nil
 }
 
-// unquote is the key a canonical JSON string spells.
-func unquote(quoted []byte) string {
+// keyOf is the key a canonical JSON string spells: quoted's own bytes when
+// it has no escape, so that looking it up allocates nothing.
+func keyOf(quoted []byte) []byte {
 	if bytes.IndexByte(quoted, '\\') < 0 {
-		return string(quoted[1 : len(quoted)-1])
+		return quoted[1 : len(quoted)-1]
 	}
 	var k string
 	_ = json.Unmarshal(quoted, &k) // canonical: always valid
-	return k
+	return []byte(k)
+}
+
+// holdsObjects reports whether a value of type t can hold a JSON object
+// whose keys checkNames checks: a struct, map, slice or array (or a pointer
+// to one). Under any other field there is nothing to check.
+func holdsObjects(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map, reflect.Slice, reflect.Array:
+		return true
+	}
+	return false
 }
 
 var fieldCache sync.Map // reflect.Type -> map[string]reflect.Type
