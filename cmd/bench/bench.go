@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,8 @@ type bench struct {
 	warmup         time.Duration
 	// noCheckpoint: CHECKPOINT failed once (no right to it); not tried again.
 	noCheckpoint bool
+	// noHeapCounts: oncecall's /metrics could not be read once (said once).
+	noHeapCounts bool
 
 	pool    *pgxpool.Pool
 	store   *db.Store
@@ -330,11 +333,17 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	if err := b.settle(ctx); err != nil {
 		return stats{}, err
 	}
-	// The WAL position is read when the warm-up ends and when the run does.
+	// The WAL position and oncecall's heap counters are read when the
+	// warm-up ends and when the run does.
 	var from int64
-	var fromErr error
+	var fromErr, heapErr error
+	var heapFrom heapCount
 	read := make(chan struct{})
-	timer := time.AfterFunc(b.warmup, func() { from, fromErr = b.walPosition(ctx); close(read) })
+	timer := time.AfterFunc(b.warmup, func() {
+		from, fromErr = b.walPosition(ctx)
+		heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
+		close(read)
+	})
 	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
 	if err != nil {
 		timer.Stop()
@@ -344,6 +353,12 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	to, toErr := b.walPosition(ctx)
 	if fromErr == nil && toErr == nil && st.requests > 0 {
 		st.walBytes, st.walOK = float64(to-from)/float64(st.requests), true
+	}
+	if heapTo, err := heapCounts(ctx, b.client, b.base); heapErr == nil && err == nil {
+		st.allocs, st.allocBytes, st.allocOK = heapTo.perRequest(heapFrom, st.requests)
+	} else if !b.noHeapCounts {
+		b.logf("oncecall's allocations per request are not reported: %v", cmp.Or(heapErr, err))
+		b.noHeapCounts = true
 	}
 	return st, nil
 }

@@ -128,6 +128,11 @@ func TestBenchRuns(t *testing.T) {
 		if cpu["total"] <= 0 || cpu[server] <= 0 || (s.Name != "floor" && s.Name != "replay" && cpu["postgres"] <= 0) {
 			t.Errorf("%s at %d: CPU per request %v, want total, %s and postgres", s.Name, s.Concurrency, cpu, server)
 		}
+		// oncecall's heap allocations per request: reported for the
+		// scenarios whose requests it answers, and only for those.
+		if a := s.Allocs; (a != nil) != (server == "oncecall") || (a != nil && (a.Objects < 1 || a.Bytes < a.Objects)) {
+			t.Errorf("%s at %d: oncecall's allocations per request %+v", s.Name, s.Concurrency, a)
+		}
 	}
 	for _, r := range ratios {
 		got := rep.Ratios[r.name]
@@ -150,7 +155,7 @@ func TestBenchRuns(t *testing.T) {
 		!strings.Contains(rep.ServerRSSOf, "oncecall serve, pid") || rep.CPUs < 1 {
 		t.Errorf("server %q, rss %v of %q, %d CPUs", rep.Server, rep.ServerMaxRSSMiB, rep.ServerRSSOf, rep.CPUs)
 	}
-	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "on bare (bare - bare_sql + ceiling)", "CPU idle %", "steal %", "CPU time per request in µs"} {
+	for _, want := range []string{"2 clients", "8 clients", "first/ceiling", "bound 8", "server_max_rss_mib", "load average", "WAL KB/req", "floor p99", "on bare (bare - bare_sql + ceiling)", "CPU idle %", "steal %", "allocs/req", "alloc KB/req", "CPU time per request in µs"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}

@@ -147,6 +147,9 @@ func (r result) line() string {
 	if r.idleOK {
 		s += fmt.Sprintf("  CPU idle %.0f%% steal %.0f%%", 100*r.idle, 100*r.steal)
 	}
+	if r.allocOK {
+		s += fmt.Sprintf("  oncecall allocs/req %.0f (%.1f KB)", r.allocs, r.allocBytes/1024)
+	}
 	if r.cpu != nil {
 		var parts []string
 		for _, name := range cpuColumns(r.cpu) {
@@ -263,15 +266,18 @@ func (b *bench) report() error {
 	rounds := b.cfg.rounds
 	fmt.Fprintf(b.stdout, "median of %d rounds (each round runs every scenario at every concurrency, in the same order); req/s range: the rounds' lowest and highest\n", rounds)
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\tCPU idle %\tsteal %\t")
+	fmt.Fprintln(tw, "scenario\tclients\treq/s\treq/s range\tp50 ms\tp99 ms\terrors\tWAL KB/req\tCPU idle %\tsteal %\tallocs/req\talloc KB/req\t")
 	for _, s := range sums {
 		if s.skipped {
-			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\t\t\n", s.name, s.concurrency)
+			fmt.Fprintf(tw, "%s\t%d\tskipped\t\t\t\t\t\t\t\t\t\t\n", s.name, s.concurrency)
 			continue
 		}
-		wal, idle, steal := "-", "-", "-"
+		wal, idle, steal, allocs, allocKB := "-", "-", "-", "-", "-"
 		if s.walOK {
 			wal = fmt.Sprintf("%.2f", s.walBytes/1024)
+		}
+		if s.allocOK {
+			allocs, allocKB = fmt.Sprintf("%.0f", s.allocs), fmt.Sprintf("%.1f", s.allocBytes/1024)
 		}
 		if s.idleOK {
 			idle, steal = fmt.Sprintf("%.0f", 100*s.idle), fmt.Sprintf("%.0f", 100*s.steal)
@@ -282,10 +288,11 @@ func (b *bench) report() error {
 				lo, hi = min(lo, r.rps), max(hi, r.rps)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
-			ms(s.p50), ms(s.p99), s.errors, wal, idle, steal)
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.0f-%.0f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", s.name, s.concurrency, s.rps, lo, hi,
+			ms(s.p50), ms(s.p99), s.errors, wal, idle, steal, allocs, allocKB)
 	}
 	tw.Flush()
+	fmt.Fprintln(b.stdout, "allocs/req, alloc KB/req: the heap allocations oncecall made per request it answered (its /metrics: Go's own counters, steady whatever the machine's speed)")
 	b.reportCPU(sums)
 	for _, r := range b.results {
 		if r.note != "" {
@@ -414,14 +421,14 @@ func (b *bench) report() error {
 		js := jsonScenario{Name: s.name, Concurrency: s.concurrency, jsonRound: jsonRound{
 			RPS: round(s.rps, 1), P50: ms(s.p50), P99: ms(s.p99),
 			Errors: s.errors, Skipped: s.skipped, WALKBPerRequest: walKB(s.walBytes, s.walOK), CPUIdle: share(s.idle, s.idleOK),
-			CPUSteal: share(s.steal, s.idleOK), CPU: cpuJSON(s.cpu),
+			CPUSteal: share(s.steal, s.idleOK), CPU: cpuJSON(s.cpu), Allocs: allocsJSON(s.allocs, s.allocBytes, s.allocOK),
 		}}
 		var notes []string
 		for _, r := range s.rounds {
 			js.Rounds = append(js.Rounds, jsonRound{
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
-				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu),
+				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu), Allocs: allocsJSON(r.allocs, r.allocBytes, r.allocOK),
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
@@ -613,6 +620,24 @@ type jsonRound struct {
 	// of the machine's busy time) and total (the machine's busy time);
 	// absent when it could not be read.
 	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
+	// Allocs is what oncecall allocated on its heap per request it
+	// answered over the measured window (absent when it could not be read
+	// or it answered none).
+	Allocs *jsonAllocs `json:"oncecall_allocs_per_request,omitempty"`
+}
+
+// jsonAllocs is oncecall's heap allocations per request: objects and bytes.
+type jsonAllocs struct {
+	Objects float64 `json:"objects"`
+	Bytes   float64 `json:"bytes"`
+}
+
+// allocsJSON is jsonAllocs rounded; nil when not known.
+func allocsJSON(objects, bytes float64, ok bool) *jsonAllocs {
+	if !ok {
+		return nil
+	}
+	return &jsonAllocs{Objects: round(objects, 1), Bytes: round(bytes, 0)}
 }
 
 // cpuOrder is the order in which the parts of a request's CPU time are

@@ -25,6 +25,10 @@ type summary struct {
 	p50, p99 time.Duration
 	walBytes float64
 	walOK    bool
+	// allocs and allocBytes are the medians of the rounds' oncecall heap
+	// allocations per request (allocOK when any could be read).
+	allocs, allocBytes float64
+	allocOK            bool
 	// idle and steal are the medians of the rounds' idle and stolen CPU
 	// shares (idleOK when any could be read).
 	idle, steal float64
@@ -59,7 +63,7 @@ func (b *bench) summaries() []summary {
 	})
 	for i := range out {
 		s := &out[i]
-		var rps, p50, p99, wal, idle, steal []float64
+		var rps, p50, p99, wal, idle, steal, allocs, allocBytes []float64
 		cpu := map[string][]float64{}
 		for _, r := range s.rounds {
 			s.errors += r.errors
@@ -71,6 +75,9 @@ func (b *bench) summaries() []summary {
 			p99 = append(p99, float64(r.p99))
 			if r.walOK {
 				wal = append(wal, r.walBytes)
+			}
+			if r.allocOK {
+				allocs, allocBytes = append(allocs, r.allocs), append(allocBytes, r.allocBytes)
 			}
 			if r.idleOK {
 				idle = append(idle, r.idle)
@@ -84,6 +91,7 @@ func (b *bench) summaries() []summary {
 		s.rps = median(rps)
 		s.p50, s.p99 = time.Duration(median(p50)), time.Duration(median(p99))
 		s.walBytes, s.walOK = median(wal), len(wal) > 0
+		s.allocs, s.allocBytes, s.allocOK = median(allocs), median(allocBytes), len(allocs) > 0
 		s.idle, s.steal, s.idleOK = median(idle), median(steal), len(idle) > 0
 		if len(cpu) > 0 {
 			s.cpu = map[string]float64{}
