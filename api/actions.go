@@ -111,6 +111,11 @@ func readBody(r *http.Request) ([]byte, error) {
 
 // readRaw reads a request body within the size limit, whatever its type.
 func readRaw(r *http.Request) ([]byte, error) {
+	if h, ok := r.Body.(*heldBody); ok {
+		if body, ok := h.take(); ok {
+			return body, nil
+		}
+	}
 	body, err := io.ReadAll(r.Body)
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {

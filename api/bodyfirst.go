@@ -51,7 +51,26 @@ func (s *Server) bodyFirst(next http.Handler) http.Handler {
 		// The body is read: the next request on this connection gets the
 		// server's own read deadlines.
 		_ = rc.SetReadDeadline(time.Time{})
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Body = &heldBody{Reader: bytes.NewReader(body), whole: body}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// heldBody is a request body bodyFirst has read whole: readRaw takes its
+// bytes as they are instead of reading them into a copy.
+type heldBody struct {
+	*bytes.Reader
+	whole []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// take returns the whole body and leaves the reader at its end, as reading
+// it would; ok is false when some of it was read already.
+func (h *heldBody) take() (body []byte, ok bool) {
+	if h.Len() != len(h.whole) {
+		return nil, false
+	}
+	h.Reset(nil)
+	return h.whole, true
 }
