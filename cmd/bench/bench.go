@@ -341,7 +341,9 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	read := make(chan struct{})
 	timer := time.AfterFunc(b.warmup, func() {
 		from, fromErr = b.walPosition(ctx)
-		heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
+		if answeredByOncecall[name] {
+			heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
+		}
 		close(read)
 	})
 	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
@@ -354,8 +356,11 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	if fromErr == nil && toErr == nil && st.requests > 0 {
 		st.walBytes, st.walOK = float64(to-from)/float64(st.requests), true
 	}
+	if !answeredByOncecall[name] {
+		return st, nil
+	}
 	if heapTo, err := heapCounts(ctx, b.client, b.base); heapErr == nil && err == nil {
-		st.allocs, st.allocBytes, st.allocOK = heapTo.perRequest(heapFrom, st.requests)
+		st.allocs, st.allocBytes, st.allocOK = heapTo.perRequest(heapFrom)
 	} else if !b.noHeapCounts {
 		b.logf("oncecall's allocations per request are not reported: %v", cmp.Or(heapErr, err))
 		b.noHeapCounts = true
