@@ -69,10 +69,10 @@ func sum(f *dto.MetricFamily) float64 {
 var answeredByOncecall = map[string]bool{"first": true, "replay": true, "storm": true, "dasha": true, "grown": true}
 
 // perRequest is what oncecall allocated per request it answered between
-// from and to; ok is false when it answered none. Its own count of requests
-// is the divisor, so a reading taken a little after the warm-up ends does
-// not skew the figure. The window holds one reading of /metrics, a few
-// hundred KB: well under 0.1 KB per request in a run of thousands.
+// from and to (a run, its warm-up included: its requests are the same
+// kind); ok is false when it answered none. Its own count of requests is
+// the divisor. The window holds one reading of /metrics, a few hundred KB:
+// well under 0.1 KB per request in a run of thousands.
 func (to heapCount) perRequest(from heapCount) (objects, bytes float64, ok bool) {
 	n := to.requests - from.requests
 	if n < 1 {

@@ -333,19 +333,18 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	if err := b.settle(ctx); err != nil {
 		return stats{}, err
 	}
-	// The WAL position and oncecall's heap counters are read when the
-	// warm-up ends and when the run does.
-	var from int64
-	var fromErr, heapErr error
+	// oncecall's heap counters are read before the warm-up starts (while it
+	// is idle, so the reading is not late) and when the run ends; the WAL
+	// position when the warm-up ends and when the run does.
 	var heapFrom heapCount
+	var heapErr error
+	if answeredByOncecall[name] {
+		heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
+	}
+	var from int64
+	var fromErr error
 	read := make(chan struct{})
-	timer := time.AfterFunc(b.warmup, func() {
-		from, fromErr = b.walPosition(ctx)
-		if answeredByOncecall[name] {
-			heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
-		}
-		close(read)
-	})
+	timer := time.AfterFunc(b.warmup, func() { from, fromErr = b.walPosition(ctx); close(read) })
 	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
 	if err != nil {
 		timer.Stop()

@@ -46,9 +46,9 @@ type stats struct {
 	walBytes float64
 	walOK    bool
 	// allocs and allocBytes are the heap allocations oncecall made per
-	// request it answered over the measured window (its /metrics, see
-	// allocs.go); allocOK is false when they could not be read or it
-	// answered no request (the run's requests went to another server).
+	// request it answered over the run, warm-up included (its /metrics, see
+	// allocs.go); allocOK is false when they could not be read or the run's
+	// requests went to another server.
 	allocs, allocBytes float64
 	allocOK            bool
 	// idle is the share of the machine's CPU time left idle (or waiting

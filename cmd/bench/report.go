@@ -621,8 +621,8 @@ type jsonRound struct {
 	// absent when it could not be read.
 	CPU map[string]float64 `json:"cpu_us_per_request,omitempty"`
 	// Allocs is what oncecall allocated on its heap per request it
-	// answered over the measured window (absent when it could not be read
-	// or it answered none).
+	// answered over the run, warm-up included (absent when it could not be
+	// read or another server answered the run).
 	Allocs *jsonAllocs `json:"oncecall_allocs_per_request,omitempty"`
 }
 
