@@ -20,7 +20,9 @@ type heapCount struct {
 }
 
 // heapCounts reads oncecall's /metrics at base (go_memstats_mallocs_total,
-// go_memstats_alloc_bytes_total and the sum of oncecall_http_requests_total).
+// go_memstats_alloc_bytes_total and the sum of oncecall_http_requests_total
+// but for the readings of /metrics themselves, so that a run whose requests
+// went to another server counts none).
 func heapCounts(ctx context.Context, client *http.Client, base string) (heapCount, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
 	if err != nil {
@@ -55,23 +57,26 @@ func heapCounts(ctx context.Context, client *http.Client, base string) (heapCoun
 	return h, nil
 }
 
-// sum adds up a family's counters, or its untyped or gauge samples.
+// sum adds up a family's counters, or its untyped or gauge samples, but for
+// those of the /metrics route.
 func sum(f *dto.MetricFamily) float64 {
 	var s float64
+next:
 	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "route" && l.GetValue() == "/metrics" {
+				continue next
+			}
+		}
 		s += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 	}
 	return s
 }
 
-// answeredByOncecall are the scenarios whose requests oncecall answers; the
-// others go to the baseline server or send SQL only.
-var answeredByOncecall = map[string]bool{"first": true, "replay": true, "storm": true, "dasha": true, "grown": true}
-
 // perRequest is what oncecall allocated per request it answered between
 // from and to (a run, its warm-up included: its requests are the same
-// kind); ok is false when it answered none. Its own count of requests is
-// the divisor. The window holds one reading of /metrics, a few hundred KB:
+// kind); ok is false when it answered none (the run's requests went to
+// another server). Its own count of requests is the divisor. The window holds one reading of /metrics, a few hundred KB:
 // well under 0.1 KB per request in a run of thousands.
 func (to heapCount) perRequest(from heapCount) (objects, bytes float64, ok bool) {
 	n := to.requests - from.requests

@@ -336,11 +336,7 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	// oncecall's heap counters are read before the warm-up starts (while it
 	// is idle, so the reading is not late) and when the run ends; the WAL
 	// position when the warm-up ends and when the run does.
-	var heapFrom heapCount
-	var heapErr error
-	if answeredByOncecall[name] {
-		heapFrom, heapErr = heapCounts(ctx, b.client, b.base)
-	}
+	heapFrom, heapErr := heapCounts(ctx, b.client, b.base)
 	var from int64
 	var fromErr error
 	read := make(chan struct{})
@@ -354,9 +350,6 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	to, toErr := b.walPosition(ctx)
 	if fromErr == nil && toErr == nil && st.requests > 0 {
 		st.walBytes, st.walOK = float64(to-from)/float64(st.requests), true
-	}
-	if !answeredByOncecall[name] {
-		return st, nil
 	}
 	if heapTo, err := heapCounts(ctx, b.client, b.base); heapErr == nil && err == nil {
 		st.allocs, st.allocBytes, st.allocOK = heapTo.perRequest(heapFrom)
