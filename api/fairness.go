@@ -43,6 +43,15 @@ type turns struct {
 	timer *time.Timer // refuses the waiters whose deadline passed
 }
 
+// next takes the oldest waiter off the queue and returns the channel its
+// turn is told on. The gate's mu is held.
+func (t *turns) next() chan<- bool {
+	w := t.queue[0]
+	t.queue[0] = nil
+	t.queue = t.queue[1:]
+	return w.turn
+}
+
 // waiter is a request waiting for a place until deadline. Its turn is
 // decided once, under the gate's lock: true when it was given a place,
 // false when its wait ran out.
@@ -113,10 +122,7 @@ func (g *tenantGate) leave(tenant uuid.UUID, t *turns) {
 // held.
 func (g *tenantGate) giveBack(tenant uuid.UUID, t *turns) {
 	if len(t.queue) > 0 {
-		w := t.queue[0]
-		t.queue[0] = nil
-		t.queue = t.queue[1:]
-		w.turn <- true
+		t.next() <- true
 		return
 	}
 	if t.held--; t.held == 0 {
@@ -144,10 +150,7 @@ func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) 
 		}
 		now := time.Now()
 		for len(t.queue) > 0 && !t.queue[0].deadline.After(now) {
-			w := t.queue[0]
-			t.queue[0] = nil
-			t.queue = t.queue[1:]
-			w.turn <- false
+			t.next() <- false
 		}
 		if len(t.queue) > 0 {
 			t.timer.Reset(t.queue[0].deadline.Sub(now))
