@@ -108,18 +108,18 @@ func commitCancelled(conn *pgconn.PgConn) bool {
 }
 
 // detach runs commit, a step that sends COMMIT (or a statement that commits
-// when it ends) on conn, on a context that the request's does not cancel,
-// and releases conn when it is done. It returns commit's answer, classified
-// by afterCommit, or, when the request's ctx ends or commitWait passes
-// first, an unknown outcome while the commit goes on. A cancelled wait for
-// the synchronous standby reported on conn makes a successful commit
-// unknown too.
+// when it ends) on conn, on a goroutine of its own (see runners) and a
+// context that the request's does not cancel, and releases conn when it is
+// done. It returns commit's answer, classified by afterCommit, or, when the
+// request's ctx ends or commitWait passes first, an unknown outcome while
+// the commit goes on. A cancelled wait for the synchronous standby reported
+// on conn makes a successful commit unknown too.
 func detach(ctx context.Context, conn *pgxpool.Conn, commit func(ctx context.Context) error) error {
 	done := make(chan error, 1)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitLimit)
 	pc := conn.Conn().PgConn()
 	watchCommit(pc)
-	go func() {
+	commitRunners.run(func() {
 		defer cancel()
 		err := commit(cctx)
 		if err == nil && commitCancelled(pc) {
@@ -129,7 +129,7 @@ func detach(ctx context.Context, conn *pgxpool.Conn, commit func(ctx context.Con
 		}
 		conn.Release()
 		done <- err
-	}()
+	})
 	wait := time.NewTimer(commitWait)
 	defer wait.Stop()
 	select {
