@@ -32,11 +32,15 @@ func Configure(cfg *pgxpool.Config) {
 }
 
 // RegisterTypes installs Configure's encoding of uuid.UUID and its
-// scanning of uuid and jsonb into m.
+// scanning of uuid, jsonb and an action's other columns into m.
 func RegisterTypes(m *pgtype.Map) {
 	m.TryWrapEncodePlanFuncs = append([]pgtype.TryWrapEncodePlanFunc{tryWrapUUID}, m.TryWrapEncodePlanFuncs...)
 	m.RegisterType(&pgtype.Type{Name: "uuid", OID: pgtype.UUIDOID, Codec: uuidCodec{}})
-	m.RegisterType(&pgtype.Type{Name: "jsonb", OID: pgtype.JSONBOID, Codec: &pgtype.JSONBCodec{Marshal: json.Marshal, Unmarshal: unmarshalJSON}})
+	m.RegisterType(&pgtype.Type{Name: "jsonb", OID: pgtype.JSONBOID, Codec: jsonbCodec{&pgtype.JSONBCodec{Marshal: json.Marshal, Unmarshal: unmarshalJSON}}})
+	m.RegisterType(&pgtype.Type{Name: "text", OID: pgtype.TextOID, Codec: textCodec{}})
+	m.RegisterType(&pgtype.Type{Name: "varchar", OID: pgtype.VarcharOID, Codec: textCodec{}})
+	m.RegisterType(&pgtype.Type{Name: "int4", OID: pgtype.Int4OID, Codec: int4Codec{}})
+	m.RegisterType(&pgtype.Type{Name: "timestamptz", OID: pgtype.TimestamptzOID, Codec: timestamptzCodec{&pgtype.TimestamptzCodec{}}})
 }
 
 func tryWrapUUID(value any) (pgtype.WrappedEncodePlanNextSetter, any, bool) {
@@ -60,10 +64,30 @@ func (p *uuidEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
 type uuidCodec struct{ pgtype.UUIDCodec }
 
 func (c uuidCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any) pgtype.ScanPlan {
-	if _, ok := target.(*uuid.UUID); ok && format == pgtype.BinaryFormatCode {
-		return uuidScanPlan{}
+	if format == pgtype.BinaryFormatCode {
+		switch target.(type) {
+		case *uuid.UUID:
+			return uuidScanPlan{}
+		case **uuid.UUID:
+			return nullScan[uuid.UUID]{readUUID}
+		}
 	}
 	return c.UUIDCodec.PlanScan(m, oid, format, target)
+}
+
+func (c uuidCodec) PlanEncode(m *pgtype.Map, oid uint32, format int16, value any) pgtype.EncodePlan {
+	if _, ok := value.(uuid.UUID); ok && format == pgtype.BinaryFormatCode {
+		return uuidBinaryEncodePlan{}
+	}
+	return c.UUIDCodec.PlanEncode(m, oid, format, value)
+}
+
+// uuidBinaryEncodePlan sends a uuid.UUID as its 16 bytes.
+type uuidBinaryEncodePlan struct{}
+
+func (uuidBinaryEncodePlan) Encode(value any, buf []byte) ([]byte, error) {
+	u := value.(uuid.UUID)
+	return append(buf, u[:]...), nil
 }
 
 type uuidScanPlan struct{}
@@ -75,11 +99,18 @@ func (uuidScanPlan) Scan(src []byte, dst any) error {
 		*u = uuid.UUID{}
 		return nil
 	}
+	var err error
+	*u, err = readUUID(src)
+	return err
+}
+
+func readUUID(src []byte) (uuid.UUID, error) {
+	var u uuid.UUID
 	if len(src) != len(u) {
-		return fmt.Errorf("a uuid of %d bytes", len(src))
+		return u, fmt.Errorf("a uuid of %d bytes", len(src))
 	}
 	copy(u[:], src)
-	return nil
+	return u, nil
 }
 
 // unmarshalJSON is json.Unmarshal but for a json.RawMessage, which gets a
