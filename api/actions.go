@@ -20,7 +20,9 @@ import (
 )
 
 // write returns the REST handler of an operation. pathFields name URL
-// parameters that become input fields of the same name.
+// parameters that become input fields of the same name. The request holds
+// one of its tenant's places in the gate (enterDB) only while the core runs
+// it: its input is read and checked before, its answer written after.
 func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc {
 	o := s.cfg.Ops.MustGet(operation)
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +59,14 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		reply, err := s.cfg.Core.Do(r.Context(), req)
+		leave, ok := s.enterDB(w, r)
+		if !ok {
+			return
+		}
+		reply, err := func() (idem.Reply, error) {
+			defer leave()
+			return s.cfg.Core.Do(r.Context(), req)
+		}()
 		if err != nil {
 			writeError(w, r, err)
 			return

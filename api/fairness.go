@@ -161,23 +161,38 @@ func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) 
 // shareDB admits a tenant's request when the tenant has a free place in the
 // gate. A request that waited too long gets 503 SERVICE_UNAVAILABLE with
 // Retry-After on every route, Dasha's included: nothing was claimed, so the
-// retry is safe, and a 4xx would make a voice agent give up.
+// retry is safe, and a 4xx would make a voice agent give up. A REST write
+// takes its place itself (enterDB), once its input is accepted and only
+// while the core runs it.
 func (s *Server) shareDB(next http.Handler) http.Handler {
 	if s.gate == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leave, err := s.gate.enter(r.Context(), tenantFrom(r.Context()).ID)
-		if err != nil {
-			if errors.Is(r.Context().Err(), context.Canceled) {
-				return // the client went away
-			}
-			writeError(w, r, fault.New(fault.Unavailable,
-				"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
-					"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"))
+		leave, ok := s.enterDB(w, r)
+		if !ok {
 			return
 		}
 		defer leave()
 		next.ServeHTTP(w, r)
 	})
+}
+
+// enterDB takes one of the request's tenant's places, as shareDB does; when
+// it cannot, the answer has been written and ok is false. leave gives the
+// place back.
+func (s *Server) enterDB(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
+	if s.gate == nil {
+		return func() {}, true
+	}
+	leave, err := s.gate.enter(r.Context(), tenantFrom(r.Context()).ID)
+	if err != nil {
+		if !errors.Is(r.Context().Err(), context.Canceled) { // else the client went away
+			writeError(w, r, fault.New(fault.Unavailable,
+				"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
+					"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"))
+		}
+		return nil, false
+	}
+	return leave, true
 }

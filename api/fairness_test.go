@@ -120,3 +120,79 @@ func TestOneTenantCannotExhaustThePool(t *testing.T) {
 		t.Errorf("tenant A: %d actions for %d bookings answered 201", n, booked)
 	}
 }
+
+// A write holds one of its tenant's places only while it uses the
+// database: with the tenant's only place taken by a booking stuck behind a
+// row lock, a booking whose body is refused is answered 400 at once (not
+// 503 after the gate's wait), stores nothing, and the stuck booking is
+// booked once the lock goes.
+func TestRefusedInputTakesNoPlace(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t, func(c *app.Config) {
+		c.TenantDBRequests = 1
+		c.TenantDBWait = time.Minute
+		c.DBTimeouts.Lock, c.DBTimeouts.Statement = time.Minute, time.Minute
+	})
+	tn, key := e.Tenant("one-place")
+	customer, slot := e.Customer(tn.ID), e.Slot(tn.ID, 1)
+	if r := e.Get("/v1/actions/"+uuid.NewString(), key); r.Status != http.StatusNotFound { // the key into the cache
+		t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+	}
+	direct, err := pgxpool.New(t.Context(), e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+
+	lock := holdCustomer(t, e.DBURL, customer)
+	type answer struct {
+		r   apptest.Response
+		err error
+	}
+	stuck := make(chan answer, 1)
+	go func() {
+		r, err := e.RequestCtx(t.Context(), http.MethodPost, "/v1/appointments", key,
+			map[string]any{"customer_id": customer, "slot_id": slot}, "Idempotency-Key", "stuck")
+		stuck <- answer{r, err}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var waiting int
+		if err := direct.QueryRow(t.Context(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the booking never waited on the lock")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+
+	bad := within(t, e, 5*time.Second, http.MethodPost, "/v1/appointments", key,
+		map[string]any{"customer_id": customer}, "Idempotency-Key", "bad")
+	if bad.Status != http.StatusBadRequest {
+		t.Fatalf("a booking without a slot while the tenant's place is taken: %d %s, want 400", bad.Status, bad.Body)
+	}
+	select {
+	case a := <-stuck:
+		t.Fatalf("the stuck booking was answered before its lock went: %d %s %v", a.r.Status, a.r.Body, a.err)
+	default:
+	}
+	if err := lock.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if a := <-stuck; a.err != nil || a.r.Status != http.StatusCreated {
+		t.Fatalf("the stuck booking once the lock went: %d %s %v", a.r.Status, a.r.Body, a.err)
+	}
+	var actions, appointments int
+	if err := direct.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM actions WHERE tenant_id = $1),
+		(SELECT count(*) FROM appointments WHERE tenant_id = $1)`, tn.ID).Scan(&actions, &appointments); err != nil {
+		t.Fatal(err)
+	}
+	if actions != 1 || appointments != 1 {
+		t.Fatalf("%d actions and %d appointments, want the stuck booking's one of each", actions, appointments)
+	}
+}

@@ -117,9 +117,10 @@ type Config struct {
 	DashaRateLimit float64
 	DashaRateBurst int
 
-	// TenantDBRequests is how many requests of one tenant may run at once,
-	// so that one tenant's slow or stuck requests cannot hold every
-	// connection of the pool. Default half of MaxConns (at least 1);
+	// TenantDBRequests is how many requests of one tenant may use the
+	// database at once (a REST write only while the core runs it, other
+	// requests throughout), so that one tenant's slow or stuck requests
+	// cannot hold every connection of the pool. Default half of MaxConns (at least 1);
 	// negative disables the limit. A request waits up to TenantDBWait
 	// (default 1s) for its turn, then gets 503 with Retry-After.
 	TenantDBRequests int
