@@ -39,6 +39,7 @@ func (r *runners) keep(f func()) {
 	defer idle.Stop()
 	for {
 		f()
+		f = nil // what it holds is not kept while waiting
 		idle.Reset(r.idle)
 		select {
 		case f = <-r.jobs:
