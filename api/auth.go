@@ -14,7 +14,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 )
 
-var keyOwnerKey = ctxKey{"key owner"}
+var keyOwnerKey = &ctxKey{"key owner"}
 
 // keyOwner is who the request's API key belongs to, and its scope.
 type keyOwner struct {

@@ -18,9 +18,12 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 )
 
+// ctxKey names a request's context value. The keys are pointers: a
+// pointer goes into ctx.Value's interface as it is, where a struct would be
+// copied to the heap on every lookup.
 type ctxKey struct{ name string }
 
-var infoKey = ctxKey{"info"}
+var infoKey = &ctxKey{"info"}
 
 // reqInfo collects what a request learns as it goes (tenant, action, key
 // hash) for its one access-log line, and holds the request's logger. Only
