@@ -124,7 +124,7 @@ func (c jsonbCodec) PlanScan(m *pgtype.Map, oid uint32, format int16, target any
 }
 
 // rawJSONBScan reads a binary jsonb (a version byte, 1, and the text) into
-// a json.RawMessage: a copy of the text, nil for NULL.
+// a json.RawMessage: a copy of the text (unmarshalJSON), nil for NULL.
 type rawJSONBScan struct{}
 
 func (rawJSONBScan) Scan(src []byte, dst any) error {
@@ -138,6 +138,5 @@ func (rawJSONBScan) Scan(src []byte, dst any) error {
 	case src[0] != 1:
 		return fmt.Errorf("unknown jsonb version number %d", src[0])
 	}
-	*raw = append(json.RawMessage(nil), src[1:]...)
-	return nil
+	return unmarshalJSON(src[1:], raw)
 }

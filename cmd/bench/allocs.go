@@ -76,8 +76,9 @@ next:
 // perRequest is what oncecall allocated per request it answered between
 // from and to (a run, its warm-up included: its requests are the same
 // kind); ok is false when it answered none (the run's requests went to
-// another server). Its own count of requests is the divisor. The window holds one reading of /metrics, a few hundred KB:
-// well under 0.1 KB per request in a run of thousands.
+// another server). Its own count of requests is the divisor. The window
+// holds one reading of /metrics, a few hundred KB: well under 0.1 KB per
+// request in a run of thousands.
 func (to heapCount) perRequest(from heapCount) (objects, bytes float64, ok bool) {
 	n := to.requests - from.requests
 	if n < 1 {
