@@ -139,6 +139,12 @@ var (
 	// step is checked again with backoff, and a provider's signed notice
 	// makes it due at once; waiting never counts towards the operator.
 	ErrWaiting = errors.New("provider outcome not decided yet")
+	// ErrLookalike: a lookup found a write that may be this one but that
+	// nothing shows is, or is not (a message to the same recipient from the
+	// same sender since the claim, whose text the provider rewrote). It is
+	// no evidence either way: the write is not sent again, the step stays
+	// unknown, and it goes to an operator once its checks run out.
+	ErrLookalike = errors.New("the provider holds a write that may be this one")
 )
 
 // Classify names the class of a Write error: "rejected", "not_sent",
@@ -171,7 +177,10 @@ func (s Set) Remote(capability string) (Provider, bool) {
 
 // Finder is a provider without idempotency keys whose writes are found by
 // what they carry (a recipient, a text, a time) rather than by a reference
-// of oncecall's. The driver asks it instead of LookupByRef.
+// of oncecall's. The driver asks it instead of LookupByRef. Find reports
+// not found only as positive evidence of absence (a complete reading with
+// nothing there that could be the write); a write that may be this one
+// but cannot be shown to be is ErrLookalike.
 type Finder interface {
 	Find(ctx context.Context, q Query) (Record, bool, error)
 }

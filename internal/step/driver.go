@@ -244,6 +244,10 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	switch {
 	case errors.Is(err, provider.ErrWaiting):
 		return d.waiting(ctx, a, s, owner, db.StepUpdate{State: s.State, Checks: s.Checks, Backoff: d.backoff(s.Attempts)})
+	case errors.Is(err, provider.ErrLookalike):
+		// Neither found nor absent: never a re-send; checked again (a
+		// notice may name the write) until the operator's turn.
+		return d.inconclusive(ctx, a, s, owner, errText(err))
 	case err != nil:
 		return d.inconclusive(ctx, a, s, owner, "lookup failed: "+errText(err))
 	case found && rec.Status == "rejected":
