@@ -139,6 +139,12 @@ var (
 	// step is checked again with backoff, and a provider's signed notice
 	// makes it due at once; waiting never counts towards the operator.
 	ErrWaiting = errors.New("provider outcome not decided yet")
+	// ErrConflict: the provider holds, where this write would be, one that
+	// does not match it (a PaymentIntent captured for another amount than
+	// the charge's, or by no charge of oncecall's): no re-send can change
+	// that, and nothing says whether this write was made. An operator
+	// decides.
+	ErrConflict = errors.New("the provider's evidence does not match the write")
 	// ErrLookalike: a lookup found a write that may be this one but that
 	// nothing shows is, or is not (a message to the same recipient from the
 	// same sender since the claim, whose text the provider rewrote). It is
@@ -148,8 +154,8 @@ var (
 )
 
 // Classify names the class of a Write error: "rejected", "not_sent",
-// "key_conflict", "waiting" or "ambiguous" (anything unrecognised is
-// ambiguous: never assume a failure).
+// "key_conflict", "conflict", "waiting" or "ambiguous" (anything
+// unrecognised is ambiguous: never assume a failure).
 func Classify(err error) string {
 	var rej *Rejected
 	switch {
@@ -159,6 +165,8 @@ func Classify(err error) string {
 		return "not_sent"
 	case errors.Is(err, ErrKeyConflict):
 		return "key_conflict"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
 	case errors.Is(err, ErrWaiting):
 		return "waiting"
 	}

@@ -244,6 +244,13 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	switch {
 	case errors.Is(err, provider.ErrWaiting):
 		return d.waiting(ctx, a, s, owner, db.StepUpdate{State: s.State, Checks: s.Checks, Backoff: d.backoff(s.Attempts)})
+	case errors.Is(err, provider.ErrConflict), errors.Is(err, provider.ErrKeyConflict):
+		// What the provider holds contradicts the write: no check or
+		// re-send can change that.
+		d.observe(s.Capability, "needs_operator", 0)
+		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
+			State: s.State, Checks: s.Checks + 1, LastError: errText(err), Backoff: d.cfg.MaxBackoff,
+		}, "")
 	case errors.Is(err, provider.ErrLookalike):
 		// Neither found nor absent: never a re-send; checked again (a
 		// notice may name the write) until the operator's turn.
@@ -372,9 +379,9 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 		// Asked, and not decided yet: checked again with backoff.
 		u.State = oncecall.StepUnknown
 		return d.waiting(ctx, a, s, owner, u)
-	case class == "key_conflict":
-		// The provider holds another write under this key: no re-send can
-		// tell what became of this one.
+	case class == "key_conflict" || class == "conflict":
+		// The provider holds another write under this key, or one that
+		// contradicts this write: no re-send can tell what became of it.
 		u.State, u.LastError, u.Checks, u.Backoff = oncecall.StepUnknown, errText(err), s.Checks+1, d.cfg.MaxBackoff
 		needsOperator = true
 	default:
