@@ -183,6 +183,33 @@ func (s Set) Remote(capability string) (Provider, bool) {
 	return p, ok && p != nil
 }
 
+// Identity names a provider a step is sent to: its kind (http, stripe,
+// twilio, local, ...) and the account it is reached on (the http
+// provider's base URL, a Stripe account, a Twilio account SID). Never a
+// secret: it is stored with every step, and a server drives a step only
+// when one of its providers has the step's identity.
+type Identity struct {
+	Kind    string
+	Account string
+}
+
+// LocalKind is the kind of the local provider (oncecall's own tables).
+const LocalKind = "local"
+
+// Identified is implemented by providers that name themselves.
+type Identified interface {
+	Identity() Identity
+}
+
+// IdentityOf is p's Identity, or, for a provider that does not name
+// itself (a test's), its Go type.
+func IdentityOf(p Provider) Identity {
+	if id, ok := p.(Identified); ok {
+		return id.Identity()
+	}
+	return Identity{Kind: fmt.Sprintf("%T", p)}
+}
+
 // Finder is a provider without idempotency keys whose writes are found by
 // what they carry (a recipient, a text, a time) rather than by a reference
 // of oncecall's. The driver asks it instead of LookupByRef. Find reports

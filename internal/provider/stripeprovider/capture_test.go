@@ -172,3 +172,21 @@ func TestStripeLookupsAskTheStepsAccount(t *testing.T) {
 		t.Fatalf("Retrieve on the platform's account = %v, want not there", err)
 	}
 }
+
+// The adapter is named by its account, or by its key's mode: never the key.
+func TestStripeIdentityNamesTheAccountNotTheKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ key, account, want string }{
+		{"sk_live_51Habc", "", "platform/live"},
+		{"rk_test_51Habc", "", "platform/test"},
+		{"sk_test_51Habc", "acct_123", "acct_123"},
+	} {
+		p, err := stripeprovider.New(stripeprovider.Config{SecretKey: tc.key, Account: tc.account})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Identity(); got != (provider.Identity{Kind: "stripe", Account: tc.want}) || strings.Contains(got.Account, tc.key) {
+			t.Errorf("identity with %s/%q = %+v, want stripe %q", tc.key, tc.account, got, tc.want)
+		}
+	}
+}

@@ -131,6 +131,24 @@ func New(cfg Config) (*Provider, error) {
 // Traits: Stripe honours idempotency keys for 24h.
 func (p *Provider) Traits() provider.Traits { return p.traits }
 
+// Identity: "stripe" on Config.Account, or, without one, on the platform
+// of the key, named by the key's mode ("platform/live", "platform/test"):
+// the key itself is a secret. A step's own connected account (a tenant's)
+// is in its payload, reached through the platform.
+func (p *Provider) Identity() provider.Identity {
+	if p.cfg.Account != "" {
+		return provider.Identity{Kind: "stripe", Account: p.cfg.Account}
+	}
+	mode := "platform"
+	switch {
+	case strings.Contains(p.cfg.SecretKey, "_live_"):
+		mode += "/live"
+	case strings.Contains(p.cfg.SecretKey, "_test_"):
+		mode += "/test"
+	}
+	return provider.Identity{Kind: "stripe", Account: mode}
+}
+
 // charge is the payload of a payment.charge step.
 type charge struct {
 	PaymentIntentID string `json:"payment_intent_id"`

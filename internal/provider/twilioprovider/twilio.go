@@ -147,6 +147,11 @@ func (r rebased) SendRequest(method, rawURL string, data url.Values, headers map
 // Traits: no keys, authoritative lookups after the visibility delay.
 func (p *Provider) Traits() provider.Traits { return p.traits }
 
+// Identity: "twilio" on its account SID.
+func (p *Provider) Identity() provider.Identity {
+	return provider.Identity{Kind: "twilio", Account: p.cfg.AccountSID}
+}
+
 // sms is what the adapter reads of a message.send step's payload.
 type sms struct {
 	Channel   string `json:"channel"`
