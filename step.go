@@ -27,6 +27,13 @@ type Step struct {
 	ProviderKey string
 	ExternalRef string
 	Payload     []byte
+
+	// ProviderKind and ProviderAccount name the provider the step is
+	// planned for (provider.Identity): only a server configured for it
+	// drives the step. Empty for steps claimed before steps named it.
+	ProviderKind    string
+	ProviderAccount string
+
 	State       string
 	ProviderRef string
 	RejectCode  string

@@ -57,7 +57,10 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 		leased        bool
 		stepState     string
 		required, due bool
-		want          bool
+		// provider is the step's planned provider (kind/account); none for
+		// a step claimed before steps named theirs.
+		provider string
+		want     bool
 	}
 	cases := []tc{
 		{name: "completed, a step due (a follow-up message)", state: "completed", stepState: "pending", due: true, want: true},
@@ -68,6 +71,8 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 		{name: "waiting for an operator", state: "unknown", operator: true, stepState: "unknown", required: true, due: true},
 		{name: "leased by another driver", state: "unknown", leased: true, stepState: "unknown", required: true, due: true},
 		{name: "running (its worker's)", state: "running", stepState: "pending", required: true, due: true},
+		{name: "due, planned for this server's provider", state: "unknown", stepState: "unknown", required: true, due: true, provider: "http/http://a", want: true},
+		{name: "due, planned for another provider", state: "unknown", stepState: "unknown", required: true, due: true, provider: "http/http://b"},
 	}
 	ids := make([]uuid.UUID, len(cases))
 	for i, c := range cases {
@@ -83,11 +88,12 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 		next := map[bool]string{true: "-1 second", false: "1 hour"}[c.due]
+		kind, account, _ := strings.Cut(c.provider, "/")
 		if _, err := pool.Exec(ctx, `
 			INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref,
-			                          payload, state, next_check_at)
-			VALUES ($1, 'send', 1, 'messaging', $2, 'send', $3, $3, '{}', $4, now() + $5::interval)`,
-			ids[i], c.required, fmt.Sprintf("case-%d", i), c.stepState, next); err != nil {
+			                          payload, state, next_check_at, provider_kind, provider_account)
+			VALUES ($1, 'send', 1, 'messaging', $2, 'send', $3, $3, '{}', $4, now() + $5::interval, nullif($6, ''), nullif($7, ''))`,
+			ids[i], c.required, fmt.Sprintf("case-%d", i), c.stepState, next, kind, account); err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
 	}
@@ -97,7 +103,12 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 
 	// The plan first: LeaseDue leases what it finds.
 	rec := &recorder{}
-	params := dbsqlc.LeaseDueParams{Owner: new(uuid.New()), Lease: pgtype.Interval{Microseconds: 30e6, Valid: true}, MaxRows: 50}
+	// This server serves messaging with the http provider at http://a.
+	served := []db.StepProvider{{Capability: "messaging", Kind: "http", Account: "http://a"}}
+	params := dbsqlc.LeaseDueParams{
+		Owner: new(uuid.New()), Lease: pgtype.Interval{Microseconds: 30e6, Valid: true}, MaxRows: 50,
+		Capabilities: []string{"messaging"}, Kinds: []string{"http"}, Accounts: []string{"http://a"},
+	}
 	if _, err := dbsqlc.New(rec).LeaseDue(ctx, params); !errors.Is(err, errRecorded) || !strings.Contains(rec.sql, "action_steps") {
 		t.Fatalf("recording LeaseDue's statement: %v, %q", err, rec.sql)
 	}
@@ -115,13 +126,15 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 			}
 		})
 	}
-	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, params.Owner, params.Lease, params.MaxRows)
+	check("the custom plan", "EXPLAIN (FORMAT JSON) "+rec.sql, params.Owner, params.Lease, params.MaxRows,
+		params.Capabilities, params.Kinds, params.Accounts)
 	defer planGeneric(t, conn, "lease_due", rec.sql)()
-	check("the generic plan", fmt.Sprintf("EXPLAIN (FORMAT JSON) EXECUTE lease_due('%s', '30 seconds', 50)", uuid.New()))
+	check("the generic plan", fmt.Sprintf(
+		"EXPLAIN (FORMAT JSON) EXECUTE lease_due('%s', '30 seconds', 50, '{messaging}', '{http}', '{http://a}')", uuid.New()))
 
 	// Then the answer.
 	owner := uuid.New()
-	leased, err := db.New(pool).LeaseDue(ctx, owner, 30*time.Second, 50)
+	leased, err := db.New(pool).LeaseDue(ctx, owner, 30*time.Second, 50, served)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,8 +150,8 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 			t.Errorf("%s: leased %v, want %v", c.name, !c.want, c.want)
 		}
 	}
-	if len(got) != 3 {
-		t.Errorf("leased %d actions, want the 3 due", len(got))
+	if len(got) != 4 {
+		t.Errorf("leased %d actions, want the 4 due here", len(got))
 	}
 	// The rows: exactly the due actions are leased to owner, for the
 	// lease asked; none of the history is touched.
@@ -150,7 +163,7 @@ func TestLeaseDueReadsOnlyOpenStepsAndUnfinishedActions(t *testing.T) {
 		FROM actions WHERE tenant_id = $2`, owner, tenant).Scan(&mine, &history); err != nil {
 		t.Fatal(err)
 	}
-	if mine != 3 || history != 0 {
-		t.Errorf("rows leased to the pass: %d (want 3); completed history leased: %d (want 0)", mine, history)
+	if mine != 4 || history != 0 {
+		t.Errorf("rows leased to the pass: %d (want 4); completed history leased: %d (want 0)", mine, history)
 	}
 }

@@ -92,7 +92,7 @@ func (s *Store) ClaimTx(ctx, claimCtx context.Context, c Claim, fn func(*Tx) (*C
 		return false, fmt.Errorf("claim action: %w", err)
 	}
 
-	done, err := fn(&Tx{queries: on(tx), tx: tx})
+	done, err := fn(s.tx(tx))
 	if err != nil {
 		return true, err
 	}

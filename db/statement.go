@@ -249,7 +249,7 @@ func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration,
 		return false, oncecall.Action{}, fmt.Errorf("acquire connection: %w", err)
 	}
 	if st.then != nil {
-		return claimOnceThen(ctx, conn, c, wait, st)
+		return s.claimOnceThen(ctx, conn, c, wait, st)
 	}
 	// The statement commits when it ends, so no request context may cancel
 	// it (see detach); it is bounded by the connection's timeouts.
@@ -272,7 +272,7 @@ func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration,
 // statement, the follow-up when the statement claimed the action, and the
 // follow-up's answer stored together with COMMIT. Until that COMMIT is sent
 // nothing is stored, whatever fails.
-func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string, st *Statement) (bool, oncecall.Action, error) {
+func (s *Store) claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string, st *Statement) (bool, oncecall.Action, error) {
 	committing := false
 	defer func() {
 		if !committing {
@@ -294,7 +294,7 @@ func claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, wait string
 		return false, action(row), nil
 	}
 	a := action(row)
-	result, err := st.then(ctx, &Tx{queries: on(tx), tx: tx}, a)
+	result, err := st.then(ctx, s.tx(tx), a)
 	if err != nil {
 		return true, oncecall.Action{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,21 @@ type NewStep struct {
 	ProviderKey string
 	ExternalRef string
 	Payload     []byte
+	// ProviderKind and ProviderAccount name the provider the step is sent
+	// to (see oncecall.Step); the Store's planner names them when they are
+	// empty (SetStepPlanner).
+	ProviderKind    string
+	ProviderAccount string
+}
+
+// StepPlanner names, on the steps of an action being claimed (in order),
+// the provider each is sent to: the process's configuration decides it.
+type StepPlanner func(steps []NewStep)
+
+// StepProvider is a provider a server is configured for: the capability it
+// serves, and its kind and account (the local provider's kind is "local").
+type StepProvider struct {
+	Capability, Kind, Account string
 }
 
 // StepUpdate is what an attempt or a check learned about a step.
@@ -59,6 +75,9 @@ type Send struct {
 	// Settle, when set, is how long after the last send a lookup's "not
 	// found" is conclusive: the send must come after it.
 	Settle time.Duration
+	// ProviderKind and ProviderAccount name the sender's provider, which a
+	// step claimed before steps named theirs takes from now on.
+	ProviderKind, ProviderAccount string
 }
 
 // Leased is an action a reconciler now holds a lease on.
@@ -76,13 +95,23 @@ type ActionFilter struct {
 	Limit    int
 }
 
-// InsertSteps records an action's remote steps with their provider keys;
-// called in the claim's transaction, before any dispatch.
+// InsertSteps records an action's remote steps with their provider keys
+// and the providers they are sent to (named by the Store's planner when the
+// caller did not); called in the claim's transaction, before any dispatch.
 func (q queries) InsertSteps(ctx context.Context, action uuid.UUID, steps []NewStep) error {
+	if q.plan != nil && !slices.ContainsFunc(steps, func(s NewStep) bool { return s.ProviderKind != "" }) {
+		steps = slices.Clone(steps)
+		q.plan(steps)
+	}
 	for i, s := range steps {
+		var kind, account *string
+		if s.ProviderKind != "" {
+			kind, account = &s.ProviderKind, &s.ProviderAccount
+		}
 		if err := q.q.InsertStep(ctx, dbsqlc.InsertStepParams{
 			ActionID: action, Name: s.Name, Seq: int32(i), Capability: s.Capability, Required: s.Required,
 			Operation: s.Operation, ProviderKey: s.ProviderKey, ExternalRef: s.ExternalRef, Payload: s.Payload,
+			ProviderKind: kind, ProviderAccount: account,
 		}); err != nil {
 			return err
 		}
@@ -101,7 +130,7 @@ func (q queries) Steps(ctx context.Context, action uuid.UUID) ([]oncecall.Step, 
 		out[i] = oncecall.Step{
 			ActionID: r.ActionID, Name: r.Name, Seq: int(r.Seq), Capability: r.Capability, Required: r.Required,
 			Operation: r.Operation, ProviderKey: r.ProviderKey, ExternalRef: r.ExternalRef, Payload: r.Payload,
-			State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
+			ProviderKind: deref(r.ProviderKind), ProviderAccount: deref(r.ProviderAccount), State: r.State, ProviderRef: deref(r.ProviderRef), RejectCode: deref(r.RejectCode),
 			Attempts: int(r.Attempts), Checks: int(r.Checks), LastError: deref(r.LastError),
 			LastSentAt: r.LastSentAt, NextCheckAt: r.NextCheckAt, UpdatedAt: r.UpdatedAt, Version: int(r.Version),
 			ActionCreatedAt: r.ActionCreatedAt, DBNow: r.DbNow,
@@ -124,6 +153,7 @@ func (q queries) BeginSend(ctx context.Context, s Send) (bool, error) {
 	n, err := q.q.BeginSend(ctx, dbsqlc.BeginSendParams{
 		ActionID: s.Action, Name: s.Name, Owner: &s.Owner, Version: int32(s.Version),
 		SendWindow: interval(s.Window), Retention: optionalInterval(s.Retention), Settle: optionalInterval(s.Settle),
+		ProviderKind: s.ProviderKind, ProviderAccount: s.ProviderAccount,
 	})
 	return n == 1, err
 }
@@ -243,11 +273,15 @@ func (q queries) ClearNeedsOperator(ctx context.Context, action, owner uuid.UUID
 }
 
 // LeaseAbandoned leases, for owner, running actions whose lease expired:
-// their worker may have sent a step before it died.
-func (s *Store) LeaseAbandoned(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int) ([]Leased, error) {
+// their worker may have sent a step before it died. Only actions whose
+// next open step is planned for one of served (or that have none).
+func (s *Store) LeaseAbandoned(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int, served []StepProvider) ([]Leased, error) {
 	var out []Leased
+	caps, kinds, accounts := servedArgs(served)
 	err := s.InTx(ctx, func(tx *Tx) error {
-		rows, err := tx.q.LeaseAbandoned(ctx, dbsqlc.LeaseAbandonedParams{Owner: &owner, Lease: interval(lease), MaxRows: int32(limit)})
+		rows, err := tx.q.LeaseAbandoned(ctx, dbsqlc.LeaseAbandonedParams{
+			Owner: &owner, Lease: interval(lease), MaxRows: int32(limit), Capabilities: caps, Kinds: kinds, Accounts: accounts,
+		})
 		if err != nil {
 			return err
 		}
@@ -263,9 +297,13 @@ func (s *Store) LeaseAbandoned(ctx context.Context, owner uuid.UUID, lease time.
 }
 
 // LeaseDue leases, for owner, actions that have a step due for an attempt
-// or a check.
-func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int) ([]Leased, error) {
-	rows, err := s.q.LeaseDue(ctx, dbsqlc.LeaseDueParams{Owner: &owner, Lease: interval(lease), MaxRows: int32(limit)})
+// or a check, whose next open step is planned for one of served (or that
+// have none).
+func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Duration, limit int, served []StepProvider) ([]Leased, error) {
+	caps, kinds, accounts := servedArgs(served)
+	rows, err := s.q.LeaseDue(ctx, dbsqlc.LeaseDueParams{
+		Owner: &owner, Lease: interval(lease), MaxRows: int32(limit), Capabilities: caps, Kinds: kinds, Accounts: accounts,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +312,16 @@ func (s *Store) LeaseDue(ctx context.Context, owner uuid.UUID, lease time.Durati
 		out[i] = Leased{ID: r.ID, TenantID: r.TenantID}
 	}
 	return out, nil
+}
+
+// servedArgs spreads served into the three arrays the lease queries read
+// side by side.
+func servedArgs(served []StepProvider) (caps, kinds, accounts []string) {
+	caps, kinds, accounts = make([]string, len(served)), make([]string, len(served)), make([]string, len(served))
+	for i, p := range served {
+		caps[i], kinds[i], accounts[i] = p.Capability, p.Kind, p.Account
+	}
+	return caps, kinds, accounts
 }
 
 // ListActions lists actions of every tenant, newest first (operators).

@@ -39,6 +39,8 @@ type Tx struct {
 type queries struct {
 	q  *dbsqlc.Queries
 	db dbsqlc.DBTX
+	// plan names the providers of steps being claimed (SetStepPlanner).
+	plan StepPlanner
 }
 
 // on returns the queries that run on db.
@@ -47,6 +49,18 @@ func on(db dbsqlc.DBTX) queries { return queries{q: dbsqlc.New(db), db: db} }
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
 	return &Store{queries: on(pool), pool: pool}
+}
+
+// SetStepPlanner installs the planner that names, on every step recorded
+// through this Store or its transactions, the provider it is sent to: the
+// process's configuration. Set it before the Store is used.
+func (s *Store) SetStepPlanner(p StepPlanner) { s.plan = p }
+
+// tx is the Tx of a transaction begun on s's pool.
+func (s *Store) tx(tx pgx.Tx) *Tx {
+	t := &Tx{queries: on(tx), tx: tx}
+	t.plan = s.plan
+	return t
 }
 
 // Pool returns the underlying pool (health checks, metrics).
@@ -65,7 +79,7 @@ func (s *Store) InTx(ctx context.Context, fn func(*Tx) error) error {
 		conn.Release()
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(&Tx{queries: on(tx), tx: tx}); err != nil {
+	if err := fn(s.tx(tx)); err != nil {
 		tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // the connection is dropped if it fails
 		conn.Release()
 		return err

@@ -1,6 +1,7 @@
 -- name: InsertStep :exec
-INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload,
+                          provider_kind, provider_account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 
 -- name: StepsOfAction :many
 -- An action's steps with the database's clock and the action's claim time:
@@ -21,6 +22,7 @@ ORDER BY s.seq;
 --     earliest the key can have been used);
 --   settle: a send after an authoritative "not found" comes after the last
 --     send has settled (the provider's timeout plus its visibility delay).
+-- A step claimed before steps named their provider takes the sender's.
 -- The lease is extended over the send window, so no other driver can take
 -- the action while this write may be in flight. A sender that dies before
 -- recording the answer leaves the step unknown: recovery goes by evidence.
@@ -33,7 +35,9 @@ WITH held AS (
     RETURNING id
 )
 UPDATE action_steps s
-SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now()
+SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now(),
+    provider_kind = coalesce(s.provider_kind, sqlc.arg(provider_kind)::text),
+    provider_account = CASE WHEN s.provider_kind IS NULL THEN sqlc.arg(provider_account)::text ELSE s.provider_account END
 FROM held
 WHERE s.action_id = held.id AND s.name = sqlc.arg(name) AND s.version = sqlc.arg(version)
   AND s.state IN ('pending', 'unknown')
@@ -92,12 +96,33 @@ WHERE id = sqlc.arg(id) AND (lease_until IS NULL OR lease_until < now())
 -- Running actions whose worker's lease expired: possibly executed. A
 -- pending step was certainly not sent (a step is marked before it is sent),
 -- an unknown one goes by evidence. SKIP LOCKED and the new owner keep two
--- reconcilers off the same action.
+-- reconcilers off the same action. Only actions with no open step, or
+-- whose next one this server's providers serve (served: capability, kind
+-- and account of each, the local provider as kind 'local').
+WITH served AS (
+    SELECT unnest(sqlc.arg(capabilities)::text[]) AS capability, unnest(sqlc.arg(kinds)::text[]) AS kind,
+           unnest(sqlc.arg(accounts)::text[]) AS account
+)
 UPDATE actions a SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
 WHERE a.id IN (
-    SELECT id FROM actions
-    WHERE state = 'running' AND lease_until < now()
-    ORDER BY lease_until
+    SELECT x.id FROM actions x
+    WHERE x.state = 'running' AND x.lease_until < now()
+      -- The first open step (the one a driver works on first) is planned
+      -- for a provider this server is configured for: the same kind and
+      -- account for the step's capability. A step claimed before steps
+      -- named their provider goes to a server that serves its capability
+      -- remotely, or locally for a write before the required one.
+      AND NOT EXISTS (
+          SELECT 1 FROM (SELECT o.action_id, o.seq, o.capability, o.provider_kind, o.provider_account FROM action_steps o
+                         WHERE o.action_id = x.id AND o.state IN ('pending', 'unknown') ORDER BY o.seq LIMIT 1) f
+          WHERE NOT EXISTS (
+              SELECT 1 FROM served p
+              WHERE p.capability = f.capability
+                AND (p.kind = f.provider_kind AND p.account = f.provider_account
+                     OR f.provider_kind IS NULL
+                        AND (p.kind <> 'local'
+                             OR f.seq < (SELECT min(r.seq) FROM action_steps r WHERE r.action_id = f.action_id AND r.required)))))
+    ORDER BY x.lease_until
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE SKIP LOCKED
 )
@@ -110,7 +135,12 @@ RETURNING a.id, a.tenant_id;
 -- waiting for an operator. Found from the open steps (action_steps_open)
 -- and the unfinished actions (actions_unfinished), never by reading every
 -- action: nearly every action is completed with nothing due, and this runs
--- every pass.
+-- every pass. Only actions with no open step, or whose next one this
+-- server's providers serve (see LeaseAbandoned).
+WITH served AS (
+    SELECT unnest(sqlc.arg(capabilities)::text[]) AS capability, unnest(sqlc.arg(kinds)::text[]) AS kind,
+           unnest(sqlc.arg(accounts)::text[]) AS account
+)
 UPDATE actions a SET lease_owner = sqlc.arg(owner), lease_until = now() + sqlc.arg(lease)::interval, updated_at = now()
 WHERE a.id IN (
     SELECT x.id FROM actions x
@@ -124,6 +154,21 @@ WHERE a.id IN (
       AND NOT x.needs_operator
       AND (x.lease_until IS NULL OR x.lease_until < now())
       AND x.state <> 'running'
+      -- The first open step (the one a driver works on first) is planned
+      -- for a provider this server is configured for: the same kind and
+      -- account for the step's capability. A step claimed before steps
+      -- named their provider goes to a server that serves its capability
+      -- remotely, or locally for a write before the required one.
+      AND NOT EXISTS (
+          SELECT 1 FROM (SELECT o.action_id, o.seq, o.capability, o.provider_kind, o.provider_account FROM action_steps o
+                         WHERE o.action_id = x.id AND o.state IN ('pending', 'unknown') ORDER BY o.seq LIMIT 1) f
+          WHERE NOT EXISTS (
+              SELECT 1 FROM served p
+              WHERE p.capability = f.capability
+                AND (p.kind = f.provider_kind AND p.account = f.provider_account
+                     OR f.provider_kind IS NULL
+                        AND (p.kind <> 'local'
+                             OR f.seq < (SELECT min(r.seq) FROM action_steps r WHERE r.action_id = f.action_id AND r.required)))))
     LIMIT sqlc.arg(max_rows)
     FOR UPDATE SKIP LOCKED
 )

@@ -91,11 +91,14 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 		return st, err
 	}
 	owner := uuid.New()
-	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch)
+	// Only actions whose next step goes to a provider this process is
+	// configured for: another server's are left to it.
+	served := r.driver.Serves()
+	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch, served)
 	if err != nil {
 		return st, err
 	}
-	due, err := r.store.LeaseDue(ctx, owner, r.cfg.Lease, r.cfg.Batch)
+	due, err := r.store.LeaseDue(ctx, owner, r.cfg.Lease, r.cfg.Batch, served)
 	if err != nil {
 		return st, err
 	}

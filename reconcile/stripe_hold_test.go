@@ -326,3 +326,84 @@ func TestStripeWebhookAboutACapturedHoldIsANoticeForItsCharge(t *testing.T) {
 		t.Fatalf("PaymentIntent %+v, want captured once by %s", pi, charge)
 	}
 }
+
+// captureInDashboard captures a PaymentIntent as staff would in Stripe's
+// Dashboard: the whole amount, naming no charge.
+func captureInDashboard(t *testing.T, sim *simtest.Sim, id string) {
+	t.Helper()
+	resp, err := http.PostForm(sim.URL+"/v1/payment_intents/"+id+"/capture", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("capture in the Dashboard: %d", resp.StatusCode)
+	}
+}
+
+// A hold captured in Stripe's Dashboard is no charge's: a charge of the
+// intent finds it captured by nobody oncecall knows, for another amount,
+// and is neither confirmed nor recorded as paid. The caller hears pending
+// and an operator decides.
+func TestStripeHoldCapturedInTheDashboardIsNotConfirmedAsTheCharge(t *testing.T) {
+	t.Parallel()
+	r := setupStripeHolds(t, providersim.Config{})
+	resp := r.approve(t, r.key, r.tenant, "dash-approve", 5000, "pm_card_ok")
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("approve: %d %s", resp.Status, resp.Body)
+	}
+	intent := resp.JSON(t)["result"].(map[string]any)["id"].(string)
+	captureInDashboard(t, r.sim, onlyPaymentIntent(t, r.sim).ID)
+	charged := r.Post("/v1/payments", r.key, "dash-charge", map[string]any{"payment_intent_id": intent, "amount": 3000})
+	if charged.Status != http.StatusAccepted || charged.JSON(t)["outcome"] != "pending" {
+		t.Fatalf("charge of a hold captured in the Dashboard: %d %s, want 202 pending", charged.Status, charged.Body)
+	}
+	id := charged.JSON(t)["action_id"].(string)
+	if n := r.Count("SELECT count(*) FROM actions WHERE id = $1 AND needs_operator", id); n != 1 {
+		t.Fatal("the charge is not in the operator queue")
+	}
+	if n := r.Count("SELECT count(*) FROM payments WHERE status = 'succeeded'"); n != 0 {
+		t.Fatalf("%d payments recorded as succeeded, want none", n)
+	}
+	if pi := onlyPaymentIntent(t, r.sim); pi.Captures != 1 || pi.AmountReceived != 5000 {
+		t.Fatalf("PaymentIntent %+v, want the Dashboard's one capture", pi)
+	}
+}
+
+// A charge whose capture answer was lost, resolved rejected by an operator
+// who missed the capture, frees the intent; the next charge's capture is
+// refused, and the PaymentIntent, captured, names the first charge: the
+// second is rejected INTENT_ALREADY_CAPTURED, not confirmed by the first
+// one's capture. One capture, no second payment.
+func TestStripeSecondChargeIsNotConfirmedByTheFirstOnesCapture(t *testing.T) {
+	t.Parallel()
+	r := setupStripeHolds(t, providersim.Config{})
+	resp := r.approve(t, r.key, r.tenant, "two-approve", 5000, "pm_card_ok")
+	if resp.Status != http.StatusCreated {
+		t.Fatalf("approve: %d %s", resp.Status, resp.Body)
+	}
+	intent := resp.JSON(t)["result"].(map[string]any)["id"].(string)
+	lose(t, r.sim, providersim.OnCapture)
+	first := r.Post("/v1/payments", r.key, "two-first", map[string]any{"payment_intent_id": intent, "amount": 3000})
+	if first.Status != http.StatusAccepted {
+		t.Fatalf("first charge with its capture answer lost: %d %s, want 202", first.Status, first.Body)
+	}
+	firstID := first.JSON(t)["action_id"].(string)
+	waitFor(t, "Stripe to capture the first charge", 10*time.Second, func() bool { return onlyPaymentIntent(t, r.sim).Captures == 1 })
+	resolved := r.Post("/v1/ops/actions/"+firstID+"/resolve", operatorToken, "", map[string]any{
+		"outcome": "rejected", "note": "no capture seen", "by": "ana",
+	})
+	if resolved.Status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", resolved.Status, resolved.Body)
+	}
+	second := r.Post("/v1/payments", r.key, "two-second", map[string]any{"payment_intent_id": intent, "amount": 3000})
+	if got := reason(t, second); got != stripeprovider.AlreadyCaptured {
+		t.Fatalf("second charge rejected %s, want %s", got, stripeprovider.AlreadyCaptured)
+	}
+	if n := r.Count("SELECT count(*) FROM payments WHERE status = 'succeeded'"); n != 0 {
+		t.Fatalf("%d payments recorded as succeeded, want none for the second charge", n)
+	}
+	if pi := onlyPaymentIntent(t, r.sim); pi.Captures != 1 || pi.Metadata[stripeprovider.MetaChargeAction] != firstID {
+		t.Fatalf("PaymentIntent %+v, want captured once, by the first charge", pi)
+	}
+}

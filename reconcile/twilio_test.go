@@ -41,15 +41,18 @@ type twilioEnv struct {
 // faults; the reconciler is driven by the test.
 func setupTwilio(t *testing.T, delay time.Duration, cb providersim.TwilioCallbacks) twilioEnv {
 	t.Helper()
-	return setupTwilioWith(t, delay, cb, false)
+	return setupTwilioWith(t, delay, cb, false, nil)
 }
 
 // setupTwilioWith is setupTwilio with the calendar, when remoteCalendar,
-// on the simulator's JSON protocol.
-func setupTwilioWith(t *testing.T, delay time.Duration, cb providersim.TwilioCallbacks, remoteCalendar bool) twilioEnv {
+// on the simulator's JSON protocol, and the twilio mode's delivery.
+func setupTwilioWith(t *testing.T, delay time.Duration, cb providersim.TwilioCallbacks, remoteCalendar bool, delivery *providersim.TwilioDelivery) twilioEnv {
 	t.Helper()
 	sim := simtest.Start(t, providersim.Config{Ledger: ""})
 	sim.SetTwilioCallbacks(cb)
+	if delivery != nil {
+		sim.SetTwilioDelivery(*delivery)
+	}
 	var target atomic.Pointer[url.URL]
 	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		httputil.NewSingleHostReverseProxy(target.Load()).ServeHTTP(w, r)
@@ -368,7 +371,7 @@ func TestTwilioBookingConfirmationIsRenderedAndSentOnce(t *testing.T) {
 	for _, remote := range []bool{false, true} {
 		t.Run(fmt.Sprintf("remote_calendar=%v", remote), func(t *testing.T) {
 			t.Parallel()
-			r := setupTwilioWith(t, time.Minute, providersim.TwilioCallbacks{}, remote)
+			r := setupTwilioWith(t, time.Minute, providersim.TwilioCallbacks{}, remote, nil)
 			resp := r.Post("/v1/appointments", r.key, "twilio-book", map[string]any{
 				"customer_id": r.customer, "slot_id": r.Slot(r.tenant, 1), "notify": "sms",
 			})
@@ -430,5 +433,95 @@ func TestTwilioTenantsSendFromTheirOwnSender(t *testing.T) {
 		if got[to] != w {
 			t.Errorf("message to %s sent by %q, want %q", to, got[to], w)
 		}
+	}
+}
+
+// A message Twilio keeps queued (no date_sent yet) after a 500: past the
+// visibility delay the search finds it by when it was created, and the
+// action is confirmed with it. One SMS.
+func TestTwilioQueuedSMSIsFoundNotResent(t *testing.T) {
+	t.Parallel()
+	r := setupTwilioWith(t, 200*time.Millisecond, providersim.TwilioCallbacks{Off: true}, false, &providersim.TwilioDelivery{Queued: true})
+	r.sim.Fault(provider.Messaging, providersim.FaultFailAfterCommit, 1)
+	resp := r.sms(t, "twilio-queued")
+	if resp.Status != http.StatusAccepted {
+		t.Fatalf("send answered 500: %d %s, want 202 pending", resp.Status, resp.Body)
+	}
+	id := resp.JSON(t)["action_id"].(string)
+	r.untilConfirmed(t, id, 30*time.Second)
+	m := onlySMS(t, r.sim)
+	if m.Status != "queued" || m.DateSent != nil {
+		t.Fatalf("message %+v, want still queued", m)
+	}
+	if got := r.stepOf(t, id); !strings.HasPrefix(got, "completed/confirmed/succeeded/"+m.SID+"/1/") {
+		t.Fatalf("step %s, want confirmed with %s after one send", got, m.SID)
+	}
+}
+
+// A lost answer for a text with a link, which Twilio stored shortened and
+// keeps queued: nothing proves the step's message is not the one Twilio
+// holds, so it is never sent again, past the visibility delay too; the
+// action stays pending until its checks run out and an operator decides.
+func TestTwilioRewrittenSMSIsNotResentAndGoesToAnOperator(t *testing.T) {
+	t.Parallel()
+	r := setupTwilioWith(t, 200*time.Millisecond, providersim.TwilioCallbacks{Off: true}, false,
+		&providersim.TwilioDelivery{Queued: true, ShortenLinks: true})
+	r.sim.Fault(provider.Messaging, providersim.FaultDropResponse, 1)
+	resp := r.Post("/v1/messages", r.key, "twilio-link", map[string]any{
+		"customer_id": r.customer, "channel": "sms", "template": "generic",
+		"variables": map[string]string{"body": "Pay here: https://pay.example/p/a1b2c3 thank you"},
+	})
+	if resp.Status != http.StatusAccepted {
+		t.Fatalf("send with its answer lost: %d %s, want 202 pending", resp.Status, resp.Body)
+	}
+	id := resp.JSON(t)["action_id"].(string)
+	sent := time.Now()
+	// 100 checks back off for at least 4.8s, well past the last send's
+	// settling (its 2s call timeout and the 200ms delay).
+	waitFor(t, "the operator's turn", 60*time.Second, func() bool {
+		r.pass(t)
+		if n := len(r.sim.TwilioLedger()); n != 1 {
+			t.Fatalf("Twilio holds %d messages %v after the send: the SMS was sent again", n, time.Since(sent))
+		}
+		return r.Count("SELECT count(*) FROM actions WHERE id = $1 AND needs_operator", id) == 1
+	})
+	if settled := 2200 * time.Millisecond; time.Since(sent) < settled {
+		t.Fatalf("the checks ran out %v after the send, before it settled (%v)", time.Since(sent), settled)
+	}
+	l := r.sim.TwilioLedger()
+	if len(l) != 1 || strings.Contains(l[0].Body, "pay.example") {
+		t.Fatalf("Twilio holds %+v, want the one message, its link shortened", l)
+	}
+	if a := r.action(t, id); a["outcome"] != "pending" {
+		t.Fatalf("action %v, want pending", a)
+	}
+	if n := r.Count("SELECT attempts FROM action_steps WHERE action_id = $1", id); n != 1 {
+		t.Fatalf("%d sends, want 1", n)
+	}
+	if n := r.Count("SELECT count(*) FROM action_steps WHERE action_id = $1 AND last_error LIKE '%may be this one%'", id); n != 1 {
+		t.Fatal("the step does not say why it is not sent again")
+	}
+}
+
+// A send that certainly created nothing (Twilio's 503 before the message)
+// is answered ambiguously: once the visibility delay has passed, Twilio's
+// whole list for the recipient and sender shows nothing since the claim,
+// and the message is sent. One SMS.
+func TestTwilioAbsenceShownByTheWholeListIsSentOnce(t *testing.T) {
+	t.Parallel()
+	r := setupTwilio(t, 200*time.Millisecond, providersim.TwilioCallbacks{Off: true})
+	r.sim.Fault(provider.Messaging, providersim.FaultFailBeforeCommit, 1)
+	resp := r.sms(t, "twilio-absent")
+	if resp.Status != http.StatusAccepted {
+		t.Fatalf("send answered 503: %d %s, want 202 pending", resp.Status, resp.Body)
+	}
+	id := resp.JSON(t)["action_id"].(string)
+	if n := len(r.sim.TwilioLedger()); n != 0 {
+		t.Fatalf("Twilio holds %d messages before the re-send, want none", n)
+	}
+	r.untilConfirmed(t, id, 30*time.Second)
+	m := onlySMS(t, r.sim)
+	if got := r.stepOf(t, id); !strings.HasPrefix(got, "completed/confirmed/succeeded/"+m.SID+"/2/") {
+		t.Fatalf("step %s, want confirmed with %s after the second send", got, m.SID)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"os"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/message"
+	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -40,7 +42,11 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer pool.Close()
 	log := logger(stderr)
 	store := dbStore(pool)
-	r := reconcile.New(store, step.NewDriver(store, app.Operations(), providers, sc, log), rc, log)
+	driver := step.NewDriver(store, app.Operations(), providers, sc, log)
+	// The local provider too, as serve has it: a write before an action's
+	// required one that no remote provider serves is made by it.
+	driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
+	r := reconcile.New(store, driver, rc, log)
 	if !*once {
 		return r.Run(ctx)
 	}

@@ -43,27 +43,29 @@ type ActionEvent struct {
 }
 
 type ActionStep struct {
-	ActionID      uuid.UUID
-	Name          string
-	Seq           int32
-	Capability    string
-	Required      bool
-	Operation     string
-	ProviderKey   string
-	ExternalRef   string
-	Payload       json.RawMessage
-	State         string
-	ProviderRef   *string
-	RejectCode    *string
-	Attempts      int32
-	Checks        int32
-	LastError     *string
-	LastSentAt    *time.Time
-	NextCheckAt   time.Time
-	UpdatedAt     time.Time
-	Version       int32
-	ProviderUntil *time.Time
-	Result        []byte
+	ActionID        uuid.UUID
+	Name            string
+	Seq             int32
+	Capability      string
+	Required        bool
+	Operation       string
+	ProviderKey     string
+	ExternalRef     string
+	Payload         json.RawMessage
+	State           string
+	ProviderRef     *string
+	RejectCode      *string
+	Attempts        int32
+	Checks          int32
+	LastError       *string
+	LastSentAt      *time.Time
+	NextCheckAt     time.Time
+	UpdatedAt       time.Time
+	Version         int32
+	ProviderUntil   *time.Time
+	Result          []byte
+	ProviderKind    *string
+	ProviderAccount *string
 }
 
 type ApiKey struct {

@@ -69,29 +69,33 @@ func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
 const beginSend = `-- name: BeginSend :execrows
 WITH held AS (
     UPDATE actions
-    SET lease_until = greatest(lease_until, now() + $4::interval)
-    WHERE id = $5 AND lease_owner = $6 AND lease_until > now()
-      AND ($7::interval IS NULL
-           OR now() + $4::interval < created_at + $7::interval)
+    SET lease_until = greatest(lease_until, now() + $6::interval)
+    WHERE id = $7 AND lease_owner = $8 AND lease_until > now()
+      AND ($9::interval IS NULL
+           OR now() + $6::interval < created_at + $9::interval)
     RETURNING id
 )
 UPDATE action_steps s
-SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now()
+SET state = 'unknown', last_sent_at = now(), version = s.version + 1, updated_at = now(),
+    provider_kind = coalesce(s.provider_kind, $1::text),
+    provider_account = CASE WHEN s.provider_kind IS NULL THEN $2::text ELSE s.provider_account END
 FROM held
-WHERE s.action_id = held.id AND s.name = $1 AND s.version = $2
+WHERE s.action_id = held.id AND s.name = $3 AND s.version = $4
   AND s.state IN ('pending', 'unknown')
-  AND ($3::interval IS NULL OR s.last_sent_at IS NULL
-       OR s.last_sent_at + $3::interval < now())
+  AND ($5::interval IS NULL OR s.last_sent_at IS NULL
+       OR s.last_sent_at + $5::interval < now())
 `
 
 type BeginSendParams struct {
-	Name       string
-	Version    int32
-	Settle     pgtype.Interval
-	SendWindow pgtype.Interval
-	ActionID   uuid.UUID
-	Owner      *uuid.UUID
-	Retention  pgtype.Interval
+	ProviderKind    string
+	ProviderAccount string
+	Name            string
+	Version         int32
+	Settle          pgtype.Interval
+	SendWindow      pgtype.Interval
+	ActionID        uuid.UUID
+	Owner           *uuid.UUID
+	Retention       pgtype.Interval
 }
 
 // Marks a step as possibly sent from now on, just before it is sent, if at
@@ -105,11 +109,14 @@ type BeginSendParams struct {
 //	settle: a send after an authoritative "not found" comes after the last
 //	  send has settled (the provider's timeout plus its visibility delay).
 //
+// A step claimed before steps named their provider takes the sender's.
 // The lease is extended over the send window, so no other driver can take
 // the action while this write may be in flight. A sender that dies before
 // recording the answer leaves the step unknown: recovery goes by evidence.
 func (q *Queries) BeginSend(ctx context.Context, arg BeginSendParams) (int64, error) {
 	result, err := q.db.Exec(ctx, beginSend,
+		arg.ProviderKind,
+		arg.ProviderAccount,
 		arg.Name,
 		arg.Version,
 		arg.Settle,
@@ -176,20 +183,23 @@ func (q *Queries) EventsOfAction(ctx context.Context, actionID uuid.UUID) ([]Act
 }
 
 const insertStep = `-- name: InsertStep :exec
-INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+INSERT INTO action_steps (action_id, name, seq, capability, required, operation, provider_key, external_ref, payload,
+                          provider_kind, provider_account)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 `
 
 type InsertStepParams struct {
-	ActionID    uuid.UUID
-	Name        string
-	Seq         int32
-	Capability  string
-	Required    bool
-	Operation   string
-	ProviderKey string
-	ExternalRef string
-	Payload     json.RawMessage
+	ActionID        uuid.UUID
+	Name            string
+	Seq             int32
+	Capability      string
+	Required        bool
+	Operation       string
+	ProviderKey     string
+	ExternalRef     string
+	Payload         json.RawMessage
+	ProviderKind    *string
+	ProviderAccount *string
 }
 
 func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) error {
@@ -203,16 +213,37 @@ func (q *Queries) InsertStep(ctx context.Context, arg InsertStepParams) error {
 		arg.ProviderKey,
 		arg.ExternalRef,
 		arg.Payload,
+		arg.ProviderKind,
+		arg.ProviderAccount,
 	)
 	return err
 }
 
 const leaseAbandoned = `-- name: LeaseAbandoned :many
+WITH served AS (
+    SELECT unnest($4::text[]) AS capability, unnest($5::text[]) AS kind,
+           unnest($6::text[]) AS account
+)
 UPDATE actions a SET lease_owner = $1, lease_until = now() + $2::interval, updated_at = now()
 WHERE a.id IN (
-    SELECT id FROM actions
-    WHERE state = 'running' AND lease_until < now()
-    ORDER BY lease_until
+    SELECT x.id FROM actions x
+    WHERE x.state = 'running' AND x.lease_until < now()
+      -- The first open step (the one a driver works on first) is planned
+      -- for a provider this server is configured for: the same kind and
+      -- account for the step's capability. A step claimed before steps
+      -- named their provider goes to a server that serves its capability
+      -- remotely, or locally for a write before the required one.
+      AND NOT EXISTS (
+          SELECT 1 FROM (SELECT o.action_id, o.seq, o.capability, o.provider_kind, o.provider_account FROM action_steps o
+                         WHERE o.action_id = x.id AND o.state IN ('pending', 'unknown') ORDER BY o.seq LIMIT 1) f
+          WHERE NOT EXISTS (
+              SELECT 1 FROM served p
+              WHERE p.capability = f.capability
+                AND (p.kind = f.provider_kind AND p.account = f.provider_account
+                     OR f.provider_kind IS NULL
+                        AND (p.kind <> 'local'
+                             OR f.seq < (SELECT min(r.seq) FROM action_steps r WHERE r.action_id = f.action_id AND r.required)))))
+    ORDER BY x.lease_until
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
@@ -220,9 +251,12 @@ RETURNING a.id, a.tenant_id
 `
 
 type LeaseAbandonedParams struct {
-	Owner   *uuid.UUID
-	Lease   pgtype.Interval
-	MaxRows int32
+	Owner        *uuid.UUID
+	Lease        pgtype.Interval
+	MaxRows      int32
+	Capabilities []string
+	Kinds        []string
+	Accounts     []string
 }
 
 type LeaseAbandonedRow struct {
@@ -233,9 +267,18 @@ type LeaseAbandonedRow struct {
 // Running actions whose worker's lease expired: possibly executed. A
 // pending step was certainly not sent (a step is marked before it is sent),
 // an unknown one goes by evidence. SKIP LOCKED and the new owner keep two
-// reconcilers off the same action.
+// reconcilers off the same action. Only actions with no open step, or
+// whose next one this server's providers serve (served: capability, kind
+// and account of each, the local provider as kind 'local').
 func (q *Queries) LeaseAbandoned(ctx context.Context, arg LeaseAbandonedParams) ([]LeaseAbandonedRow, error) {
-	rows, err := q.db.Query(ctx, leaseAbandoned, arg.Owner, arg.Lease, arg.MaxRows)
+	rows, err := q.db.Query(ctx, leaseAbandoned,
+		arg.Owner,
+		arg.Lease,
+		arg.MaxRows,
+		arg.Capabilities,
+		arg.Kinds,
+		arg.Accounts,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -255,6 +298,10 @@ func (q *Queries) LeaseAbandoned(ctx context.Context, arg LeaseAbandonedParams) 
 }
 
 const leaseDue = `-- name: LeaseDue :many
+WITH served AS (
+    SELECT unnest($4::text[]) AS capability, unnest($5::text[]) AS kind,
+           unnest($6::text[]) AS account
+)
 UPDATE actions a SET lease_owner = $1, lease_until = now() + $2::interval, updated_at = now()
 WHERE a.id IN (
     SELECT x.id FROM actions x
@@ -268,6 +315,21 @@ WHERE a.id IN (
       AND NOT x.needs_operator
       AND (x.lease_until IS NULL OR x.lease_until < now())
       AND x.state <> 'running'
+      -- The first open step (the one a driver works on first) is planned
+      -- for a provider this server is configured for: the same kind and
+      -- account for the step's capability. A step claimed before steps
+      -- named their provider goes to a server that serves its capability
+      -- remotely, or locally for a write before the required one.
+      AND NOT EXISTS (
+          SELECT 1 FROM (SELECT o.action_id, o.seq, o.capability, o.provider_kind, o.provider_account FROM action_steps o
+                         WHERE o.action_id = x.id AND o.state IN ('pending', 'unknown') ORDER BY o.seq LIMIT 1) f
+          WHERE NOT EXISTS (
+              SELECT 1 FROM served p
+              WHERE p.capability = f.capability
+                AND (p.kind = f.provider_kind AND p.account = f.provider_account
+                     OR f.provider_kind IS NULL
+                        AND (p.kind <> 'local'
+                             OR f.seq < (SELECT min(r.seq) FROM action_steps r WHERE r.action_id = f.action_id AND r.required)))))
     LIMIT $3
     FOR UPDATE SKIP LOCKED
 )
@@ -275,9 +337,12 @@ RETURNING a.id, a.tenant_id
 `
 
 type LeaseDueParams struct {
-	Owner   *uuid.UUID
-	Lease   pgtype.Interval
-	MaxRows int32
+	Owner        *uuid.UUID
+	Lease        pgtype.Interval
+	MaxRows      int32
+	Capabilities []string
+	Kinds        []string
+	Accounts     []string
 }
 
 type LeaseDueRow struct {
@@ -291,9 +356,17 @@ type LeaseDueRow struct {
 // waiting for an operator. Found from the open steps (action_steps_open)
 // and the unfinished actions (actions_unfinished), never by reading every
 // action: nearly every action is completed with nothing due, and this runs
-// every pass.
+// every pass. Only actions with no open step, or whose next one this
+// server's providers serve (see LeaseAbandoned).
 func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueRow, error) {
-	rows, err := q.db.Query(ctx, leaseDue, arg.Owner, arg.Lease, arg.MaxRows)
+	rows, err := q.db.Query(ctx, leaseDue,
+		arg.Owner,
+		arg.Lease,
+		arg.MaxRows,
+		arg.Capabilities,
+		arg.Kinds,
+		arg.Accounts,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -629,7 +702,7 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many
-SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, a.created_at AS action_created_at, now()::timestamptz AS db_now
+SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, s.provider_kind, s.provider_account, a.created_at AS action_created_at, now()::timestamptz AS db_now
 FROM action_steps s JOIN actions a ON a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq
@@ -657,6 +730,8 @@ type StepsOfActionRow struct {
 	Version         int32
 	ProviderUntil   *time.Time
 	Result          []byte
+	ProviderKind    *string
+	ProviderAccount *string
 	ActionCreatedAt time.Time
 	DbNow           time.Time
 }
@@ -695,6 +770,8 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Step
 			&i.Version,
 			&i.ProviderUntil,
 			&i.Result,
+			&i.ProviderKind,
+			&i.ProviderAccount,
 			&i.ActionCreatedAt,
 			&i.DbNow,
 		); err != nil {

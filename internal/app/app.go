@@ -225,6 +225,9 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m.ops = Operations()
 	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
+	// Every step claimed here names the provider this configuration sends
+	// it to; only a server configured for it drives the step.
+	m.store.SetStepPlanner(m.driver.Plan)
 	m.driver.Observe = func(capability, result string, took time.Duration) {
 		if took > 0 {
 			m.metrics.ProviderCall(capability, took)

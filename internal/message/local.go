@@ -25,6 +25,10 @@ type Local struct {
 	Store *db.Store
 }
 
+// Identity: the local provider (provider.LocalKind), the same in every
+// process on the database.
+func (l Local) Identity() provider.Identity { return provider.Identity{Kind: provider.LocalKind} }
+
 // Traits: the outbox remembers every write for good and is read at once.
 func (l Local) Traits() provider.Traits {
 	return provider.Traits{HonoursKeys: true, KeyRetention: 100 * 365 * 24 * time.Hour, AuthoritativeLookup: true, Timeout: 5 * time.Second}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider/httpprovider"
@@ -27,6 +29,7 @@ type HTTPConfig struct {
 type httpProvider struct {
 	c      *httpprovider.Client
 	traits Traits
+	id     Identity
 }
 
 // NewHTTP returns a Provider speaking the JSON protocol.
@@ -38,10 +41,25 @@ func NewHTTP(cfg HTTPConfig) Provider {
 	return &httpProvider{
 		c:      &httpprovider.Client{BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout},
 		traits: cfg.Traits,
+		id:     Identity{Kind: "http", Account: baseIdentity(cfg.BaseURL)},
 	}
 }
 
 func (p *httpProvider) Traits() Traits { return p.traits }
+
+// Identity: "http" at its base URL.
+func (p *httpProvider) Identity() Identity { return p.id }
+
+// baseIdentity is a base URL without what may be secret or varies between
+// spellings of the same provider: credentials, query, fragment, a final
+// slash; the scheme and host in lower case.
+func baseIdentity(base string) string {
+	u, err := url.Parse(strings.TrimSpace(base))
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Scheme) + "://" + strings.ToLower(u.Host) + strings.TrimRight(u.Path, "/")
+}
 
 func (p *httpProvider) Write(ctx context.Context, w Write) (Record, error) {
 	key := w.Key

@@ -139,11 +139,23 @@ var (
 	// step is checked again with backoff, and a provider's signed notice
 	// makes it due at once; waiting never counts towards the operator.
 	ErrWaiting = errors.New("provider outcome not decided yet")
+	// ErrConflict: the provider holds, where this write would be, one that
+	// does not match it (a PaymentIntent captured for another amount than
+	// the charge's, or by no charge of oncecall's): no re-send can change
+	// that, and nothing says whether this write was made. An operator
+	// decides.
+	ErrConflict = errors.New("the provider's evidence does not match the write")
+	// ErrLookalike: a lookup found a write that may be this one but that
+	// nothing shows is, or is not (a message to the same recipient from the
+	// same sender since the claim, whose text the provider rewrote). It is
+	// no evidence either way: the write is not sent again, the step stays
+	// unknown, and it goes to an operator once its checks run out.
+	ErrLookalike = errors.New("the provider holds a write that may be this one")
 )
 
 // Classify names the class of a Write error: "rejected", "not_sent",
-// "key_conflict", "waiting" or "ambiguous" (anything unrecognised is
-// ambiguous: never assume a failure).
+// "key_conflict", "conflict", "waiting" or "ambiguous" (anything
+// unrecognised is ambiguous: never assume a failure).
 func Classify(err error) string {
 	var rej *Rejected
 	switch {
@@ -153,6 +165,8 @@ func Classify(err error) string {
 		return "not_sent"
 	case errors.Is(err, ErrKeyConflict):
 		return "key_conflict"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
 	case errors.Is(err, ErrWaiting):
 		return "waiting"
 	}
@@ -169,9 +183,39 @@ func (s Set) Remote(capability string) (Provider, bool) {
 	return p, ok && p != nil
 }
 
+// Identity names a provider a step is sent to: its kind (http, stripe,
+// twilio, local, ...) and the account it is reached on (the http
+// provider's base URL, a Stripe account, a Twilio account SID). Never a
+// secret: it is stored with every step, and a server drives a step only
+// when one of its providers has the step's identity.
+type Identity struct {
+	Kind    string
+	Account string
+}
+
+// LocalKind is the kind of the local provider (oncecall's own tables).
+const LocalKind = "local"
+
+// Identified is implemented by providers that name themselves.
+type Identified interface {
+	Identity() Identity
+}
+
+// IdentityOf is p's Identity, or, for a provider that does not name
+// itself (a test's), its Go type.
+func IdentityOf(p Provider) Identity {
+	if id, ok := p.(Identified); ok {
+		return id.Identity()
+	}
+	return Identity{Kind: fmt.Sprintf("%T", p)}
+}
+
 // Finder is a provider without idempotency keys whose writes are found by
 // what they carry (a recipient, a text, a time) rather than by a reference
-// of oncecall's. The driver asks it instead of LookupByRef.
+// of oncecall's. The driver asks it instead of LookupByRef. Find reports
+// not found only as positive evidence of absence (a complete reading with
+// nothing there that could be the write); a write that may be this one
+// but cannot be shown to be is ErrLookalike.
 type Finder interface {
 	Find(ctx context.Context, q Query) (Record, bool, error)
 }

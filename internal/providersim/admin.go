@@ -134,6 +134,12 @@ func (a Admin) TwilioCallbacks(ctx context.Context, c TwilioCallbacks) error {
 	return a.do(ctx, http.MethodPost, "/twilio/callbacks", c, http.StatusOK, nil)
 }
 
+// TwilioDelivery sets what becomes of the Twilio mode's later messages
+// (kept queued, links shortened).
+func (a Admin) TwilioDelivery(ctx context.Context, d TwilioDelivery) error {
+	return a.do(ctx, http.MethodPost, "/twilio/delivery", d, http.StatusOK, nil)
+}
+
 // TwilioStrayCallback makes the Twilio mode post a signed callback about a
 // message it never created to target; it returns the receiver's status.
 func (a Admin) TwilioStrayCallback(ctx context.Context, target string) (int, error) {

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,13 +20,17 @@ import (
 
 // The Twilio mode: the subset of Twilio's Messages API that oncecall's
 // Twilio adapter sends through twilio-go (create a message, fetch it by SID,
-// list messages by To and DateSent), with Basic authentication by account
-// SID and auth token, a ledger of every message, and status callbacks
-// signed as Twilio signs them (X-Twilio-Signature: base64 of the
-// HMAC-SHA1, keyed with the auth token, of the callback URL followed by the
-// POST parameters sorted by name, each name then value). Twilio has no
-// idempotency keys: every create is a new message. The messaging faults
-// apply (drop_response and fail_after_commit create the message first,
+// list messages by To, From and DateSent, page by page), with Basic
+// authentication by account SID and auth token, a ledger of every message,
+// and status callbacks signed as Twilio signs them (X-Twilio-Signature:
+// base64 of the HMAC-SHA1, keyed with the auth token, of the callback URL
+// followed by the POST parameters sorted by name, each name then value).
+// Twilio has no idempotency keys: every create is a new message. A message
+// has no date_sent until it is sent: it is created queued (accepted when a
+// Messaging Service sends it), then sent and delivered, unless
+// TwilioDelivery keeps it queued; TwilioDelivery also rewrites the stored
+// text as Twilio's link shortening does. The messaging faults apply
+// (drop_response and fail_after_commit create the message first,
 // fail_before_commit and down change nothing, delay waits before creating,
 // lookup_lag hides new messages from fetch and list, reject=CODE refuses
 // with Twilio's 400 21610), and the callback faults of TwilioCallbacks.
@@ -48,18 +53,35 @@ type TwilioMessage struct {
 	Direction           string `json:"direction"`
 	NumSegments         string `json:"num_segments"`
 	DateCreated         string `json:"date_created"`
-	DateSent            string `json:"date_sent"`
-	DateUpdated         string `json:"date_updated"`
-	APIVersion          string `json:"api_version"`
-	URI                 string `json:"uri"`
+	// DateSent is null until the message is sent, as in Twilio's payloads.
+	DateSent    *string `json:"date_sent"`
+	DateUpdated string  `json:"date_updated"`
+	APIVersion  string  `json:"api_version"`
+	URI         string  `json:"uri"`
 	// StatusCallback is where its callbacks go (Twilio does not return it;
 	// the simulator's ledger shows it for audits).
 	StatusCallback string `json:"oncecall_sim_status_callback,omitempty"`
 	// Callbacks counts the status callbacks delivered for it.
 	Callbacks int `json:"oncecall_sim_callbacks"`
+	// Requested is the text the create asked for, when Twilio stored
+	// another (TwilioDelivery.ShortenLinks); for audits, not Twilio's.
+	Requested string `json:"oncecall_sim_requested_body,omitempty"`
 
-	created time.Time
-	visible time.Time
+	created, sent time.Time
+	visible       time.Time
+}
+
+// TwilioDelivery is what becomes of the messages created after it is set,
+// beyond their callbacks.
+type TwilioDelivery struct {
+	// Queued keeps them queued (accepted, for a Messaging Service): never
+	// sent, so with no date_sent and no status callbacks, as a long
+	// sending queue or a rate-limited sender does.
+	Queued bool `json:"queued"`
+	// ShortenLinks stores every http(s) link of a text as a short link,
+	// as Twilio's link shortening does: the stored body is not the text
+	// that was sent for creation.
+	ShortenLinks bool `json:"shorten_links"`
 }
 
 // TwilioCallbacks are the Twilio mode's callback faults, for the
@@ -80,6 +102,7 @@ type twilioState struct {
 	messages  map[string]*TwilioMessage
 	order     []string
 	callbacks TwilioCallbacks
+	delivery  TwilioDelivery
 	// pending counts creates in their delay (healthz's in_flight).
 	pending int
 	// sid and token are the account's credentials.
@@ -103,6 +126,13 @@ func (m *Main) SetTwilioCallbacks(c TwilioCallbacks) {
 	m.twilio.callbacks = c
 }
 
+// SetTwilioDelivery sets what becomes of later messages.
+func (m *Main) SetTwilioDelivery(d TwilioDelivery) {
+	m.twilio.mu.Lock()
+	defer m.twilio.mu.Unlock()
+	m.twilio.delivery = d
+}
+
 // TwilioAccount is the Twilio mode's account SID and auth token.
 func (m *Main) TwilioAccount() (sid, token string) { return m.twilio.sid, m.twilio.token }
 
@@ -114,6 +144,7 @@ func (m *Main) twilioRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+twilioPrefix+"/{sid}", m.twilioFetch)
 	mux.HandleFunc("GET /twilio/ledger", m.twilioLedger)
 	mux.HandleFunc("POST /twilio/callbacks", m.twilioSetCallbacks)
+	mux.HandleFunc("POST /twilio/delivery", m.twilioSetDelivery)
 	mux.HandleFunc("POST /twilio/stray-callback", m.twilioStray)
 }
 
@@ -186,19 +217,25 @@ func (m *Main) twilioCreate(w http.ResponseWriter, r *http.Request) {
 	msg := &TwilioMessage{
 		SID: fmt.Sprintf("SMsim%027d", st.seq), AccountSID: st.sid, MessagingServiceSID: service, From: from, To: to,
 		Body: body, Status: "queued", Direction: "outbound-api", NumSegments: strconv.Itoa(1 + len(body)/160),
-		DateCreated: twilioTime(now), DateSent: twilioTime(now), DateUpdated: twilioTime(now), APIVersion: "2010-04-01",
+		DateCreated: twilioTime(now), DateUpdated: twilioTime(now), APIVersion: "2010-04-01",
 		StatusCallback: form.Get("StatusCallback"), created: now, visible: now.Add(f.lookupLag),
 	}
 	if service != "" && from == "" {
 		msg.Status = "accepted"
 	}
+	if st.delivery.ShortenLinks {
+		msg.Body = shortenLinks(body, st.seq)
+		if msg.Body != body {
+			msg.Requested = body
+		}
+	}
 	msg.URI = "/2010-04-01/Accounts/" + st.sid + "/Messages/" + msg.SID + ".json"
 	st.messages[msg.SID] = msg
 	st.order = append(st.order, msg.SID)
-	answer, cb := *msg, st.callbacks
+	answer, cb, queued := *msg, st.callbacks, st.delivery.Queued
 	st.mu.Unlock()
 	logOf(r).id = msg.SID
-	if cb.BeforeAnswer {
+	if cb.BeforeAnswer && !queued {
 		m.twilioDeliver(msg.SID, cb)
 	}
 	switch {
@@ -209,7 +246,7 @@ func (m *Main) twilioCreate(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeJSON(w, http.StatusCreated, answer)
 	}
-	if !cb.BeforeAnswer {
+	if !cb.BeforeAnswer && !queued {
 		if fl, ok := w.(http.Flusher); ok && !f.drop {
 			fl.Flush()
 		}
@@ -299,7 +336,10 @@ func (m *Main) twilioLookupFaults(w http.ResponseWriter, r *http.Request, f faul
 
 // twilioList lists messages, newest first, filtered by To, From and
 // DateSent (on or after DateSent>, before DateSent<, on the day of
-// DateSent); one page holds them all.
+// DateSent; a message not sent yet has no date_sent and is never in a
+// DateSent filter), PageSize at a time (default 50, at most 1000), each page
+// naming the next in next_page_uri with a PageToken after its last message,
+// as Twilio pages.
 func (m *Main) twilioList(w http.ResponseWriter, r *http.Request) {
 	if !m.twilioAuth(w, r) {
 		return
@@ -323,30 +363,85 @@ func (m *Main) twilioList(w http.ResponseWriter, r *http.Request) {
 	after, ok1 := bound("DateSent>")
 	before, ok2 := bound("DateSent<")
 	on, ok3 := bound("DateSent")
-	if !ok1 || !ok2 || !ok3 {
-		twilioError(w, http.StatusBadRequest, 20001, "DateSent must be a date (YYYY-MM-DD) or an RFC 3339 time")
+	size, err := strconv.Atoi(cmpOr(q.Get("PageSize"), "50"))
+	if !ok1 || !ok2 || !ok3 || err != nil || size < 1 || size > 1000 {
+		twilioError(w, http.StatusBadRequest, 20001, "DateSent must be a date (YYYY-MM-DD) or an RFC 3339 time, PageSize 1 to 1000")
 		return
 	}
+	dated := !after.IsZero() || !before.IsZero() || !on.IsZero()
+	token := strings.TrimPrefix(q.Get("PageToken"), "PA")
 	now := m.cfg.Now()
 	m.twilio.mu.Lock()
 	out := []TwilioMessage{}
+	more := false
 	for _, sid := range slices.Backward(m.twilio.order) {
+		if token != "" {
+			// The page after the token starts after its message.
+			if sid == token {
+				token = ""
+			}
+			continue
+		}
 		msg := m.twilio.messages[sid]
 		switch {
 		case !msg.visibleAt(now, f.lookupLag),
 			q.Get("To") != "" && msg.To != q.Get("To"),
 			q.Get("From") != "" && msg.From != q.Get("From"),
-			!after.IsZero() && msg.created.Before(after),
-			!before.IsZero() && !msg.created.Before(before),
-			!on.IsZero() && msg.created.UTC().Format(time.DateOnly) != on.UTC().Format(time.DateOnly):
+			dated && msg.sent.IsZero(),
+			!after.IsZero() && msg.sent.Before(after),
+			!before.IsZero() && !msg.sent.Before(before),
+			!on.IsZero() && msg.sent.UTC().Format(time.DateOnly) != on.UTC().Format(time.DateOnly):
 			continue
+		}
+		if len(out) == size {
+			more = true
+			break
 		}
 		out = append(out, *msg)
 	}
 	m.twilio.mu.Unlock()
+	page, _ := strconv.Atoi(q.Get("Page"))
+	uri := func(page int, token string) string {
+		v := url.Values{}
+		for k, vs := range q {
+			if k != "Page" && k != "PageToken" {
+				v[k] = vs
+			}
+		}
+		v.Set("PageSize", strconv.Itoa(size))
+		v.Set("Page", strconv.Itoa(page))
+		if token != "" {
+			v.Set("PageToken", token)
+		}
+		return r.URL.Path + "?" + v.Encode()
+	}
+	var next any
+	if more {
+		next = uri(page+1, "PA"+out[len(out)-1].SID)
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"messages": out, "page": 0, "page_size": len(out), "first_page_uri": r.URL.RequestURI(),
-		"next_page_uri": nil, "previous_page_uri": nil, "uri": r.URL.RequestURI(),
+		"messages": out, "page": page, "page_size": size, "first_page_uri": uri(0, ""), "start": page * size,
+		"end": page*size + max(len(out)-1, 0), "next_page_uri": next, "previous_page_uri": nil, "uri": r.URL.RequestURI(),
+	})
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// links are the http(s) links of a text, up to the next space.
+var links = regexp.MustCompile(`https?://[^\s]+`)
+
+// shortenLinks replaces each link of body with a short link of Twilio's
+// kind (a domain of the sender's and a code), as link shortening stores it.
+func shortenLinks(body string, seq int) string {
+	n := 0
+	return links.ReplaceAllStringFunc(body, func(string) string {
+		n++
+		return fmt.Sprintf("https://sim.twil.io/%d%c", seq, 'a'+rune(n%26))
 	})
 }
 
@@ -363,6 +458,16 @@ func (m *Main) TwilioLedger() []TwilioMessage {
 
 func (m *Main) twilioLedger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"messages": m.TwilioLedger()})
+}
+
+func (m *Main) twilioSetDelivery(w http.ResponseWriter, r *http.Request) {
+	var d TwilioDelivery
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<10)).Decode(&d); err != nil {
+		writeProblem(w, http.StatusBadRequest, "INVALID_REQUEST", "the body must be {\"queued\",\"shorten_links\"}")
+		return
+	}
+	m.SetTwilioDelivery(d)
+	writeJSON(w, http.StatusOK, d)
 }
 
 func (m *Main) twilioSetCallbacks(w http.ResponseWriter, r *http.Request) {
@@ -399,20 +504,23 @@ func (m *Main) TwilioStrayCallback(target string) int {
 	return m.twilioPost(target, msg)
 }
 
-// twilioDeliver sends the status callback of a message ("sent" then
-// "delivered"; each twice with Duplicate), counted in the ledger.
+// twilioDeliver sends the message (status "sent", with its date_sent, then
+// "delivered") and posts a status callback for each status (each twice
+// with Duplicate; none with Off), counted in the ledger.
 func (m *Main) twilioDeliver(sid string, cb TwilioCallbacks) {
-	if cb.Off {
-		return
-	}
 	for _, status := range []string{"sent", "delivered"} {
 		m.twilio.mu.Lock()
 		msg := m.twilio.messages[sid]
-		msg.Status, msg.DateUpdated = status, twilioTime(m.cfg.Now())
+		now := m.cfg.Now()
+		msg.Status, msg.DateUpdated = status, twilioTime(now)
+		if status == "sent" {
+			sent := twilioTime(now)
+			msg.sent, msg.DateSent = now, &sent
+		}
 		c := *msg
 		m.twilio.mu.Unlock()
-		if c.StatusCallback == "" {
-			return
+		if c.StatusCallback == "" || cb.Off {
+			continue
 		}
 		for range 1 + btoi(cb.Duplicate) {
 			if m.twilioPost(c.StatusCallback, c) != 0 {

@@ -73,6 +73,63 @@ func (d *Driver) Remote(capability string) bool {
 	return ok
 }
 
+// providerOf is the provider this process sends a write of capability
+// to: its remote provider, or, for a write before the action's required
+// one that no remote provider serves, the local one.
+func (d *Driver) providerOf(capability string, before bool) (provider.Provider, bool) {
+	p, ok := d.providers.Remote(capability)
+	if !ok && before {
+		p, ok = d.Local.Remote(capability)
+	}
+	return p, ok
+}
+
+// Plan names, on the steps of an action being claimed (in order), the
+// provider each is sent to (provider.IdentityOf), from this process's
+// configuration; a step no provider here serves is left unnamed. The Store
+// calls it for every step it records (db.Store.SetStepPlanner).
+func (d *Driver) Plan(steps []db.NewStep) {
+	first := slices.IndexFunc(steps, func(s db.NewStep) bool { return s.Required })
+	for i := range steps {
+		if p, ok := d.providerOf(steps[i].Capability, i < first); ok {
+			id := provider.IdentityOf(p)
+			steps[i].ProviderKind, steps[i].ProviderAccount = id.Kind, id.Account
+		}
+	}
+}
+
+// Serves lists the providers this process is configured for, by
+// capability (the local ones too): the steps the reconciler's leases may
+// take (db.Store.LeaseDue).
+func (d *Driver) Serves() []db.StepProvider {
+	var out []db.StepProvider
+	for _, set := range []provider.Set{d.providers, d.Local} {
+		for capability := range set {
+			if p, ok := set.Remote(capability); ok {
+				id := provider.IdentityOf(p)
+				out = append(out, db.StepProvider{Capability: capability, Kind: id.Kind, Account: id.Account})
+			}
+		}
+	}
+	return out
+}
+
+// serving is the provider of step s if this process is configured for the
+// one s was planned for (its kind and account); a step claimed before steps
+// named their provider is served as it was then (providerOf).
+func (d *Driver) serving(s *oncecall.Step, before bool) (provider.Provider, bool) {
+	if s.ProviderKind == "" {
+		return d.providerOf(s.Capability, before)
+	}
+	want := provider.Identity{Kind: s.ProviderKind, Account: s.ProviderAccount}
+	for _, set := range []provider.Set{d.providers, d.Local} {
+		if p, ok := set.Remote(s.Capability); ok && provider.IdentityOf(p) == want {
+			return p, true
+		}
+	}
+	return nil, false
+}
+
 // Drive advances every due step of a, in order, and settles the action:
 // completed when its required step is resolved, unknown otherwise, and
 // flagged for an operator when recovery has run out of evidence. owner is
@@ -97,10 +154,18 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 			break // follow-ups wait for the write they follow
 		}
 		if !resolved(s) && s.Due() {
+			p, ok := d.serving(s, before)
+			if !ok {
+				// Planned for a provider this process is not configured
+				// for: left as it is to a server that is (or an operator).
+				d.log.Info().Str("action_id", a.ID.String()).Str("step", s.Name).Str("provider", s.ProviderKind).
+					Msg("step planned for a provider not configured here; leaving it")
+				break
+			}
 			if s.Payload, err = withResults(s.Payload, steps[:i]); err != nil {
 				return a, fmt.Errorf("step %s: %w", s.Name, err)
 			}
-			stuck, err := d.advance(ctx, a, s, owner, before)
+			stuck, err := d.advance(ctx, a, s, owner, p)
 			if errors.Is(err, errMoved) {
 				// Another driver holds the action now, or the evidence this one
 				// acted on expired: whoever holds the lease settles it.
@@ -213,20 +278,12 @@ func leaseLost(err error, ok bool) error {
 // driver's lease covers it from the moment it marks the step sent.
 func sendWindow(t provider.Traits) time.Duration { return t.CallTimeout() + time.Second }
 
-// advance sends a step or checks it, records what was learned and reports
-// whether the step needs an operator. Every time comparison uses the
-// database's clock as read with the step; BeginSend checks the same
-// conditions again, in SQL, at the instant it marks the step sent.
-func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, before bool) (needsOperator bool, err error) {
-	p, ok := d.providers.Remote(s.Capability)
-	if !ok && before {
-		// A write before the required one is made whatever its
-		// capability: locally when no remote provider serves it.
-		p, ok = d.Local.Remote(s.Capability)
-	}
-	if !ok {
-		return d.inconclusive(ctx, a, s, owner, "no remote provider is configured for "+s.Capability)
-	}
+// advance sends a step to p, its provider, or checks it there, records
+// what was learned and reports whether the step needs an operator. Every
+// time comparison uses the database's clock as read with the step;
+// BeginSend checks the same conditions again, in SQL, at the instant it
+// marks the step sent.
+func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, p provider.Provider) (needsOperator bool, err error) {
 	t := p.Traits()
 	if s.State == oncecall.StepPending {
 		return d.send(ctx, a, s, owner, p, db.Send{})
@@ -244,6 +301,17 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	switch {
 	case errors.Is(err, provider.ErrWaiting):
 		return d.waiting(ctx, a, s, owner, db.StepUpdate{State: s.State, Checks: s.Checks, Backoff: d.backoff(s.Attempts)})
+	case errors.Is(err, provider.ErrConflict), errors.Is(err, provider.ErrKeyConflict):
+		// What the provider holds contradicts the write: no check or
+		// re-send can change that.
+		d.observe(s.Capability, "needs_operator", 0)
+		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
+			State: s.State, Checks: s.Checks + 1, LastError: errText(err), Backoff: d.cfg.MaxBackoff,
+		}, "")
+	case errors.Is(err, provider.ErrLookalike):
+		// Neither found nor absent: never a re-send; checked again (a
+		// notice may name the write) until the operator's turn.
+		return d.inconclusive(ctx, a, s, owner, errText(err))
 	case err != nil:
 		return d.inconclusive(ctx, a, s, owner, "lookup failed: "+errText(err))
 	case found && rec.Status == "rejected":
@@ -332,6 +400,8 @@ var errHeld = errors.New("the write found is another step's")
 func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, owner uuid.UUID, p provider.Provider, ev db.Send) (needsOperator bool, err error) {
 	t := p.Traits()
 	ev.Action, ev.Name, ev.Owner, ev.Version, ev.Window = a.ID, s.Name, owner, s.Version, sendWindow(t)
+	id := provider.IdentityOf(p)
+	ev.ProviderKind, ev.ProviderAccount = id.Kind, id.Account
 	start := time.Now()
 	ok, err := d.store.BeginSend(ctx, ev)
 	if err != nil {
@@ -368,9 +438,9 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 		// Asked, and not decided yet: checked again with backoff.
 		u.State = oncecall.StepUnknown
 		return d.waiting(ctx, a, s, owner, u)
-	case class == "key_conflict":
-		// The provider holds another write under this key: no re-send can
-		// tell what became of this one.
+	case class == "key_conflict" || class == "conflict":
+		// The provider holds another write under this key, or one that
+		// contradicts this write: no re-send can tell what became of it.
 		u.State, u.LastError, u.Checks, u.Backoff = oncecall.StepUnknown, errText(err), s.Checks+1, d.cfg.MaxBackoff
 		needsOperator = true
 	default:

@@ -35,9 +35,11 @@ func (p *Provider) captureHold(ctx context.Context, w provider.Write, c charge) 
 }
 
 // LookupWrite finds what became of a step's write on the account it was
-// made on: a hold by its key in metadata (Stripe's search), the capture of
-// a hold made at approval by the PaymentIntent itself, any other charge by
-// its key.
+// made on (the step's payload names it): a hold by its key in metadata
+// (Stripe's search), the capture of a hold made at approval by the
+// PaymentIntent itself, any other charge by its key; a captured
+// PaymentIntent is a charge's only if its capture names that charge, for
+// its amount (captureEvidence).
 func (p *Provider) LookupWrite(ctx context.Context, w provider.Write) (provider.Record, bool, error) {
 	switch w.Operation {
 	case LinkCreateOperation, LinkOperation:
@@ -69,10 +71,13 @@ func (p *Provider) LookupWrite(ctx context.Context, w provider.Write) (provider.
 		if err != nil {
 			return provider.Record{}, false, err
 		}
-		rec, err := evidence(pi)
-		return rec, err == nil, err
+		return chargeLookup(pi, w, c)
 	}
-	return p.search(ctx, c.Account, MetaKey, w.Key)
+	pi, err := p.searchPI(ctx, c.Account, fmt.Sprintf("metadata['%s']:'%s'", MetaKey, w.Key))
+	if err != nil || pi == nil {
+		return provider.Record{}, false, err
+	}
+	return chargeLookup(pi, w, c)
 }
 
 // holdEvidence is what a PaymentIntent says about a hold: made (awaiting

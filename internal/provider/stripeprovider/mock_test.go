@@ -99,14 +99,14 @@ func TestStripeMockAcceptsEveryRequestTheAdapterSends(t *testing.T) {
 	if _, err := p.capture(ctx, provider.Write{Key: key}, charge{Amount: 3000}, pi.ID); err != nil {
 		t.Fatalf("capture: %v", err)
 	}
-	if _, err := p.Retrieve(ctx, pi.ID); err != nil {
+	if _, err := p.Retrieve(ctx, "", pi.ID); err != nil {
 		t.Fatalf("retrieve: %v", err)
 	}
 	if _, err := p.searchPI(ctx, "", "metadata['"+MetaKey+"']:'"+key+"'"); err != nil {
 		t.Fatalf("search by key: %v", err)
 	}
-	if _, err := p.LookupByRef(ctx, provider.Payments, w.ExternalRef); err != nil && !strings.Contains(err.Error(), "not captured") {
-		t.Fatalf("search by reference: %v", err)
+	if _, _, err := p.LookupWrite(ctx, w); err != nil && !strings.Contains(err.Error(), "not captured") {
+		t.Fatalf("lookup of the step's write: %v", err)
 	}
 
 	reqs := rc.all()

@@ -131,6 +131,24 @@ func New(cfg Config) (*Provider, error) {
 // Traits: Stripe honours idempotency keys for 24h.
 func (p *Provider) Traits() provider.Traits { return p.traits }
 
+// Identity: "stripe" on Config.Account, or, without one, on the platform
+// of the key, named by the key's mode ("platform/live", "platform/test"):
+// the key itself is a secret. A step's own connected account (a tenant's)
+// is in its payload, reached through the platform.
+func (p *Provider) Identity() provider.Identity {
+	if p.cfg.Account != "" {
+		return provider.Identity{Kind: "stripe", Account: p.cfg.Account}
+	}
+	mode := "platform"
+	switch {
+	case strings.Contains(p.cfg.SecretKey, "_live_"):
+		mode += "/live"
+	case strings.Contains(p.cfg.SecretKey, "_test_"):
+		mode += "/test"
+	}
+	return provider.Identity{Kind: "stripe", Account: mode}
+}
+
 // charge is the payload of a payment.charge step.
 type charge struct {
 	PaymentIntentID string `json:"payment_intent_id"`
@@ -237,7 +255,8 @@ func (p *Provider) captureOrRelease(ctx context.Context, w provider.Write, c cha
 	if rerr == nil {
 		switch now.Status {
 		case stripe.PaymentIntentStatusSucceeded:
-			return record(now), nil
+			// Captured: by this charge, or by another.
+			return captureEvidence(now, w, c)
 		case stripe.PaymentIntentStatusCanceled:
 			return provider.Record{}, &provider.Rejected{Code: Declined, Message: "payment intent " + pi.ID + " is canceled"}
 		}
@@ -319,43 +338,30 @@ func (p *Provider) cancel(ctx context.Context, key, account, id string) {
 	_, _ = p.sc.V1PaymentIntents.Cancel(ctx, id, &stripe.PaymentIntentCancelParams{Params: p.params(key+cancelKeySuffix, account)})
 }
 
-// LookupByKey finds the PaymentIntent of a step by its key in metadata
-// (Stripe's search; it may miss a write for SearchDelay).
-func (p *Provider) LookupByKey(ctx context.Context, _ string, key string) (provider.Record, bool, error) {
-	return p.search(ctx, "", MetaKey, key)
+// errNeedsWrite refuses a lookup by key or reference alone: a Stripe write
+// is made on a connected account that only its step's payload names, and
+// asking another account (the platform's) finds nothing there, a "not
+// found" that is no evidence. The driver looks a step up with LookupWrite.
+var errNeedsWrite = errors.New("a Stripe write is looked up with its step's write (LookupWrite), on the account it was made on")
+
+// LookupByKey is refused: see LookupWrite.
+func (p *Provider) LookupByKey(context.Context, string, string) (provider.Record, bool, error) {
+	return provider.Record{}, false, errNeedsWrite
 }
 
-// LookupByRef finds it by the step's external reference (action/step).
-func (p *Provider) LookupByRef(ctx context.Context, _ string, ref string) ([]provider.Record, error) {
-	action, stepName, _ := strings.Cut(ref, "/")
-	rec, found, err := p.searchQuery(ctx, "", fmt.Sprintf("metadata[%q]:%q AND metadata[%q]:%q", MetaAction, action, MetaStep, stepName))
-	if err != nil || !found {
-		return nil, err
-	}
-	return []provider.Record{rec}, nil
+// LookupByRef is refused: see LookupWrite.
+func (p *Provider) LookupByRef(context.Context, string, string) ([]provider.Record, error) {
+	return nil, errNeedsWrite
 }
 
-// Retrieve looks a PaymentIntent up by its id.
-func (p *Provider) Retrieve(ctx context.Context, id string) (provider.Record, error) {
-	ps := p.params("", "")
-	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, id, &stripe.PaymentIntentRetrieveParams{Params: ps})
+// Retrieve looks a PaymentIntent up by its id on account ("" for
+// Config.Account).
+func (p *Provider) Retrieve(ctx context.Context, account, id string) (provider.Record, error) {
+	pi, err := p.sc.V1PaymentIntents.Retrieve(ctx, id, &stripe.PaymentIntentRetrieveParams{Params: p.params("", account)})
 	if err != nil {
 		return provider.Record{}, err
 	}
 	return evidence(pi)
-}
-
-func (p *Provider) search(ctx context.Context, account, field, value string) (provider.Record, bool, error) {
-	return p.searchQuery(ctx, account, fmt.Sprintf("metadata[%q]:%q", field, value))
-}
-
-func (p *Provider) searchQuery(ctx context.Context, account, q string) (provider.Record, bool, error) {
-	pi, err := p.searchPI(ctx, account, strings.ReplaceAll(q, `"`, `'`))
-	if err != nil || pi == nil {
-		return provider.Record{}, false, err
-	}
-	rec, err := evidence(pi)
-	return rec, err == nil, err
 }
 
 // searchPI returns the first PaymentIntent a search query finds, or nil.
@@ -383,6 +389,47 @@ func evidence(pi *stripe.PaymentIntent) (provider.Record, error) {
 		return provider.Record{ID: pi.ID, Status: "rejected", Code: Declined}, nil
 	}
 	return provider.Record{}, fmt.Errorf("payment intent %s is %s: the hold is not captured", pi.ID, pi.Status)
+}
+
+// captureEvidence is what a captured (succeeded) PaymentIntent says about
+// charge c of step w. Stripe captures a PaymentIntent once, so its capture
+// is this charge's only if it names this charge (the capture of a hold made
+// at approval names its charge in oncecall_charge_action and _step; a hold
+// the charge made itself is named by oncecall_action and _step at its
+// creation) and is for the charge's amount. A capture naming another
+// charge is that charge's: this one captured nothing, and is refused
+// INTENT_ALREADY_CAPTURED. A capture naming no charge (made in the
+// Dashboard, or before captures named their charge), or naming this one
+// for another amount, is provider.ErrConflict: an operator decides.
+func captureEvidence(pi *stripe.PaymentIntent, w provider.Write, c charge) (provider.Record, error) {
+	action, stepName, _ := strings.Cut(w.ExternalRef, "/")
+	byAction, byStep := pi.Metadata[MetaAction], pi.Metadata[MetaStep]
+	if c.Hold != "" {
+		byAction, byStep = pi.Metadata[MetaChargeAction], pi.Metadata[MetaChargeStep]
+	}
+	switch {
+	case byAction == "" && byStep == "":
+		return provider.Record{}, fmt.Errorf("%w: payment intent %s was captured by no charge of oncecall's", provider.ErrConflict, pi.ID)
+	case byAction != action || byStep != stepName:
+		return provider.Record{}, &provider.Rejected{Code: AlreadyCaptured, Message: "payment intent " + pi.ID + " was captured by another charge"}
+	case pi.AmountReceived != c.Amount:
+		return provider.Record{}, fmt.Errorf("%w: payment intent %s was captured for %d, the charge is for %d", provider.ErrConflict, pi.ID, pi.AmountReceived, c.Amount)
+	}
+	return record(pi), nil
+}
+
+// chargeLookup is captureEvidence as a lookup's answer: a charge refused
+// is found rejected.
+func chargeLookup(pi *stripe.PaymentIntent, w provider.Write, c charge) (provider.Record, bool, error) {
+	if pi.Status != stripe.PaymentIntentStatusSucceeded {
+		rec, err := evidence(pi)
+		return rec, err == nil, err
+	}
+	rec, err := captureEvidence(pi, w, c)
+	if rej, ok := err.(*provider.Rejected); ok {
+		return provider.Record{ID: pi.ID, Status: "rejected", Code: rej.Code}, true, nil
+	}
+	return rec, err == nil, err
 }
 
 func record(pi *stripe.PaymentIntent) provider.Record {

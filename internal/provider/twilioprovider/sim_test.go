@@ -101,7 +101,9 @@ func TestTwilioAmbiguousSendIsFoundAgainNotResent(t *testing.T) {
 
 // A message the lookups do not show yet is not found (the driver waits
 // for the visibility delay); one another step holds is not this step's;
-// the SID a callback named is checked first, and must carry this text.
+// the SID a callback named is checked first: its message is the step's if
+// it went to the step's recipient from its sender since the claim,
+// whatever Twilio made of its text.
 func TestTwilioFindHonoursLagTakenAndTheCallbacksSID(t *testing.T) {
 	t.Parallel()
 	sim := simtest.Start(t, providersim.Config{Ledger: ""})
@@ -127,16 +129,24 @@ func TestTwilioFindHonoursLagTakenAndTheCallbacksSID(t *testing.T) {
 	if rec, found, err := p.Find(t.Context(), q); err != nil || found {
 		t.Fatalf("find with the only visible match taken = %+v, %v, %v; want not found", rec, found, err)
 	}
-	other, err := p.Write(t.Context(), smsWrite(5, "+15551230003", "Another text."))
+	elsewhere, err := p.Write(t.Context(), smsWrite(5, "+15551230099", "Your code is ready."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	q.Taken, q.ProviderRef = nil, other.ID
+	q.Taken, q.ProviderRef = nil, elsewhere.ID
 	if rec, found, err := p.Find(t.Context(), q); err != nil || !found || rec.ID != first.ID {
-		t.Fatalf("find with a SID of another text = %+v, %v, %v; want the text's own match %s", rec, found, err, first.ID)
+		t.Fatalf("find with the SID of a message to another number = %+v, %v, %v; want the text's own match %s", rec, found, err, first.ID)
 	}
-	if n := len(sim.TwilioLedger()); n != 3 {
-		t.Fatalf("Twilio holds %d messages, want 3", n)
+	rewritten, err := p.Write(t.Context(), smsWrite(6, "+15551230003", "Your code is ready. Reply STOP to opt out."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.ProviderRef = rewritten.ID
+	if rec, found, err := p.Find(t.Context(), q); err != nil || !found || rec.ID != rewritten.ID {
+		t.Fatalf("find with the SID of a message to the recipient = %+v, %v, %v; want it, %s", rec, found, err, rewritten.ID)
+	}
+	if n := len(sim.TwilioLedger()); n != 4 {
+		t.Fatalf("Twilio holds %d messages, want 4", n)
 	}
 }
 
@@ -212,5 +222,79 @@ func TestTwilioSimulatorCallbacksVerifyWithTwilioGo(t *testing.T) {
 	}
 	if m := onlyMessage(t, sim); m.Callbacks != 4 {
 		t.Fatalf("ledger counts %d callbacks, want 4", m.Callbacks)
+	}
+}
+
+// A message Twilio still holds queued has no date_sent: it is found all
+// the same, by when it was created, and never sent again.
+func TestTwilioQueuedMessageIsFoundNotResent(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{Ledger: ""})
+	sim.SetTwilioDelivery(providersim.TwilioDelivery{Queued: true})
+	p := newTwilio(t, sim, "")
+	sim.Fault(providersim.Messaging, providersim.FaultDropResponse, 1)
+	w := smsWrite(11, "+15551230011", "Your table is booked.")
+	if _, err := p.Write(t.Context(), w); provider.Classify(err) != "ambiguous" {
+		t.Fatalf("write = %v, want ambiguous", err)
+	}
+	m := onlyMessage(t, sim)
+	if m.Status != "queued" || m.DateSent != nil {
+		t.Fatalf("message %+v, want queued without date_sent", m)
+	}
+	rec, found, err := p.Find(t.Context(), provider.Query{Write: w, Since: time.Now().Add(-time.Second)})
+	if err != nil || !found || rec.ID != m.SID {
+		t.Fatalf("find = %+v, %v, %v; want the queued message %s", rec, found, err, m.SID)
+	}
+}
+
+// A message whose text Twilio rewrote (its link shortened) to the step's
+// recipient from its sender, created since the claim, may be the step's:
+// the search is no proof that the step's message does not exist.
+func TestTwilioRewrittenMessageIsNoProofOfAbsence(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{Ledger: ""})
+	sim.SetTwilioDelivery(providersim.TwilioDelivery{Queued: true, ShortenLinks: true})
+	p := newTwilio(t, sim, "")
+	sim.Fault(providersim.Messaging, providersim.FaultDropResponse, 1)
+	w := smsWrite(12, "+15551230012", "Pay here: https://checkout.stripe.com/c/pay/cs_test_a1b2c3 thank you")
+	if _, err := p.Write(t.Context(), w); provider.Classify(err) != "ambiguous" {
+		t.Fatalf("write = %v, want ambiguous", err)
+	}
+	if m := onlyMessage(t, sim); strings.Contains(m.Body, "checkout.stripe.com") || m.DateSent != nil {
+		t.Fatalf("message %+v, want its link shortened and no date_sent", m)
+	}
+	rec, found, err := p.Find(t.Context(), provider.Query{Write: w, Since: time.Now().Add(-time.Second)})
+	if found || !errors.Is(err, provider.ErrLookalike) {
+		t.Fatalf("find = %+v, %v, %v; want no evidence either way (%v)", rec, found, err, provider.ErrLookalike)
+	}
+	// Another recipient's message, or one from another sender, is not.
+	other := smsWrite(13, "+15551230013", "Pay here: https://checkout.stripe.com/c/pay/cs_test_zz")
+	if rec, found, err := p.Find(t.Context(), provider.Query{Write: other, Since: time.Now().Add(-time.Second)}); err != nil || found {
+		t.Fatalf("find for another recipient = %+v, %v, %v; want not found", rec, found, err)
+	}
+	onlyMessage(t, sim)
+}
+
+// "Not found" is read from every page of Twilio's list, however many
+// messages the recipient has from the sender.
+func TestTwilioSearchReadsEveryPage(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{Ledger: ""})
+	p := newTwilio(t, sim, "")
+	twilioprovider.SetPageSize(p, 2)
+	w := smsWrite(14, "+15551230014", "The first one.")
+	first, err := p.Write(t.Context(), w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := p.Write(t.Context(), smsWrite(15+i, "+15551230014", fmt.Sprintf("Later %d.", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	taken := func(_ context.Context, id string) (bool, error) { return id != first.ID, nil }
+	rec, found, err := p.Find(t.Context(), provider.Query{Write: w, Since: time.Now().Add(-time.Second), Taken: taken})
+	if err != nil || !found || rec.ID != first.ID {
+		t.Fatalf("find = %+v, %v, %v; want the oldest message %s, on the last page", rec, found, err, first.ID)
 	}
 }

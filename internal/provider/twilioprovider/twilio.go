@@ -83,6 +83,8 @@ type Provider struct {
 	api    *api.ApiService
 	cfg    Config
 	traits provider.Traits
+	// pageSize is how many messages one page of a search lists.
+	pageSize int
 }
 
 // New returns the adapter.
@@ -117,8 +119,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	rest := twilio.NewRestClientWithParams(twilio.ClientParams{Client: base})
 	return &Provider{
-		api: rest.Api,
-		cfg: cfg,
+		api:      rest.Api,
+		cfg:      cfg,
+		pageSize: 1000,
 		// No keys: a send is found again by lookups, authoritative once
 		// the visibility delay has passed.
 		traits: provider.Traits{HonoursKeys: false, VisibilityDelay: cfg.VisibilityDelay, AuthoritativeLookup: true, Timeout: cfg.Timeout},
@@ -143,6 +146,11 @@ func (r rebased) SendRequest(method, rawURL string, data url.Values, headers map
 
 // Traits: no keys, authoritative lookups after the visibility delay.
 func (p *Provider) Traits() provider.Traits { return p.traits }
+
+// Identity: "twilio" on its account SID.
+func (p *Provider) Identity() provider.Identity {
+	return provider.Identity{Kind: "twilio", Account: p.cfg.AccountSID}
+}
 
 // sms is what the adapter reads of a message.send step's payload.
 type sms struct {
@@ -227,20 +235,43 @@ func (p *Provider) Write(_ context.Context, w provider.Write) (provider.Record, 
 	return provider.Record{ID: *msg.Sid, ExternalRef: w.ExternalRef, Status: "committed"}, nil
 }
 
-// Find looks the step's message up: by the SID a signed status callback
-// named, then among the messages to its recipient since its claim, by the
-// hash of its text (the oldest one no other step holds). Not found is
-// authoritative only after the visibility delay (the driver's rule).
-func (p *Provider) Find(_ context.Context, q provider.Query) (provider.Record, bool, error) {
+// Find looks the step's message up in Twilio: by the SID a signed status
+// callback named for the step, else in Twilio's whole list of the messages
+// to its recipient from its sender, among those created since its claim
+// (a message still queued has no date_sent, so the window is by
+// date_created, compared here: Twilio filters by date_sent only).
+//
+// Found is a message of that list carrying the step's text (the oldest one
+// no other step holds), or the SID's message, to the recipient from the
+// sender since the claim, whatever Twilio made of its text. Not found is
+// positive evidence of absence: every page was read and no message since
+// the claim to that recipient from that sender is free. Any other message
+// there may be the step's with its text rewritten (link shortening, smart
+// encoding, an opt-out footer): that is provider.ErrLookalike, no evidence
+// either way. The driver takes "not found" only once the visibility delay
+// has passed.
+func (p *Provider) Find(ctx context.Context, q provider.Query) (provider.Record, bool, error) {
 	m, err := parse(q.Write)
 	if err != nil {
 		return provider.Record{}, false, err
 	}
-	want := sha256.Sum256([]byte(m.Body))
 	from, service := p.sender(m)
-	matches := func(msg api.ApiV2010Message) bool {
-		return msg.Sid != nil && msg.To != nil && *msg.To == m.to() && msg.Body != nil && sha256.Sum256([]byte(body(*msg.Body))) == want &&
-			(service != "" || msg.From == nil || *msg.From == from)
+	since := q.Since.Add(-clockSkew)
+	// ours: to the recipient, from the sender, created since the claim.
+	ours := func(msg api.ApiV2010Message) bool {
+		if msg.Sid == nil || msg.To == nil || *msg.To != m.to() {
+			return false
+		}
+		if service != "" {
+			if msg.MessagingServiceSid == nil || *msg.MessagingServiceSid != service {
+				return false
+			}
+		} else if msg.From == nil || *msg.From != from {
+			return false
+		}
+		created, err := createdAt(msg)
+		// A date Twilio wrote in another form could be in the window.
+		return err != nil || !created.Before(since)
 	}
 	found := func(sid string) provider.Record {
 		return provider.Record{ID: sid, ExternalRef: q.Write.ExternalRef, Status: "committed"}
@@ -248,25 +279,26 @@ func (p *Provider) Find(_ context.Context, q provider.Query) (provider.Record, b
 	if q.ProviderRef != "" {
 		msg, err := p.api.FetchMessage(q.ProviderRef, nil)
 		switch {
-		case err == nil && matches(*msg):
+		case err == nil && ours(*msg):
 			return found(*msg.Sid), true, nil
 		case err != nil && !notFound(err):
 			return provider.Record{}, false, classify(err)
 		}
 	}
-	params := (&api.ListMessageParams{}).SetTo(m.to()).SetDateSentAfter(q.Since.Add(-clockSkew).UTC()).SetPageSize(100).SetLimit(1000)
-	list, err := p.api.ListMessage(params)
+	list, err := p.list(m.to(), from)
 	if err != nil {
-		return provider.Record{}, false, classify(err)
+		return provider.Record{}, false, err
 	}
-	// Twilio lists newest first: the oldest match is the likeliest send.
-	for i := len(list) - 1; i >= 0; i-- {
-		msg := list[i]
-		if !matches(msg) {
+	want := sha256.Sum256([]byte(m.Body))
+	var match *api.ApiV2010Message
+	lookalikes := 0
+	for i := range list {
+		msg := &list[i]
+		if !ours(*msg) {
 			continue
 		}
 		if q.Taken != nil {
-			taken, err := q.Taken(context.Background(), *msg.Sid)
+			taken, err := q.Taken(ctx, *msg.Sid)
 			if err != nil {
 				return provider.Record{}, false, err
 			}
@@ -274,9 +306,72 @@ func (p *Provider) Find(_ context.Context, q provider.Query) (provider.Record, b
 				continue
 			}
 		}
-		return found(*msg.Sid), true, nil
+		if msg.Body == nil || sha256.Sum256([]byte(body(*msg.Body))) != want {
+			lookalikes++
+			continue
+		}
+		if match == nil || older(*msg, *match) {
+			match = msg
+		}
+	}
+	switch {
+	case match != nil:
+		return found(*match.Sid), true, nil
+	case lookalikes > 0:
+		return provider.Record{}, false, fmt.Errorf("%w: %d message(s) to the recipient from the sender since the claim, with another text", provider.ErrLookalike, lookalikes)
 	}
 	return provider.Record{}, false, nil
+}
+
+// maxPages bounds a search: a list longer than this many pages is not
+// read to its end, so it proves nothing.
+const maxPages = 50
+
+// list reads every page of Twilio's messages to a recipient (from a
+// number, when from is set: a Messaging Service's are told apart by their
+// messaging_service_sid, since Twilio lists by number only).
+func (p *Provider) list(to, from string) ([]api.ApiV2010Message, error) {
+	params := (&api.ListMessageParams{}).SetTo(to).SetPageSize(p.pageSize)
+	if from != "" {
+		params.SetFrom(from)
+	}
+	var out []api.ApiV2010Message
+	token, page := "", ""
+	for range maxPages {
+		resp, err := p.api.PageMessage(params, token, page)
+		if err != nil {
+			return nil, classify(err)
+		}
+		out = append(out, resp.Messages...)
+		if resp.NextPageUri == nil || *resp.NextPageUri == "" {
+			return out, nil
+		}
+		next, err := url.Parse(*resp.NextPageUri)
+		if err != nil {
+			return nil, fmt.Errorf("twilio's next page cannot be read: %w", err)
+		}
+		token, page = next.Query().Get("PageToken"), next.Query().Get("Page")
+	}
+	return nil, fmt.Errorf("twilio lists more than %d pages of messages to the recipient: the search is not complete", maxPages)
+}
+
+// createdAt is when Twilio created a message (its date_created, RFC 2822).
+func createdAt(msg api.ApiV2010Message) (time.Time, error) {
+	if msg.DateCreated == nil {
+		return time.Time{}, errors.New("no date_created")
+	}
+	return time.Parse(time.RFC1123Z, *msg.DateCreated)
+}
+
+// older reports whether a was created before b (by SID when Twilio's dates
+// are equal or unreadable, which keeps the choice stable).
+func older(a, b api.ApiV2010Message) bool {
+	ta, ea := createdAt(a)
+	tb, eb := createdAt(b)
+	if ea == nil && eb == nil && !ta.Equal(tb) {
+		return ta.Before(tb)
+	}
+	return *a.Sid < *b.Sid
 }
 
 // trialPrefix is what Twilio puts before the text of a trial account's

@@ -170,6 +170,9 @@ func (s *Sim) TwilioLedger() []providersim.TwilioMessage {
 // SetTwilioCallbacks sets the Twilio mode's callback faults.
 func (s *Sim) SetTwilioCallbacks(c providersim.TwilioCallbacks) { s.main.SetTwilioCallbacks(c) }
 
+// SetTwilioDelivery sets what becomes of the Twilio mode's later messages.
+func (s *Sim) SetTwilioDelivery(d providersim.TwilioDelivery) { s.main.SetTwilioDelivery(d) }
+
 // TwilioAccount is the Twilio mode's account SID and auth token.
 func (s *Sim) TwilioAccount() (sid, token string) { return s.main.TwilioAccount() }
 
