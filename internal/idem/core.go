@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
 )
 
 // Outcome is what the caller hears.
@@ -224,6 +225,12 @@ type ReusedError struct{ Action oncecall.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
 
+// errKeyChurn: every claim of the key found it taken, and every read after
+// found it free again; nothing was claimed by this request.
+var errKeyChurn = fault.New(fault.Unavailable,
+	"other attempts kept taking and releasing this idempotency key while this request tried to claim it; "+
+		"nothing was stored for this request. Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
+
 // errSuperseded: the followed action's answer no longer holds and its key
 // was retired; the request claims the key anew.
 var errSuperseded = errors.New("the action under this key was superseded")
@@ -309,7 +316,12 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 				}
 			}
 			if a.ID == uuid.Nil {
-				continue // the claimer rolled back: the key is free again
+				// The claimer rolled back (or the key was retired or
+				// pruned meanwhile): the key is free again.
+				if attempt < c.cfg.Retries {
+					continue
+				}
+				return Reply{}, errKeyChurn
 			}
 			reply, err := c.follow(ctx, &req, a)
 			if errors.Is(err, errSuperseded) && attempt < c.cfg.Retries {

@@ -207,3 +207,53 @@ func TestWaitFollowsARunningAction(t *testing.T) {
 		t.Fatalf("second attempt: %+v", r)
 	}
 }
+
+// Every claim of a key finds it taken by an attempt that then rolls back,
+// so the key is free again when the action is read: here a trigger takes
+// the key in the claim's own transaction, which the core rolls back. The
+// core tries a bounded number of times and then answers 503 with nothing
+// claimed, instead of claiming for as long as the request lives.
+func TestClaimerThatAlwaysRollsBackIsBounded(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	for _, q := range []string{
+		`CREATE SEQUENCE claims_tried`,
+		`CREATE FUNCTION take_key_first() RETURNS trigger LANGUAGE plpgsql AS $$
+		 BEGIN
+		     IF pg_trigger_depth() = 1 AND NEW.idempotency_key = 'churn' THEN
+		         PERFORM nextval('claims_tried');
+		         INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request)
+		         VALUES (gen_random_uuid(), NEW.tenant_id, NEW.idempotency_key, NEW.operation, NEW.fingerprint, NEW.request);
+		     END IF;
+		     RETURN NEW;
+		 END $$`,
+		`CREATE TRIGGER take_key_first BEFORE INSERT ON actions FOR EACH ROW EXECUTE FUNCTION take_key_first()`,
+	} {
+		if _, err := e.store.Pool().Exec(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const retries = 3
+	core := idem.New(e.store, idem.Config{Retries: retries})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ran := false
+	_, err := core.Do(ctx, idem.Request{
+		TenantID: e.tenant.ID, Key: "churn", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
+		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil },
+	})
+	var tried int
+	if err := e.store.Pool().QueryRow(t.Context(), "SELECT last_value FROM claims_tried").Scan(&tried); err != nil {
+		t.Fatal(err)
+	}
+	if tried > 1+retries {
+		t.Fatalf("the key was claimed %d times (answer %v); want at most %d", tried, err, 1+retries)
+	}
+	if fault.CodeOf(err) != fault.Unavailable || ctx.Err() != nil || ran {
+		t.Fatalf("err %v (code %s), deadline passed %v, ran %v; want SERVICE_UNAVAILABLE before the deadline and nothing run",
+			err, fault.CodeOf(err), ctx.Err() != nil, ran)
+	}
+	if n := e.count(t, "actions"); n != 0 {
+		t.Fatalf("%d actions stored", n)
+	}
+}
