@@ -501,6 +501,11 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 		}
 	}
 	if !req.made(a) {
+		// A caller may answer from the action that stands (a voice call
+		// that restates it hears it confirmed): as sure as a replay.
+		if err := c.replicated(ctx, a); err != nil {
+			return Reply{}, err
+		}
 		return Reply{}, &ReusedError{Action: a}
 	}
 	if a.State != oncecall.Running {
@@ -529,18 +534,26 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
 }
 
-// replay answers with a, an action this request did not complete. A
-// completed answer is given only once the commit that stored it is known
-// to be on the synchronous standbys: its own request may have had its wait
-// for them cancelled, and a failover would then lose what this answer
-// confirms (see db.Store.Replicated).
+// replay answers with a, an action this request did not complete, once it
+// is replicated.
 func (c *Core) replay(ctx context.Context, a oncecall.Action) (Reply, error) {
-	if a.State == oncecall.Completed {
-		if err := c.store.Replicated(ctx); err != nil {
-			return Reply{}, db.Fault(err)
-		}
+	if err := c.replicated(ctx, a); err != nil {
+		return Reply{}, err
 	}
 	return Reply{Action: a, Replayed: true}, nil
+}
+
+// replicated returns once a completed action, which this request did not
+// complete, is known to be on the synchronous standbys: its own request may
+// have had its wait for them cancelled, and a failover would then lose
+// what an answer built from it confirms (see db.Store.Replicated). Every
+// action the core hands out that it did not commit itself passes here: a
+// replay's, and the one a reused key names (ReusedError).
+func (c *Core) replicated(ctx context.Context, a oncecall.Action) error {
+	if a.State != oncecall.Completed {
+		return nil
+	}
+	return db.Fault(c.store.Replicated(ctx))
 }
 
 // claimWait is how long a claim may wait on a concurrent uncommitted attempt.
