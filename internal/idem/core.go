@@ -88,7 +88,10 @@ type Request struct {
 	// under Key no longer holds. Only keys derived from identity fields set
 	// it: such a key names an intent ("this customer in this slot"), so
 	// once its answer stops being true the same request is a new action.
-	// The key is then retired from the old action and claimed anew.
+	// The key is then retired from the old action and claimed anew. It is
+	// not asked about a rejection of the same request (operation and
+	// fingerprint) recorded less than Config.RejectionHold ago: that
+	// rejection is the request's answer.
 	Stale func(ctx context.Context, a oncecall.Action) (bool, error)
 	// CallID is the Dasha callId of a tool call, kept with the action.
 	CallID string
@@ -154,6 +157,16 @@ type Config struct {
 	// AnswerAge is how long a kept answer is used. Default 1m; it must stay
 	// well under the response retention (pruning clears stored answers).
 	AnswerAge time.Duration
+	// RejectionHold is how long after a rejection was recorded (its
+	// completed_at, read by this process's clock) a request identical to
+	// the rejected one is answered with it even when its answers may go
+	// stale (Request.Stale): duplicates of one request that arrive while
+	// its first attempt runs or just after its answer (a platform's
+	// retries of a tool call, the same call delivered twice) hear that
+	// answer, and a remote provider is asked once. Later, the same request
+	// is decided afresh. Default 30s, longer than a voice platform's
+	// retries of one tool call take (Dasha: 10s timeout, 2 retries).
+	RejectionHold time.Duration
 }
 
 // Core runs requests against the store.
@@ -201,6 +214,9 @@ func New(store *db.Store, cfg Config) *Core {
 	}
 	if cfg.AnswerAge <= 0 {
 		cfg.AnswerAge = time.Minute
+	}
+	if cfg.RejectionHold <= 0 {
+		cfg.RejectionHold = 30 * time.Second
 	}
 	return &Core{store: store, cfg: cfg, answers: newAnswers(cfg.AnswerBytes, cfg.AnswerAge)}
 }
@@ -483,9 +499,11 @@ func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (
 
 // follow answers a request whose key already names an action. An answer
 // that no longer holds under a derived key (req.Stale) is superseded once
-// per request: the key is retired from a and errSuperseded returned.
+// per request: the key is retired from a and errSuperseded returned. A
+// request waiting for a running attempt is answered with that attempt's
+// outcome, whatever it is.
 func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
-	if req.Stale != nil && a.State == oncecall.Completed {
+	if req.Stale != nil && a.State == oncecall.Completed && !c.held(req, a) {
 		stale, err := req.Stale(ctx, a)
 		if err != nil {
 			return Reply{}, db.Fault(err)
@@ -532,6 +550,15 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 		delay = min(delay*2, 250*time.Millisecond)
 	}
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
+}
+
+// held reports whether a is a rejection of a request like req recorded
+// less than RejectionHold ago, which answers req however stale (see
+// Config.RejectionHold). A completion time ahead of this process's clock
+// counts as now.
+func (c *Core) held(req *Request, a oncecall.Action) bool {
+	return a.Outcome == oncecall.Rejected && req.made(a) && !a.CompletedAt.IsZero() &&
+		time.Since(a.CompletedAt) < c.cfg.RejectionHold
 }
 
 // replay answers with a, an action this request did not complete, once it

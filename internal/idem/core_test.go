@@ -6,9 +6,11 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall"
@@ -255,5 +257,92 @@ func TestClaimerThatAlwaysRollsBackIsBounded(t *testing.T) {
 	}
 	if n := e.count(t, "actions"); n != 0 {
 		t.Fatalf("%d actions stored", n)
+	}
+}
+
+// rejectingRequest is a request whose answers may go stale like a voice
+// call's under a derived key: a rejection is stale, so the same request is
+// decided afresh. Each execution is counted and rejected.
+func rejectingRequest(e env, runs *atomic.Int32, fingerprint string) idem.Request {
+	return idem.Request{
+		TenantID: e.tenant.ID, Key: idem.DeriveKey("test", "declined"), Operation: "test.op", Fingerprint: fingerprint,
+		Input: []byte(`{}`), Wait: 5 * time.Second,
+		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
+			runs.Add(1)
+			return idem.Result{Outcome: idem.Rejected, Status: 422, Reason: "DECLINED", Body: []byte(`{}`)}, nil
+		},
+		Stale: func(_ context.Context, a oncecall.Action) (bool, error) { return a.Outcome == oncecall.Rejected, nil },
+	}
+}
+
+// Identical requests sent at once, whose answers may go stale: those that
+// wait for the first attempt's claim hear its rejection, and so do those
+// that arrive just after it. One execution.
+func TestConcurrentDuplicatesOfARejectionRunOnce(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	var runs atomic.Int32
+	ids := make([]uuid.UUID, 20)
+	var wg sync.WaitGroup
+	for i := range ids {
+		wg.Go(func() {
+			r, err := e.core.Do(t.Context(), rejectingRequest(e, &runs, "f"))
+			if err != nil {
+				t.Error(err)
+			}
+			ids[i] = r.Action.ID
+		})
+	}
+	wg.Wait()
+	if n := runs.Load(); n != 1 || e.count(t, "actions") != 1 {
+		t.Fatalf("20 identical requests ran %d times and made %d actions, want 1 and 1", n, e.count(t, "actions"))
+	}
+	for i, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("request %d answered with action %s, the first with %s", i, id, ids[0])
+		}
+	}
+}
+
+// A rejection answers an identical request for RejectionHold after it was
+// recorded; a request with other details is decided afresh at once, and
+// the same request once the hold has passed.
+func TestRejectionAnswersItsDuplicatesForTheHold(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const hold = time.Second
+	core := idem.New(e.store, idem.Config{RejectionHold: hold})
+	var runs atomic.Int32
+	do := func(fingerprint string) idem.Reply {
+		t.Helper()
+		r, err := core.Do(t.Context(), rejectingRequest(e, &runs, fingerprint))
+		if err != nil || r.Action.Outcome != idem.Rejected {
+			t.Fatalf("Do: %+v %v", r, err)
+		}
+		return r
+	}
+	first := do("f")
+	if again := do("f"); !again.Replayed || again.Action.ID != first.Action.ID || runs.Load() != 1 {
+		t.Fatalf("the same request within the hold: %+v after %d runs; want the rejection %s replayed", again, runs.Load(), first.Action.ID)
+	}
+	other := do("other")
+	if other.Replayed || other.Action.ID == first.Action.ID || runs.Load() != 2 {
+		t.Fatalf("another request under the key within the hold: %+v after %d runs; want a new action", other, runs.Load())
+	}
+	last := do("f") // the key now names the other request's rejection
+	if last.Replayed || runs.Load() != 3 {
+		t.Fatalf("the first request again: %+v after %d runs; want a new action", last, runs.Load())
+	}
+	stored, err := e.store.ActionByID(t.Context(), e.tenant.ID, last.Action.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := do("f"); !again.Replayed || again.Action.ID != last.Action.ID {
+		t.Fatalf("the same request within the hold: %+v; want %s replayed", again, last.Action.ID)
+	}
+	// The rule is about time: wait until the hold has passed.
+	time.Sleep(time.Until(stored.CompletedAt.Add(hold)))
+	if after := do("f"); after.Replayed || after.Action.ID == last.Action.ID || runs.Load() != 4 {
+		t.Fatalf("the same request after the hold: %+v after %d runs; want a new action", after, runs.Load())
 	}
 }
