@@ -217,6 +217,9 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		req.Stale = s.stale(prep)
 	}
 	req.CallID, req.Named = c.call(), named
+	if seat := &info.seat; seat.gate != nil {
+		req.Place = seat // held since shareDB
+	}
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError

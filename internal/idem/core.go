@@ -101,6 +101,21 @@ type Request struct {
 	// from it (Stale) and claimed for a new action meanwhile. Nothing is
 	// claimed. Key is then the action's key.
 	Named uuid.UUID
+	// Place, when set, is the request's place in a share of the database
+	// pool its caller rations (the API's per-tenant gate), held when Do is
+	// called. It is freed while the request waits for a running attempt of
+	// its action (see Core.await).
+	Place Place
+}
+
+// Place is a request's place in a share of the database pool.
+type Place interface {
+	// Free gives the place up; the request keeps none of its connections
+	// meanwhile.
+	Free()
+	// Take gets the place back before the request uses the database
+	// again. Its error ends the request, which has then claimed nothing.
+	Take(ctx context.Context) error
 }
 
 // made reports whether a is the action of a request like req (the same
@@ -529,8 +544,24 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 	if a.State != oncecall.Running {
 		return c.replay(ctx, a)
 	}
+	return c.await(ctx, req, a)
+}
+
+// await waits up to req.Wait for a, a running attempt of req's action, to
+// end, and answers with how it ended, or InProgressError. The request's
+// place in its caller's share of the pool (req.Place) is given up while it
+// waits: between its reads, each of one row by its key that takes no lock,
+// it holds no connection, and duplicates of one slow attempt (a remote
+// provider's call) must not shut their tenant's other requests out. It is
+// taken back once the attempt has ended, for the replay and whatever the
+// caller does next; an answer of InProgressError goes without it.
+func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
 	deadline := time.Now().Add(req.Wait)
 	delay := c.cfg.PollInterval
+	place := req.Place
+	if place != nil && time.Now().Add(delay).Before(deadline) {
+		place.Free()
+	}
 	for time.Now().Add(delay).Before(deadline) {
 		t := time.NewTimer(delay)
 		select {
@@ -544,6 +575,11 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 			return Reply{}, db.Fault(err)
 		}
 		if next.State != oncecall.Running {
+			if place != nil {
+				if err := place.Take(ctx); err != nil {
+					return Reply{}, err
+				}
+			}
 			return c.replay(ctx, next)
 		}
 		a = next
