@@ -50,6 +50,9 @@ type Action struct {
 	Result     []byte
 	LeaseUntil *time.Time
 	CreatedAt  time.Time
+	// CompletedAt is when the outcome was recorded, by the database's
+	// clock; zero while the action is running or unknown.
+	CompletedAt time.Time
 	// Request is the normalised input the action was claimed with.
 	Request []byte
 	// CallID is the voice call whose tool call claimed the action; empty

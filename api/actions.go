@@ -22,7 +22,8 @@ import (
 // write returns the REST handler of an operation. pathFields name URL
 // parameters that become input fields of the same name. The request holds
 // one of its tenant's places in the gate (enterDB) only while the core runs
-// it: its input is read and checked before, its answer written after.
+// it: its input is read and checked before, its answer written after, and
+// the core gives the place up while it waits for another attempt.
 func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc {
 	o := s.cfg.Ops.MustGet(operation)
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -59,12 +60,15 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		leave, ok := s.enterDB(w, r)
+		seat, ok := s.enterDB(w, r)
 		if !ok {
 			return
 		}
+		if seat.gate != nil {
+			req.Place = seat
+		}
 		reply, err := func() (idem.Reply, error) {
-			defer leave()
+			defer seat.Free()
 			return s.cfg.Core.Do(r.Context(), req)
 		}()
 		if err != nil {

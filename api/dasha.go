@@ -217,6 +217,9 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		req.Stale = s.stale(prep)
 	}
 	req.CallID, req.Named = c.call(), named
+	if seat := &info.seat; seat.gate != nil {
+		req.Place = seat // held since shareDB
+	}
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
@@ -268,8 +271,11 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 // stale is the Stale check of a request whose key was derived from
 // identity fields: the stored answer no longer holds when it was a
 // rejection (it did nothing; the same request is decided afresh) or a
-// confirmation whose object has changed since. The identity fields, the
-// only ones Standing looks at, are the same in p and in the stored action.
+// confirmation whose object has changed since. The core does not ask it
+// about a rejection of the same arguments recorded moments ago
+// (idem.Config.RejectionHold): duplicates of one tool call hear the first
+// attempt's answer. The identity fields, the only ones Standing looks at,
+// are the same in p and in the stored action.
 func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
 	return func(ctx context.Context, a oncecall.Action) (bool, error) {
 		if a.Outcome == oncecall.Rejected {

@@ -6,8 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/internal/app"
 )
 
 // A key derived from identity fields (no action_id, no Idempotency-Key)
@@ -87,9 +90,13 @@ func TestCreateCustomerAfterThePhoneWasRemovedCreatesAgain(t *testing.T) {
 	}
 }
 
+// A rejection did nothing, so once it is older than the rejection hold the
+// same request is decided afresh; until then (duplicates of the request)
+// it is the answer, even when the slot was freed meanwhile.
 func TestSlotUnavailableIsNotReplayedAfterTheSlotIsFreed(t *testing.T) {
 	t.Parallel()
-	d := setupDasha(t)
+	const hold = 2 * time.Second
+	d := setupDasha(t, func(c *app.Config) { c.Core.RejectionHold = hold })
 	other := d.Customer(d.tenant)
 	taken := decodeAnswer(t, d.call("book_appointment", "call-1", map[string]any{"customer_id": other, "slot_id": d.slot}))
 	if taken.Outcome != "confirmed" {
@@ -102,6 +109,15 @@ func TestSlotUnavailableIsNotReplayedAfterTheSlotIsFreed(t *testing.T) {
 	if a := decodeAnswer(t, d.call("cancel_appointment", "call-1", map[string]any{"appointment_id": detailID(t, taken)})); a.Outcome != "confirmed" {
 		t.Fatalf("cancel: %+v", a)
 	}
+	if dup := decodeAnswer(t, d.call("book_appointment", "call-2", d.bookArgs(d.slot))); dup.ActionID != refused.ActionID || dup.Reason != "slot_unavailable" {
+		t.Fatalf("a duplicate within the rejection hold answered %+v, want the rejection %s", dup, refused.ActionID)
+	}
+	var completed time.Time
+	if err := d.Store.Pool().QueryRow(t.Context(), "SELECT completed_at FROM actions WHERE id = $1", refused.ActionID).Scan(&completed); err != nil {
+		t.Fatal(err)
+	}
+	// The rule is about time: wait until the hold has passed.
+	time.Sleep(time.Until(completed.Add(hold)))
 	now := decodeAnswer(t, d.call("book_appointment", "call-2", d.bookArgs(d.slot)))
 	if now.Outcome != "confirmed" {
 		t.Fatalf("booking the freed slot answered %+v: a stale rejection", now)

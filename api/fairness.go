@@ -163,36 +163,80 @@ func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) 
 // Retry-After on every route, Dasha's included: nothing was claimed, so the
 // retry is safe, and a 4xx would make a voice agent give up. A REST write
 // takes its place itself (enterDB), once its input is accepted and only
-// while the core runs it.
+// while the core runs it. A request the core makes wait for another
+// attempt of its action gives its place up meanwhile (seat).
 func (s *Server) shareDB(next http.Handler) http.Handler {
 	if s.gate == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leave, ok := s.enterDB(w, r)
+		seat, ok := s.enterDB(w, r)
 		if !ok {
 			return
 		}
-		defer leave()
+		defer seat.Free()
 		next.ServeHTTP(w, r)
 	})
 }
 
-// enterDB takes one of the request's tenant's places, as shareDB does; when
-// it cannot, the answer has been written and ok is false. leave gives the
-// place back.
-func (s *Server) enterDB(w http.ResponseWriter, r *http.Request) (leave func(), ok bool) {
+// enterDB takes one of the request's tenant's places, as shareDB does, and
+// returns the request's seat holding it (a seat without a gate when there
+// is none); when it cannot, the answer has been written and ok is false.
+// seat.Free gives the place back.
+func (s *Server) enterDB(w http.ResponseWriter, r *http.Request) (_ *seat, ok bool) {
+	seat := &infoFrom(r.Context()).seat
 	if s.gate == nil {
-		return func() {}, true
+		return seat, true
 	}
-	leave, err := s.gate.enter(r.Context(), tenantFrom(r.Context()).ID)
-	if err != nil {
+	seat.gate, seat.tenant = s.gate, tenantFrom(r.Context()).ID
+	if err := seat.Take(r.Context()); err != nil {
 		if !errors.Is(r.Context().Err(), context.Canceled) { // else the client went away
-			writeError(w, r, fault.New(fault.Unavailable,
-				"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
-					"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"))
+			writeError(w, r, err)
 		}
 		return nil, false
 	}
-	return leave, true
+	return seat, true
+}
+
+// errTenantBusy answers a request that waited too long for a place.
+var errTenantBusy = fault.New(fault.Unavailable,
+	"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
+		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
+
+// seat is a request's place in its tenant's share of the gate, an
+// idem.Place: the idempotency core gives it up while the request waits for
+// another attempt of its action, and takes it again when that attempt has
+// ended. It belongs to one request (reqInfo.seat) and is used by that
+// request's goroutine only. Without a gate it holds nothing.
+type seat struct {
+	gate   *tenantGate
+	tenant uuid.UUID
+	leave  func() // gives the place back; nil while none is held
+}
+
+// Take waits for one of the tenant's places, as enter does, unless one is
+// held already. A request that got none before its wait or its own
+// deadline ended gets errTenantBusy; one whose client went away, its
+// context's error.
+func (st *seat) Take(ctx context.Context) error {
+	if st.gate == nil || st.leave != nil {
+		return nil
+	}
+	leave, err := st.gate.enter(ctx, st.tenant)
+	switch {
+	case errors.Is(err, context.Canceled):
+		return err
+	case err != nil:
+		return errTenantBusy
+	}
+	st.leave = leave
+	return nil
+}
+
+// Free gives the place back, if one is held.
+func (st *seat) Free() {
+	if st.leave != nil {
+		st.leave()
+		st.leave = nil
+	}
 }

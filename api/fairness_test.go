@@ -13,6 +13,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // Tenant A floods requests that are stuck behind a row lock held outside
@@ -194,5 +195,101 @@ func TestRefusedInputTakesNoPlace(t *testing.T) {
 	}
 	if actions != 1 || appointments != 1 {
 		t.Fatalf("%d actions and %d appointments, want the stuck booking's one of each", actions, appointments)
+	}
+}
+
+// A remote booking is slow at its provider, and identical requests keep
+// arriving while it runs (REST retries with Prefer: wait, Dasha's retries
+// of the tool call). A duplicate waiting for the first attempt holds no
+// place in the tenant's share of the pool, so the tenant's other requests
+// (a REST read, another call's get_customer) are served while they wait,
+// and the duplicates are not refused for want of a place: each hears the
+// booking, or pending. One booking at the calendar.
+func TestWaitingDuplicatesHoldNoTenantPlace(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		write func(d dashaEnv, ctx context.Context) (apptest.Response, error)
+		// answered reports whether r is an answer to the booking.
+		answered func(t *testing.T, r apptest.Response) bool
+	}{
+		{"dasha", func(d dashaEnv, ctx context.Context) (apptest.Response, error) {
+			return d.RequestCtx(ctx, http.MethodPost, "/v1/dasha/tools/book_appointment", d.key, payload("book_appointment", "call_slow", d.bookArgs(d.slot)))
+		}, func(t *testing.T, r apptest.Response) bool {
+			if r.Status != http.StatusOK {
+				return false
+			}
+			a := decodeAnswer(t, r)
+			return a.Outcome == "confirmed" || a.Outcome == "pending"
+		}},
+		{"rest", func(d dashaEnv, ctx context.Context) (apptest.Response, error) {
+			return d.RequestCtx(ctx, http.MethodPost, "/v1/appointments", d.key, d.bookArgs(d.slot), "Idempotency-Key", "slow", "Prefer", "wait=10")
+		}, func(t *testing.T, r apptest.Response) bool { return r.Status == http.StatusCreated }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sim, providers := slowCalendar(t, "4s")
+			d := setupDasha(t, func(c *app.Config) {
+				c.Providers, c.ReconcileDisabled = providers, true
+				c.MaxConns, c.TenantDBRequests, c.TenantDBWait = 6, 3, time.Second
+			})
+			if r := d.Get("/v1/customers/"+d.customer.String(), d.key); r.Status != http.StatusOK { // the key into the cache
+				t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+			}
+			first := make(chan apptest.Response, 1)
+			go func() {
+				r, _ := tc.write(d, t.Context())
+				first <- r
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for d.Count("SELECT count(*) FROM actions WHERE state = 'running'") == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("the first booking never claimed its action")
+				}
+				time.Sleep(5 * time.Millisecond) // polling a condition
+			}
+
+			const dups = 10
+			answers := make([]apptest.Response, dups)
+			errs := make([]error, dups)
+			var wg sync.WaitGroup
+			for i := range dups {
+				wg.Go(func() { answers[i], errs[i] = tc.write(d, t.Context()) })
+			}
+			// While the duplicates wait, the tenant's other requests are
+			// served: none waits out the gate's second.
+			reads := 0
+			for done := false; !done; reads++ {
+				read := within(t, d.Env, 5*time.Second, http.MethodGet, "/v1/customers/"+d.customer.String(), d.key, nil)
+				if read.Status != http.StatusOK {
+					t.Fatalf("read %d while the duplicates wait: %d %s", reads, read.Status, read.Body)
+				}
+				tool := within(t, d.Env, 5*time.Second, http.MethodPost, "/v1/dasha/tools/get_customer", d.key,
+					payload("get_customer", fmt.Sprintf("call_other_%d", reads), map[string]any{"customer_id": d.customer}))
+				if tool.Status != http.StatusOK {
+					t.Fatalf("another call's get_customer %d while the duplicates wait: %d %s", reads, tool.Status, tool.Body)
+				}
+				select {
+				case r := <-first:
+					if !tc.answered(t, r) {
+						t.Fatalf("the first booking: %d %s", r.Status, r.Body)
+					}
+					done = true
+				case <-time.After(100 * time.Millisecond): // the pace of the reads
+				}
+			}
+			wg.Wait()
+			for i, r := range answers {
+				if errs[i] != nil || !tc.answered(t, r) {
+					t.Errorf("duplicate %d: %v %d %s", i, errs[i], r.Status, r.Body)
+				}
+			}
+			if l := sim.Ledger(provider.Calendar); len(l) != 1 {
+				t.Fatalf("calendar ledger holds %d writes, want 1", len(l))
+			}
+			if n := d.Count("SELECT count(*) FROM actions"); n != 1 {
+				t.Fatalf("%d actions, want 1", n)
+			}
+		})
 	}
 }

@@ -38,6 +38,8 @@ type reqInfo struct {
 	outcome   string
 	callID    string
 	replayed  bool
+	// seat is the request's place in its tenant's share of the pool.
+	seat seat
 
 	// base is the server's logger; log, base with the request's ids, is
 	// made the first time something of the request logs (most requests

@@ -84,8 +84,8 @@ func action(r dbsqlc.Action) oncecall.Action {
 		ID: r.ID, TenantID: r.TenantID, Key: r.IdempotencyKey, Operation: r.Operation,
 		Fingerprint: r.Fingerprint, State: oncecall.State(r.State), NeedsOperator: r.NeedsOperator,
 		Outcome: oncecall.Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
-		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, Request: r.Request,
-		CallID: deref(r.CallID),
+		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, CompletedAt: deref(r.CompletedAt),
+		Request: r.Request, CallID: deref(r.CallID),
 	}
 	if r.HTTPStatus != nil {
 		a.Status = int(*r.HTTPStatus)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/fault"
 )
 
 // Outcome is what the caller hears.
@@ -87,7 +88,10 @@ type Request struct {
 	// under Key no longer holds. Only keys derived from identity fields set
 	// it: such a key names an intent ("this customer in this slot"), so
 	// once its answer stops being true the same request is a new action.
-	// The key is then retired from the old action and claimed anew.
+	// The key is then retired from the old action and claimed anew. It is
+	// not asked about a rejection of the same request (operation and
+	// fingerprint) recorded less than Config.RejectionHold ago: that
+	// rejection is the request's answer.
 	Stale func(ctx context.Context, a oncecall.Action) (bool, error)
 	// CallID is the Dasha callId of a tool call, kept with the action.
 	CallID string
@@ -97,6 +101,21 @@ type Request struct {
 	// from it (Stale) and claimed for a new action meanwhile. Nothing is
 	// claimed. Key is then the action's key.
 	Named uuid.UUID
+	// Place, when set, is the request's place in a share of the database
+	// pool its caller rations (the API's per-tenant gate), held when Do is
+	// called. It is freed while the request waits for a running attempt of
+	// its action (see Core.await).
+	Place Place
+}
+
+// Place is a request's place in a share of the database pool.
+type Place interface {
+	// Free gives the place up; the request keeps none of its connections
+	// meanwhile.
+	Free()
+	// Take gets the place back before the request uses the database
+	// again. Its error ends the request, which has then claimed nothing.
+	Take(ctx context.Context) error
 }
 
 // made reports whether a is the action of a request like req (the same
@@ -153,6 +172,16 @@ type Config struct {
 	// AnswerAge is how long a kept answer is used. Default 1m; it must stay
 	// well under the response retention (pruning clears stored answers).
 	AnswerAge time.Duration
+	// RejectionHold is how long after a rejection was recorded (its
+	// completed_at, read by this process's clock) a request identical to
+	// the rejected one is answered with it even when its answers may go
+	// stale (Request.Stale): duplicates of one request that arrive while
+	// its first attempt runs or just after its answer (a platform's
+	// retries of a tool call, the same call delivered twice) hear that
+	// answer, and a remote provider is asked once. Later, the same request
+	// is decided afresh. Default 30s, longer than a voice platform's
+	// retries of one tool call take (Dasha: 10s timeout, 2 retries).
+	RejectionHold time.Duration
 }
 
 // Core runs requests against the store.
@@ -201,6 +230,9 @@ func New(store *db.Store, cfg Config) *Core {
 	if cfg.AnswerAge <= 0 {
 		cfg.AnswerAge = time.Minute
 	}
+	if cfg.RejectionHold <= 0 {
+		cfg.RejectionHold = 30 * time.Second
+	}
 	return &Core{store: store, cfg: cfg, answers: newAnswers(cfg.AnswerBytes, cfg.AnswerAge)}
 }
 
@@ -223,6 +255,12 @@ func (e *InProgressError) Error() string { return "action in progress" }
 type ReusedError struct{ Action oncecall.Action }
 
 func (e *ReusedError) Error() string { return "idempotency key reused" }
+
+// errKeyChurn: every claim of the key found it taken, and every read after
+// found it free again; nothing was claimed by this request.
+var errKeyChurn = fault.New(fault.Unavailable,
+	"other attempts kept taking and releasing this idempotency key while this request tried to claim it; "+
+		"nothing was stored for this request. Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
 
 // errSuperseded: the followed action's answer no longer holds and its key
 // was retired; the request claims the key anew.
@@ -309,7 +347,12 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 				}
 			}
 			if a.ID == uuid.Nil {
-				continue // the claimer rolled back: the key is free again
+				// The claimer rolled back (or the key was retired or
+				// pruned meanwhile): the key is free again.
+				if attempt < c.cfg.Retries {
+					continue
+				}
+				return Reply{}, errKeyChurn
 			}
 			reply, err := c.follow(ctx, &req, a)
 			if errors.Is(err, errSuperseded) && attempt < c.cfg.Retries {
@@ -471,9 +514,11 @@ func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (
 
 // follow answers a request whose key already names an action. An answer
 // that no longer holds under a derived key (req.Stale) is superseded once
-// per request: the key is retired from a and errSuperseded returned.
+// per request: the key is retired from a and errSuperseded returned. A
+// request waiting for a running attempt is answered with that attempt's
+// outcome, whatever it is.
 func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
-	if req.Stale != nil && a.State == oncecall.Completed {
+	if req.Stale != nil && a.State == oncecall.Completed && !c.held(req, a) {
 		stale, err := req.Stale(ctx, a)
 		if err != nil {
 			return Reply{}, db.Fault(err)
@@ -489,13 +534,34 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 		}
 	}
 	if !req.made(a) {
+		// A caller may answer from the action that stands (a voice call
+		// that restates it hears it confirmed): as sure as a replay.
+		if err := c.replicated(ctx, a); err != nil {
+			return Reply{}, err
+		}
 		return Reply{}, &ReusedError{Action: a}
 	}
 	if a.State != oncecall.Running {
 		return c.replay(ctx, a)
 	}
+	return c.await(ctx, req, a)
+}
+
+// await waits up to req.Wait for a, a running attempt of req's action, to
+// end, and answers with how it ended, or InProgressError. The request's
+// place in its caller's share of the pool (req.Place) is given up while it
+// waits: between its reads, each of one row by its key that takes no lock,
+// it holds no connection, and duplicates of one slow attempt (a remote
+// provider's call) must not shut their tenant's other requests out. It is
+// taken back once the attempt has ended, for the replay and whatever the
+// caller does next; an answer of InProgressError goes without it.
+func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
 	deadline := time.Now().Add(req.Wait)
 	delay := c.cfg.PollInterval
+	place := req.Place
+	if place != nil && time.Now().Add(delay).Before(deadline) {
+		place.Free()
+	}
 	for time.Now().Add(delay).Before(deadline) {
 		t := time.NewTimer(delay)
 		select {
@@ -509,6 +575,11 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 			return Reply{}, db.Fault(err)
 		}
 		if next.State != oncecall.Running {
+			if place != nil {
+				if err := place.Take(ctx); err != nil {
+					return Reply{}, err
+				}
+			}
 			return c.replay(ctx, next)
 		}
 		a = next
@@ -517,18 +588,35 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
 }
 
-// replay answers with a, an action this request did not complete. A
-// completed answer is given only once the commit that stored it is known
-// to be on the synchronous standbys: its own request may have had its wait
-// for them cancelled, and a failover would then lose what this answer
-// confirms (see db.Store.Replicated).
+// held reports whether a is a rejection of a request like req recorded
+// less than RejectionHold ago, which answers req however stale (see
+// Config.RejectionHold). A completion time ahead of this process's clock
+// counts as now.
+func (c *Core) held(req *Request, a oncecall.Action) bool {
+	return a.Outcome == oncecall.Rejected && req.made(a) && !a.CompletedAt.IsZero() &&
+		time.Since(a.CompletedAt) < c.cfg.RejectionHold
+}
+
+// replay answers with a, an action this request did not complete, once it
+// is replicated.
 func (c *Core) replay(ctx context.Context, a oncecall.Action) (Reply, error) {
-	if a.State == oncecall.Completed {
-		if err := c.store.Replicated(ctx); err != nil {
-			return Reply{}, db.Fault(err)
-		}
+	if err := c.replicated(ctx, a); err != nil {
+		return Reply{}, err
 	}
 	return Reply{Action: a, Replayed: true}, nil
+}
+
+// replicated returns once a completed action, which this request did not
+// complete, is known to be on the synchronous standbys: its own request may
+// have had its wait for them cancelled, and a failover would then lose
+// what an answer built from it confirms (see db.Store.Replicated). Every
+// action the core hands out that it did not commit itself passes here: a
+// replay's, and the one a reused key names (ReusedError).
+func (c *Core) replicated(ctx context.Context, a oncecall.Action) error {
+	if a.State != oncecall.Completed {
+		return nil
+	}
+	return db.Fault(c.store.Replicated(ctx))
 }
 
 // claimWait is how long a claim may wait on a concurrent uncommitted attempt.
