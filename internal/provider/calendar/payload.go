@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -88,6 +89,27 @@ type EventRef struct {
 
 // Span is the payload's time as a span.
 func (p Payload) Span() Span { return Span{Start: p.Start.UTC, End: p.End.UTC} }
+
+// Title is the event's title: the service and the customer's name, as the
+// business reads its calendar.
+func (p Payload) Title() string {
+	if p.Service.Name == "" {
+		return p.Customer.Name
+	}
+	return p.Service.Name + " — " + p.Customer.Name
+}
+
+// Notes is the event's description: who booked and how to reach them.
+func (p Payload) Notes() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Booked by phone through oncecall.\nCustomer: %s", p.Customer.Name)
+	for _, f := range []struct{ label, v string }{{"Phone", p.Customer.Phone}, {"E-mail", p.Customer.Email}, {"With", p.Practitioner.Name}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, "\n%s: %s", f.label, f.v)
+		}
+	}
+	return b.String()
+}
 
 // ParsePayload decodes and checks a version 2 payload for op. Its error
 // says what is wrong without repeating the payload's values.

@@ -272,8 +272,8 @@ func (c *Calendar) Availability(ctx context.Context, calendarID string, from, to
 func event(w calendar.Write) *gcal.Event {
 	p := w.Payload
 	ev := &gcal.Event{
-		Summary:            summary(p),
-		Description:        description(p),
+		Summary:            p.Title(),
+		Description:        p.Notes(),
 		Start:              when(p.Start),
 		End:                when(p.End),
 		ExtendedProperties: &gcal.EventExtendedProperties{Private: privateMarks(w.Marks(), nil)},
@@ -282,28 +282,6 @@ func event(w calendar.Write) *gcal.Event {
 		ev.Location = strings.TrimSpace(p.Location.Name + " " + p.Location.Address)
 	}
 	return ev
-}
-
-func summary(p calendar.Payload) string {
-	if p.Service.Name == "" {
-		return p.Customer.Name
-	}
-	return p.Service.Name + " — " + p.Customer.Name
-}
-
-func description(p calendar.Payload) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Booked by phone through oncecall.\nCustomer: %s", p.Customer.Name)
-	if p.Customer.Phone != "" {
-		fmt.Fprintf(&b, "\nPhone: %s", p.Customer.Phone)
-	}
-	if p.Customer.Email != "" {
-		fmt.Fprintf(&b, "\nE-mail: %s", p.Customer.Email)
-	}
-	if p.Practitioner.Name != "" {
-		fmt.Fprintf(&b, "\nWith: %s", p.Practitioner.Name)
-	}
-	return b.String()
 }
 
 func when(w calendar.When) *gcal.EventDateTime {
