@@ -1,7 +1,7 @@
 // Command calendarsim runs a stateful fake of one calendar provider's API
 // (Google Calendar, Microsoft Graph, Cal.com API v2) that fails on
 // purpose. Tests and chaos runs point oncecall's calendar adapters at it
-// and audit its ledger (GET /sim/ledger). See docs/testing.md.
+// and audit its ledger (GET /sim/ledger). See docs/calendarsim.md.
 package main
 
 import (
@@ -31,7 +31,7 @@ Usage:
               [--api-key KEY]
 
 Faults are set per request (header X-Sim-Fault) or with POST /sim/faults;
-GET /sim/ledger lists every event or booking. See docs/testing.md.
+GET /sim/ledger lists every event or booking. See docs/calendarsim.md.
 
 Flags:
 `
