@@ -400,3 +400,26 @@ func TestInvalidPayloadIsRejectedUnsent(t *testing.T) {
 		t.Errorf("ledger holds %d events, want none", n)
 	}
 }
+
+// A create that could not get an access token (the key's token_uri
+// refuses it) was never sent, and nothing was made.
+func TestNoTokenIsNotSent(t *testing.T) {
+	t.Parallel()
+	sim := calsimtest.Start(t, "google")
+	cal, err := googleprovider.New(context.Background(), googleprovider.Config{
+		CredentialsJSON: serviceAccount(t, sim.URL+"/no-such-token-uri"), BaseURL: sim.URL + "/calendar/v3", Timeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := calendartest.NewStep("calendar")
+	_, err = calendar.Steps{Calendar: cal}.Write(ctx(t), st.Write(t, calendar.Book, st.Payload(calID, calendartest.Day(9, 0), 30)))
+	if !errors.Is(err, provider.ErrNotSent) {
+		t.Fatalf("write without a token: %v, want not sent", err)
+	}
+	var l googlecal.Ledger
+	sim.Call("GET", "/sim/ledger", nil, 200, &l)
+	if len(l.Events) != 0 {
+		t.Errorf("ledger holds %d events, want none", len(l.Events))
+	}
+}

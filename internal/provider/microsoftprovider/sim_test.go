@@ -275,3 +275,27 @@ func TestCancelIsRetrySafe(t *testing.T) {
 		t.Fatalf("ledger %+v, want the one event deleted", l)
 	}
 }
+
+// A create that could not get an access token was never sent: it may be
+// sent again safely, and nothing was made.
+func TestNoTokenIsNotSent(t *testing.T) {
+	t.Parallel()
+	sim := calsimtest.Start(t, "microsoft")
+	cal, err := microsoftprovider.New(microsoftprovider.Config{
+		TenantID: "contoso.onmicrosoft.com", ClientID: "app-1", ClientSecret: "secret",
+		BaseURL: sim.URL + "/v1.0", AuthorityURL: sim.URL + "/no-such-issuer", Timeout: 3 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := calendartest.NewStep("calendar")
+	_, err = calendar.Steps{Calendar: cal}.Write(ctx(t), st.Write(t, calendar.Book, st.Payload(mailbox, calendartest.Day(9, 0), 30)))
+	if !errors.Is(err, provider.ErrNotSent) {
+		t.Fatalf("write without a token: %v, want not sent", err)
+	}
+	var l msgraph.Ledger
+	sim.Call("GET", "/sim/ledger", nil, 200, &l)
+	if len(l.Events) != 0 {
+		t.Errorf("ledger holds %d events, want none", len(l.Events))
+	}
+}
