@@ -20,9 +20,11 @@ func TestToolsExportPerPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	urlOf := map[string]func(m map[string]any) string{
-		"vapi":       func(m map[string]any) string { return m["server"].(map[string]any)["url"].(string) },
-		"retell":     func(m map[string]any) string { return m["url"].(string) },
-		"elevenlabs": func(m map[string]any) string { return m["api_schema"].(map[string]any)["url"].(string) },
+		"vapi":   func(m map[string]any) string { return m["server"].(map[string]any)["url"].(string) },
+		"retell": func(m map[string]any) string { return m["url"].(string) },
+		"elevenlabs": func(m map[string]any) string {
+			return m["tool_config"].(map[string]any)["api_schema"].(map[string]any)["url"].(string)
+		},
 	}
 	want := map[string]string{
 		"vapi":       "https://calls.example.org/v1/vapi/webhook",
