@@ -22,9 +22,25 @@ const (
 	ElevenLabsTimeoutSeconds = 20
 )
 
-// FailureMessage is what Vapi speaks when a tool call failed (no answer
-// within its timeout, an error): it never says the request happened.
-const FailureMessage = "I couldn't confirm that just now, so please don't treat it as done yet. Let me check again."
+// What a platform says while a tool runs and when it fails. None of them
+// says that anything happened: only the answer's say may.
+const (
+	// StartMessage is said as a tool call starts (Vapi request-start,
+	// Retell's execution message), so the caller does not wait in silence.
+	StartMessage = "One moment while I check that."
+	// DelayedMessage is said when a tool call has taken DelayedAfterMS
+	// without an answer (Vapi request-response-delayed).
+	DelayedMessage = "Thanks for waiting, this is taking a little longer than usual."
+	// DelayedAfterMS is well inside the answer budget, so the caller hears
+	// it only when oncecall is slow.
+	DelayedAfterMS = 3000
+	// FailureMessage is what Vapi speaks when a tool call with an effect
+	// failed (no answer within its timeout, an error): it never says the
+	// request happened.
+	FailureMessage = "I couldn't confirm that just now, so please don't treat it as done yet. Let me check again."
+	// ReadFailureMessage is FailureMessage for a read-only tool.
+	ReadFailureMessage = "I couldn't look that up just now. Let me try again."
+)
 
 // PlatformDefinitions renders defs (Definitions' output for the same base
 // URL and key) for platform: exactly what its create-tool request takes,
@@ -58,8 +74,14 @@ func PlatformDefinitions(platform string, defs []Definition, baseURL, apiKey str
 }
 
 // vapiTool is Vapi's create-tool request for a function tool whose server is
-// oncecall's Vapi webhook (CreateToolsRequest.Function).
+// oncecall's Vapi webhook (CreateToolsRequest.Function), with what Vapi says
+// while it runs: request-start at once, request-response-delayed when the
+// answer is slow, request-failed when none comes.
 func vapiTool(d Definition, base, key string) map[string]any {
+	failed := FailureMessage
+	if ReadOnly(d.Name) {
+		failed = ReadFailureMessage
+	}
 	return map[string]any{
 		"type":  "function",
 		"async": false,
@@ -71,12 +93,17 @@ func vapiTool(d Definition, base, key string) map[string]any {
 			"timeoutSeconds": VapiTimeoutSeconds,
 			"headers":        map[string]string{"X-Vapi-Secret": key},
 		},
-		"messages": []map[string]any{{"type": "request-failed", "content": FailureMessage}},
+		"messages": []map[string]any{
+			{"type": "request-start", "content": StartMessage},
+			{"type": "request-response-delayed", "content": DelayedMessage, "timingMilliseconds": DelayedAfterMS},
+			{"type": "request-failed", "content": failed},
+		},
 	}
 }
 
 // retellFunction is a Retell custom function posting to oncecall
-// (LlmCreateParams.CustomTool).
+// (LlmCreateParams.CustomTool): the agent says StartMessage as it calls it
+// and speaks the answer after.
 func retellFunction(d Definition, base, key string) map[string]any {
 	// Retell types only the top of the parameters (type, properties,
 	// required); each property is a JSON Schema as it is.
@@ -85,16 +112,18 @@ func retellFunction(d Definition, base, key string) map[string]any {
 		params["required"] = r
 	}
 	return map[string]any{
-		"type":                   "custom",
-		"name":                   d.Name,
-		"description":            d.Description,
-		"url":                    base + "/v1/retell/functions/" + d.Name,
-		"method":                 "POST",
-		"headers":                map[string]string{"Authorization": "Bearer " + key},
-		"parameters":             params,
-		"timeout_ms":             RetellTimeoutMS,
-		"speak_during_execution": false,
-		"speak_after_execution":  true,
+		"type":                          "custom",
+		"name":                          d.Name,
+		"description":                   d.Description,
+		"url":                           base + "/v1/retell/functions/" + d.Name,
+		"method":                        "POST",
+		"headers":                       map[string]string{"Authorization": "Bearer " + key},
+		"parameters":                    params,
+		"timeout_ms":                    RetellTimeoutMS,
+		"speak_during_execution":        true,
+		"execution_message_description": StartMessage,
+		"execution_message_type":        "static_text",
+		"speak_after_execution":         true,
 	}
 }
 
@@ -102,17 +131,25 @@ func retellFunction(d Definition, base, key string) map[string]any {
 // snake_case wire form) for a server (webhook) tool. Its body schema adds
 // the dynamic variables oncecall reads: the conversation id, the identity of
 // the call, and the caller's number; a property bound to a dynamic variable
-// has no description (ElevenLabs takes a value from one source only).
+// has no description (ElevenLabs takes a value from one source only). The
+// agent always speaks before the tool runs (pre_tool_speech force), the tool
+// runs at once (execution_mode immediate: its answer is what the agent says
+// next), and an error reaches the agent (tool_error_handling_mode
+// passthrough) rather than being hidden, so it cannot take a failure for a
+// success.
 func elevenLabsTool(d Definition, base, key string) map[string]any {
 	body := platformSchema(d.Schema, elevenLabsKeywords, false)
 	props := body["properties"].(map[string]any)
 	props["system__conversation_id"] = map[string]any{"type": "string", "dynamic_variable": "system__conversation_id"}
 	props["system__caller_id"] = map[string]any{"type": "string", "dynamic_variable": "system__caller_id"}
 	return map[string]any{"tool_config": map[string]any{
-		"type":                  "webhook",
-		"name":                  d.Name,
-		"description":           d.Description,
-		"response_timeout_secs": ElevenLabsTimeoutSeconds,
+		"type":                     "webhook",
+		"name":                     d.Name,
+		"description":              d.Description,
+		"response_timeout_secs":    ElevenLabsTimeoutSeconds,
+		"pre_tool_speech":          "force",
+		"execution_mode":           "immediate",
+		"tool_error_handling_mode": "passthrough",
 		"api_schema": map[string]any{
 			"url":                 base + "/v1/elevenlabs/tools/" + d.Name,
 			"method":              "POST",
