@@ -30,7 +30,7 @@ func Python(t testing.TB) string {
 	t.Helper()
 	p, err := exec.LookPath("python3")
 	if err != nil {
-		missing(t, "python3 is not on PATH: install Python 3.10+")
+		missing(t, "python3 is not on PATH: install Python 3.9+")
 	}
 	return p
 }
