@@ -6113,9 +6113,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -6128,9 +6129,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -7754,9 +7756,10 @@ func (c *Client) CreatePractitioner(ctx context.Context, params *CreatePractitio
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -7779,9 +7782,10 @@ func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, params *Recei
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -11837,9 +11841,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -11852,9 +11857,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -19528,9 +19534,10 @@ func (c *ClientWithResponses) CreatePractitionerWithResponse(ctx context.Context
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -19549,9 +19556,10 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithBodyWithResponse(ctx conte
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //

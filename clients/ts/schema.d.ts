@@ -954,9 +954,10 @@ export interface paths {
          * Stripe's signed webhooks
          * @description Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
          *     Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-         *     Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-         *     event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-         *     now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+         *     Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+         *     `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+         *     unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+         *     kept in the action's timeline
          *     (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
          *     acknowledged and changes nothing. An event never settles a charge by itself.
          */
