@@ -9,6 +9,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
 )
 
 // The voice platforms whose tool calls oncecall answers. Each adapter only
@@ -102,6 +103,24 @@ func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall
 	}
 	info.operation = o.Name()
 	return s.runTool(r, tenant, o, c)
+}
+
+// decodePart decodes raw, an object within a webhook's canonical body (see
+// canonicalWebhook) found at field, into v. Like the body, its keys that
+// differ only in case from one of v's fields are refused (op.CheckFieldNamesAt),
+// at every depth v's type reaches; anything but an object is
+// fault.Field(field, notObject).
+func decodePart(raw json.RawMessage, v any, field, notObject string) error {
+	if len(raw) == 0 || raw[0] != '{' {
+		return fault.Field(field, "%s", notObject)
+	}
+	if err := op.CheckFieldNamesAt(raw, v, field+"."); err != nil {
+		return err
+	}
+	if json.Unmarshal(raw, v) != nil {
+		return fault.Field(field, "%s", notObject)
+	}
+	return nil
 }
 
 // keyFromHeader lets a voice platform's webhook carry the tenant's API key

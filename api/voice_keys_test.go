@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/google/uuid"
 )
 
 // A request that carries two different API keys, one in Authorization and
@@ -39,5 +41,39 @@ func TestVoiceRequestWithTwoDifferentKeysIsRefused(t *testing.T) {
 	}
 	if n := d.Count("SELECT count(*) FROM actions WHERE tenant_id = $1", other.ID); n != 0 {
 		t.Fatalf("the other tenant has %d actions", n)
+	}
+}
+
+// Keys that differ only in case from a field a Vapi message or a Retell
+// call object is read by ("Function" next to "function") are refused as
+// Dasha's are, at every depth: encoding/json would read either one.
+func TestVoiceEnvelopesRefuseFieldNamesDifferingOnlyInCase(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	other := d.Slot(d.tenant, 2)
+	book := func(slot uuid.UUID) string {
+		return `{"name":"book_appointment","arguments":{"customer_id":"` + d.customer.String() + `","slot_id":"` + slot.String() + `"}}`
+	}
+	vapi := func(message string) string { return `{"message":{` + message + `}}` }
+	for name, c := range map[string]struct{ path, body, field string }{
+		"vapi function": {"/v1/vapi/webhook", vapi(`"type":"tool-calls","call":{"id":"case-1"},"toolCallList":[{"id":"t1","function":` +
+			book(d.slot) + `,"Function":` + book(other) + `}]`), "message.toolCallList.Function"},
+		"vapi toolCallList": {"/v1/vapi/webhook", vapi(`"type":"tool-calls","call":{"id":"case-2"},"toolCallList":[{"id":"t1","function":` +
+			book(d.slot) + `}],"ToolCallList":[{"id":"t2","function":` + book(other) + `}]`), "message.ToolCallList"},
+		"vapi call id": {"/v1/vapi/webhook", vapi(`"type":"tool-calls","call":{"id":"case-3","ID":"case-4"},"toolCallList":[{"id":"t1","function":` +
+			book(d.slot) + `}]`), "message.call.ID"},
+		"vapi customer number": {"/v1/vapi/webhook", vapi(`"type":"tool-calls","call":{"id":"case-5","customer":{"number":"+14155550100","Number":"+14155550101"}},` +
+			`"toolCallList":[{"id":"t1","name":"find_customer","arguments":{}}]`), "message.call.customer.Number"},
+		"vapi type": {"/v1/vapi/webhook", vapi(`"type":"status-update","Type":"end-of-call-report","call":{"id":"case-6"}`), "message.Type"},
+		"retell call id": {"/v1/retell/functions/book_appointment", `{"name":"book_appointment","call":{"call_id":"case-7","Call_id":"case-8"},` +
+			`"args":{"customer_id":"` + d.customer.String() + `","slot_id":"` + d.slot.String() + `"}}`, "call.Call_id"},
+	} {
+		r := d.Post(c.path, d.key, "", c.body)
+		if r.Status != http.StatusBadRequest || r.JSON(t)["field"] != c.field {
+			t.Errorf("%s: %d %s, want 400 naming %s", name, r.Status, r.Body, c.field)
+		}
+	}
+	if n := d.Count("SELECT count(*) FROM actions"); n != 0 {
+		t.Fatalf("refused messages claimed %d actions", n)
 	}
 }
