@@ -154,20 +154,21 @@ func NewRouter(cfg Config) http.Handler {
 		r.With(s.limitBody).Post(twilioprovider.StatusPath, s.twilioStatus)
 	}
 	// Each voice platform's webhooks are a sub-router of their own, with
-	// their own middleware: the answer budget, authentication with any
-	// scope (a dasha key opens them), the Dasha rate budget.
-	r.Mount("/v1/dasha", s.voiceRouter("", func(r chi.Router) {
+	// their own middleware: the answer budget, authentication with a key
+	// whose scope opens the platform (full, voice or the platform's own),
+	// the Dasha rate budget.
+	r.Mount("/v1/dasha", s.voiceRouter(platformDasha, "", func(r chi.Router) {
 		r.Post("/tools", s.dashaTool)
 		r.Post("/tools/{toolName}", s.dashaTool)
 		r.Post("/events", s.dashaEvent)
 	}))
-	r.Mount("/v1/vapi", s.voiceRouter("X-Vapi-Secret", func(r chi.Router) {
+	r.Mount("/v1/vapi", s.voiceRouter(platformVapi, "X-Vapi-Secret", func(r chi.Router) {
 		r.Post("/webhook", s.vapiWebhook)
 	}))
-	r.Mount("/v1/retell", s.voiceRouter("", func(r chi.Router) {
+	r.Mount("/v1/retell", s.voiceRouter(platformRetell, "", func(r chi.Router) {
 		r.Post("/functions/{tool}", s.retellFunction)
 	}))
-	r.Mount("/v1/elevenlabs", s.voiceRouter("X-Oncecall-Key", func(r chi.Router) {
+	r.Mount("/v1/elevenlabs", s.voiceRouter(platformElevenLabs, "X-Oncecall-Key", func(r chi.Router) {
 		r.Post("/tools/{tool}", s.elevenLabsTool)
 	}))
 	r.Route("/v1", func(r chi.Router) {
@@ -224,16 +225,16 @@ func NewRouter(cfg Config) http.Handler {
 // voiceRouter is the sub-router of one voice platform's webhooks: body
 // limit, the voice budget (from before authentication, so that every wait
 // of the call ends within it), the platform's secret header as an
-// alternative to Authorization (secretHeader, when not empty), the API key
-// of any scope, then the Dasha rate budget and the tenant's share of the
-// database. routes adds the platform's routes.
-func (s *Server) voiceRouter(secretHeader string, routes func(r chi.Router)) http.Handler {
+// alternative to Authorization (secretHeader, when not empty), an API key
+// whose scope opens the platform, then the Dasha rate budget and the
+// tenant's share of the database. routes adds the platform's routes.
+func (s *Server) voiceRouter(platform, secretHeader string, routes func(r chi.Router)) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.limitBody, s.voiceBudget)
 	if secretHeader != "" {
 		r.Use(keyFromHeader(secretHeader))
 	}
-	r.Use(s.keys.authenticate, s.limitDasha, s.bodyFirst, s.shareDB)
+	r.Use(s.keys.authenticate, platformOnly(platform), s.limitDasha, s.bodyFirst, s.shareDB)
 	routes(r)
 	return r
 }

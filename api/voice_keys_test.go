@@ -4,8 +4,11 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
 )
 
 // A request that carries two different API keys, one in Authorization and
@@ -75,5 +78,84 @@ func TestVoiceEnvelopesRefuseFieldNamesDifferingOnlyInCase(t *testing.T) {
 	}
 	if n := d.Count("SELECT count(*) FROM actions"); n != 0 {
 		t.Fatalf("refused messages claimed %d actions", n)
+	}
+}
+
+// A key can be limited to one voice platform: a retell key opens only the
+// Retell routes, so a tenant that requires Retell's signature cannot be
+// called with that key, unsigned, on another platform's routes. A voice key
+// opens every platform's routes, a dasha key only Dasha's; none opens the
+// REST API, and each 403 says which routes the key opens.
+func TestVoiceKeyScopedToOnePlatform(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	keys := map[string]string{}
+	for _, scope := range []string{"dasha", "vapi", "retell", "elevenlabs", "voice"} {
+		k, err := d.Store.AddScopedAPIKey(t.Context(), d.tenant, oncecall.Scope(scope))
+		if err != nil {
+			t.Fatalf("a key of scope %s: %v", scope, err)
+		}
+		keys[scope] = k
+	}
+	const retellKey = "key_retell_scope_test"
+	if err := d.Store.SetRetellKey(t.Context(), d.tenant, retellKey); err != nil {
+		t.Fatal(err)
+	}
+	routes := map[string]string{
+		"dasha": "/v1/dasha/", "vapi": "/v1/vapi/", "retell": "/v1/retell/", "elevenlabs": "/v1/elevenlabs/",
+	}
+	slot := 1
+	send := func(platform, key string) (int, string) {
+		t.Helper()
+		slot++
+		f := d.bookFill(platform+"-scoped-"+uuid.NewString()[:6], d.customer, d.Slot(d.tenant, slot))
+		switch platform {
+		case "dasha":
+			r := d.Post("/v1/dasha/tools/book_appointment", key, "", payload("book_appointment", f["CALL"], d.bookArgs(uuid.MustParse(f["SLOT"]))))
+			return r.Status, string(r.Body)
+		case "retell":
+			body := voicePayload(t, "retell_function.json", f)
+			r := d.Post("/v1/retell/functions/book_appointment", key, "", body, "X-Retell-Signature", retellSign(retellKey, body, time.Now()))
+			return r.Status, string(r.Body)
+		}
+		for _, p := range voicePlatforms {
+			if p.name == platform {
+				r := d.Post(p.path, key, "", voicePayload(t, p.sample, f))
+				return r.Status, string(r.Body)
+			}
+		}
+		t.Fatalf("no platform %s", platform)
+		return 0, ""
+	}
+	served := 0
+	for scope, key := range keys {
+		for platform, route := range routes {
+			opens := scope == "voice" || scope == platform
+			status, body := send(platform, key)
+			if status == http.StatusOK {
+				served++
+			}
+			switch {
+			case opens && status != http.StatusOK:
+				t.Errorf("a %s key on %s: %d %s, want 200", scope, route, status, body)
+			case !opens && (status != http.StatusForbidden || !strings.Contains(body, "scope "+scope)):
+				t.Errorf("a %s key on %s: %d %s, want 403 naming the scope", scope, route, status, body)
+			case !opens && scope != "voice" && !strings.Contains(body, routes[scope]):
+				t.Errorf("a %s key's 403 does not name %s: %s", scope, routes[scope], body)
+			}
+		}
+		r := d.Get("/v1/slots", key)
+		if r.Status != http.StatusForbidden {
+			t.Errorf("a %s key on the REST API: %d %s", scope, r.Status, r.Body)
+		}
+		detail, _ := r.JSON(t)["detail"].(string)
+		for platform, route := range routes {
+			if (scope == "voice" || scope == platform) != strings.Contains(detail, route) {
+				t.Errorf("a %s key's 403 on the REST API names the routes it opens wrongly: %s", scope, detail)
+			}
+		}
+	}
+	if n := d.Count("SELECT count(*) FROM actions"); n != served {
+		t.Fatalf("%d actions for %d calls served: refused calls claimed some", n, served)
 	}
 }

@@ -2585,8 +2585,8 @@ export interface components {
             };
         };
         /**
-         * @description The API key has scope `dasha` (`FORBIDDEN`): it may call only the Dasha webhooks
-         *     (`/v1/dasha/tools`, `/v1/dasha/tools/{toolName}`, `/v1/dasha/events`). Nothing was done.
+         * @description The API key's scope is a voice platform's (`voice`, `dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it may call only those webhooks, which the detail names. Nothing was done.
          */
         ScopeForbidden: {
             headers: {
@@ -2605,7 +2605,31 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The tenant is bound to another Dasha `orgId` (`FORBIDDEN`). */
+        /**
+         * @description The API key's scope is another voice platform's (`dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it opens only that platform's webhooks, which the detail names. Nothing was done.
+         */
+        PlatformForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "this API key has scope retell: it may call only the Retell functions (/v1/retell/...)",
+                 *       "code": "FORBIDDEN"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The tenant is bound to another Dasha `orgId`, or the API key's scope is another platform's
+         *     (`FORBIDDEN`). Nothing was done.
+         */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -5191,6 +5215,7 @@ export interface operations {
             };
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5228,6 +5253,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5261,6 +5287,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];

@@ -27,10 +27,12 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope SCOPE] [--json]
                                                         create a tenant and print its API key once
-  oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]
-                                                        create another API key for a tenant (dasha: only the Dasha webhooks)
+  oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]
+                                                        create another API key for a tenant; SCOPE: full (default),
+                                                        voice (every voice platform's webhooks) or one platform's
+                                                        (dasha, vapi, retell or elevenlabs)
   oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)
                                                         require Retell's signature, made with the tenant's Retell key
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
