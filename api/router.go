@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
+	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -40,8 +41,11 @@ type Config struct {
 	// nil means every capability is local.
 	Remote func(capability string) bool
 	// OperatorToken guards the operator API, /v1/ops (operator.go); empty
-	// disables those routes.
+	// disables those routes. OperatorGuard checks it and slows down
+	// guessing it; the console's sign-in shares it (default: a guard of
+	// OperatorToken of its own).
 	OperatorToken string
+	OperatorGuard *tokenguard.Guard
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
 	// Console, when set, serves the operator console under /console/.
@@ -112,6 +116,9 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.DashaWait = 5 * time.Second
 	}
 	cfg.DashaBudget = cmp.Or(cfg.DashaBudget, dashatool.AnswerBudget)
+	if cfg.OperatorGuard == nil {
+		cfg.OperatorGuard = tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
+	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)

@@ -2694,6 +2694,9 @@ type NotFound = Problem
 // OperatorNotFound An RFC 9457 problem document with oncecall's extension members.
 type OperatorNotFound = Problem
 
+// OperatorThrottled An RFC 9457 problem document with oncecall's extension members.
+type OperatorThrottled = Problem
+
 // OperatorUnauthorized An RFC 9457 problem document with oncecall's extension members.
 type OperatorUnauthorized = Problem
 
@@ -15799,6 +15802,11 @@ type ListOpsActionsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListOpsActionsResponse429Headers the declared response headers of an HTTP 429 response for ListOpsActions
+type ListOpsActionsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListOpsActionsResponse503Headers the declared response headers of an HTTP 503 response for ListOpsActions
 type ListOpsActionsResponse503Headers struct {
 	RetryAfter int
@@ -15815,12 +15823,16 @@ type ListOpsActionsResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOpsActionsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOpsActionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListOpsActionsResponse503Headers
 }
@@ -15843,6 +15855,11 @@ func (r ListOpsActionsResponse) GetApplicationproblemJSON401() *OperatorUnauthor
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListOpsActionsResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15889,6 +15906,11 @@ type GetOpsActionResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetOpsActionResponse429Headers the declared response headers of an HTTP 429 response for GetOpsAction
+type GetOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetOpsActionResponse503Headers the declared response headers of an HTTP 503 response for GetOpsAction
 type GetOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15903,12 +15925,16 @@ type GetOpsActionResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOpsActionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpsActionResponse503Headers
 }
@@ -15926,6 +15952,11 @@ func (r GetOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauthoriz
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15977,6 +16008,11 @@ type ResolveOpsActionResponse409Headers struct {
 	RetryAfter int
 }
 
+// ResolveOpsActionResponse429Headers the declared response headers of an HTTP 429 response for ResolveOpsAction
+type ResolveOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResolveOpsActionResponse503Headers the declared response headers of an HTTP 503 response for ResolveOpsAction
 type ResolveOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15999,6 +16035,8 @@ type ResolveOpsActionResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -16007,6 +16045,8 @@ type ResolveOpsActionResponse struct {
 	Headers401 *ResolveOpsActionResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveOpsActionResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveOpsActionResponse503Headers
 }
@@ -16044,6 +16084,11 @@ func (r ResolveOpsActionResponse) GetApplicationproblemJSON413() *PayloadTooLarg
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ResolveOpsActionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -23921,6 +23966,13 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23948,6 +24000,16 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOpsActionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListOpsActionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23998,6 +24060,13 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24025,6 +24094,16 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24103,6 +24182,13 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24140,6 +24226,16 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 			headers.RetryAfter = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -2573,6 +2573,29 @@ export interface components {
             };
         };
         /**
+         * @description Too many wrong operator tokens from the client's address, or from every address together
+         *     (`RATE_LIMITED`): the request's token was not checked. Wait for `Retry-After`. The right token
+         *     spends nothing, so an operator elsewhere is not held up by another address's guessing.
+         */
+        OperatorThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "too many wrong operator tokens; retry after the delay in Retry-After",
+                 *       "code": "RATE_LIMITED"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description No such action (`NOT_FOUND`; a malformed id is the same answer), or the operator API is off
          *     because `ONCECALL_OPERATOR_TOKEN` is not set.
          */
@@ -5386,6 +5409,7 @@ export interface operations {
             400: components["responses"]["BadQuery"];
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5413,6 +5437,7 @@ export interface operations {
             };
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5505,6 +5530,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

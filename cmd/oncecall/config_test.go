@@ -28,3 +28,16 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		}
 	}
 }
+
+// Not parallel: it changes the environment. An operator token too short to
+// be unguessable stops serve before anything starts, naming the setting.
+func TestServeRefusesAShortOperatorToken(t *testing.T) {
+	t.Setenv("ONCECALL_OPERATOR_TOKEN", "abc")
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("ONCECALL_REQUIRE_DATABASE_URL", "1") // and so no embedded database either way
+	var out bytes.Buffer
+	err := run(t.Context(), []string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, &out, &out)
+	if err == nil || !strings.Contains(err.Error(), "ONCECALL_OPERATOR_TOKEN is 3 characters") || !strings.Contains(err.Error(), "at least 32") {
+		t.Fatalf("serve with a 3-character operator token: %v", err)
+	}
+}

@@ -59,7 +59,7 @@ Environment:
   ONCECALL_TENANT_DB_REQUESTS, ONCECALL_TENANT_DB_WAIT
                     requests of one tenant at once (half the pool) and the wait for a turn (1s)
   LOG_LEVEL         debug, info, warn or error (default info)
-  ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
+  ONCECALL_OPERATOR_TOKEN           enables /v1/ops and the console for this token (at least 32 characters)
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
   ONCECALL_PROVIDER_PAYMENTS=stripe payments through Stripe (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET; docs/providers/stripe.md)
   ONCECALL_PROVIDER_MESSAGING=twilio SMS through Twilio (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_FROM; docs/providers/twilio.md)

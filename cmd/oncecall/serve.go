@@ -81,6 +81,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rateLimit < 0 || *rateBurst < 0 || *dashaRate < 0 || *dashaBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --dasha-rate-limit and --dasha-rate-burst must not be negative")
 	}
+	operatorToken := os.Getenv("ONCECALL_OPERATOR_TOKEN")
+	if err := app.CheckOperatorToken(operatorToken); err != nil {
+		return err
+	}
 	url, migrateURL := os.Getenv("DATABASE_URL"), migrateDatabaseURL()
 	if url == "" && migrateURL != "" {
 		return errors.New("ONCECALL_MIGRATE_DATABASE_URL is set but DATABASE_URL is not: the embedded database needs neither; with your own PostgreSQL set DATABASE_URL too")
@@ -123,7 +127,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
 		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
-		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		OperatorToken: operatorToken, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})
 	if err != nil {
