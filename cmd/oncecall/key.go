@@ -14,11 +14,15 @@ import (
 	"github.com/oncecall/oncecall/db"
 )
 
-const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]"
+const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]\n" +
+	"       oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)"
 
 // key creates another API key for an existing tenant, e.g. a dasha-scoped
 // one to paste into a voice agent's tool definitions.
 func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if helpAsked(args, keyUsage, stdout) {
+		return nil
+	}
 	if len(args) > 0 && args[0] == "retell" {
 		return retellKey(ctx, args[1:], stdout, stderr)
 	}

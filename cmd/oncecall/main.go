@@ -74,10 +74,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "oncecall:", err)
-		}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h or --help: the usage is printed, which is what was asked.
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
 }
@@ -85,7 +86,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return flag.ErrHelp
+		return errors.New("no command given")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -132,6 +133,20 @@ func logger(w io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// helpAsked reports whether a command group's arguments ask for its usage
+// (oncecall actions --help): it is then printed to stdout.
+func helpAsked(args []string, usage string, stdout io.Writer) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return true
+	}
+	return false
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {

@@ -19,6 +19,9 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope SCOPE] [--stripe-account ACCT] [--json]\n" +
 		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
 		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
+	if helpAsked(args, usage, stdout) {
+		return nil
+	}
 	if len(args) > 0 && args[0] == "stripe-account" {
 		return tenantStripeAccount(ctx, args[1:], stdout, stderr)
 	}
