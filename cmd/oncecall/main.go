@@ -27,8 +27,13 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope SCOPE] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope SCOPE]
+                         [--stripe-account ACCT] [--json]
                                                         create a tenant and print its API key once
+  oncecall tenant stripe-account --tenant ID [--account acct_...]
+                                                        set or clear the tenant's Stripe Connect account
+  oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]
+                                                        set or clear the tenant's own SMS sender
   oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]
                                                         create another API key for a tenant; SCOPE: full (default),
                                                         voice (every voice platform's webhooks) or one platform's
