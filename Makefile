@@ -16,6 +16,8 @@ run:
 	go build -o bin/oncecall ./cmd/oncecall
 	exec bin/oncecall serve
 
+# The provider simulator on 127.0.0.1:8090; PROVIDERSIM_ADDR (make sim PROVIDERSIM_ADDR=127.0.0.1:9090),
+# PROVIDERSIM_LEDGER and PROVIDERSIM_AUTH_TOKEN pass through (docs/providers.md).
 sim:
 	go run ./cmd/providersim
 
@@ -118,7 +120,7 @@ chaos-failover:
 .PHONY: help
 help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
-	@echo 'make sim             run the provider simulator'
+	@echo 'make sim             run the provider simulator (PROVIDERSIM_ADDR=HOST:PORT for another address)'
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
 	@echo 'make test-race       the tests of the packages where goroutines share state under the race detector (RACE_PKGS)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'

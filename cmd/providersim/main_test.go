@@ -6,8 +6,12 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/providersim"
@@ -87,5 +91,49 @@ func TestRefusesUnknownArguments(t *testing.T) {
 	}
 	if !bytes.Contains(out, []byte(`unexpected argument "extra"`)) {
 		t.Fatalf("output:\n%s", out)
+	}
+}
+
+// TestDocsNameEverySettingAndRuleMember: docs/providers.md names every
+// environment variable the simulator reads (how `make sim` takes another
+// address) and every member of a fault rule a client sends; the protocol
+// page names every kind of request a rule may apply to.
+func TestDocsNameEverySettingAndRuleMember(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers, err := os.ReadFile("../../docs/providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	protocol, err := os.ReadFile("../../docs/provider-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := regexp.MustCompile(`"(PROVIDERSIM_[A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(vars) < 3 {
+		t.Fatalf("found %d PROVIDERSIM_ variables in main.go: the extraction is broken", len(vars))
+	}
+	for _, v := range vars {
+		if !strings.Contains(string(providers), v[1]) {
+			t.Errorf("docs/providers.md does not name %s", v[1])
+		}
+	}
+	rule := reflect.TypeFor[providersim.Rule]()
+	for i := range rule.NumField() {
+		name, _, _ := strings.Cut(rule.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "id" || name == "applied" { // answered, not sent
+			continue
+		}
+		if !strings.Contains(string(providers), `"`+name+`"`) {
+			t.Errorf(`docs/providers.md's fault rule does not name its member "%s"`, name)
+		}
+	}
+	for _, on := range []string{providersim.OnWrite, providersim.OnLookup, providersim.OnAny, providersim.OnCapture} {
+		if !strings.Contains(string(protocol), `"`+on+`"`) {
+			t.Errorf(`docs/provider-protocol.md does not name "on": "%s"`, on)
+		}
 	}
 }
