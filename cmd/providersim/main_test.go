@@ -14,9 +14,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/oncecall/oncecall/internal/buildtest"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
+
+// TestMain removes the simulator the tests share (buildtest) when they end.
+func TestMain(m *testing.M) { os.Exit(buildtest.Main(m, (*testing.M).Run)) }
 
 func post(t *testing.T, base, key, ref, fault string) (int, []byte, error) {
 	t.Helper()
@@ -44,7 +48,7 @@ func post(t *testing.T, base, key, ref, fault string) (int, []byte, error) {
 // before a SIGKILL is there after a restart, and its key still replays.
 func TestLedgerSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	bin := simtest.Build(t)
+	bin := buildtest.Command(t, "cmd/providersim")
 	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
 
 	p := simtest.StartProcess(t, bin, "--ledger", ledger)
@@ -84,7 +88,7 @@ func TestLedgerSurvivesSIGKILL(t *testing.T) {
 
 func TestRefusesUnknownArguments(t *testing.T) {
 	t.Parallel()
-	bin := simtest.Build(t)
+	bin := buildtest.Command(t, "cmd/providersim")
 	out, err := exec.Command(bin, "--addr", "127.0.0.1:0", "extra").CombinedOutput()
 	if err == nil {
 		t.Fatalf("providersim accepted an extra argument:\n%s", out)
