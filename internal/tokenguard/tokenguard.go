@@ -9,6 +9,7 @@
 package tokenguard
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"net"
 	"net/netip"
@@ -35,7 +36,7 @@ type Config struct {
 
 // Guard checks attempts at one secret.
 type Guard struct {
-	secret  []byte
+	secret  [sha256.Size]byte // its hash: compared, it tells nothing of the length
 	cfg     Config
 	overall *rate.Limiter
 
@@ -71,14 +72,14 @@ func New(secret string, cfg Config) *Guard {
 		cfg.Now = time.Now
 	}
 	return &Guard{
-		secret: []byte(secret), cfg: cfg,
+		secret: sha256.Sum256([]byte(secret)), cfg: cfg,
 		overall: rate.NewLimiter(rate.Every(cfg.OverallEvery), cfg.Overall),
 		addrs:   map[netip.Addr]*bucket{},
 	}
 }
 
-// Check reports whether secret is the guarded one (compared in constant
-// time), for an attempt from remoteAddr (an http.Request's RemoteAddr).
+// Check reports whether secret is the guarded one (their hashes compared
+// in constant time), for an attempt from remoteAddr (an http.Request's RemoteAddr).
 // When the attempt's address, or every address together, has no wrong
 // attempt left, the secret is not compared: wait is how long until the
 // next attempt may be made.
@@ -91,7 +92,7 @@ func (g *Guard) Check(remoteAddr, secret string) (right bool, wait time.Duration
 		all.CancelAt(now)
 		return false, d
 	}
-	if subtle.ConstantTimeCompare([]byte(secret), g.secret) == 1 {
+	if h := sha256.Sum256([]byte(secret)); subtle.ConstantTimeCompare(h[:], g.secret[:]) == 1 {
 		mine.CancelAt(now)
 		all.CancelAt(now)
 		return true, 0
