@@ -2694,6 +2694,9 @@ type NotFound = Problem
 // OperatorNotFound An RFC 9457 problem document with oncecall's extension members.
 type OperatorNotFound = Problem
 
+// OperatorThrottled An RFC 9457 problem document with oncecall's extension members.
+type OperatorThrottled = Problem
+
 // OperatorUnauthorized An RFC 9457 problem document with oncecall's extension members.
 type OperatorUnauthorized = Problem
 
@@ -2705,6 +2708,9 @@ type PayloadTooLarge = Problem
 // rejected, null while pending, and `{"id": ...}` once the full body is past
 // `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
 type Pending = Action
+
+// PlatformForbidden An RFC 9457 problem document with oncecall's extension members.
+type PlatformForbidden = Problem
 
 // RateLimited An RFC 9457 problem document with oncecall's extension members.
 type RateLimited = Problem
@@ -6113,9 +6119,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -6128,9 +6135,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -7754,9 +7762,10 @@ func (c *Client) CreatePractitioner(ctx context.Context, params *CreatePractitio
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -7779,9 +7788,10 @@ func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, params *Recei
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -11837,9 +11847,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -11852,9 +11863,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -14713,6 +14725,8 @@ type CallElevenLabsToolResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -14742,6 +14756,11 @@ func (r CallElevenLabsToolResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CallElevenLabsToolResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -15783,6 +15802,11 @@ type ListOpsActionsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListOpsActionsResponse429Headers the declared response headers of an HTTP 429 response for ListOpsActions
+type ListOpsActionsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListOpsActionsResponse503Headers the declared response headers of an HTTP 503 response for ListOpsActions
 type ListOpsActionsResponse503Headers struct {
 	RetryAfter int
@@ -15799,12 +15823,16 @@ type ListOpsActionsResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOpsActionsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOpsActionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListOpsActionsResponse503Headers
 }
@@ -15827,6 +15855,11 @@ func (r ListOpsActionsResponse) GetApplicationproblemJSON401() *OperatorUnauthor
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListOpsActionsResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15873,6 +15906,11 @@ type GetOpsActionResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetOpsActionResponse429Headers the declared response headers of an HTTP 429 response for GetOpsAction
+type GetOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetOpsActionResponse503Headers the declared response headers of an HTTP 503 response for GetOpsAction
 type GetOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15887,12 +15925,16 @@ type GetOpsActionResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOpsActionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpsActionResponse503Headers
 }
@@ -15910,6 +15952,11 @@ func (r GetOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauthoriz
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15961,6 +16008,11 @@ type ResolveOpsActionResponse409Headers struct {
 	RetryAfter int
 }
 
+// ResolveOpsActionResponse429Headers the declared response headers of an HTTP 429 response for ResolveOpsAction
+type ResolveOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResolveOpsActionResponse503Headers the declared response headers of an HTTP 503 response for ResolveOpsAction
 type ResolveOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15983,6 +16035,8 @@ type ResolveOpsActionResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -15991,6 +16045,8 @@ type ResolveOpsActionResponse struct {
 	Headers401 *ResolveOpsActionResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveOpsActionResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveOpsActionResponse503Headers
 }
@@ -16028,6 +16084,11 @@ func (r ResolveOpsActionResponse) GetApplicationproblemJSON413() *PayloadTooLarg
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ResolveOpsActionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -17437,6 +17498,8 @@ type CallRetellFunctionResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -17466,6 +17529,11 @@ func (r CallRetellFunctionResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CallRetellFunctionResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -18269,6 +18337,8 @@ type ReceiveVapiMessageResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -18294,6 +18364,11 @@ func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -19528,9 +19603,10 @@ func (c *ClientWithResponses) CreatePractitionerWithResponse(ctx context.Context
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -19549,9 +19625,10 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithBodyWithResponse(ctx conte
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -22690,6 +22767,13 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23882,6 +23966,13 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23909,6 +24000,16 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOpsActionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListOpsActionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23959,6 +24060,13 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23986,6 +24094,16 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24064,6 +24182,13 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24101,6 +24226,16 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 			headers.RetryAfter = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25595,6 +25730,13 @@ func ParseCallRetellFunctionResponse(rsp *http.Response) (*CallRetellFunctionRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26512,6 +26654,13 @@ func ParseReceiveVapiMessageResponse(rsp *http.Response) (*ReceiveVapiMessageRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -954,9 +954,10 @@ export interface paths {
          * Stripe's signed webhooks
          * @description Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
          *     Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-         *     Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-         *     event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-         *     now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+         *     Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+         *     `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+         *     unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+         *     kept in the action's timeline
          *     (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
          *     acknowledged and changes nothing. An event never settles a charge by itself.
          */
@@ -2572,6 +2573,29 @@ export interface components {
             };
         };
         /**
+         * @description Too many wrong operator tokens from the client's address, or from every address together
+         *     (`RATE_LIMITED`): the request's token was not checked. Wait for `Retry-After`. The right token
+         *     spends nothing, so an operator elsewhere is not held up by another address's guessing.
+         */
+        OperatorThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "too many wrong operator tokens; retry after the delay in Retry-After",
+                 *       "code": "RATE_LIMITED"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description No such action (`NOT_FOUND`; a malformed id is the same answer), or the operator API is off
          *     because `ONCECALL_OPERATOR_TOKEN` is not set.
          */
@@ -2584,8 +2608,8 @@ export interface components {
             };
         };
         /**
-         * @description The API key has scope `dasha` (`FORBIDDEN`): it may call only the Dasha webhooks
-         *     (`/v1/dasha/tools`, `/v1/dasha/tools/{toolName}`, `/v1/dasha/events`). Nothing was done.
+         * @description The API key's scope is a voice platform's (`voice`, `dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it may call only those webhooks, which the detail names. Nothing was done.
          */
         ScopeForbidden: {
             headers: {
@@ -2604,7 +2628,31 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The tenant is bound to another Dasha `orgId` (`FORBIDDEN`). */
+        /**
+         * @description The API key's scope is another voice platform's (`dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it opens only that platform's webhooks, which the detail names. Nothing was done.
+         */
+        PlatformForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "this API key has scope retell: it may call only the Retell functions (/v1/retell/...)",
+                 *       "code": "FORBIDDEN"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The tenant is bound to another Dasha `orgId`, or the API key's scope is another platform's
+         *     (`FORBIDDEN`). Nothing was done.
+         */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -5190,6 +5238,7 @@ export interface operations {
             };
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5227,6 +5276,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5260,6 +5310,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5358,6 +5409,7 @@ export interface operations {
             400: components["responses"]["BadQuery"];
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5385,6 +5437,7 @@ export interface operations {
             };
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5477,6 +5530,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

@@ -17,7 +17,18 @@ import (
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+// asCommand makes this test binary run as the oncecall command itself
+// (main), so that tests can see what a real process prints and exits with,
+// without building one.
+const asCommand = "ONCECALL_TEST_AS_COMMAND"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asCommand) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 func TestHealthcheckFollowsReadyz(t *testing.T) {
 	t.Parallel()

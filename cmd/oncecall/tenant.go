@@ -16,9 +16,12 @@ import (
 )
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--stripe-account ACCT] [--json]\n" +
+	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope SCOPE] [--stripe-account ACCT] [--json]\n" +
 		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
 		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
+	if helpAsked(args, usage, stdout) {
+		return nil
+	}
 	if len(args) > 0 && args[0] == "stripe-account" {
 		return tenantStripeAccount(ctx, args[1:], stdout, stderr)
 	}
@@ -32,7 +35,7 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	name := fs.String("name", "", "tenant name (required)")
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
 	zone := fs.String("timezone", schedule.UTC, "the business's IANA timezone, e.g. Europe/London: weekly hours are read and times spoken to callers in it")
-	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route), voice (every voice platform's webhooks), or one platform's webhooks only: dasha, vapi, retell or elevenlabs")
 	stripeAccount := fs.String("stripe-account", "", "the tenant's Stripe Connect account (acct_...): its payments are made on it")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "timezone": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {

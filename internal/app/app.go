@@ -37,6 +37,7 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -90,7 +91,9 @@ type Config struct {
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
 	// OperatorToken enables /v1/ops for bearers of this token, and the
-	// operator console under /console/ for those who sign in with it.
+	// operator console under /console/ for those who sign in with it; it
+	// must be at least MinOperatorTokenLen characters. Wrong tokens are
+	// slowed per client address and overall (internal/tokenguard).
 	OperatorToken string
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
@@ -171,9 +174,29 @@ func Operations() *op.Registry {
 	return op.NewRegistry(ops...)
 }
 
+// MinOperatorTokenLen is the shortest operator token accepted: guessing
+// one is slowed (internal/tokenguard), but only its length makes it
+// unguessable.
+const MinOperatorTokenLen = 32
+
+// CheckOperatorToken refuses an operator token shorter than
+// MinOperatorTokenLen; empty (no operator API, no console) is fine.
+func CheckOperatorToken(token string) error {
+	if token != "" && len(token) < MinOperatorTokenLen {
+		return fmt.Errorf("ONCECALL_OPERATOR_TOKEN is %d characters: an operator token must be at least %d, such as the 64 that `openssl rand -hex 32` prints",
+			len(token), MinOperatorTokenLen)
+	}
+	return nil
+}
+
 // Start opens the database (starting the embedded one when no URL is
 // given), applies migrations and starts listening. Serve runs the server.
+// An operator token shorter than MinOperatorTokenLen stops it before
+// anything starts.
 func Start(ctx context.Context, cfg Config) (*Main, error) {
+	if err := CheckOperatorToken(cfg.OperatorToken); err != nil {
+		return nil, err
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = ":8080"
 	}
@@ -242,10 +265,13 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
 		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 	}
+	// One guard of the operator token for /v1/ops and the console's
+	// sign-in: a guesser gains nothing by using both.
+	operators := tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
 	var consoleHandler http.Handler
 	if cfg.OperatorToken != "" {
 		consoleHandler, err = console.New(console.Config{
-			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Resolve: resolve, Log: cfg.Log,
+			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Resolve: resolve, Log: cfg.Log,
 		})
 		if err != nil {
 			m.Close()
@@ -259,7 +285,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{
