@@ -78,13 +78,14 @@ func TestBookingAnswersAndMessagesSpeakLocalTime(t *testing.T) {
 	if _, err := d.Store.Pool().Exec(t.Context(), "UPDATE customers SET phone = '+12125550100' WHERE id = $1", d.customer); err != nil {
 		t.Fatal(err)
 	}
-	ny, _ := time.LoadLocation("America/New_York")
+	// Set by SQL, the zone keeps the tenant's locale, en-GB.
+	ny, _ := schedule.NewClock("America/New_York", "en-GB")
 	whenOf := func(slot uuid.UUID) string {
 		var start time.Time
 		if err := d.Store.Pool().QueryRow(t.Context(), "SELECT starts_at FROM slots WHERE id = $1", slot).Scan(&start); err != nil {
 			t.Fatal(err)
 		}
-		return schedule.Spoken(start, ny, time.Now())
+		return ny.Spoken(start, time.Now())
 	}
 	args := d.bookArgs(d.slot)
 	args["notify"] = "sms"

@@ -23,8 +23,9 @@ const (
 )
 
 // speakable adds to the details of a completed action's answer what a voice
-// agent says aloud and the stored answer lacks: a time in the tenant's
-// timezone (when, as list_appointments gives it), an amount as it is said
+// agent says aloud and the stored answer lacks: a time on the tenant's
+// clock in the slot's location's timezone, else the tenant's (when, as
+// list_appointments gives it), with who and where; an amount as it is said
 // (amount_spoken, and the amount and currency of a charge a remote provider
 // made), and, for a points change heard again (replayed), the balance read
 // now (balance_now; the stored balance is dropped when it is no longer
@@ -48,7 +49,7 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	}
 	if start, ok := timeField(d, "starts_at"); ok {
 		if _, has := d["when"]; !has {
-			zone, loc, place, err := s.answerZone(ctx, tenant, d)
+			clock, place, err := s.answerClock(ctx, tenant, d)
 			if err != nil {
 				return ans, err
 			}
@@ -59,8 +60,8 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 				set("location", place.Location)
 			}
 			end, _ := timeField(d, "ends_at")
-			l := schedule.Localize(start, end, loc, time.Now())
-			set("timezone", zone)
+			l := clock.Localize(start, end, time.Now())
+			set("timezone", clock.Zone)
 			set("when", l.When)
 			set("starts_at_local", l.StartsAtLocal)
 			if !end.IsZero() {
@@ -103,25 +104,26 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	return ans, nil
 }
 
-// answerZone is the timezone an answer's time is said in: the location's
-// when the answer names a slot of a practitioner (place, then, says whose
-// and where), else the tenant's.
-func (s *Server) answerZone(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage) (string, *time.Location, oncecall.OpenSlot, error) {
+// answerClock is the clock an answer's time is said on: the tenant's, in
+// the location's timezone when the answer names a slot of a practitioner
+// (place, then, says whose and where), else in the tenant's.
+func (s *Server) answerClock(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage) (schedule.Clock, oncecall.OpenSlot, error) {
+	clock, err := s.tenantClock(ctx, tenant.ID)
+	if err != nil {
+		return clock, oncecall.OpenSlot{}, err
+	}
 	if id, ok := stringField(d, "slot_id"); ok {
 		if slot, err := uuid.Parse(id); err == nil {
 			place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
 			switch {
 			case err == nil:
-				if loc, err := schedule.ParseZone(place.Timezone); err == nil {
-					return place.Timezone, loc, place, nil
-				}
+				return clock.In(place.Timezone), place, nil
 			case !errors.Is(err, db.ErrNotFound):
-				return "", nil, oncecall.OpenSlot{}, db.Fault(err)
+				return clock, oncecall.OpenSlot{}, db.Fault(err)
 			}
 		}
 	}
-	zone, loc, err := s.tenantZone(ctx, tenant.ID)
-	return zone, loc, oncecall.OpenSlot{}, err
+	return clock, oncecall.OpenSlot{}, nil
 }
 
 // chargedAmount gives the amount and currency of a charge whose answer

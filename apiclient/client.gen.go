@@ -964,7 +964,7 @@ type AppointmentList struct {
 	// HasMore More appointments follow the last one listed.
 	HasMore bool `json:"has_more"`
 
-	// Timezone The tenant's IANA timezone, in which the local times are given.
+	// Timezone The tenant's IANA timezone, in which the local times are given unless an appointment names its own.
 	//
 	// Example: Europe/London
 	Timezone string `json:"timezone"`
@@ -1422,16 +1422,26 @@ type ListedSlot struct {
 	Timezone *string `json:"timezone,omitempty"`
 }
 
-// LocalAppointment An appointment with its times in the tenant's timezone as well.
+// LocalAppointment An appointment with its times as the business's callers say them: in its location's timezone for a slot of a practitioner (which the appointment then names, with who and where), else in the tenant's, in the tenant's locale.
 type LocalAppointment struct {
+	// Address The location's address as it is spoken, when it has one.
+	Address    *string            `json:"address,omitempty"`
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
 	// EndsAt The end, in UTC.
 	EndsAt time.Time `json:"ends_at"`
 
-	// EndsAtLocal The end in the tenant's timezone, with that zone's offset at the time.
+	// EndsAtLocal The end in the appointment's timezone, with that zone's offset at the time.
 	EndsAtLocal time.Time          `json:"ends_at_local"`
 	Id          openapi_types.UUID `json:"id"`
+	Location    *string            `json:"location,omitempty"`
+
+	// LocationId For a slot of a practitioner, where it is; absent for the single calendar.
+	LocationId   *openapi_types.UUID `json:"location_id,omitempty"`
+	Practitioner *string             `json:"practitioner,omitempty"`
+
+	// PractitionerId For a slot of a practitioner, who it is with; absent for the single calendar.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
 
 	// Service The service booked; may be empty.
 	Service string             `json:"service"`
@@ -1440,13 +1450,16 @@ type LocalAppointment struct {
 	// StartsAt The start, in UTC.
 	StartsAt time.Time `json:"starts_at"`
 
-	// StartsAtLocal The start in the tenant's timezone, with that zone's offset at the time.
+	// StartsAtLocal The start in the appointment's timezone (its location's, else the tenant's), with that zone's offset at the time.
 	StartsAtLocal time.Time `json:"starts_at_local"`
 
 	// Status `active`, or `cancelled` (its slot is free again).
 	Status AppointmentStatus `json:"status"`
 
-	// When The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's).
+	// Timezone For a slot of a practitioner, its location's IANA timezone, in which the local times are given.
+	Timezone *string `json:"timezone,omitempty"`
+
+	// When The start as a person says it in the tenant's locale: `Friday 5 July at 14:30` (en-GB) or `Friday, July 5 at 2:30 PM` (en-US); the year is added when it is not this year's.
 	When string `json:"when"`
 }
 

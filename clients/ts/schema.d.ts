@@ -1413,7 +1413,7 @@ export interface components {
             /** Format: date-time */
             ends_at: string;
         };
-        /** @description An appointment with its times in the tenant's timezone as well. */
+        /** @description An appointment with its times as the business's callers say them: in its location's timezone for a slot of a practitioner (which the appointment then names, with who and where), else in the tenant's, in the tenant's locale. */
         LocalAppointment: {
             /** Format: uuid */
             id: string;
@@ -1436,20 +1436,36 @@ export interface components {
             ends_at: string;
             /**
              * Format: date-time
-             * @description The start in the tenant's timezone, with that zone's offset at the time.
+             * @description The start in the appointment's timezone (its location's, else the tenant's), with that zone's offset at the time.
              */
             starts_at_local: string;
             /**
              * Format: date-time
-             * @description The end in the tenant's timezone, with that zone's offset at the time.
+             * @description The end in the appointment's timezone, with that zone's offset at the time.
              */
             ends_at_local: string;
-            /** @description The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's). */
+            /** @description The start as a person says it in the tenant's locale: `Friday 5 July at 14:30` (en-GB) or `Friday, July 5 at 2:30 PM` (en-US); the year is added when it is not this year's. */
             when: string;
+            /**
+             * Format: uuid
+             * @description For a slot of a practitioner, who it is with; absent for the single calendar.
+             */
+            practitioner_id?: string;
+            practitioner?: string;
+            /**
+             * Format: uuid
+             * @description For a slot of a practitioner, where it is; absent for the single calendar.
+             */
+            location_id?: string;
+            location?: string;
+            /** @description The location's address as it is spoken, when it has one. */
+            address?: string;
+            /** @description For a slot of a practitioner, its location's IANA timezone, in which the local times are given. */
+            timezone?: string;
         };
         AppointmentList: {
             /**
-             * @description The tenant's IANA timezone, in which the local times are given.
+             * @description The tenant's IANA timezone, in which the local times are given unless an appointment names its own.
              * @example Europe/London
              */
             timezone: string;

@@ -269,4 +269,5 @@ type Tenant struct {
 	StripeAccount          *string
 	TwilioFrom             *string
 	TwilioMessagingService *string
+	Locale                 string
 }

@@ -21,7 +21,6 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // Rejection reasons.
@@ -117,7 +116,7 @@ func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a
 	if err != nil {
 		return nil, err
 	}
-	when, err := localWhen(ctx, tx, x.TenantID, booked.StartsAt)
+	when, err := slotWhen(ctx, tx, x.TenantID, booked.SlotID)
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +155,10 @@ func bookRemote() *op.Remote[BookInput] {
 		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
 			return op.Reservation{}, nil
 		}
-		start, err := tx.SlotStart(ctx, x.TenantID, op.MustUUID(in.SlotID))
+		when, err := slotWhen(ctx, tx, x.TenantID, op.MustUUID(in.SlotID))
 		if errors.Is(err, db.ErrNotFound) {
 			return op.Reservation{}, nil
 		}
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		when, err := localWhen(ctx, tx, x.TenantID, start)
 		if err != nil {
 			return op.Reservation{}, err
 		}
@@ -358,13 +353,18 @@ func mustTime(s string) time.Time {
 	return t
 }
 
-// localWhen says start in the tenant's timezone as a person does (the when
-// of list_appointments), for messages to the customer. A zone name the
-// zone database lacks is read as UTC, as the read tools do.
-func localWhen(ctx context.Context, tx *db.Tx, tenant uuid.UUID, start time.Time) (string, error) {
-	_, loc, err := tx.TenantZone(ctx, tenant)
+// slotWhen says when a slot starts as its callers say it (the when of
+// list_appointments), for messages to the customer: on the tenant's clock
+// in the slot's location's timezone, or the tenant's for a slot of the
+// single calendar. ErrNotFound when the tenant has no such slot.
+func slotWhen(ctx context.Context, tx *db.Tx, tenant, slot uuid.UUID) (string, error) {
+	clock, _, err := tx.TenantClock(ctx, tenant)
 	if err != nil {
 		return "", err
 	}
-	return schedule.Spoken(start, loc, time.Now()), nil
+	place, err := tx.SlotPlace(ctx, tenant, slot)
+	if err != nil {
+		return "", err
+	}
+	return clock.In(place.Timezone).Spoken(place.StartsAt, time.Now()), nil
 }

@@ -1,0 +1,162 @@
+package api_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/apptest"
+)
+
+// said is an answer as a failure prints it.
+func said(a answer) string {
+	return fmt.Sprintf("outcome %s, reason %q, say %q, details %s", a.Outcome, a.Reason, a.Say, a.Details)
+}
+
+// clinicSlot is a slot of Dr. Ortiz at Uptown (New York) for a clinic whose
+// tenant is in London, on Friday 6 December 2030 at 14:00 in New York
+// (19:00 in London).
+type clinicSlot struct {
+	slotClinic
+	slot, customer uuid.UUID
+	start          time.Time
+}
+
+func newClinicSlot(t *testing.T, e *apptest.Env, name string) clinicSlot {
+	t.Helper()
+	c := newSlotClinic(t, e, name, testOrg, "Europe/London")
+	uptown := c.location("Uptown", "America/New_York")
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{uptown}, c.service("Cleaning", 30, 0))
+	start := time.Date(2030, 12, 6, 14, 0, 0, 0, mustZone(t, "America/New_York"))
+	cust, err := e.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: c.tenant, Name: "Ana", Phone: "+442079460958"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clinicSlot{slotClinic: c, slot: c.slot(ortiz, uptown, start, 30), customer: cust.ID, start: start}
+}
+
+func (c clinicSlot) tool(name, callID string, args map[string]any) answer {
+	c.t.Helper()
+	return decodeAnswer(c.t, c.e.Post("/v1/dasha/tools/"+name, c.key, "", payload(name, callID, args)))
+}
+
+// bookedSays is what a confirmed booking's details must say of it.
+type bookedSays struct {
+	When         string `json:"when"`
+	StartsAt     string `json:"starts_at"`
+	Practitioner string `json:"practitioner"`
+	Timezone     string `json:"timezone"`
+}
+
+// localAppointments is the details of list_appointments and the body of
+// GET /v1/appointments.
+type listedAppointments struct {
+	Appointments []struct {
+		ID            string `json:"id"`
+		When          string `json:"when"`
+		StartsAtLocal string `json:"starts_at_local"`
+		Timezone      string `json:"timezone"`
+		Practitioner  string `json:"practitioner"`
+	} `json:"appointments"`
+}
+
+// TestListedAtTheLocationsLocalTime: an appointment at a location in
+// another zone than the tenant's is confirmed, listed (list_appointments,
+// GET /v1/appointments) and texted to the customer at the same local time,
+// the location's: 14:00 in New York, never 19:00 in London.
+func TestListedAtTheLocationsLocalTime(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newClinicSlot(t, e, "clinic")
+	const when, local = "Friday 6 December 2030 at 14:00", "2030-12-06T14:00:00-05:00"
+	booked := c.tool("book_appointment", "call-1", map[string]any{"customer_id": c.customer, "slot_id": c.slot, "notify": "sms"})
+	var got bookedSays
+	decodeDetails(t, booked, &got)
+	if booked.Outcome != "confirmed" || got.When != when {
+		t.Fatalf("booked: %s", said(booked))
+	}
+	check := func(what string, l listedAppointments) {
+		t.Helper()
+		if len(l.Appointments) != 1 {
+			t.Fatalf("%s: %+v", what, l)
+		}
+		a := l.Appointments[0]
+		if a.When != when || a.StartsAtLocal != local || a.Timezone != "America/New_York" || a.Practitioner != "Dr. Ortiz" {
+			t.Fatalf("%s: %+v; want when %q, starts_at_local %s in America/New_York with Dr. Ortiz", what, a, when, local)
+		}
+	}
+	var listed listedAppointments
+	decodeDetails(t, c.tool("list_appointments", "call-1", map[string]any{"customer_id": c.customer}), &listed)
+	check("list_appointments", listed)
+	r := e.Get("/v1/appointments?customer_id="+c.customer.String(), c.key)
+	if r.Status != http.StatusOK {
+		t.Fatalf("GET /v1/appointments: %d %s", r.Status, r.Body)
+	}
+	listed = listedAppointments{}
+	if err := json.Unmarshal(r.Body, &listed); err != nil {
+		t.Fatalf("GET /v1/appointments: %v: %s", err, r.Body)
+	}
+	check("GET /v1/appointments", listed)
+	if n := e.Count("SELECT count(*) FROM messages WHERE customer_id = $1 AND body LIKE '%' || $2 || '%'", c.customer, when); n != 1 {
+		var body string
+		_ = e.Store.Pool().QueryRow(t.Context(), "SELECT body FROM messages WHERE customer_id = $1", c.customer).Scan(&body)
+		t.Fatalf("the confirmation says %q; want %q", body, when)
+	}
+}
+
+// TestTenantLocaleSpeaksDates: a tenant in Chicago hears American dates
+// (month first, a 12-hour clock) in every answer and message: slots offered,
+// the booking, the appointments listed, a callback's window, the
+// confirmation text. The locale is the tenant's setting, not the zone's:
+// set to en-GB, the same tenant hears British dates.
+func TestTenantLocaleSpeaksDates(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	c := newSlotClinic(t, e, "chicago", testOrg, "America/Chicago")
+	start := time.Date(2030, 12, 6, 9, 30, 0, 0, mustZone(t, "America/Chicago"))
+	slot := slotAt(t, e, c.tenant, start, "Chair")
+	cust, err := e.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: c.tenant, Name: "Ana", Phone: "+13125550123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := clinicSlot{slotClinic: c, customer: cust.ID}
+	const american = "Friday, December 6, 2030 at 9:30 AM"
+
+	_, offer := c.find(map[string]any{"date": "2030-12-06"})
+	if len(offer.Slots) != 1 || offer.Slots[0].When != american {
+		t.Fatalf("find_available_slots: %+v; want %q", offer, american)
+	}
+	booked := cs.tool("book_appointment", "call-1", map[string]any{"customer_id": cust.ID, "slot_id": slot, "notify": "sms"})
+	var got bookedSays
+	decodeDetails(t, booked, &got)
+	if booked.Outcome != "confirmed" || got.When != american {
+		t.Fatalf("book_appointment: %s; want %q", said(booked), american)
+	}
+	var listed listedAppointments
+	decodeDetails(t, cs.tool("list_appointments", "call-1", map[string]any{"customer_id": cust.ID}), &listed)
+	if len(listed.Appointments) != 1 || listed.Appointments[0].When != american {
+		t.Fatalf("list_appointments: %+v; want %q", listed, american)
+	}
+	if n := e.Count("SELECT count(*) FROM messages WHERE customer_id = $1 AND body LIKE '%' || $2 || '%'", cust.ID, american); n != 1 {
+		t.Fatalf("no confirmation text says %q", american)
+	}
+	callback := cs.tool("request_callback", "call-1", map[string]any{
+		"customer_id": cust.ID, "window_start": "2030-12-06T09:30", "window_end": "2030-12-06T11:00", "reason": "a question",
+	})
+	if w := answerDetails(t, callback)["when"]; callback.Outcome != "confirmed" || w != "Friday, December 6, 2030 between 9:30 AM and 11:00 AM" {
+		t.Fatalf("request_callback: %s", said(callback))
+	}
+
+	c.exec("UPDATE tenants SET locale = 'en-GB' WHERE id = $1", c.tenant)
+	listed = listedAppointments{}
+	decodeDetails(t, cs.tool("list_appointments", "call-2", map[string]any{"customer_id": cust.ID}), &listed)
+	const british = "Friday 6 December 2030 at 09:30"
+	if len(listed.Appointments) != 1 || listed.Appointments[0].When != british {
+		t.Fatalf("list_appointments in en-GB: %+v; want %q", listed, british)
+	}
+}
