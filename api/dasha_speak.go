@@ -18,12 +18,15 @@ import (
 
 // Operations whose answers speakable completes from the tenant's records.
 const (
-	chargeOperation = "payment.charge"
-	pointsOperation = "customer.points.add"
+	chargeOperation     = "payment.charge"
+	pointsOperation     = "customer.points.add"
+	bookOperation       = "appointment.book"
+	rescheduleOperation = "appointment.reschedule"
 )
 
 // speakable adds to the details of a completed action's answer what a voice
-// agent says aloud and the stored answer lacks: a time on the tenant's
+// agent says aloud and the stored answer lacks: a confirmed booking's slot
+// and times, whatever calendar made it (bookedSlot); a time on the tenant's
 // clock in the slot's location's timezone, else the tenant's (when, as
 // list_appointments gives it), with who and where; an amount as it is said
 // (amount_spoken, and the amount and currency of a charge a remote provider
@@ -45,6 +48,11 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	set := func(k string, v any) {
 		if raw, err := json.Marshal(v); err == nil {
 			d[k], added = raw, true
+		}
+	}
+	if a.Outcome == oncecall.Confirmed && (a.Operation == bookOperation || a.Operation == rescheduleOperation) {
+		if err := s.bookedSlot(ctx, tenant, a, d, set); err != nil {
+			return ans, err
 		}
 	}
 	if start, ok := timeField(d, "starts_at"); ok {
@@ -124,6 +132,56 @@ func (s *Server) answerClock(ctx context.Context, tenant oncecall.Tenant, d map[
 		}
 	}
 	return clock, oncecall.OpenSlot{}, nil
+}
+
+// bookedSlot adds the booked slot and its times to a confirmed booking's
+// answer that holds none: one a remote calendar made, or an operator
+// confirmed from its evidence, answers with the provider's reference and
+// the request ({id, provider_ref, request}), and a pruned one with its id.
+// The slot is the request's (the action's, or the answer's own request),
+// else the appointment's when the id is one of ours. For a slot of the
+// single calendar, its resource (who or what it is with) is said too; a
+// practitioner's slot names them (see answerClock).
+func (s *Server) bookedSlot(ctx context.Context, tenant oncecall.Tenant, a oncecall.Action, d map[string]json.RawMessage, set func(string, any)) error {
+	if _, ok := d["starts_at"]; ok {
+		return nil
+	}
+	var req struct {
+		SlotID string `json:"slot_id"`
+	}
+	if json.Unmarshal(a.Request, &req) != nil || req.SlotID == "" {
+		_ = json.Unmarshal(d["request"], &req)
+	}
+	slot, err := uuid.Parse(req.SlotID)
+	if err != nil {
+		id, _ := stringField(d, "id")
+		appt, perr := uuid.Parse(id)
+		if perr != nil {
+			return nil //nolint:nilerr // a provider's reference and no request: no slot to read
+		}
+		booked, err := s.cfg.Store.AppointmentByID(ctx, tenant.ID, appt)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return db.Fault(err)
+		}
+		slot = booked.SlotID
+	}
+	place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return db.Fault(err)
+	}
+	set("slot_id", slot)
+	set("starts_at", place.StartsAt.UTC())
+	set("ends_at", place.EndsAt.UTC())
+	if !place.Catalog() && place.Resource != "" {
+		set("resource", place.Resource)
+	}
+	return nil
 }
 
 // chargedAmount gives the amount and currency of a charge whose answer

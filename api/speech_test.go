@@ -4,18 +4,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
 // said is an answer as a failure prints it.
 func said(a answer) string {
 	return fmt.Sprintf("outcome %s, reason %q, say %q, details %s", a.Outcome, a.Reason, a.Say, a.Details)
+}
+
+// simProvider is the provider simulator as a provider of the JSON protocol.
+func simProvider(sim *simtest.Sim) provider.Provider {
+	return provider.NewHTTP(provider.HTTPConfig{
+		BaseURL: sim.URL, Timeout: 2 * time.Second,
+		Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
+	})
 }
 
 // clinicSlot is a slot of Dr. Ortiz at Uptown (New York) for a clinic whose
@@ -51,6 +64,53 @@ type bookedSays struct {
 	StartsAt     string `json:"starts_at"`
 	Practitioner string `json:"practitioner"`
 	Timezone     string `json:"timezone"`
+}
+
+// TestEveryConfirmedBookingSaysWhen: a booking confirmed by a remote
+// calendar, and one an operator confirmed from evidence, are said like a
+// local one: details carry when (the location's local time), starts_at and
+// the practitioner, and the say points at them.
+func TestEveryConfirmedBookingSaysWhen(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	e := apptest.Start(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Calendar: simProvider(sim)}
+		c.ReconcileDisabled = true // the operator settles the lost answer
+		c.OperatorToken = operatorToken
+	})
+	c := newClinicSlot(t, e, "clinic")
+	const when, startsAt = "Friday 6 December 2030 at 14:00", "2030-12-06T19:00:00Z"
+	check := func(what string, a answer) {
+		t.Helper()
+		var got bookedSays
+		decodeDetails(t, a, &got)
+		if a.Outcome != "confirmed" || got.When != when || got.StartsAt != startsAt || got.Practitioner != "Dr. Ortiz" ||
+			got.Timezone != "America/New_York" || !strings.Contains(a.Say, "when") {
+			t.Fatalf("%s: %s; want when %q, starts_at %s, Dr. Ortiz", what, said(a), when, startsAt)
+		}
+	}
+	booked := c.tool("book_appointment", "call-remote", map[string]any{"customer_id": c.customer, "slot_id": c.slot})
+	check("booked on the remote calendar", booked)
+	check("its status", c.tool("check_action_status", "call-remote", map[string]any{"action_id": booked.ActionID}))
+
+	// A lost answer settled by an operator from the calendar's record.
+	other := newClinicSlot(t, e, "other")
+	sim.Fault(provider.Calendar, "drop_response", 1)
+	lost := other.tool("book_appointment", "call-lost", map[string]any{"customer_id": other.customer, "slot_id": other.slot})
+	if lost.Outcome != "pending" {
+		t.Fatalf("lost answer: %s", said(lost))
+	}
+	ledger := sim.Ledger(provider.Calendar)
+	if len(ledger) != 2 {
+		t.Fatalf("the calendar holds %d bookings, want 2", len(ledger))
+	}
+	res := e.Post("/v1/ops/actions/"+lost.ActionID+"/resolve", operatorToken, "", map[string]any{
+		"outcome": "confirmed", "provider_ref": ledger[1].ID, "note": "found in the calendar", "by": "ana",
+	})
+	if res.Status != http.StatusOK {
+		t.Fatalf("resolve: %d %s", res.Status, res.Body)
+	}
+	check("confirmed by an operator", other.tool("check_action_status", "call-lost", map[string]any{"action_id": lost.ActionID}))
 }
 
 // localAppointments is the details of list_appointments and the body of

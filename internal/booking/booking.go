@@ -89,7 +89,8 @@ var Book = op.Define(op.Spec[BookInput]{
 	},
 	Remote: bookRemote(),
 	Say: op.Phrases{
-		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
+		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.when (the local " +
+			"time where it takes place), with the practitioner and location when details names them.",
 		Rejected: map[string]string{
 			SlotUnavailable:  "That slot is no longer available. Do not say it is booked; offer the caller another time.",
 			SlotNotFound:     "That slot does not exist. Do not say it is booked; look up available slots and offer one.",
@@ -198,7 +199,8 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 		s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
 	},
 	Say: op.Phrases{
-		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.",
+		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.when (the local time where " +
+			"it takes place).",
 		Rejected: map[string]string{
 			SlotUnavailable:      "The new slot is not available; the appointment keeps its old time. Offer another time.",
 			AppointmentNotActive: "That appointment is cancelled and cannot be moved. Offer to book a new one.",
