@@ -14,9 +14,35 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
+
+// claimsOfEffect are wordings that tell a caller something happened outside
+// oncecall: a card charged, a message sent.
+var claimsOfEffect = []string{
+	"went through", "been charged", "were charged", "was charged", "is charged", "on its way", "is being sent",
+	"was sent", "is sent", "has been sent", "queued for sending",
+}
+
+// denials are the negations the refusals use, which contain a claim's words.
+var denials = []string{"nothing was charged", "no link was sent", "has not been sent"}
+
+// sayClaims lists the claims of effect in a say, denials aside.
+func sayClaims(say string) []string {
+	say = strings.ToLower(say)
+	for _, d := range denials {
+		say = strings.ReplaceAll(say, d, "")
+	}
+	var out []string
+	for _, c := range claimsOfEffect {
+		if strings.Contains(say, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
 
 // said is an answer as a failure prints it.
 func said(a answer) string {
@@ -29,6 +55,125 @@ func simProvider(sim *simtest.Sim) provider.Provider {
 		BaseURL: sim.URL, Timeout: 2 * time.Second,
 		Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
 	})
+}
+
+// TestNoPaymentsProviderChargeIsRefused: with no payment processor, a
+// charge is refused PAYMENTS_NOT_CONFIGURED over a voice tool and over REST,
+// its say claims no charge, and nothing is written: no payment, the intent
+// as it was.
+func TestNoPaymentsProviderChargeIsRefused(t *testing.T) {
+	t.Parallel()
+	d := setupDasha(t)
+	intent := d.intent(t, 4500)
+	a := decodeAnswer(t, d.call("charge_payment", "call-1", map[string]any{"payment_intent_id": intent}))
+	if a.Outcome != "rejected" || a.Reason != "payments_not_configured" || !strings.Contains(a.Say, "nothing was charged") {
+		t.Fatalf("charge_payment without a processor: %s", said(a))
+	}
+	if claims := sayClaims(a.Say); len(claims) > 0 {
+		t.Fatalf("the refusal's say claims %q: %s", claims, a.Say)
+	}
+	status := decodeAnswer(t, d.call("check_action_status", "call-1", map[string]any{"action_id": a.ActionID}))
+	if status.Outcome != "rejected" || status.Say != a.Say {
+		t.Fatalf("status of the refused charge: %s", said(status))
+	}
+	rest := d.Post("/v1/payments", d.key, "charge-rest", map[string]any{"payment_intent_id": intent})
+	wantRejection(t, rest, "PAYMENTS_NOT_CONFIGURED")
+	if n := d.Count("SELECT count(*) FROM payments"); n != 0 {
+		t.Fatalf("%d payments recorded without a processor", n)
+	}
+	if n := d.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND status = 'requires_capture' AND captured_amount IS NULL AND charging_action_id IS NULL", intent); n != 1 {
+		t.Fatal("the refused charges changed the intent")
+	}
+}
+
+// TestPaymentLinkWithoutMessagingIsRefused: with Stripe making payment
+// links but no messaging provider to text them, send_payment_link is
+// refused MESSAGING_NOT_CONFIGURED before anything is made: no Checkout
+// Session, no SMS in the outbox, the intent free, and no say that a link is
+// on its way.
+func TestPaymentLinkWithoutMessagingIsRefused(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	p, err := stripeprovider.New(stripeprovider.Config{SecretKey: "sk_test_sim", BaseURL: sim.URL, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := setupDasha(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Payments: p, provider.Holds: p, provider.Links: p}
+		c.ReconcileDisabled = true
+	})
+	c, err := d.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: d.tenant, Name: "Lin", Phone: "+15557654321"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := d.Post("/v1/payment-intents", d.key, "approve", map[string]any{"customer_id": c.ID, "amount": 4500, "currency": "EUR", "payment_method": "payment_link"})
+	if r.Status != http.StatusCreated {
+		t.Fatalf("approve: %d %s", r.Status, r.Body)
+	}
+	intent := resultOf(t, r)["id"].(string)
+	a := decodeAnswer(t, d.call("send_payment_link", "call-link", map[string]any{"payment_intent_id": intent}))
+	if a.Outcome != "rejected" || a.Reason != "messaging_not_configured" || !strings.Contains(a.Say, "no link was sent") {
+		t.Fatalf("send_payment_link without messaging: %s", said(a))
+	}
+	if claims := sayClaims(a.Say); len(claims) > 0 {
+		t.Fatalf("the refusal's say claims %q: %s", claims, a.Say)
+	}
+	if n := len(sim.StripeSessions()); n != 0 {
+		t.Fatalf("%d Checkout Sessions made for a link nothing would send", n)
+	}
+	if n := d.Count("SELECT count(*) FROM messages") + d.Count("SELECT count(*) FROM action_steps"); n != 0 {
+		t.Fatalf("the refused link left %d messages or steps", n)
+	}
+	if n := d.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND charging_action_id IS NULL", intent); n != 1 {
+		t.Fatal("the refused link holds the intent")
+	}
+}
+
+// TestLocalMessageIsNotSaidSent: with no messaging provider, send_message
+// records the message in oncecall's outbox for the business's team and the
+// agent hears exactly that, never that it is sent or on its way; through a
+// messaging provider, the same tool may say it is on its way.
+func TestLocalMessageIsNotSaidSent(t *testing.T) {
+	t.Parallel()
+	args := func(customer uuid.UUID) map[string]any {
+		return map[string]any{"customer_id": customer, "channel": "sms", "template": "generic", "variables": map[string]any{"body": "See you soon"}}
+	}
+	local := setupDasha(t)
+	phoned, err := local.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: local.tenant, Name: "Ana", Phone: "+442079460958"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := decodeAnswer(t, local.call("send_message", "call-1", args(phoned.ID)))
+	if a.Outcome != "confirmed" || !strings.Contains(a.Say, "recorded for the team") || !strings.Contains(a.Say, "NOT been sent") {
+		t.Fatalf("send_message with the local outbox: %s", said(a))
+	}
+	if claims := sayClaims(a.Say); len(claims) > 0 {
+		t.Fatalf("the local message's say claims %q: %s", claims, a.Say)
+	}
+	if n := local.Count("SELECT count(*) FROM messages WHERE customer_id = $1 AND body = 'See you soon'", phoned.ID); n != 1 {
+		t.Fatalf("%d outbox rows, want 1", n)
+	}
+	status := decodeAnswer(t, local.call("check_action_status", "call-1", map[string]any{"action_id": a.ActionID}))
+	if status.Say != a.Say {
+		t.Fatalf("check_action_status says %q, the answer said %q", status.Say, a.Say)
+	}
+
+	sim := simtest.Start(t, providersim.Config{})
+	remote := setupDasha(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Messaging: simProvider(sim)}
+		c.ReconcileDisabled = true
+	})
+	phoned, err = remote.Store.CreateCustomer(t.Context(), db.NewCustomer{TenantID: remote.tenant, Name: "Ana", Phone: "+442079460958"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := decodeAnswer(t, remote.call("send_message", "call-1", args(phoned.ID)))
+	if sent.Outcome != "confirmed" || !strings.Contains(sent.Say, "on its way") {
+		t.Fatalf("send_message through a provider: %s", said(sent))
+	}
+	if n := len(sim.Ledger(provider.Messaging)); n != 1 {
+		t.Fatalf("the messaging provider holds %d messages, want 1", n)
+	}
 }
 
 // clinicSlot is a slot of Dr. Ortiz at Uptown (New York) for a clinic whose

@@ -132,12 +132,14 @@ const (
 	InvalidArguments          DashaReason = "invalid_arguments"
 	LocationExists            DashaReason = "location_exists"
 	LocationNotFound          DashaReason = "location_not_found"
+	MessagingNotConfigured    DashaReason = "messaging_not_configured"
 	NeedsOperator             DashaReason = "needs_operator"
 	NoPractitionerFree        DashaReason = "no_practitioner_free"
 	PaymentDeclined           DashaReason = "payment_declined"
 	PaymentIntentNotFound     DashaReason = "payment_intent_not_found"
 	PaymentLinkExpired        DashaReason = "payment_link_expired"
 	PaymentLinksNeedStripe    DashaReason = "payment_links_need_stripe"
+	PaymentsNotConfigured     DashaReason = "payments_not_configured"
 	PractitionerExists        DashaReason = "practitioner_exists"
 	PractitionerNotAtLocation DashaReason = "practitioner_not_at_location"
 	PractitionerNotFound      DashaReason = "practitioner_not_found"
@@ -197,6 +199,8 @@ func (e DashaReason) Valid() bool {
 		return true
 	case LocationNotFound:
 		return true
+	case MessagingNotConfigured:
+		return true
 	case NeedsOperator:
 		return true
 	case NoPractitionerFree:
@@ -208,6 +212,8 @@ func (e DashaReason) Valid() bool {
 	case PaymentLinkExpired:
 		return true
 	case PaymentLinksNeedStripe:
+		return true
+	case PaymentsNotConfigured:
 		return true
 	case PractitionerExists:
 		return true
@@ -523,6 +529,7 @@ const (
 	INVALIDJSON               ProblemCode = "INVALID_JSON"
 	LOCATIONEXISTS            ProblemCode = "LOCATION_EXISTS"
 	LOCATIONNOTFOUND          ProblemCode = "LOCATION_NOT_FOUND"
+	MESSAGINGNOTCONFIGURED    ProblemCode = "MESSAGING_NOT_CONFIGURED"
 	METHODNOTALLOWED          ProblemCode = "METHOD_NOT_ALLOWED"
 	NOPRACTITIONERFREE        ProblemCode = "NO_PRACTITIONER_FREE"
 	NOTFOUND                  ProblemCode = "NOT_FOUND"
@@ -531,6 +538,7 @@ const (
 	PAYMENTINTENTNOTFOUND     ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
 	PAYMENTLINKEXPIRED        ProblemCode = "PAYMENT_LINK_EXPIRED"
 	PAYMENTLINKSNEEDSTRIPE    ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
+	PAYMENTSNOTCONFIGURED     ProblemCode = "PAYMENTS_NOT_CONFIGURED"
 	PRACTITIONEREXISTS        ProblemCode = "PRACTITIONER_EXISTS"
 	PRACTITIONERNOTATLOCATION ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
 	PRACTITIONERNOTFOUND      ProblemCode = "PRACTITIONER_NOT_FOUND"
@@ -607,6 +615,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case LOCATIONNOTFOUND:
 		return true
+	case MESSAGINGNOTCONFIGURED:
+		return true
 	case METHODNOTALLOWED:
 		return true
 	case NOPRACTITIONERFREE:
@@ -622,6 +632,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYMENTLINKEXPIRED:
 		return true
 	case PAYMENTLINKSNEEDSTRIPE:
+		return true
+	case PAYMENTSNOTCONFIGURED:
 		return true
 	case PRACTITIONEREXISTS:
 		return true
@@ -1522,8 +1534,10 @@ type Message struct {
 	Recipient string `json:"recipient"`
 
 	// SendRef The send reference, when given.
-	SendRef *string       `json:"send_ref,omitempty"`
-	Status  MessageStatus `json:"status"`
+	SendRef *string `json:"send_ref,omitempty"`
+
+	// Status `queued`: in oncecall's outbox, where nothing sends it (the business's own systems may).
+	Status MessageStatus `json:"status"`
 
 	// SubjectId What the message is about, when given.
 	SubjectId *string `json:"subject_id,omitempty"`
@@ -1541,7 +1555,7 @@ type Message struct {
 // MessageChannel defines model for Message.Channel.
 type MessageChannel string
 
-// MessageStatus defines model for Message.Status.
+// MessageStatus `queued`: in oncecall's outbox, where nothing sends it (the business's own systems may).
 type MessageStatus string
 
 // MessageAction The envelope of a confirmed `message.send`. With a remote messaging provider, `result` is a `RemoteResult`.
@@ -1702,9 +1716,11 @@ type NoteAction_Result struct {
 
 // NotifiedAppointment A booking that asked for a confirmation message (`notify`), with what became of the message.
 type NotifiedAppointment struct {
-	// Confirmation `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
-	// `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the tenant's own
-	// `appointment_confirmation` template could not be rendered for it). The booking stands either way.
+	// Confirmation `queued` (a step sends it through the messaging provider), `recorded` (no messaging provider: it
+	// is in oncecall's outbox, which nothing sends), or why there is no confirmation
+	// (`CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the
+	// tenant's own `appointment_confirmation` template could not be rendered for it). The booking stands
+	// either way.
 	//
 	//
 	// Example: queued
@@ -5853,9 +5869,13 @@ type ClientInterface interface {
 
 	// SendMessageWithBody Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5868,9 +5888,13 @@ type ClientInterface interface {
 
 	// SendMessage Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5883,7 +5907,7 @@ type ClientInterface interface {
 
 	// GetMessage Get a message
 	//
-	// A queued message with its text as rendered.
+	// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 	//
 	// Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 	GetMessage(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6024,11 +6048,12 @@ type ClientInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -6045,11 +6070,12 @@ type ClientInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -6063,8 +6089,11 @@ type ClientInterface interface {
 
 	// ChargePaymentWithBody Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -6077,8 +6106,11 @@ type ClientInterface interface {
 
 	// ChargePayment Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -7294,9 +7326,13 @@ func (c *Client) UpdateMessageTemplate(ctx context.Context, name string, params 
 
 // SendMessageWithBody Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -7319,9 +7355,13 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 
 // SendMessage Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -7344,7 +7384,7 @@ func (c *Client) SendMessage(ctx context.Context, params *SendMessageParams, bod
 
 // GetMessage Get a message
 //
-// A queued message with its text as rendered.
+// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 //
 // Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 func (c *Client) GetMessage(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7595,11 +7635,12 @@ func (c *Client) CancelPaymentIntent(ctx context.Context, paymentIntentId Paymen
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -7626,11 +7667,12 @@ func (c *Client) SendPaymentLinkWithBody(ctx context.Context, params *SendPaymen
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -7654,8 +7696,11 @@ func (c *Client) SendPaymentLink(ctx context.Context, params *SendPaymentLinkPar
 
 // ChargePaymentWithBody Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -7678,8 +7723,11 @@ func (c *Client) ChargePaymentWithBody(ctx context.Context, params *ChargePaymen
 
 // ChargePayment Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -11565,9 +11613,13 @@ type ClientWithResponsesInterface interface {
 
 	// SendMessageWithBodyWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -11580,9 +11632,13 @@ type ClientWithResponsesInterface interface {
 
 	// SendMessageWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -11595,7 +11651,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetMessageWithResponse Get a message
 	//
-	// A queued message with its text as rendered.
+	// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11746,11 +11802,12 @@ type ClientWithResponsesInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -11767,11 +11824,12 @@ type ClientWithResponsesInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -11785,8 +11843,11 @@ type ClientWithResponsesInterface interface {
 
 	// ChargePaymentWithBodyWithResponse Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -11799,8 +11860,11 @@ type ClientWithResponsesInterface interface {
 
 	// ChargePaymentWithResponse Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -19136,9 +19200,13 @@ func (c *ClientWithResponses) UpdateMessageTemplateWithResponse(ctx context.Cont
 
 // SendMessageWithBodyWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -19157,9 +19225,13 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 
 // SendMessageWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -19178,7 +19250,7 @@ func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, param
 
 // GetMessageWithResponse Get a message
 //
-// A queued message with its text as rendered.
+// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19395,11 +19467,12 @@ func (c *ClientWithResponses) CancelPaymentIntentWithResponse(ctx context.Contex
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -19422,11 +19495,12 @@ func (c *ClientWithResponses) SendPaymentLinkWithBodyWithResponse(ctx context.Co
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -19446,8 +19520,11 @@ func (c *ClientWithResponses) SendPaymentLinkWithResponse(ctx context.Context, p
 
 // ChargePaymentWithBodyWithResponse Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -19466,8 +19543,11 @@ func (c *ClientWithResponses) ChargePaymentWithBodyWithResponse(ctx context.Cont
 
 // ChargePaymentWithResponse Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments

@@ -110,6 +110,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *answerBytes == 0 {
 		*answerBytes = -1 // none, not app's default
 	}
+	var simulate []string
+	if url == "" {
+		// The embedded database is the demo: the provider simulator plays
+		// the card processor and the SMS gateway that are not configured.
+		simulate = app.DemoSimulated
+	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
@@ -122,7 +128,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
-		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
+		Providers:     providers, Simulate: simulate, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})

@@ -4,7 +4,6 @@
 package booking
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,13 +124,14 @@ func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: cmp.Or(notified, "queued")})
+	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: notified})
 }
 
 // notifiedAppointment is a booking with the fate of its confirmation message.
 type notifiedAppointment struct {
 	wire.Appointment
-	// Confirmation is "queued", or why the message could not be queued.
+	// Confirmation is "queued" for the messaging provider, "recorded" in
+	// the outbox (nothing sends it), or why there is no message.
 	Confirmation string `json:"confirmation"`
 }
 

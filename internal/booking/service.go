@@ -1,7 +1,6 @@
 package booking
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -122,7 +121,8 @@ type ServiceAppointment struct {
 	Address        string `json:"address,omitempty"`
 	Timezone       string `json:"timezone"`
 	schedule.Local
-	// Confirmation, with notify, is "queued", or why the message could not be queued.
+	// Confirmation, with notify, is "queued" for the messaging provider,
+	// "recorded" in the outbox (nothing sends it), or why there is no message.
 	Confirmation string `json:"confirmation,omitempty"`
 }
 
@@ -163,7 +163,7 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 			if err != nil {
 				return nil, err
 			}
-			out.Confirmation = cmp.Or(notified, "queued")
+			out.Confirmation = notified
 		}
 		return json.Marshal(out)
 	case a.Reason == NoPractitionerFree:
