@@ -27,8 +27,10 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope full|dasha] [--json]
                                                         create a tenant and print its API key once
+  oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB]
+                                                        change how a tenant's times are read and said
   oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]
                                                         create another API key for a tenant (dasha: only the Dasha webhooks)
   oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)
