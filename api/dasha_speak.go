@@ -32,11 +32,18 @@ const (
 // (amount_spoken, and the amount and currency of a charge a remote provider
 // made), and, for a points change heard again (replayed), the balance read
 // now (balance_now; the stored balance is dropped when it is no longer
-// true). The stored answer is never changed; a first answer and its exact
-// retry still say the same.
+// true). A pruned answer of an effect a provider performed is said as such
+// (performedPruned). The stored answer is never changed; a first answer and
+// its exact retry still say the same.
 func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a oncecall.Action, replayed bool, ans dashatool.Answer) (dashatool.Answer, error) {
 	if a.State != oncecall.Completed {
 		return ans, nil
+	}
+	if a.Outcome == oncecall.Confirmed && a.Result == nil {
+		var err error
+		if ans, err = s.performedPruned(ctx, a, ans); err != nil {
+			return ans, err
+		}
 	}
 	var d map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(ans.Details))
@@ -109,6 +116,27 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 		return ans, err
 	}
 	ans.Details = out
+	return ans, nil
+}
+
+// performedPruned says of a confirmed action whose answer was pruned what
+// its operation says of an effect a provider performed (op.Phrases.
+// Performed) when its required step was a provider's and succeeded: the
+// answer no longer names the provider's record, its steps still do.
+func (s *Server) performedPruned(ctx context.Context, a oncecall.Action, ans dashatool.Answer) (dashatool.Answer, error) {
+	o, ok := s.cfg.Ops.Get(a.Operation)
+	if !ok || o.Phrases().Performed == "" {
+		return ans, nil
+	}
+	steps, err := s.cfg.Store.Steps(ctx, a.ID)
+	if err != nil {
+		return ans, db.Fault(err)
+	}
+	for _, st := range steps {
+		if st.Required && st.State == oncecall.StepSucceeded {
+			ans.Say = o.Phrases().Performed
+		}
+	}
 	return ans, nil
 }
 

@@ -132,7 +132,8 @@ func TestPaymentLinkWithoutMessagingIsRefused(t *testing.T) {
 // TestLocalMessageIsNotSaidSent: with no messaging provider, send_message
 // records the message in oncecall's outbox for the business's team and the
 // agent hears exactly that, never that it is sent or on its way; through a
-// messaging provider, the same tool may say it is on its way.
+// messaging provider, the same tool may say it is on its way. Both are said
+// the same once their answers are pruned.
 func TestLocalMessageIsNotSaidSent(t *testing.T) {
 	t.Parallel()
 	args := func(customer uuid.UUID) map[string]any {
@@ -173,6 +174,19 @@ func TestLocalMessageIsNotSaidSent(t *testing.T) {
 	}
 	if n := len(sim.Ledger(provider.Messaging)); n != 1 {
 		t.Fatalf("the messaging provider holds %d messages, want 1", n)
+	}
+
+	// Once their answers are pruned, each is still said as it was.
+	for _, e := range []dashaEnv{local, remote} {
+		if _, err := e.Store.Pool().Exec(t.Context(), "UPDATE actions SET result = NULL, request = '{}'::jsonb WHERE operation = 'message.send'"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := decodeAnswer(t, local.call("check_action_status", "call-1", map[string]any{"action_id": a.ActionID})); got.Say != a.Say {
+		t.Fatalf("the pruned local message: %s", said(got))
+	}
+	if got := decodeAnswer(t, remote.call("check_action_status", "call-1", map[string]any{"action_id": sent.ActionID})); got.Say != sent.Say {
+		t.Fatalf("the pruned sent message: %s", said(got))
 	}
 }
 
