@@ -114,6 +114,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *lease <= 0 {
 		return errors.New("--lease must be positive")
 	}
+	var simulate []string
+	if url == "" {
+		// The embedded database is the demo: the provider simulator plays
+		// the card processor and the SMS gateway that are not configured.
+		simulate = app.DemoSimulated
+	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
@@ -126,7 +132,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
-		Providers:     providers, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
+		Providers:     providers, Simulate: simulate, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: operatorToken, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})

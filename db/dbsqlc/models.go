@@ -271,4 +271,5 @@ type Tenant struct {
 	StripeAccount          *string
 	TwilioFrom             *string
 	TwilioMessagingService *string
+	Locale                 string
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/internal/tokenguard"
@@ -84,6 +85,11 @@ type Config struct {
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
+	// Simulate lists capabilities that the provider simulator, started in
+	// this process, serves when Providers does not (DemoSimulated for
+	// `make run`'s demo). Its ledger is kept in DataDir with the embedded
+	// database, in memory otherwise.
+	Simulate []string
 	// Steps bounds the recovery of remote steps.
 	Steps step.Config
 	// Reconcile tunes the reconciler; ReconcileDisabled keeps it from
@@ -160,6 +166,11 @@ type Main struct {
 	metrics    *metrics.Metrics
 	ln         net.Listener
 	srv        *http.Server
+	// The provider simulator this process runs (Config.Simulate), the
+	// capabilities it serves, and the end of its Serve.
+	sim       *providersim.Main
+	simulated []string
+	simServed chan error
 }
 
 // Operations returns every operation oncecall offers.
@@ -246,7 +257,12 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		coreCfg.AnswerBytes = 0
 	}
 	m.ops = Operations()
-	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
+	providers, err := m.simulate(ctx, cfg)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.driver = step.NewDriver(m.store, m.ops, providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
 	// Every step claimed here names the provider this configuration sends
 	// it to; only a server configured for it drives the step.
@@ -430,7 +446,8 @@ func (m *Main) Serve(ctx context.Context) error {
 // Reconciler is the running program's reconciler.
 func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
 
-// Close releases the pool and stops the embedded database.
+// Close releases the pool and stops the provider simulator and the
+// embedded database.
 func (m *Main) Close() error {
 	if m.ln != nil {
 		m.ln.Close()
@@ -438,8 +455,9 @@ func (m *Main) Close() error {
 	if m.pool != nil {
 		m.pool.Close()
 	}
+	err := m.closeSimulator()
 	if m.pg != nil {
-		return m.pg.Stop()
+		return errors.Join(err, m.pg.Stop())
 	}
-	return nil
+	return err
 }
