@@ -61,7 +61,7 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	info.callID = p.CallID
+	info.callPlatform, info.callID = platformDasha, p.CallID
 	tenant := tenantFrom(r.Context())
 	if err := checkOrg(tenant, p.OrgID); err != nil {
 		writeError(w, r, err)
@@ -216,7 +216,7 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 	if derived {
 		req.Stale = s.stale(prep)
 	}
-	req.CallID, req.Named = c.call(), named
+	req.CallPlatform, req.CallID, req.Named = c.Platform, c.CallID, named
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError

@@ -80,7 +80,7 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
 			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -111,7 +111,7 @@ func (st *Statement) BookService(b ServiceBooking) {
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
 			StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
 			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		}
 		if !b.Start.IsZero() {
 			p.StartsAt = &b.Start
@@ -128,7 +128,7 @@ func (st *Statement) Reschedule(appointment, slot uuid.UUID) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -140,7 +140,7 @@ func (st *Statement) Cancel(appointment uuid.UUID) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -158,7 +158,7 @@ func (st *Statement) CreateCustomer(c NewCustomer) {
 		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
 			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
-			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
+			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -173,7 +173,7 @@ func (st *Statement) UpdateCustomer(c CustomerChange) {
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
 			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
 			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
-			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
+			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -191,7 +191,7 @@ func (st *Statement) AppendNote(customer uuid.UUID, text, ref string) {
 		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text, NoteRef: ref,
 			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
-			Request: c.Request, CallID: ptr(c.CallID),
+			Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -209,7 +209,7 @@ func (st *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
 		row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
 			EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}

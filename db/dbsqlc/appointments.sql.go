@@ -159,7 +159,7 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 
 const claimAndBook = `-- name: ClaimAndBook :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -199,17 +199,17 @@ WITH prior AS (
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $6, $1, $2, $9, $10,
-           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $11, $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndBookParams struct {
@@ -225,6 +225,7 @@ type ClaimAndBookParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndBookRow struct {
@@ -247,6 +248,7 @@ type ClaimAndBookRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A booking's one round trip (see db.Statement): claim, booking, completion
@@ -283,6 +285,7 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndBookRow
 	err := row.Scan(
@@ -305,13 +308,14 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndBookService = `-- name: ClaimAndBookService :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -369,17 +373,17 @@ WITH prior AS (
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $10, $1, $2, $12, $13,
-           $14, $15, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $14, $15, $16, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndBookServiceParams struct {
@@ -398,6 +402,7 @@ type ClaimAndBookServiceParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndBookServiceRow struct {
@@ -420,6 +425,7 @@ type ClaimAndBookServiceRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A booking of a service at a time (see ClaimAndBook): when the key is not
@@ -452,6 +458,7 @@ func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServi
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndBookServiceRow
 	err := row.Scan(
@@ -474,13 +481,14 @@ func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServi
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndCancel = `-- name: ClaimAndCancel :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -521,17 +529,17 @@ WITH prior AS (
     ) AS cur ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $5, $1, $2, $6, $7,
-           $8, $9, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $8, $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndCancelParams struct {
@@ -544,6 +552,7 @@ type ClaimAndCancelParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndCancelRow struct {
@@ -566,6 +575,7 @@ type ClaimAndCancelRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A cancellation's one round trip, as ClaimAndBook: when the key is not
@@ -585,6 +595,7 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndCancelRow
 	err := row.Scan(
@@ -607,13 +618,14 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndReschedule = `-- name: ClaimAndReschedule :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -666,17 +678,17 @@ WITH prior AS (
                 ELSE '{"slot_id":' || to_json($5::uuid) || '}' END AS body
     FROM decided
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $6, $1, $2, $7, $8,
-           $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $9, $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndRescheduleParams struct {
@@ -690,6 +702,7 @@ type ClaimAndRescheduleParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndRescheduleRow struct {
@@ -712,6 +725,7 @@ type ClaimAndRescheduleRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A move's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -735,6 +749,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndRescheduleRow
 	err := row.Scan(
@@ -757,6 +772,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
