@@ -295,21 +295,24 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a oncecall.A
 // toolKey picks the idempotency key of a tool call: the action named by the
 // arguments' action_id, the Idempotency-Key header, or a key derived from
 // the operation's identity fields, the tenant and (for per-call operations)
-// the callId (derived reports which). Derived keys are hashes: no customer
+// the call (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
+//
+// An action_id is never a key of its own: one that names no action of the
+// tenant (a word the model made up, a UUID of nothing) is refused as an
+// invalid argument, since taken as a key it would be shared with every
+// caller who made up the same, REST keys included, and answer one caller
+// with another's action.
 func (s *Server) toolKey(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
-			if err := idem.ValidateKey(given); err != nil {
-				return "", false, uuid.Nil, fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
-			}
-			return given, false, uuid.Nil, nil
+			return "", false, uuid.Nil, fault.Field("action_id", "must be the action_id of an earlier answer, exactly as it gave it")
 		}
 		a, err := s.cfg.Store.ActionByID(r.Context(), tenant.ID, id)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			return id.String(), false, uuid.Nil, nil
+			return "", false, uuid.Nil, fault.Field("action_id", "names no earlier request; leave it out for a new one")
 		case err != nil:
 			return "", false, uuid.Nil, db.Fault(err)
 		case a.Operation != prep.Operation:
