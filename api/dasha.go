@@ -201,6 +201,9 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 	if !ok {
 		return ans, err
 	}
+	if prep, err = s.resolve(ctx, tenant, prep); err != nil {
+		return invalid(err)
+	}
 	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
 		if fault.As(err).Field == "action_id" {

@@ -5397,7 +5397,10 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5412,7 +5415,10 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6448,7 +6454,10 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6473,7 +6482,10 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11097,7 +11109,10 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11112,7 +11127,10 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18434,7 +18452,10 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18455,7 +18476,10 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

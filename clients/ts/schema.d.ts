@@ -176,7 +176,10 @@ export interface paths {
          *     name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
          *     `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
          *     whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-         *     A remote calendar books by `slot_id` only (a `400` names `service_id`).
+         *     A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+         *     as the instant it names before the key is looked up, so the same booking spelt either way under one
+         *     key is a replay; one that names no single instant (no `location_id` while the service is booked in
+         *     more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
          */
         post: operations["bookAppointment"];
         delete?: never;

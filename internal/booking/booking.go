@@ -64,6 +64,9 @@ var Book = op.Define(op.Spec[BookInput]{
 		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("service", &in.Service, 200, false),
 			normalizeServiceForm(in))
 	},
+	// A local starts_at is read in its location's timezone: the instant is
+	// the identity, however it was said.
+	Resolve: resolveStart,
 	Identity: func(in BookInput) []string {
 		if in.ServiceID != "" {
 			return []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
