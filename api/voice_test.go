@@ -413,7 +413,9 @@ func TestVapiCallEndNudgesItsUnfinishedActions(t *testing.T) {
 }
 
 // An Idempotency-Key header on a Vapi message does not make its tool calls
-// one action: two bookings in one message are two appointments.
+// one action: two bookings in one message (of two customers: one customer's
+// second is refused, TestSecondBookingInOneCallIsRefused) are two
+// appointments.
 func TestVapiIgnoresIdempotencyKeyAcrossToolCalls(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
@@ -422,7 +424,7 @@ func TestVapiIgnoresIdempotencyKeyAcrossToolCalls(t *testing.T) {
 		"type": "tool-calls", "call": map[string]any{"id": "vapi-call-4"},
 		"toolCallList": []any{
 			map[string]any{"id": "t1", "name": "book_appointment", "arguments": d.bookArgs(d.slot)},
-			map[string]any{"id": "t2", "name": "book_appointment", "arguments": d.bookArgs(second)},
+			map[string]any{"id": "t2", "name": "book_appointment", "arguments": d.bookArgsFor(d.Customer(d.tenant), second)},
 		},
 	}}))
 	if len(a) != 2 || a[0].Outcome != "confirmed" || a[1].Outcome != "confirmed" || a[0].ActionID == a[1].ActionID {

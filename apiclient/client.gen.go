@@ -111,6 +111,7 @@ func (e ConfirmedOutcome) Valid() bool {
 
 // Defines values for DashaReason.
 const (
+	AlreadyBookedInCall       DashaReason = "already_booked_in_call"
 	AmountExceedsIntent       DashaReason = "amount_exceeds_intent"
 	AppointmentNotActive      DashaReason = "appointment_not_active"
 	AppointmentNotFound       DashaReason = "appointment_not_found"
@@ -155,6 +156,8 @@ const (
 // Valid indicates whether the value is a known member of the DashaReason enum.
 func (e DashaReason) Valid() bool {
 	switch e {
+	case AlreadyBookedInCall:
+		return true
 	case AmountExceedsIntent:
 		return true
 	case AppointmentNotActive:
@@ -496,6 +499,7 @@ func (e ProblemOutcome) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ACTIONINFLIGHT            ProblemCode = "ACTION_IN_FLIGHT"
+	ALREADYBOOKEDINCALL       ProblemCode = "ALREADY_BOOKED_IN_CALL"
 	AMOUNTEXCEEDSINTENT       ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTNOTACTIVE      ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND       ProblemCode = "APPOINTMENT_NOT_FOUND"
@@ -552,6 +556,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ACTIONINFLIGHT:
+		return true
+	case ALREADYBOOKEDINCALL:
 		return true
 	case AMOUNTEXCEEDSINTENT:
 		return true
@@ -975,6 +981,9 @@ type AppointmentStatus string
 
 // BookAppointmentInput defines model for BookAppointmentInput.
 type BookAppointmentInput struct {
+	// BookingRef Optional: a call books one appointment per customer; a new value books a second, separate one on purpose (the caller wants both). Leave it unchanged when retrying; to change the time of the one booked, use reschedule_appointment.
+	BookingRef *string `json:"booking_ref,omitempty"`
+
 	// CustomerId The customer's id.
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
@@ -5401,6 +5410,8 @@ type ClientInterface interface {
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5419,6 +5430,8 @@ type ClientInterface interface {
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6458,6 +6471,8 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6486,6 +6501,8 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11113,6 +11130,8 @@ type ClientWithResponsesInterface interface {
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11131,6 +11150,8 @@ type ClientWithResponsesInterface interface {
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18456,6 +18477,8 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18480,6 +18503,8 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -70,8 +70,14 @@ func (st *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action
 }
 
 // Book makes st a booking of slot for customer: confirmed with the
-// appointment, or rejected as a customer or slot missing, or a slot past or taken.
-func (st *Statement) Book(customer, slot uuid.UUID, service string) {
+// appointment, or rejected as a customer or slot missing, or a slot past or
+// taken, or, in a voice call, as BookRef.
+func (st *Statement) Book(customer, slot uuid.UUID, service string) { st.BookRef(customer, slot, service, "") }
+
+// BookRef is Book of the booking bookingRef names among the customer's
+// bookings in the claim's voice call: refused while another booking of the
+// customer in that call under bookingRef stands (ALREADY_BOOKED_IN_CALL).
+func (st *Statement) BookRef(customer, slot uuid.UUID, service, bookingRef string) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		appointment, err := uuid.NewV7()
 		if err != nil {
@@ -79,7 +85,7 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 		}
 		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
+			Service: service, BookingRef: bookingRef, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
@@ -88,17 +94,20 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 
 // ServiceBooking is a booking of a service at a time: Start (an instant)
 // or StartLocal (a wall-clock time, YYYY-MM-DDTHH:MM:SS, in the location's
-// timezone), optionally of one practitioner or at one location.
+// timezone), optionally of one practitioner or at one location. BookingRef
+// names it among the customer's bookings in the claim's voice call.
 type ServiceBooking struct {
 	Customer, Service      uuid.UUID
 	Start                  time.Time
 	StartLocal             string
 	Practitioner, Location uuid.UUID
+	BookingRef             string
 }
 
 // BookService makes st a booking of b's service at b's time with the first
 // free practitioner (by name, then id): confirmed with the appointment, or
-// rejected as a customer or service missing, or no practitioner free then.
+// rejected as a customer or service missing, no practitioner free then, or
+// the customer's booking in the claim's voice call that stands (see Book).
 // A concurrent booking of the slot it picked makes it fail as a lost race
 // (Retryable), to be run again with a fresh snapshot.
 func (st *Statement) BookService(b ServiceBooking) {
@@ -110,7 +119,7 @@ func (st *Statement) BookService(b ServiceBooking) {
 		p := dbsqlc.ClaimAndBookServiceParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
 			StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
-			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, Operation: c.Operation,
+			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, BookingRef: b.BookingRef, Operation: c.Operation,
 			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		}
 		if !b.Start.IsZero() {

@@ -77,16 +77,19 @@ type ApiKey struct {
 }
 
 type Appointment struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-	Service    string
-	Status     string
-	ActionID   uuid.UUID
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	ServiceID  *uuid.UUID
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   uuid.UUID
+	SlotID       uuid.UUID
+	Service      string
+	Status       string
+	ActionID     uuid.UUID
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	ServiceID    *uuid.UUID
+	CallPlatform *string
+	CallID       *string
+	BookingRef   string
 }
 
 type Callback struct {

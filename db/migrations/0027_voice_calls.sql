@@ -13,8 +13,8 @@
 -- A tool call that names no call still has its platform.
 --
 -- Every row that names a call is rewritten, and the new unique indexes of
--- customer_notes and callbacks are built, in the migration's transaction:
--- actions, customer_notes and callbacks are locked against writes until it
+-- customer_notes, callbacks and appointments are built, in the migration's
+-- transaction: those tables and actions are locked against writes until it
 -- commits (docs/migrations.md#indexes-and-the-locks-they-take).
 
 ALTER TABLE actions
@@ -46,3 +46,19 @@ UPDATE callbacks SET call_platform = 'dasha' WHERE call_id IS NOT NULL AND call_
 ALTER TABLE callbacks ADD CONSTRAINT callbacks_call CHECK (call_id IS NULL OR call_platform IS NOT NULL);
 CREATE UNIQUE INDEX callbacks_per_call ON callbacks (tenant_id, subject, call_platform, call_id, callback_ref)
     WHERE call_id IS NOT NULL;
+
+-- One booking per customer and call. An appointment booked in a voice call
+-- records the call and its booking_ref; while it is active, another
+-- booking of the same customer in the same call under the same booking_ref
+-- is refused (ALREADY_BOOKED_IN_CALL, with the one that stands): a caller
+-- who changes their mind has the appointment moved, and a second one is
+-- asked for by name, as notes are (note_ref). A cancelled one no longer
+-- stands; a moved one does, at its new time. Bookings made outside a call
+-- (REST) or before this migration record no call.
+ALTER TABLE appointments
+    ADD COLUMN call_platform text CHECK (call_platform IN ('dasha', 'vapi', 'retell', 'elevenlabs')),
+    ADD COLUMN call_id text CHECK (length(call_id) BETWEEN 1 AND 200),
+    ADD COLUMN booking_ref text NOT NULL DEFAULT '' CHECK (length(booking_ref) <= 100),
+    ADD CONSTRAINT appointments_call CHECK (call_id IS NULL OR call_platform IS NOT NULL);
+CREATE UNIQUE INDEX appointments_per_call ON appointments (tenant_id, customer_id, call_platform, call_id, booking_ref)
+    WHERE call_id IS NOT NULL AND status = 'active';

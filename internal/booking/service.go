@@ -136,7 +136,7 @@ func (in BookInput) startInstant() (time.Time, bool) {
 // free, the next free times for the same service, practitioner and
 // location.
 func bookService(s *db.Statement, x idem.Exec, in BookInput) {
-	b := db.ServiceBooking{Customer: op.MustUUID(in.CustomerID), Service: op.MustUUID(in.ServiceID)}
+	b := db.ServiceBooking{Customer: op.MustUUID(in.CustomerID), Service: op.MustUUID(in.ServiceID), BookingRef: in.BookingRef}
 	if t, ok := in.startInstant(); ok {
 		b.Start = t
 	} else {
