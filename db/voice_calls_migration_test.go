@@ -53,6 +53,9 @@ func TestVoiceCallsMigrationSplitsThePlatformFromTheCallID(t *testing.T) {
 			tenant, "k"+stored, stored)
 		exec(`INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
 			VALUES (gen_random_uuid(), $1, $2, $3, gen_random_uuid(), $3, '')`, tenant, customer, stored)
+		exec(`INSERT INTO callbacks (id, tenant_id, customer_id, subject, window_start, window_end, timezone, reason, action_id, call_id)
+			VALUES (gen_random_uuid(), $1, $2::uuid, $2::text, now(), now() + interval '1 hour', 'UTC', $3, gen_random_uuid(), $3)`,
+			tenant, customer, stored)
 	}
 	exec(`INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state, outcome)
 		VALUES (gen_random_uuid(), $1, 'rest', 'customer.note.append', 'f', '{}', 'completed', 'confirmed')`, tenant)
@@ -79,6 +82,10 @@ func TestVoiceCallsMigrationSplitsThePlatformFromTheCallID(t *testing.T) {
 		if n := count("SELECT count(*) FROM customer_notes WHERE text = $1 AND call_platform = $2 AND call_id = $3",
 			stored, want[0], want[1]); n != 1 {
 			t.Errorf("the note of call %q is not platform %s, call %s", stored, want[0], want[1])
+		}
+		if n := count("SELECT count(*) FROM callbacks WHERE reason = $1 AND call_platform = $2 AND call_id = $3",
+			stored, want[0], want[1]); n != 1 {
+			t.Errorf("the callback of call %q is not platform %s, call %s", stored, want[0], want[1])
 		}
 	}
 	if n := count("SELECT count(*) FROM actions WHERE idempotency_key = 'rest' AND call_platform IS NULL AND call_id IS NULL"); n != 1 {

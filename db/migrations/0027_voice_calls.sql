@@ -14,8 +14,9 @@
 --
 -- Every row that names a call is rewritten, and the new unique indexes of
 -- customer_notes, callbacks and appointments are built, in the migration's
--- transaction: those tables and actions are locked against writes until it
--- commits (docs/migrations.md#indexes-and-the-locks-they-take).
+-- transaction: adding the columns locks those tables and actions against
+-- reads and writes until it commits
+-- (docs/migrations.md#indexes-and-the-locks-they-take).
 
 ALTER TABLE actions
     ADD COLUMN call_platform text CHECK (call_platform IN ('dasha', 'vapi', 'retell', 'elevenlabs'));
