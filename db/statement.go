@@ -72,7 +72,9 @@ func (st *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action
 // Book makes st a booking of slot for customer: confirmed with the
 // appointment, or rejected as a customer or slot missing, or a slot past or
 // taken, or, in a voice call, as BookRef.
-func (st *Statement) Book(customer, slot uuid.UUID, service string) { st.BookRef(customer, slot, service, "") }
+func (st *Statement) Book(customer, slot uuid.UUID, service string) {
+	st.BookRef(customer, slot, service, "")
+}
 
 // BookRef is Book of the booking bookingRef names among the customer's
 // bookings in the claim's voice call: refused while another booking of the
