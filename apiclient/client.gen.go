@@ -111,6 +111,7 @@ func (e ConfirmedOutcome) Valid() bool {
 
 // Defines values for DashaReason.
 const (
+	AlreadyBookedInCall       DashaReason = "already_booked_in_call"
 	AmountExceedsIntent       DashaReason = "amount_exceeds_intent"
 	AppointmentNotActive      DashaReason = "appointment_not_active"
 	AppointmentNotFound       DashaReason = "appointment_not_found"
@@ -157,6 +158,8 @@ const (
 // Valid indicates whether the value is a known member of the DashaReason enum.
 func (e DashaReason) Valid() bool {
 	switch e {
+	case AlreadyBookedInCall:
+		return true
 	case AmountExceedsIntent:
 		return true
 	case AppointmentNotActive:
@@ -502,6 +505,7 @@ func (e ProblemOutcome) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ACTIONINFLIGHT            ProblemCode = "ACTION_IN_FLIGHT"
+	ALREADYBOOKEDINCALL       ProblemCode = "ALREADY_BOOKED_IN_CALL"
 	AMOUNTEXCEEDSINTENT       ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTNOTACTIVE      ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND       ProblemCode = "APPOINTMENT_NOT_FOUND"
@@ -560,6 +564,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ACTIONINFLIGHT:
+		return true
+	case ALREADYBOOKEDINCALL:
 		return true
 	case AMOUNTEXCEEDSINTENT:
 		return true
@@ -987,6 +993,9 @@ type AppointmentStatus string
 
 // BookAppointmentInput defines model for BookAppointmentInput.
 type BookAppointmentInput struct {
+	// BookingRef Optional: a call books one appointment per customer; a new value books a second, separate one on purpose (the caller wants both). Leave it unchanged when retrying; to change the time of the one booked, use reschedule_appointment.
+	BookingRef *string `json:"booking_ref,omitempty"`
+
 	// CustomerId The customer's id.
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
@@ -5432,7 +5441,12 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5447,7 +5461,12 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6501,7 +6520,12 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6526,7 +6550,12 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11168,7 +11197,12 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11183,7 +11217,12 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18586,7 +18625,12 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18607,7 +18651,12 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`).
+// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
