@@ -179,6 +179,10 @@ func RunCalls(ctx context.Context, cfg CallsConfig) (rep CallsReport, err error)
 		live: rs.serves, outage: outage.covers, fed: make(chan struct{}),
 	}
 	order := playOrder(w, cfg.Only)
+	total := 0
+	for _, unit := range order {
+		total += len(unit)
+	}
 
 	// The run phase: calls, with provider faults, kills and one database
 	// restart while they start.
@@ -232,7 +236,7 @@ func RunCalls(ctx context.Context, cfg CallsConfig) (rep CallsReport, err error)
 	})
 	pgRestarts := 0
 	chaos.Go(func() {
-		for started.Load() < int64(len(order))*2/5 {
+		for started.Load() < int64(total)*2/5 {
 			if !sleep(chaosCtx, 100*time.Millisecond) {
 				return
 			}
@@ -254,7 +258,7 @@ func RunCalls(ctx context.Context, cfg CallsConfig) (rep CallsReport, err error)
 	})
 	chaos.Go(func() {
 		for sleep(chaosCtx, 10*time.Second) {
-			logf("%d of %d calls started, %d tool calls, %d kills, %d replicas up", started.Load(), len(order), r.toolCalls.Load(), rs.killCount(), rs.live())
+			logf("%d of %d calls started, %d tool calls, %d kills, %d replicas up", started.Load(), total, r.toolCalls.Load(), rs.killCount(), rs.live())
 		}
 	})
 

@@ -37,6 +37,7 @@ type fakeOncecall struct {
 	actions  map[string]*fakeAction // by id
 	keys     map[string]string      // identity -> action id
 	seq      int
+	declined map[string]bool // payments declined once
 	// slowCall is the call whose request is slow at the moment (LockOut), or "".
 	slowCall string
 	requests int
@@ -61,6 +62,29 @@ type fakeBreaks struct {
 	LockOut bool
 	// ForgetNotes: add_customer_note answers confirmed and keeps nothing.
 	ForgetNotes bool
+
+	// The breaks a calls run found in oncecall, each as the fake would have it.
+
+	// SecondBookingInCall: book_appointment books again in a call that
+	// holds a booking (a changed mind makes a second booking).
+	SecondBookingInCall bool
+	// KeyBySpelling: a booking's identity is its starts_at as written, not
+	// the instant (the same time spelled two ways is two requests).
+	KeyBySpelling bool
+	// SharedActionIDs: an action_id the fake never gave is taken as the
+	// key itself, for any caller and any tool.
+	SharedActionIDs bool
+	// CallWithoutPlatform: a call is known by its id alone, another
+	// platform's stored as "<platform>:<id>": a Dasha call id spelled so is
+	// that call.
+	CallWithoutPlatform bool
+	// Declines: the first charge of each payment is declined (a fault, not
+	// a break). ForgetDeclines: a decline is not kept, so the next request
+	// for the same charge is decided afresh.
+	Declines, ForgetDeclines bool
+	// RefuseLongCallIDs: a call id longer than 190 characters makes every
+	// tool call fail (503), as a stored "<platform>:<id>" past 200 would.
+	RefuseLongCallIDs bool
 }
 
 type fakeAction struct {
@@ -72,7 +96,7 @@ func newFakeOncecall(w *callWorld, b fakeBreaks) *fakeOncecall {
 	f := &fakeOncecall{
 		w: w, breaks: b, tenants: map[string]*callTenant{}, cust: map[string]*truthCustomer{}, appts: map[string]*truthAppointment{},
 		holder: map[string]string{}, booked: map[string]string{}, notes: map[string]*truthEffect{}, actions: map[string]*fakeAction{},
-		keys: map[string]string{},
+		keys: map[string]string{}, declined: map[string]bool{},
 	}
 	for _, t := range w.Tenants {
 		t.ID, t.Key = fmt.Sprintf("00000000-0000-4000-8000-%012d", t.N+1), fmt.Sprintf("key-%d", t.N)
@@ -216,9 +240,21 @@ func (f *fakeOncecall) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			f.mu.Unlock()
 		}
 	}
+	if f.breaks.RefuseLongCallIDs && len(callID) > 190 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"detail":"the tool call could not be completed; nothing was stored for it, retry"}`) //nolint:errcheck // the caller retries
+		return
+	}
+	call := platform + "/" + callID
+	if f.breaks.CallWithoutPlatform {
+		call = platform + ":" + callID
+		if platform == platDasha {
+			call = callID
+		}
+	}
 	var answers []voiceAnswer
 	for _, c := range calls {
-		answers = append(answers, f.answer(t, platform+"/"+callID, caller, c))
+		answers = append(answers, f.answer(t, call, caller, c))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	if platform != platVapi {
@@ -284,12 +320,14 @@ func (f *fakeOncecall) answer(t *callTenant, call, caller string, c fakeCall) vo
 	// action_id of one of this tool's actions names its key), else do's,
 	// stored when store says so.
 	run := func(key string, do func(actionID string) (voiceAnswer, bool)) voiceAnswer {
+		key = t.ID + "/" + c.tool + "/" + key
 		if given := a.str("action_id"); given != "" {
 			if x, ok := f.actions[normID(given)]; ok && x.tool == c.tool {
 				key = x.key
+			} else if !ok && f.breaks.SharedActionIDs {
+				key = t.ID + "/" + given
 			}
 		}
-		key = t.ID + "/" + c.tool + "/" + key
 		if x, ok := f.keys[key]; ok {
 			return f.actions[x].answer
 		}
@@ -374,6 +412,10 @@ func (f *fakeOncecall) answer(t *callTenant, call, caller string, c fakeCall) vo
 				return rejected("intent_not_found"), false
 			}
 			charge := truthEffect{Ref: f.newID(), Object: pi.ID, Amount: pi.Amount}
+			if f.breaks.Declines && !f.declined[pi.ID] {
+				f.declined[pi.ID] = true
+				return rejected("card_declined"), !f.breaks.ForgetDeclines
+			}
 			switch {
 			case f.breaks.ConfirmWithoutCharge:
 			case f.breaks.DeclineButCharge:
@@ -457,8 +499,11 @@ func (f *fakeOncecall) book(t *callTenant, call string, c fakeCall, id func(stri
 			}
 		}
 	}
+	if f.breaks.KeyBySpelling && c.args.str("starts_at") != "" {
+		target = c.args.str("starts_at")
+	}
 	do := func(actionID string) (voiceAnswer, bool) {
-		if prior, ok := f.booked[call+"/"+customer]; ok && !f.breaks.BookEveryDelivery {
+		if prior, ok := f.booked[call+"/"+customer]; ok && !f.breaks.BookEveryDelivery && !f.breaks.SecondBookingInCall {
 			if ap := f.appts[prior]; ap.Active {
 				return rejected("already_booked_in_call"), false
 			}

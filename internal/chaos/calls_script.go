@@ -156,6 +156,9 @@ type callIntent struct {
 	At                          *serviceTime
 	// Contended: another call wants Slot at the same time.
 	Contended bool
+	// Restate: once answered, the model asks again in other words (the
+	// other spelling of every value that has one).
+	Restate bool
 	// Move and cancel: Of is the call's own booking intent, or, when nil,
 	// the caller's seeded booking. Move's target is Slot.
 	Of *callIntent
@@ -197,6 +200,9 @@ type scriptOptions struct {
 	Start time.Time
 	// Platforms, when set, are the only platforms drawn.
 	Platforms []string
+	// Often draws the rarer behaviours eight times as often (tests play
+	// few calls).
+	Often bool
 }
 
 // newCallWorld makes the tenants and the scripts of a run from seed.
@@ -249,17 +255,27 @@ func (g *scriptGen) allowed(kind string) bool { return g.o.Kinds == nil || g.o.K
 
 func (g *scriptGen) chance(p float64) bool { return g.rng.Float64() < p }
 
+// rare draws one of the rarer behaviours (pairs of calls, made-up
+// action_ids, long call ids, changed minds, bookings by service), eight
+// times as often when the options ask for them Often.
+func (g *scriptGen) rare(p float64) bool {
+	if g.o.Often {
+		p = min(0.6, 8*p)
+	}
+	return g.chance(p)
+}
+
 // call draws one call, or two that run together: two callers wanting the
 // same slot, or one caller on two platforms.
 func (g *scriptGen) call() {
 	t := g.w.Tenants[len(g.w.Calls)%len(g.w.Tenants)]
 	c := g.script(t, g.person(t, g.chance(0.25) && g.allowed(wantCreate)))
 	switch {
-	case g.chance(0.06) && len(g.w.Calls)+2 <= g.o.Calls && c.bookIntent() != nil && c.Person.Seeded:
+	case g.rare(0.06) && len(g.w.Calls)+2 <= g.o.Calls && c.bookIntent() != nil && c.Person.Seeded:
 		// Two callers want the same slot at the same time.
 		other := g.script(t, g.person(t, false))
 		g.contend(c, other)
-	case g.chance(0.06) && len(g.w.Calls)+2 <= g.o.Calls && c.Person.Seeded:
+	case g.rare(0.06) && len(g.w.Calls)+2 <= g.o.Calls && c.Person.Seeded:
 		// The same caller on another platform, at the same time; neither
 		// call touches the other's booking.
 		other := g.script(t, c.Person)
@@ -276,10 +292,10 @@ func (g *scriptGen) call() {
 		}
 		g.renumber(other)
 		other.CallID, other.Shape = g.callID(other.Platform)
-		if other.Platform == platDasha && c.Platform != platDasha && g.chance(0.3) {
+		if other.Platform == platDasha && c.Platform != platDasha && g.rare(0.3) {
 			// A Dasha call id that spells another platform's stored one.
 			other.CallID, other.Shape = c.Platform+":"+c.CallID, "platform-prefixed"
-		} else if c.Platform == platDasha && other.Platform != platDasha && g.chance(0.3) {
+		} else if c.Platform == platDasha && other.Platform != platDasha && g.rare(0.3) {
 			c.CallID, c.Shape = other.Platform+":"+other.CallID, "platform-prefixed"
 		}
 		c.Partner, other.Partner = other, c
@@ -343,7 +359,7 @@ func (g *scriptGen) script(t *callTenant, p *callPerson) *callScript {
 	c.CallID, c.Shape = g.callID(c.Platform)
 	c.Parallel = g.chance(0.2)
 	c.Impatient = g.chance(0.25)
-	if g.chance(0.03) {
+	if g.rare(0.03) {
 		c.MadeUp = []string{"1", "action_1", "abc123", "booking-1"}[g.rng.IntN(4)]
 	}
 	if p.Seeded && g.chance(0.7) {
@@ -351,7 +367,7 @@ func (g *scriptGen) script(t *callTenant, p *callPerson) *callScript {
 		g.w.Appointments[c.Booking.ID] = c.Booking
 	}
 	add := func(in *callIntent) {
-		in.Call, in.N = c, len(c.Intents)
+		in.Call, in.N, in.Restate = c, len(c.Intents), g.rare(0.05)
 		c.Intents = append(c.Intents, in)
 	}
 	if !p.Seeded {
@@ -373,12 +389,12 @@ func (g *scriptGen) draw(c *callScript, add func(*callIntent)) {
 	var book *callIntent
 	if g.allowed(wantBook) && g.chance(0.45) {
 		book = &callIntent{Kind: wantBook}
-		if g.chance(0.35) {
+		if g.rare(0.35) {
 			book.At = g.serviceTime(t)
 		} else {
 			book.Slot, book.Alternative = g.slot(t), g.slot(t)
 		}
-		if g.chance(0.15) {
+		if g.rare(0.15) {
 			book.ChangeTo = g.slot(t) // the caller changes their mind once it is booked
 		}
 		add(book)
@@ -471,7 +487,7 @@ func (g *scriptGen) intent(p *callPerson) *callPI {
 // platform's usual one, or a long one (up to the 200 characters oncecall
 // takes).
 func (g *scriptGen) callID(platform string) (id, shape string) {
-	if g.chance(0.02) {
+	if g.rare(0.02) {
 		n := 180 + g.rng.IntN(21)
 		return strings.Repeat("x", n-32) + hexOf(g.rng, 16), "long"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +13,52 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
 )
+
+// callsTruth is the settled state the claims are checked against.
+type callsTruth struct {
+	Appointments map[string]truthAppointment
+	Customers    map[string]truthCustomer
+	// Charges are the payments provider's charges (Object: the payment
+	// intent); Messages the messaging provider's sends; Notes, Points and
+	// Callbacks oncecall's rows. Each names its intent by the token in its
+	// text, where it has one.
+	Charges   []truthEffect
+	Messages  []truthEffect
+	Notes     []truthEffect
+	Points    []truthEffect
+	Callbacks map[string]truthCallback
+	// Unfinished counts actions still running or unknown (not left for an
+	// operator); NeedsOperator those left for one.
+	Unfinished, NeedsOperator int
+}
+
+type truthAppointment struct {
+	ID, Customer, Slot string
+	Start              time.Time
+	Active             bool
+}
+
+type truthCustomer struct {
+	ID, Phone string
+	Points    int64
+}
+
+type truthEffect struct {
+	Ref, Customer, Object, Token string
+	Amount, Delta                int64
+}
+
+type truthCallback struct {
+	ID, Customer, Token string
+	Active              bool
+	Window              [2]string
+}
+
+// tokenPattern finds an intent's token in a text.
+var tokenPattern = regexp.MustCompile(`\b[mncp]-[0-9]+-[0-9]+-[0-9a-f]{6}\b`)
+
+// tokenIn returns the token a text carries, or "".
+func tokenIn(s string) string { return tokenPattern.FindString(s) }
 
 // loadCallsTruth reads the settled state of w's tenants: oncecall's rows
 // (read directly: the audit checks oncecall, so it does not go through
