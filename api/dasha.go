@@ -282,7 +282,16 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
 	return func(ctx context.Context, a oncecall.Action) (bool, error) {
 		if a.Outcome == oncecall.Rejected {
-			return true, nil
+			// Within the core's hold a request that restates the
+			// rejected one (a charge naming the intent's own amount) is
+			// that request again: it hears the rejection (conflicting
+			// replays what it restates), and the provider is not asked
+			// twice.
+			if p.Restates == nil || !s.cfg.Core.Holds(a) {
+				return true, nil
+			}
+			same, err := p.Restates(ctx, s.cfg.Store, a)
+			return !same, err
 		}
 		if p.Standing == nil {
 			return false, nil

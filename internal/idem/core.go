@@ -598,7 +598,14 @@ func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Repl
 // Config.RejectionHold). A completion time ahead of this process's clock
 // counts as now.
 func (c *Core) held(req *Request, a oncecall.Action) bool {
-	return a.Outcome == oncecall.Rejected && req.made(a) && !a.CompletedAt.IsZero() &&
+	return req.made(a) && c.Holds(a)
+}
+
+// Holds reports whether a is a rejection recorded less than RejectionHold
+// ago: a request that only restates the rejected one in other words (an
+// operation's own judgement, op.Spec.Restates) is answered with it too.
+func (c *Core) Holds(a oncecall.Action) bool {
+	return a.Outcome == oncecall.Rejected && !a.CompletedAt.IsZero() &&
 		time.Since(a.CompletedAt) < c.cfg.RejectionHold
 }
 

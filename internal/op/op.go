@@ -229,8 +229,8 @@ type Prepared struct {
 	// before they pick the request's key.
 	Resolve func(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error)
 	// Restates reports whether this request asks for exactly what the
-	// completed action a did (see Spec.Restates); nil when only an equal
-	// fingerprint does.
+	// completed action a asked (see Spec.Restates), whether it was
+	// confirmed or rejected; nil when only an equal fingerprint does.
 	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
 	// Run performs the operation's writes in the claim's transaction (see
 	// Spec.Execute); nil when Statement is set.
@@ -362,7 +362,7 @@ func (o spec[In]) build(in In) (*Prepared, error) {
 	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
 	if o.s.Restates != nil {
 		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
+			if a.Operation != o.s.Name || a.State != oncecall.Completed {
 				return false, nil
 			}
 			var stored In
