@@ -47,15 +47,22 @@ func (q queries) QueueCounts(ctx context.Context, f QueueFilter) (map[string]int
 	return out, nil
 }
 
+// ConsoleTenant is a tenant as the console shows it: its name, and the
+// zone its times are shown in.
+type ConsoleTenant struct {
+	oncecall.Tenant
+	Timezone string
+}
+
 // Tenants lists tenants by name (at most 1000), for the console's filters.
-func (q queries) Tenants(ctx context.Context) ([]oncecall.Tenant, error) {
+func (q queries) Tenants(ctx context.Context) ([]ConsoleTenant, error) {
 	rows, err := q.q.ConsoleTenants(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]oncecall.Tenant, len(rows))
+	out := make([]ConsoleTenant, len(rows))
 	for i, r := range rows {
-		out[i] = oncecall.Tenant{ID: r.ID, Name: r.Name}
+		out[i] = ConsoleTenant{Tenant: oncecall.Tenant{ID: r.ID, Name: r.Name}, Timezone: r.Timezone}
 	}
 	return out, nil
 }

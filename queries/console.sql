@@ -25,7 +25,7 @@ WHERE (needs_operator OR state <> 'completed')
 GROUP BY 1;
 
 -- name: ConsoleTenants :many
-SELECT id, name FROM tenants ORDER BY name, id LIMIT 1000;
+SELECT id, name, timezone FROM tenants ORDER BY name, id LIMIT 1000;
 
 -- name: ConsoleActionsByKey :many
 -- An idempotency key as the caller sent it (also after its action retired

@@ -316,12 +316,13 @@ func (q *Queries) ConsoleQueueCounts(ctx context.Context, arg ConsoleQueueCounts
 }
 
 const consoleTenants = `-- name: ConsoleTenants :many
-SELECT id, name FROM tenants ORDER BY name, id LIMIT 1000
+SELECT id, name, timezone FROM tenants ORDER BY name, id LIMIT 1000
 `
 
 type ConsoleTenantsRow struct {
-	ID   uuid.UUID
-	Name string
+	ID       uuid.UUID
+	Name     string
+	Timezone string
 }
 
 func (q *Queries) ConsoleTenants(ctx context.Context) ([]ConsoleTenantsRow, error) {
@@ -333,7 +334,7 @@ func (q *Queries) ConsoleTenants(ctx context.Context) ([]ConsoleTenantsRow, erro
 	var items []ConsoleTenantsRow
 	for rows.Next() {
 		var i ConsoleTenantsRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+		if err := rows.Scan(&i.ID, &i.Name, &i.Timezone); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
