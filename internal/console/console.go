@@ -24,6 +24,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
 	"github.com/oncecall/oncecall/internal/staff"
 	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
@@ -67,6 +68,7 @@ type Console struct {
 	cfg   Config
 	pages map[string]*template.Template
 	now   func() time.Time
+	clock schedule.Clock // Zone's, for what belongs to no tenant
 }
 
 // csp allows only the console's own script and style: no inline code, no
@@ -92,7 +94,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Token != "" && cfg.Guard == nil {
 		cfg.Guard = tokenguard.New(cfg.Token, tokenguard.Config{})
 	}
-	c := &Console{cfg: cfg, now: cfg.Now}
+	c := &Console{cfg: cfg, now: cfg.Now, clock: schedule.Clock{Zone: cfg.Zone.String(), Loc: cfg.Zone, Locale: schedule.EnGB}}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}

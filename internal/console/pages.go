@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/schedule"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -36,11 +37,11 @@ var funcs = template.FuncMap{
 	"ago": func(now, t time.Time) string { return ago(now.Sub(t)) },
 	// at is a time on the wall clock of a zone, with the zone's name.
 	"at": local,
-	"atp": func(t *time.Time, loc *time.Location) string {
+	"atp": func(t *time.Time, c schedule.Clock) string {
 		if t == nil {
 			return "–"
 		}
-		return local(*t, loc)
+		return local(*t, c)
 	},
 	"dash": func(s string) string {
 		if s == "" {
@@ -55,16 +56,20 @@ var funcs = template.FuncMap{
 			Rows []row
 		}{now, rows}
 	},
-	"iso": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"provider": providerName,
 }
 
-// local is a time on the wall clock of loc, with its zone: "Thu 12 Mar
-// 2026, 15:30 CET".
-func local(t time.Time, loc *time.Location) string {
+// local is a time on a business's wall clock, with its zone: "Thu 12 Mar
+// 2026, 15:30 CET" (en-GB) or "Thu Mar 12 2026, 3:30 PM EDT" (en-US).
+func local(t time.Time, c schedule.Clock) string {
 	if t.IsZero() {
 		return "–"
 	}
-	return t.In(loc).Format("Mon 2 Jan 2006, 15:04 MST")
+	t = t.In(c.Loc)
+	if c.Locale == schedule.EnUS {
+		return t.Format("Mon Jan 2 2006, 3:04:05 PM MST")
+	}
+	return t.Format("Mon 2 Jan 2006, 15:04:05 MST")
 }
 
 func (c *Console) parse() error {
@@ -96,25 +101,28 @@ func (c *Console) write(w http.ResponseWriter, r *http.Request, status int, t *t
 	w.Write(buf.Bytes()) //nolint:errcheck // the client went away
 }
 
-// tenantInfo is what pages show of a tenant: its name and its zone.
+// tenantInfo is what pages show of a tenant: its name and its clock.
 type tenantInfo struct {
-	ID   uuid.UUID
-	Name string
-	Zone *time.Location
+	ID    uuid.UUID
+	Name  string
+	Clock schedule.Clock
 }
 
 // tenants are the tenants the person sees, by name, and every tenant by id.
 type tenants struct {
-	List []tenantInfo
-	byID map[uuid.UUID]tenantInfo
-	zone *time.Location // for what belongs to no tenant
+	List  []tenantInfo
+	byID  map[uuid.UUID]tenantInfo
+	clock schedule.Clock // for what belongs to no tenant
 }
 
 func (ts tenants) of(id uuid.UUID) tenantInfo {
 	if t, ok := ts.byID[id]; ok {
 		return t
 	}
-	return tenantInfo{ID: id, Name: "tenant " + id.String()[:8], Zone: ts.zone}
+	if id == uuid.Nil {
+		return tenantInfo{Name: "every tenant", Clock: ts.clock}
+	}
+	return tenantInfo{ID: id, Name: "tenant " + id.String()[:8], Clock: ts.clock}
 }
 
 func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
@@ -122,13 +130,9 @@ func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
 	if err != nil {
 		return tenants{}, err
 	}
-	ts := tenants{byID: make(map[uuid.UUID]tenantInfo, len(list)), zone: c.cfg.Zone}
+	ts := tenants{byID: make(map[uuid.UUID]tenantInfo, len(list)), clock: c.clock}
 	for _, t := range list {
-		loc, err := time.LoadLocation(t.Timezone)
-		if err != nil {
-			loc = c.cfg.Zone
-		}
-		info := tenantInfo{ID: t.ID, Name: t.Name, Zone: loc}
+		info := tenantInfo{ID: t.ID, Name: t.Name, Clock: t.Clock}
 		ts.byID[t.ID] = info
 		if s.sees(t.ID) {
 			ts.List = append(ts.List, info)
@@ -136,7 +140,7 @@ func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
 	}
 	// A person of one tenant sees times on its clock everywhere.
 	if s.Scoped() {
-		ts.zone = ts.of(s.TenantID).Zone
+		ts.clock = ts.of(s.TenantID).Clock
 	}
 	return ts, nil
 }
@@ -145,7 +149,7 @@ func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
 type row struct {
 	ID        uuid.UUID
 	Tenant    string
-	Zone      *time.Location
+	Clock     schedule.Clock
 	Operation string
 	What      string // the operation in words
 	Customer  string // the customer's name, when the action names one
@@ -167,7 +171,7 @@ func (c *Console) rows(r *http.Request, actions []oncecall.Action, ts tenants) [
 		t := ts.of(a.TenantID)
 		platform, call := platformOf(a)
 		out[i] = row{
-			ID: a.ID, Tenant: t.Name, Zone: t.Zone, Operation: a.Operation, What: operationWords(a.Operation),
+			ID: a.ID, Tenant: t.Name, Clock: t.Clock, Operation: a.Operation, What: operationWords(a.Operation),
 			Customer: names[a.ID], Queue: q, Outcome: string(a.Outcome), CreatedAt: a.CreatedAt, Platform: platform, CallID: call,
 		}
 	}
@@ -183,7 +187,7 @@ var ages = []string{"1m", "5m", "15m", "1h", "24h"}
 type queueData struct {
 	Now       time.Time
 	Filter    map[string]string
-	Query     string
+	Query     template.URL
 	Tenants   []tenantInfo
 	Scoped    bool
 	Ops       []string
@@ -253,14 +257,17 @@ func (c *Console) queueFilter(q url.Values, s session) (db.QueueFilter, map[stri
 	return f, form, nil
 }
 
-func encodeFilter(form map[string]string) string {
+// encodeFilter is a query string of the filters set. It is a
+// template.URL, safe by construction (url.Values.Encode): a string would be
+// escaped whole in an href's query, its = and & with it.
+func encodeFilter(form map[string]string) template.URL {
 	v := url.Values{}
 	for k, val := range form {
 		if val != "" {
 			v.Set(k, val)
 		}
 	}
-	return v.Encode()
+	return template.URL(v.Encode()) //nolint:gosec // url.Values.Encode escapes every value
 }
 
 func (c *Console) queueData(r *http.Request, s session) (queueData, error) {
@@ -329,7 +336,7 @@ func (c *Console) queueRows(w http.ResponseWriter, r *http.Request, s session) {
 
 type actionData struct {
 	Now        time.Time
-	Zone       *time.Location
+	Clock      schedule.Clock
 	View       api.OperatorAction
 	Action     oncecall.Action
 	Tenant     string
@@ -378,7 +385,7 @@ func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionDa
 	env, _ := json.Marshal(view.Envelope)
 	platform, call := platformOf(a)
 	out := actionData{
-		Now: c.now(), Zone: t.Zone, View: view, Action: a, Tenant: t.Name, Platform: platform, CallID: call,
+		Now: c.now(), Clock: t.Clock, View: view, Action: a, Tenant: t.Name, Platform: platform, CallID: call,
 		KeyHash: idem.KeyHash(a.Key), Derived: strings.HasPrefix(a.Key, "derived:"),
 		Envelope: pretty(env), Request: pretty(a.Request), Steps: d.Steps,
 		Resolvable: a.State != oncecall.Completed || a.NeedsOperator,
@@ -395,7 +402,7 @@ func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionDa
 			evidence = append(evidence, e)
 		}
 	}
-	out.Evidence = summarise(evidence, d.Steps)
+	out.Evidence = summarise(evidence, t.Clock)
 	entries, err := c.cfg.Store.Audit(r.Context(), db.AuditFilter{ActionID: a.ID, Limit: 100})
 	if err != nil {
 		return actionData{}, err
@@ -414,9 +421,10 @@ func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, s session) 
 		return
 	}
 	p := page{Title: "Action", Session: s}
+	if o := r.URL.Query().Get("resolved"); o == string(oncecall.Confirmed) || o == string(oncecall.Rejected) {
+		p.Notice = "Resolved as " + o + "."
+	}
 	switch r.URL.Query().Get("done") {
-	case string(oncecall.Confirmed), string(oncecall.Rejected):
-		p.Notice = "Resolved as " + r.URL.Query().Get("done") + "."
 	case "retried":
 		p.Notice = "Given back to the reconciler: it looks the writes up again."
 	case "noted":
@@ -480,7 +488,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 	})
 	if err == nil {
 		c.cfg.Log.Info().Str("action_id", a.ID.String()).Str("outcome", form["outcome"]).Str("via", s.Actor.Via).Msg("console: action resolved")
-		http.Redirect(w, r, "/console/actions/"+a.ID.String()+"?done="+url.QueryEscape(form["outcome"]), http.StatusSeeOther)
+		http.Redirect(w, r, "/console/actions/"+a.ID.String()+"?resolved="+url.QueryEscape(form["outcome"]), http.StatusSeeOther)
 		return
 	}
 	c.refused(w, r, s, id, form, "Not resolved", err)
