@@ -30,7 +30,8 @@ type auditRow struct {
 	Tenant   string
 	ActionID uuid.UUID
 	What     string
-	Detail   string
+	Detail   string // in words
+	Raw      string // the detail object as recorded, for the export
 }
 
 // auditKinds say what each kind of entry records.
@@ -69,7 +70,7 @@ func auditRows(entries []oncecall.AuditEntry, ts tenants) []auditRow {
 		t := ts.of(e.TenantID)
 		out[i] = auditRow{
 			ID: e.ID, At: e.At, Clock: t.Clock, Who: who(e.Actor), Via: cmpOr(viaWords[e.Actor.Via], e.Actor.Via),
-			Tenant: t.Name, ActionID: e.ActionID, What: cmpOr(auditKinds[e.Kind], e.Kind), Detail: detailWords(e.Detail),
+			Tenant: t.Name, ActionID: e.ActionID, What: cmpOr(auditKinds[e.Kind], e.Kind), Detail: detailWords(e.Detail), Raw: compact(e.Detail),
 		}
 		if e.TenantID == uuid.Nil {
 			out[i].Tenant = ""
@@ -106,6 +107,12 @@ func detailWords(raw json.RawMessage) string {
 		switch x := v.(type) {
 		case string:
 			s = x
+			switch k {
+			case "callback_id":
+				continue // the task says whom; the id stays in the export
+			case "bulk":
+				s = "run " + x[:min(len(x), 8)] // enough to tell one run's entries apart
+			}
 		default:
 			b, _ := json.Marshal(x)
 			s = string(b)
@@ -250,7 +257,7 @@ func (c *Console) auditCSV(w http.ResponseWriter, r *http.Request, s session) {
 			action = e.ActionID.String()
 		}
 		cw.Write([]string{ //nolint:errcheck // flushed below
-			e.At.In(e.Clock.Loc).Format(time.RFC3339), cell(e.Who), e.Via, cell(e.Tenant), action, e.What, cell(e.Detail),
+			e.At.In(e.Clock.Loc).Format(time.RFC3339), cell(e.Who), e.Via, cell(e.Tenant), action, e.What, cell(e.Raw),
 		})
 	}
 	cw.Flush()

@@ -106,3 +106,15 @@ func TestCustomerSearchListsHerCharge(t *testing.T) {
 		t.Fatalf("searching her phone does not list her charge %s: %d", charge, a.status)
 	}
 }
+
+// The queue refreshes with its filters: the address it fetches its rows
+// from keeps them (state=unknown), not escaped into one value.
+func TestQueueRefreshKeepsItsFilters(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, "Filter Clinic", time.Hour)
+	a := send(t, s.signedInClient(t, "Ana"), http.MethodGet, s.e.URL+"/console/?state=unknown&age=5m", nil)
+	src := regexp.MustCompile(`data-src="([^"]*)"`).FindStringSubmatch(a.body)
+	if a.status != http.StatusOK || src == nil || (src[1] != "/console/queue?age=5m&amp;state=unknown" && src[1] != "/console/queue?age=5m&state=unknown") {
+		t.Fatalf("the queue refreshes from %v", src)
+	}
+}
