@@ -98,6 +98,11 @@ func TestRolesAndTenantScope(t *testing.T) {
 	if !regexp.MustCompile(`(?s)id="action-audit".*Ana Ruiz.*resolved an action`).MatchString(page.body) {
 		t.Fatalf("the action's page does not say who resolved it:\n%s", page.body)
 	}
+	// Its caller heard "not confirmed": calling them back is a task.
+	if tasks := send(t, c, http.MethodGet, s.e.URL+"/console/tasks", nil); !strings.Contains(tasks.body, "Booking: now rejected") ||
+		!strings.Contains(tasks.body, mine.String()) {
+		t.Fatal("the resolved booking's caller is not a follow-up call")
+	}
 	audit := send(t, c, http.MethodGet, s.e.URL+"/console/audit?kind=resolved", nil)
 	if audit.status != http.StatusOK || !strings.Contains(audit.body, "Ana Ruiz") {
 		t.Fatalf("the audit page: %d", audit.status)

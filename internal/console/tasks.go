@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
@@ -67,6 +68,32 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		c.internal(w, r, err)
 		return
 	}
+	// Resolved since: their callers heard "not confirmed, someone will
+	// follow up" and are owed the answer now known.
+	resolved, err := c.cfg.Store.Audit(ctx, db.AuditFilter{TenantID: s.TenantID, Kind: "resolved", Since: c.now().Add(-doneSince), Limit: queueLimit})
+	if err != nil {
+		c.internal(w, r, err)
+		return
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, a := range waiting {
+		seen[a.ID] = true
+	}
+	for _, e := range resolved {
+		if seen[e.ActionID] || e.ActionID == uuid.Nil {
+			continue
+		}
+		seen[e.ActionID] = true
+		a, err := c.cfg.Store.ActionAnyTenant(ctx, e.ActionID)
+		if errors.Is(err, db.ErrNotFound) {
+			continue // pruned
+		}
+		if err != nil {
+			c.internal(w, r, err)
+			return
+		}
+		waiting = append(waiting, a)
+	}
 	callbacks, err := c.cfg.Store.OpenCallbacks(ctx, tenantIDs, doneSince)
 	if err != nil {
 		c.internal(w, r, err)
@@ -89,7 +116,10 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		t := ts.of(a.TenantID)
 		in := request(a)
 		tk := task{Kind: "action", ID: a.ID, Tenant: t.Name, Since: a.CreatedAt, Clock: t.Clock, ActionID: a.ID,
-			About: operationWords(a.Operation) + ": not confirmed yet; tell them what you found once it is settled"}
+			About: operationWords(a.Operation) + ": not settled yet; they were told someone would follow up"}
+		if a.State == oncecall.Completed && !a.NeedsOperator {
+			tk.About = operationWords(a.Operation) + ": now " + string(a.Outcome) + "; they were told someone would follow up: tell them"
+		}
 		cid, err := c.customerOf(r, a, in)
 		if err != nil {
 			c.internal(w, r, err)
