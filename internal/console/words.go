@@ -264,8 +264,12 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d reconcile.Detail, 
 		if err := slot(parseID(in["slot_id"])); err != nil {
 			return w, err
 		}
-		if in["starts_at"] != "" {
-			add("When", in["starts_at"]+" (as asked)")
+		if v := in["starts_at"]; v != "" {
+			if at, err := time.Parse(time.RFC3339, v); err == nil {
+				add("When", clock.Spoken(at, now)+" ("+clock.Zone+")")
+			} else {
+				add("When", v+" (as asked, on the location's clock)")
+			}
 		}
 		if id := parseID(in["practitioner_id"]); id != uuid.Nil {
 			if p, err := c.cfg.Store.PractitionerByID(ctx, a.TenantID, id); err == nil {
