@@ -35,6 +35,7 @@ import (
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
@@ -83,6 +84,11 @@ type Config struct {
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
+	// Calendars configures the tenants' own calendars (connected with
+	// `oncecall calendar connect`): where their secrets are read, each
+	// call's bound, how long reads are reused. Its Store and Log are the
+	// program's.
+	Calendars calendars.Config
 	// Steps bounds the recovery of remote steps.
 	Steps step.Config
 	// Reconcile tunes the reconciler; ReconcileDisabled keeps it from
@@ -148,6 +154,7 @@ type Main struct {
 	cfg        Config
 	ops        *op.Registry
 	driver     *step.Driver
+	calendars  *calendars.Service
 	reconciler *reconcile.Reconciler
 	core       *idem.Core
 	pg         *pgembed.Postgres
@@ -225,6 +232,11 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	m.ops = Operations()
 	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
+	calCfg := cfg.Calendars
+	calCfg.Store, calCfg.Log = m.store, cfg.Log
+	m.calendars = calendars.New(calCfg)
+	// A tenant's own calendar is reached through its stored connection.
+	m.driver.Accounts = m.calendars
 	// Every step claimed here names the provider this configuration sends
 	// it to; only a server configured for it drives the step.
 	m.store.SetStepPlanner(m.driver.Plan)
