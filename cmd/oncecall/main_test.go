@@ -15,9 +15,14 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	code := pgtest.Main(m)
+	calsimtest.Remove()
+	os.Exit(code)
+}
 
 func TestHealthcheckFollowsReadyz(t *testing.T) {
 	t.Parallel()
