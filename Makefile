@@ -16,20 +16,24 @@ run:
 	go build -o bin/oncecall ./cmd/oncecall
 	exec bin/oncecall serve
 
+# The provider simulator on 127.0.0.1:8090; PROVIDERSIM_ADDR (make sim PROVIDERSIM_ADDR=127.0.0.1:9090),
+# PROVIDERSIM_LEDGER and PROVIDERSIM_AUTH_TOKEN pass through (docs/providers.md).
 sim:
 	go run ./cmd/providersim
 
-# go test -count=1 ./..., listing the skipped tests and why at the end.
+# go test -count=1 ./..., listing the skipped tests and why at the end. Each package's tests may take
+# 30 minutes (go test's default is 10), so that a busy 2-core machine finishes them too.
+TEST_TIMEOUT ?= 30m
 test:
 	go vet ./...
-	go run ./cmd/testsummary -count=1 ./...
+	go run ./cmd/testsummary -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # The same tests under the race detector, over the packages whose goroutines share state: the store and
 # its pools, the idempotency core, the step driver, the reconciler, the console and the HTTP API
 # (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
 RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api
 test-race:
-	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 $(RACE_PKGS)
+	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
 build:
 	CGO_ENABLED=0 go build $(BUILD_FLAGS) -o bin/oncecall ./cmd/oncecall
@@ -118,7 +122,7 @@ chaos-failover:
 .PHONY: help
 help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
-	@echo 'make sim             run the provider simulator'
+	@echo 'make sim             run the provider simulator (PROVIDERSIM_ADDR=HOST:PORT for another address)'
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
 	@echo 'make test-race       the tests of the packages where goroutines share state under the race detector (RACE_PKGS)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'

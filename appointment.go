@@ -33,3 +33,11 @@ type Appointment struct {
 	StartsAt time.Time
 	EndsAt   time.Time
 }
+
+// PlacedAppointment is an appointment with its slot's place: whose slot it
+// is, where, and the timezone its times are said in (Place.Slot is the
+// slot, with the appointment's times).
+type PlacedAppointment struct {
+	Appointment
+	Place OpenSlot
+}

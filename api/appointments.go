@@ -57,12 +57,12 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	ctx, tenant := r.Context(), tenantFrom(r.Context()).ID
-	zone, loc, err := s.tenantZone(ctx, tenant)
+	clock, err := s.tenantClock(ctx, tenant)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	q, err := s.slotQuery(ctx, tenant, in, zone, loc)
+	q, err := s.slotQuery(ctx, tenant, in, clock.Zone, clock.Loc)
 	if err != nil {
 		writeError(w, r, err)
 		return

@@ -105,14 +105,51 @@ func (c *keyCache) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// fullScopeOnly refuses keys of a narrower scope (a dasha key, which only
-// the Dasha webhooks take) with 403 before anything is read or done.
+// fullScopeOnly refuses keys of a narrower scope (a voice platform's key,
+// which only that platform's webhooks take) with 403 before anything is
+// read or done.
 func fullScopeOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if scopeFrom(r.Context()) != oncecall.ScopeFull {
-			writeError(w, r, fault.New(fault.Forbidden, "this API key has scope %s: it may call only the Dasha webhooks (/v1/dasha/...)", scopeFrom(r.Context())))
+		if scope := scopeFrom(r.Context()); scope != oncecall.ScopeFull {
+			writeError(w, r, scopeRefused(scope))
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// platformOnly refuses, with 403 before anything is read or done, a key
+// whose scope does not open the webhooks of the voice platform named
+// platform: a key limited to another platform (a retell key, which a
+// tenant requiring Retell's signature gives Retell alone, cannot be used
+// unsigned on the other platforms' routes).
+func platformOnly(platform string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if scope := scopeFrom(r.Context()); !scope.Opens(platform) {
+				writeError(w, r, scopeRefused(scope))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// scopeRefused is the 403 of a key whose scope does not open a route: it
+// names the scope and the routes the key does open.
+func scopeRefused(scope oncecall.Scope) error {
+	var routes string
+	switch scope {
+	case oncecall.ScopeDasha:
+		routes = "the Dasha webhooks (/v1/dasha/...)"
+	case oncecall.ScopeVapi:
+		routes = "the Vapi webhook (/v1/vapi/...)"
+	case oncecall.ScopeRetell:
+		routes = "the Retell functions (/v1/retell/...)"
+	case oncecall.ScopeElevenLabs:
+		routes = "the ElevenLabs tools (/v1/elevenlabs/...)"
+	default: // voice
+		routes = "the voice platforms' webhooks (/v1/dasha/..., /v1/vapi/..., /v1/retell/..., /v1/elevenlabs/...)"
+	}
+	return fault.New(fault.Forbidden, "this API key has scope %s: it may call only %s", scope, routes)
 }

@@ -90,7 +90,7 @@ func TestBookAServiceAtATime(t *testing.T) {
 	r = c.bookService("book-cy-uptown", map[string]any{"customer_id": cy, "service_id": cleaning, "practitioner_id": ortiz,
 		"location_id": uptown, "starts_at": uptownAt.Format("2006-01-02T15:04:05"), "notify": "sms"})
 	if r.Status != http.StatusCreated || resultOf(t, r)["slot_id"] != uptownSlot.String() || resultOf(t, r)["timezone"] != "America/New_York" ||
-		!strings.Contains(resultOf(t, r)["when"].(string), "14:00") || resultOf(t, r)["confirmation"] != "queued" {
+		!strings.Contains(resultOf(t, r)["when"].(string), "14:00") || resultOf(t, r)["confirmation"] != "recorded" {
 		t.Fatalf("uptown in New York's time: %d %s", r.Status, r.Body)
 	}
 	// The confirmation says New York's time, not the tenant's London time.

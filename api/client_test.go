@@ -13,6 +13,7 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/oncecall/oncecall/apiclient"
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
 )
 
@@ -25,9 +26,9 @@ type clientEnv struct {
 	c *apiclient.ClientWithResponses
 }
 
-func setupClient(t *testing.T) clientEnv {
+func setupClient(t *testing.T, cfg ...func(*app.Config)) clientEnv {
 	t.Helper()
-	e := apptest.Start(t)
+	e := apptest.Start(t, cfg...)
 	_, key := e.Tenant("acme")
 	return clientEnv{Env: e, c: newClient(t, e, key)}
 }
@@ -167,10 +168,11 @@ func TestGeneratedClientBooksOnce(t *testing.T) {
 }
 
 // TestGeneratedClientChargesOnce approves and charges a payment with the
-// generated client; a retry replays and the intent is captured once.
+// generated client, through a payments provider (the simulator); a retry
+// replays and the intent is captured once.
 func TestGeneratedClientChargesOnce(t *testing.T) {
 	t.Parallel()
-	e := setupClient(t)
+	e := setupClient(t, simPayments(t))
 	ctx := t.Context()
 	ana := e.customer(t, "Ana", "")
 	pi, err := e.c.CreatePaymentIntentWithResponse(ctx, &apiclient.CreatePaymentIntentParams{IdempotencyKey: "intent-1"},
@@ -186,8 +188,8 @@ func TestGeneratedClientChargesOnce(t *testing.T) {
 		return must(t, http.StatusCreated, r, err)
 	}
 	first, again := charge(), charge()
-	p, err := first.JSON201.Result.AsPayment()
-	if err != nil || p.Amount != 1050 || p.Status != apiclient.PaymentStatusSucceeded || p.PaymentIntentId != intent.Id {
+	p, err := first.JSON201.Result.AsRemoteResult()
+	if err != nil || p.ProviderRef == "" || p.Request["payment_intent_id"] != intent.Id.String() {
 		t.Fatalf("charge: %+v %v", p, err)
 	}
 	if h := again.Headers201.IdempotentReplayed; h == nil || *h != "true" || !bytes.Equal(again.Body, first.Body) {
@@ -201,7 +203,9 @@ func TestGeneratedClientChargesOnce(t *testing.T) {
 	}
 	g, err := e.c.GetPaymentIntentWithResponse(ctx, intent.Id)
 	got := must(t, http.StatusOK, g, err).JSON200
-	if got.Status != apiclient.PaymentIntentWithPaymentsStatusCaptured || got.CapturedAmount.MustGet() != 1050 || len(got.Payments) != 1 || got.Payments[0].Id != p.Id {
+	if got.Status != apiclient.PaymentIntentWithPaymentsStatusCaptured || got.CapturedAmount.MustGet() != 1050 || len(got.Payments) != 1 ||
+		got.Payments[0].Amount != 1050 || got.Payments[0].Status != apiclient.PaymentStatusSucceeded ||
+		got.Payments[0].ProviderRef == nil || *got.Payments[0].ProviderRef != p.ProviderRef {
 		t.Fatalf("intent after charge: %+v", got)
 	}
 	if n := e.Count("SELECT count(*) FROM payments WHERE intent_id = $1", intent.Id); n != 1 {

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // effect is a count the database must show after an operation ran once.
@@ -23,7 +25,7 @@ type effect struct {
 // in the database exactly once.
 func TestEveryOperationRunsOnce(t *testing.T) {
 	t.Parallel()
-	e := setupRecords(t)
+	e, sim := setupPayments(t)
 	ana := e.customer("+442079460001", "ana@example.com")
 	bob := e.customer("+442079460002", "")
 	cleo := e.customer("", "")
@@ -49,7 +51,7 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 		changed: map[string]any{"payment_intent_id": intent, "amount": 1500},
 		status:  http.StatusCreated,
 		effects: []effect{
-			{"SELECT count(*) FROM payments WHERE intent_id = $1", []any{intent}, 1},
+			{"SELECT count(*) FROM payments WHERE intent_id = $1 AND provider_ref IS NOT NULL", []any{intent}, 1},
 			{"SELECT count(*) FROM payment_intents WHERE id = $1 AND status = 'captured' AND captured_amount = 2000", []any{intent}, 1},
 		},
 	}, {
@@ -135,6 +137,9 @@ func TestEveryOperationRunsOnce(t *testing.T) {
 				t.Errorf("action envelope: %v", env)
 			}
 		})
+	}
+	if l := sim.Ledger(provider.Payments); len(l) != 1 || l[0].Requests != 1 {
+		t.Errorf("the payments provider holds %+v, want one charge sent once", l)
 	}
 	// Logs carry ids, never customer data.
 	logs := e.Logs.String()

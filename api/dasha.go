@@ -380,11 +380,11 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant,
 	if ans, ok, err := toolInput(raw, &in); !ok {
 		return ans, err
 	}
-	zone, loc, err := s.tenantZone(ctx, tenant.ID)
+	clock, err := s.tenantClock(ctx, tenant.ID)
 	if err != nil {
 		return dashatool.Answer{}, err
 	}
-	q, err := s.slotQuery(ctx, tenant.ID, in, zone, loc)
+	q, err := s.slotQuery(ctx, tenant.ID, in, clock.Zone, clock.Loc)
 	if err != nil {
 		return invalid(err)
 	}
@@ -397,7 +397,7 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant,
 	if more {
 		slots = slots[:in.N()]
 	}
-	return dashatool.SlotsAnswer(zone, dashatool.SlotViews(slots, loc, time.Now()), more), nil
+	return dashatool.SlotsAnswer(clock.Zone, dashatool.SlotViews(slots, clock, time.Now()), more), nil
 }
 
 // dashaError keeps protocol errors and 503 as they are and turns any other

@@ -99,12 +99,12 @@ func TestDashaReturningCallerMovesTheirAppointment(t *testing.T) {
 		} `json:"appointments"`
 	}
 	decodeDetails(t, listed, &appts)
-	london, _ := time.LoadLocation("Europe/London")
+	london, _ := schedule.NewClock("Europe/London", "en-GB")
 	if listed.Outcome != "confirmed" || appts.Timezone != "Europe/London" || len(appts.Appointments) != 1 {
 		t.Fatalf("list_appointments: %+v", listed)
 	}
 	if a := appts.Appointments[0]; a.ID != appointment || a.SlotID != oldSlot.String() || a.Service != "Haircut" ||
-		a.When != schedule.Spoken(base, london, time.Now()) || a.StartsAtLocal != base.In(london).Format(time.RFC3339) {
+		a.When != london.Spoken(base, time.Now()) || a.StartsAtLocal != base.In(london.Loc).Format(time.RFC3339) {
 		t.Fatalf("list_appointments listed %+v", a)
 	}
 
@@ -123,7 +123,7 @@ func TestDashaReturningCallerMovesTheirAppointment(t *testing.T) {
 		t.Fatalf("find_available_slots: %+v", offered)
 	}
 	chosen := free.Slots[0]
-	if chosen.When != schedule.Spoken(base.Add(26*time.Hour), london, time.Now()) || strings.Contains(offered.Say, "UTC;") {
+	if chosen.When != london.Spoken(base.Add(26*time.Hour), time.Now()) || strings.Contains(offered.Say, "UTC;") {
 		t.Errorf("the slot is not offered in local time: %+v, say %s", chosen, offered.Say)
 	}
 

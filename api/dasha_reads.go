@@ -68,7 +68,7 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant oncecall.Tenan
 	if err != nil || missing.Outcome != "" {
 		return missing, err
 	}
-	zone, loc, err := s.tenantZone(ctx, tenant.ID)
+	clock, err := s.tenantClock(ctx, tenant.ID)
 	if err != nil {
 		return dashatool.Answer{}, err
 	}
@@ -78,7 +78,7 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant oncecall.Tenan
 		return dashatool.Answer{}, db.Fault(err)
 	}
 	details, err := json.Marshal(map[string]any{
-		"customer_id": in.CustomerID, "timezone": zone, "appointments": localAppointments(list, loc, now),
+		"customer_id": in.CustomerID, "timezone": clock.Zone, "appointments": localAppointments(list, clock, now),
 	})
 	if err != nil {
 		return dashatool.Answer{}, err

@@ -157,8 +157,9 @@ func TestDashaGetCustomerAndListAppointmentsStayInTheTenant(t *testing.T) {
 }
 
 // TestDashaFreeSlotsSpeakTheTenantsTime: find_available_slots gives every
-// slot's time in the tenant's zone, and falls back to UTC, saying so, when
-// the stored zone is unknown.
+// slot's time in the tenant's zone and locale (a New York tenant speaks
+// en-US unless it chooses otherwise), and falls back to UTC, saying so,
+// when the stored zone is unknown.
 func TestDashaFreeSlotsSpeakTheTenantsTime(t *testing.T) {
 	t.Parallel()
 	e := setupReads(t)
@@ -183,7 +184,7 @@ func TestDashaFreeSlotsSpeakTheTenantsTime(t *testing.T) {
 		got.Slots[0].StartsAt != start.Format(time.RFC3339) ||
 		got.Slots[0].StartsAtLocal != start.Format("2006")+"-07-04T14:30:00-04:00" ||
 		got.Slots[0].EndsAtLocal != start.Format("2006")+"-07-04T15:00:00-04:00" ||
-		got.Slots[0].When != weekday+" 4 July "+start.Format("2006")+" at 14:30" {
+		got.Slots[0].When != weekday+", July 4, "+start.Format("2006")+" at 2:30 PM" {
 		t.Fatalf("slots: %s", a.Details)
 	}
 	if !strings.Contains(a.Say, "local time") || strings.Contains(a.Say, "times in UTC") {

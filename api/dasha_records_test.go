@@ -128,7 +128,7 @@ func TestDashaRetriedLoyaltyPointsChangeTheBalanceOnce(t *testing.T) {
 
 func TestDashaRetriedChargeChargesOnce(t *testing.T) {
 	t.Parallel()
-	d := setupDasha(t)
+	d := setupDasha(t, simPayments(t))
 	intent := d.intent(t, 4200)
 	args := map[string]any{"payment_intent_id": intent}
 	first := d.call("charge_payment", "call_1", args)
@@ -158,7 +158,7 @@ func TestDashaRetriedChargeChargesOnce(t *testing.T) {
 // charging.
 func TestDashaChargeRetriedWhileTheFirstAttemptRunsChargesOnce(t *testing.T) {
 	t.Parallel()
-	d := setupDasha(t, func(c *app.Config) {
+	d := setupDasha(t, simPayments(t), func(c *app.Config) {
 		c.Core.ClaimWait = 100 * time.Millisecond
 		c.DashaWait = 2 * time.Second
 		c.DBTimeouts.Lock = time.Minute // the first delivery waits on the held lock for the whole test

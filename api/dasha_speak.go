@@ -18,21 +18,32 @@ import (
 
 // Operations whose answers speakable completes from the tenant's records.
 const (
-	chargeOperation = "payment.charge"
-	pointsOperation = "customer.points.add"
+	chargeOperation     = "payment.charge"
+	pointsOperation     = "customer.points.add"
+	bookOperation       = "appointment.book"
+	rescheduleOperation = "appointment.reschedule"
 )
 
 // speakable adds to the details of a completed action's answer what a voice
-// agent says aloud and the stored answer lacks: a time in the tenant's
-// timezone (when, as list_appointments gives it), an amount as it is said
+// agent says aloud and the stored answer lacks: a confirmed booking's slot
+// and times, whatever calendar made it (bookedSlot); a time on the tenant's
+// clock in the slot's location's timezone, else the tenant's (when, as
+// list_appointments gives it), with who and where; an amount as it is said
 // (amount_spoken, and the amount and currency of a charge a remote provider
 // made), and, for a points change heard again (replayed), the balance read
 // now (balance_now; the stored balance is dropped when it is no longer
-// true). The stored answer is never changed; a first answer and its exact
-// retry still say the same.
+// true). A pruned answer of an effect a provider performed is said as such
+// (performedPruned). The stored answer is never changed; a first answer and
+// its exact retry still say the same.
 func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a oncecall.Action, replayed bool, ans dashatool.Answer) (dashatool.Answer, error) {
 	if a.State != oncecall.Completed {
 		return ans, nil
+	}
+	if a.Outcome == oncecall.Confirmed && a.Result == nil {
+		var err error
+		if ans, err = s.performedPruned(ctx, a, ans); err != nil {
+			return ans, err
+		}
 	}
 	var d map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(ans.Details))
@@ -46,9 +57,14 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 			d[k], added = raw, true
 		}
 	}
+	if a.Outcome == oncecall.Confirmed && (a.Operation == bookOperation || a.Operation == rescheduleOperation) {
+		if err := s.bookedSlot(ctx, tenant, a, d, set); err != nil {
+			return ans, err
+		}
+	}
 	if start, ok := timeField(d, "starts_at"); ok {
 		if _, has := d["when"]; !has {
-			zone, loc, place, err := s.answerZone(ctx, tenant, d)
+			clock, place, err := s.answerClock(ctx, tenant, d)
 			if err != nil {
 				return ans, err
 			}
@@ -59,8 +75,8 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 				set("location", place.Location)
 			}
 			end, _ := timeField(d, "ends_at")
-			l := schedule.Localize(start, end, loc, time.Now())
-			set("timezone", zone)
+			l := clock.Localize(start, end, time.Now())
+			set("timezone", clock.Zone)
 			set("when", l.When)
 			set("starts_at_local", l.StartsAtLocal)
 			if !end.IsZero() {
@@ -103,25 +119,97 @@ func (s *Server) speakable(ctx context.Context, tenant oncecall.Tenant, a onceca
 	return ans, nil
 }
 
-// answerZone is the timezone an answer's time is said in: the location's
-// when the answer names a slot of a practitioner (place, then, says whose
-// and where), else the tenant's.
-func (s *Server) answerZone(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage) (string, *time.Location, oncecall.OpenSlot, error) {
+// performedPruned says of a confirmed action whose answer was pruned what
+// its operation says of an effect a provider performed (op.Phrases.
+// Performed) when its required step was a provider's and succeeded: the
+// answer no longer names the provider's record, its steps still do.
+func (s *Server) performedPruned(ctx context.Context, a oncecall.Action, ans dashatool.Answer) (dashatool.Answer, error) {
+	o, ok := s.cfg.Ops.Get(a.Operation)
+	if !ok || o.Phrases().Performed == "" {
+		return ans, nil
+	}
+	steps, err := s.cfg.Store.Steps(ctx, a.ID)
+	if err != nil {
+		return ans, db.Fault(err)
+	}
+	for _, st := range steps {
+		if st.Required && st.State == oncecall.StepSucceeded {
+			ans.Say = o.Phrases().Performed
+		}
+	}
+	return ans, nil
+}
+
+// answerClock is the clock an answer's time is said on: the tenant's, in
+// the location's timezone when the answer names a slot of a practitioner
+// (place, then, says whose and where), else in the tenant's.
+func (s *Server) answerClock(ctx context.Context, tenant oncecall.Tenant, d map[string]json.RawMessage) (schedule.Clock, oncecall.OpenSlot, error) {
+	clock, err := s.tenantClock(ctx, tenant.ID)
+	if err != nil {
+		return clock, oncecall.OpenSlot{}, err
+	}
 	if id, ok := stringField(d, "slot_id"); ok {
 		if slot, err := uuid.Parse(id); err == nil {
 			place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
 			switch {
 			case err == nil:
-				if loc, err := schedule.ParseZone(place.Timezone); err == nil {
-					return place.Timezone, loc, place, nil
-				}
+				return clock.In(place.Timezone), place, nil
 			case !errors.Is(err, db.ErrNotFound):
-				return "", nil, oncecall.OpenSlot{}, db.Fault(err)
+				return clock, oncecall.OpenSlot{}, db.Fault(err)
 			}
 		}
 	}
-	zone, loc, err := s.tenantZone(ctx, tenant.ID)
-	return zone, loc, oncecall.OpenSlot{}, err
+	return clock, oncecall.OpenSlot{}, nil
+}
+
+// bookedSlot adds the booked slot and its times to a confirmed booking's
+// answer that holds none: one a remote calendar made, or an operator
+// confirmed from its evidence, answers with the provider's reference and
+// the request ({id, provider_ref, request}), and a pruned one with its id.
+// The slot is the request's (the action's, or the answer's own request),
+// else the appointment's when the id is one of ours. For a slot of the
+// single calendar, its resource (who or what it is with) is said too; a
+// practitioner's slot names them (see answerClock).
+func (s *Server) bookedSlot(ctx context.Context, tenant oncecall.Tenant, a oncecall.Action, d map[string]json.RawMessage, set func(string, any)) error {
+	if _, ok := d["starts_at"]; ok {
+		return nil
+	}
+	var req struct {
+		SlotID string `json:"slot_id"`
+	}
+	if json.Unmarshal(a.Request, &req) != nil || req.SlotID == "" {
+		_ = json.Unmarshal(d["request"], &req)
+	}
+	slot, err := uuid.Parse(req.SlotID)
+	if err != nil {
+		id, _ := stringField(d, "id")
+		appt, perr := uuid.Parse(id)
+		if perr != nil {
+			return nil //nolint:nilerr // a provider's reference and no request: no slot to read
+		}
+		booked, err := s.cfg.Store.AppointmentByID(ctx, tenant.ID, appt)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return db.Fault(err)
+		}
+		slot = booked.SlotID
+	}
+	place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return db.Fault(err)
+	}
+	set("slot_id", slot)
+	set("starts_at", place.StartsAt.UTC())
+	set("ends_at", place.EndsAt.UTC())
+	if !place.Catalog() && place.Resource != "" {
+		set("resource", place.Resource)
+	}
+	return nil
 }
 
 // chargedAmount gives the amount and currency of a charge whose answer

@@ -6,10 +6,10 @@ package api
 // the operation registry (Config.Ops).
 
 import (
-	"crypto/subtle"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -23,7 +23,10 @@ import (
 )
 
 // operatorOnly admits requests bearing the operator token. Without a
-// configured token the operator API does not exist.
+// configured token the operator API does not exist. The token is checked by
+// the operator guard (Config.OperatorGuard): past too many wrong tokens
+// from the client's address, or from every address together, a request
+// presenting one is answered 429 with Retry-After, its token not compared.
 func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.OperatorToken == "" {
@@ -31,12 +34,23 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 			return
 		}
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
+		right, wait := false, time.Duration(0)
+		if strings.EqualFold(scheme, "Bearer") && token != "" {
+			right, wait = s.cfg.OperatorGuard.Check(r.RemoteAddr, token)
+		}
+		switch {
+		case wait > 0:
+			if s.cfg.Metrics != nil {
+				s.cfg.Metrics.RateLimited()
+			}
+			w.Header().Set("Retry-After", retryAfterSeconds(wait))
+			writeError(w, r, fault.New(fault.RateLimited, "too many wrong operator tokens; retry after the delay in Retry-After"))
+		case !right:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall-ops"`)
 			writeError(w, r, fault.New(fault.Unauthorized, "the operator token is required"))
-			return
+		default:
+			next.ServeHTTP(w, r)
 		}
-		next.ServeHTTP(w, r)
 	})
 }
 

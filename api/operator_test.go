@@ -17,7 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
-const operatorToken = "ops-test-token"
+const operatorToken = "ops-test-token-4f1c9a7e2b6d8035c1e9"
 
 // TestGeneratedClientResolvesAStuckRemoteBooking books on a remote calendar
 // whose answer is lost, then settles the action as an operator would, all

@@ -17,10 +17,10 @@ import (
 )
 
 // A payment link sent by a voice agent (send_payment_link) through Stripe,
-// with the SMS queued in oncecall's outbox: the answer is pending and says
-// the payment is NOT confirmed; check_action_status says pending until the
-// customer pays, then confirmed with the amount. REST answers 202 for a
-// new link and 201 once it is paid.
+// with the SMS sent through the messaging provider: the answer is pending
+// and says the payment is NOT confirmed; check_action_status says pending
+// until the customer pays, then confirmed with the amount. REST answers 202
+// for a new link and 201 once it is paid.
 func TestStripePaymentLinkByToolIsPendingUntilPaid(t *testing.T) {
 	t.Parallel()
 	sim := simtest.Start(t, providersim.Config{})
@@ -30,7 +30,7 @@ func TestStripePaymentLinkByToolIsPendingUntilPaid(t *testing.T) {
 	}
 	const secret = "whsec_links"
 	d := setupDasha(t, func(c *app.Config) {
-		c.Providers = provider.Set{provider.Payments: p, provider.Holds: p, provider.Links: p}
+		c.Providers = provider.Set{provider.Payments: p, provider.Holds: p, provider.Links: p, provider.Messaging: simProvider(sim)}
 		c.StripeWebhookSecret = secret
 		c.ReconcileDisabled = true
 	})
@@ -57,8 +57,8 @@ func TestStripePaymentLinkByToolIsPendingUntilPaid(t *testing.T) {
 		t.Fatalf("%d Checkout Sessions, want 1", len(sessions()))
 	}
 	cs := sessions()[0]
-	if n := d.Count("SELECT count(*) FROM messages WHERE customer_id = $1 AND body LIKE '%' || $2 || '%'", c.ID, cs.URL); n != 1 {
-		t.Fatalf("%d outbox SMS carry the link, want 1", n)
+	if l := sim.Ledger(provider.Messaging); len(l) != 1 || !strings.Contains(string(l[0].Payload), cs.URL) {
+		t.Fatalf("the messaging provider holds %+v, want one SMS carrying the link", l)
 	}
 	status := func() answer {
 		return decodeAnswer(t, d.call("check_action_status", "call-link", map[string]any{"action_id": sent.ActionID}))

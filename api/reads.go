@@ -19,32 +19,48 @@ import (
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
-// localAppointment is an appointment with its times in the tenant's timezone.
+// localAppointment is an appointment with its times said on the tenant's
+// clock in its slot's timezone: its location's, with who and where, or the
+// tenant's for a slot of the single calendar, which keeps the shape it had.
 type localAppointment struct {
 	wire.Appointment
 	schedule.Local
+	PractitionerID string `json:"practitioner_id,omitempty"`
+	Practitioner   string `json:"practitioner,omitempty"`
+	LocationID     string `json:"location_id,omitempty"`
+	Location       string `json:"location,omitempty"`
+	Address        string `json:"address,omitempty"`
+	Timezone       string `json:"timezone,omitempty"`
 }
 
-// tenantZone returns the tenant's timezone. A name the zone database lacks
-// (set outside oncecall) is read as UTC and logged, and the answers say
-// UTC: a caller is better served by correct UTC times than by no answer.
-func (s *Server) tenantZone(ctx context.Context, tenant uuid.UUID) (string, *time.Location, error) {
-	name, err := s.cfg.Store.TenantTimezone(ctx, tenant)
+// tenantClock returns how the tenant says its times: its timezone and
+// locale. A zone name the zone database lacks or a locale oncecall does not
+// speak (set outside oncecall) is read as UTC or en-GB and logged, and the
+// answers say so: a caller is better served by correct UTC times than by
+// no answer.
+func (s *Server) tenantClock(ctx context.Context, tenant uuid.UUID) (schedule.Clock, error) {
+	clock, ok, err := s.cfg.Store.TenantClock(ctx, tenant)
 	if err != nil {
-		return "", nil, db.Fault(err)
+		return schedule.Clock{}, db.Fault(err)
 	}
-	loc, err := schedule.ParseZone(name)
-	if err != nil {
-		logFrom(ctx).Warn().Str("tenant_id", tenant.String()).Str("timezone", name).Msg("tenant timezone unknown; using UTC")
-		return schedule.UTC, time.UTC, nil
+	if !ok {
+		logFrom(ctx).Warn().Str("tenant_id", tenant.String()).Str("timezone", clock.Zone).Str("locale", string(clock.Locale)).
+			Msg("tenant timezone or locale unknown; using UTC or en-GB")
 	}
-	return name, loc, nil
+	return clock, nil
 }
 
-func localAppointments(list []oncecall.Appointment, loc *time.Location, now time.Time) []localAppointment {
+func localAppointments(list []oncecall.PlacedAppointment, tenant schedule.Clock, now time.Time) []localAppointment {
 	out := make([]localAppointment, len(list))
 	for i, a := range list {
-		out[i] = localAppointment{Appointment: wire.FromAppointment(a), Local: schedule.Localize(a.StartsAt, a.EndsAt, loc, now)}
+		out[i] = localAppointment{
+			Appointment: wire.FromAppointment(a.Appointment),
+			Local:       tenant.In(a.Place.Timezone).Localize(a.StartsAt, a.EndsAt, now),
+		}
+		if p := a.Place; p.Catalog() {
+			out[i].PractitionerID, out[i].Practitioner = p.PractitionerID.String(), p.Practitioner
+			out[i].LocationID, out[i].Location, out[i].Address, out[i].Timezone = p.LocationID.String(), p.Location, p.Address, p.Timezone
+		}
 	}
 	return out
 }
@@ -139,12 +155,18 @@ func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	list, err := s.cfg.Store.CallbacksOf(r.Context(), tenantFrom(r.Context()).ID, customer, phone, maxCallbacks)
+	tenant := tenantFrom(r.Context()).ID
+	clock, err := s.tenantClock(r.Context(), tenant)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	list, err := s.cfg.Store.CallbacksOf(r.Context(), tenant, customer, phone, maxCallbacks)
 	if err != nil {
 		writeError(w, r, db.Fault(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"callbacks": callback.Views(list, time.Now())})
+	writeJSON(w, http.StatusOK, map[string]any{"callbacks": callback.Views(list, clock.Locale, time.Now())})
 }
 
 // Bounds of GET /v1/appointments.
@@ -184,7 +206,7 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		limit = n
 	}
 	tenant := tenantFrom(r.Context()).ID
-	zone, loc, err := s.tenantZone(r.Context(), tenant)
+	clock, err := s.tenantClock(r.Context(), tenant)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -200,7 +222,7 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		list = list[:limit]
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"timezone": zone, "appointments": localAppointments(list, loc, now), "has_more": more,
+		"timezone": clock.Zone, "appointments": localAppointments(list, clock, now), "has_more": more,
 	})
 }
 

@@ -10,7 +10,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
 
 // recordsEnv is a running oncecall with one tenant, for the payment,
@@ -23,11 +27,35 @@ type recordsEnv struct {
 	seq    *atomic.Int64
 }
 
-func setupRecords(t *testing.T) recordsEnv {
+func setupRecords(t *testing.T, cfg ...func(*app.Config)) recordsEnv {
 	t.Helper()
-	e := apptest.Start(t)
+	e := apptest.Start(t, cfg...)
 	tenant, key := e.Tenant("acme")
 	return recordsEnv{Env: e, t: t, key: key, tenant: tenant.ID, seq: &atomic.Int64{}}
+}
+
+// withPayments serves payments by the provider simulator sim: without a
+// payments provider oncecall charges nothing (PAYMENTS_NOT_CONFIGURED).
+func withPayments(sim *simtest.Sim) func(*app.Config) {
+	return func(c *app.Config) {
+		if c.Providers == nil {
+			c.Providers = provider.Set{}
+		}
+		c.Providers[provider.Payments] = simProvider(sim)
+	}
+}
+
+// simPayments serves payments by a provider simulator of their own.
+func simPayments(t *testing.T) func(*app.Config) {
+	return withPayments(simtest.Start(t, providersim.Config{}))
+}
+
+// setupPayments is setupRecords with payments by a provider simulator of
+// its own.
+func setupPayments(t *testing.T) (recordsEnv, *simtest.Sim) {
+	t.Helper()
+	sim := simtest.Start(t, providersim.Config{})
+	return setupRecords(t, withPayments(sim)), sim
 }
 
 // customer creates a customer directly in the database; phone and email may

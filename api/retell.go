@@ -53,8 +53,8 @@ func (s *Server) retellFunction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var c retellCall
-	if len(p.Call) == 0 || p.Call[0] != '{' || json.Unmarshal(p.Call, &c) != nil {
-		writeError(w, r, fault.Field("call", "must be the Retell call object"))
+	if err := decodePart(p.Call, &c, "call", "must be the Retell call object"); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	if err := checkCallID(c.CallID, "call.call_id"); err != nil {

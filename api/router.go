@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
+	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -40,8 +41,11 @@ type Config struct {
 	// nil means every capability is local.
 	Remote func(capability string) bool
 	// OperatorToken guards the operator API, /v1/ops (operator.go); empty
-	// disables those routes.
+	// disables those routes. OperatorGuard checks it and slows down
+	// guessing it; the console's sign-in shares it (default: a guard of
+	// OperatorToken of its own).
 	OperatorToken string
+	OperatorGuard *tokenguard.Guard
 	// Resolve applies an operator's resolution (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
 	// Console, when set, serves the operator console under /console/.
@@ -112,6 +116,9 @@ func NewRouter(cfg Config) http.Handler {
 		cfg.DashaWait = 5 * time.Second
 	}
 	cfg.DashaBudget = cmp.Or(cfg.DashaBudget, dashatool.AnswerBudget)
+	if cfg.OperatorGuard == nil {
+		cfg.OperatorGuard = tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
+	}
 	s := &Server{cfg: cfg, keys: newKeyCache(cfg.Store, cfg.KeyCacheTTL)}
 	if cfg.RateLimit > 0 {
 		s.limiter = newTenantLimiter(cfg.RateLimit, cfg.RateBurst)
@@ -154,20 +161,21 @@ func NewRouter(cfg Config) http.Handler {
 		r.With(s.limitBody).Post(twilioprovider.StatusPath, s.twilioStatus)
 	}
 	// Each voice platform's webhooks are a sub-router of their own, with
-	// their own middleware: the answer budget, authentication with any
-	// scope (a dasha key opens them), the Dasha rate budget.
-	r.Mount("/v1/dasha", s.voiceRouter("", func(r chi.Router) {
+	// their own middleware: the answer budget, authentication with a key
+	// whose scope opens the platform (full, voice or the platform's own),
+	// the Dasha rate budget.
+	r.Mount("/v1/dasha", s.voiceRouter(platformDasha, "", func(r chi.Router) {
 		r.Post("/tools", s.dashaTool)
 		r.Post("/tools/{toolName}", s.dashaTool)
 		r.Post("/events", s.dashaEvent)
 	}))
-	r.Mount("/v1/vapi", s.voiceRouter("X-Vapi-Secret", func(r chi.Router) {
+	r.Mount("/v1/vapi", s.voiceRouter(platformVapi, "X-Vapi-Secret", func(r chi.Router) {
 		r.Post("/webhook", s.vapiWebhook)
 	}))
-	r.Mount("/v1/retell", s.voiceRouter("", func(r chi.Router) {
+	r.Mount("/v1/retell", s.voiceRouter(platformRetell, "", func(r chi.Router) {
 		r.Post("/functions/{tool}", s.retellFunction)
 	}))
-	r.Mount("/v1/elevenlabs", s.voiceRouter("X-Oncecall-Key", func(r chi.Router) {
+	r.Mount("/v1/elevenlabs", s.voiceRouter(platformElevenLabs, "X-Oncecall-Key", func(r chi.Router) {
 		r.Post("/tools/{tool}", s.elevenLabsTool)
 	}))
 	r.Route("/v1", func(r chi.Router) {
@@ -224,16 +232,16 @@ func NewRouter(cfg Config) http.Handler {
 // voiceRouter is the sub-router of one voice platform's webhooks: body
 // limit, the voice budget (from before authentication, so that every wait
 // of the call ends within it), the platform's secret header as an
-// alternative to Authorization (secretHeader, when not empty), the API key
-// of any scope, then the Dasha rate budget and the tenant's share of the
-// database. routes adds the platform's routes.
-func (s *Server) voiceRouter(secretHeader string, routes func(r chi.Router)) http.Handler {
+// alternative to Authorization (secretHeader, when not empty), an API key
+// whose scope opens the platform, then the Dasha rate budget and the
+// tenant's share of the database. routes adds the platform's routes.
+func (s *Server) voiceRouter(platform, secretHeader string, routes func(r chi.Router)) http.Handler {
 	r := chi.NewRouter()
 	r.Use(s.limitBody, s.voiceBudget)
 	if secretHeader != "" {
 		r.Use(keyFromHeader(secretHeader))
 	}
-	r.Use(s.keys.authenticate, s.limitDasha, s.bodyFirst, s.shareDB)
+	r.Use(s.keys.authenticate, platformOnly(platform), s.limitDasha, s.bodyFirst, s.shareDB)
 	routes(r)
 	return r
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stripe/stripe-go/v82/webhook"
@@ -13,6 +15,31 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 )
+
+// stripeClockSkew is how far in the future a Stripe signature's timestamp
+// may be. stripe-go refuses only a signature older than its tolerance (five
+// minutes): one made in the future, by a leaked secret's holder to outlast
+// that tolerance, would pass.
+const stripeClockSkew = time.Minute
+
+// stripeSignedAt is the timestamp of a Stripe-Signature header
+// ("t=<unix seconds>,v1=<hex>,..."), read as stripe-go reads it: the last t.
+func stripeSignedAt(header string) (time.Time, bool) {
+	var at time.Time
+	ok := false
+	for part := range strings.SplitSeq(header, ",") {
+		v, found := strings.CutPrefix(part, "t=")
+		if !found {
+			continue
+		}
+		unix, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return time.Time{}, false
+		}
+		at, ok = time.Unix(unix, 0), true
+	}
+	return at, ok
+}
 
 // stripeNotice is the answer to a verified Stripe webhook: matched tells
 // whether it named a step whose outcome was unknown.
@@ -23,13 +50,14 @@ type stripeNotice struct {
 
 // stripeWebhook takes Stripe's events about PaymentIntents and Checkout
 // Sessions (payment links) oncecall created; a session's metadata, and its
-// PaymentIntent's, name the step that waits for its payment. The signature is verified with stripe-go's webhook package
-// against STRIPE_WEBHOOK_SECRET; a forged or stale one is 401 and changes
-// nothing. A verified event about a step whose outcome is unknown makes
-// that step due for a check now (the reconciler asks Stripe under the
-// action's lease); every other event (unknown objects, other types,
-// duplicates) is acknowledged and changes nothing. See
-// docs/providers/stripe.md.
+// PaymentIntent's, name the step that waits for its payment. The signature
+// is verified with stripe-go's webhook package against
+// STRIPE_WEBHOOK_SECRET; a forged or stale one, or one timestamped more
+// than stripeClockSkew ahead, is 401 and changes nothing. A verified event
+// about a step whose outcome is unknown makes that step due for a check now
+// (the reconciler asks Stripe under the action's lease); every other event
+// (unknown objects, other types, duplicates) is acknowledged and changes
+// nothing. See docs/providers/stripe.md.
 func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -40,10 +68,15 @@ func (s *Server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.InvalidInput, "the webhook body cannot be read"))
 		return
 	}
-	ev, err := webhook.ConstructEventWithOptions(body, r.Header.Get("Stripe-Signature"), s.cfg.StripeWebhookSecret,
+	header := r.Header.Get("Stripe-Signature")
+	ev, err := webhook.ConstructEventWithOptions(body, header, s.cfg.StripeWebhookSecret,
 		webhook.ConstructEventOptions{IgnoreAPIVersionMismatch: true})
 	if err != nil {
 		writeError(w, r, fault.New(fault.Unauthorized, "the Stripe-Signature header does not verify this body"))
+		return
+	}
+	if signedAt, ok := stripeSignedAt(header); !ok || time.Until(signedAt) > stripeClockSkew {
+		writeError(w, r, fault.New(fault.Unauthorized, "the Stripe-Signature header's timestamp is in the future"))
 		return
 	}
 	if !strings.HasPrefix(string(ev.Type), "payment_intent.") && !strings.HasPrefix(string(ev.Type), "checkout.session.") || ev.Data == nil {

@@ -60,3 +60,23 @@ func TestStripeWebhookVerifiesTheSignatureAndChangesNothingForUnknownObjects(t *
 		t.Fatalf("without a secret the route answered %d", r.Status)
 	}
 }
+
+// A signature whose timestamp lies in the future beyond a minute's clock
+// skew is refused like a stale one: stripe-go checks only a signature's age.
+func TestStripeWebhookRefusesATimestampFromTheFuture(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_api_future"
+	e := apptest.Start(t, func(c *app.Config) { c.StripeWebhookSecret = secret })
+	body, _ := json.Marshal(map[string]any{"id": "evt_future", "object": "event", "type": "customer.created", "api_version": stripe.APIVersion,
+		"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{"id": "cus_1", "object": "customer"}}})
+	for ahead, want := range map[time.Duration]int{
+		10 * time.Minute: http.StatusUnauthorized, 2 * time.Minute: http.StatusUnauthorized,
+		20 * time.Second: http.StatusOK, 0: http.StatusOK,
+	} {
+		sig := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret, Timestamp: time.Now().Add(ahead)}).Header
+		r := e.Request(http.MethodPost, "/v1/providers/stripe/webhook", "", body, "Stripe-Signature", sig)
+		if r.Status != want {
+			t.Errorf("signed %v ahead: %d %s, want %d", ahead, r.Status, r.Body, want)
+		}
+	}
+}

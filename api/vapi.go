@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/op"
 )
 
 // vapiEnvelope is a Vapi server message: {"message": {...}}. Fields not
@@ -85,8 +87,8 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var m vapiMessage
-	if len(env.Message) == 0 || env.Message[0] != '{' || json.Unmarshal(env.Message, &m) != nil {
-		writeError(w, r, fault.Field("message", "must be a Vapi server message object"))
+	if err := decodePart(env.Message, &m, "message", "must be a Vapi server message object"); err != nil {
+		writeError(w, r, err)
 		return
 	}
 	callID, caller, err := vapiCallOf(m)
@@ -145,16 +147,23 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 func vapiCallOf(m vapiMessage) (string, func() (string, bool), error) {
 	var c vapiCall
 	if len(m.Call) > 0 && string(m.Call) != "null" {
-		if m.Call[0] != '{' || json.Unmarshal(m.Call, &c) != nil {
-			return "", nil, fault.Field("message.call", "must be an object with the call's id")
+		if err := decodePart(m.Call, &c, "message.call", "must be an object with the call's id"); err != nil {
+			return "", nil, err
 		}
 	}
 	if err := checkCallID(c.ID, "message.call.id"); err != nil {
 		return "", nil, err
 	}
-	customer := c.Customer
+	customer, at := c.Customer, "message.call.customer."
 	if len(customer) == 0 || string(customer) == "null" {
-		customer = m.Customer
+		customer, at = m.Customer, "message.customer."
+	}
+	// The number is read only if a tool needs it, but its name is checked
+	// now: a message is refused whole or not at all.
+	if len(customer) > 0 {
+		if err := op.CheckFieldNamesAt(customer, &vapiCustomer{}, at); err != nil {
+			return "", nil, err
+		}
 	}
 	caller := func() (string, bool) {
 		var cu vapiCustomer
@@ -183,8 +192,8 @@ func vapiToolCalls(raw json.RawMessage) ([]vapiToolCall, error) {
 	calls := make([]vapiToolCall, len(list))
 	for i, e := range list {
 		var tc vapiToolCall
-		if len(e) == 0 || e[0] != '{' || json.Unmarshal(e, &tc) != nil {
-			return nil, fault.Field("message.toolCallList", "entry %d is not a tool call object", i)
+		if err := decodePart(e, &tc, "message.toolCallList", fmt.Sprintf("entry %d is not a tool call object", i)); err != nil {
+			return nil, err
 		}
 		if tc.Function != nil {
 			tc.Name = cmp.Or(tc.Name, tc.Function.Name)

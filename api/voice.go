@@ -1,12 +1,15 @@
 package api
 
 import (
+	"crypto/subtle"
 	"encoding/json"
 	"net/http"
+	"strings"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/op"
 )
 
 // The voice platforms whose tool calls oncecall answers. Each adapter only
@@ -102,16 +105,52 @@ func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall
 	return s.runTool(r, tenant, o, c)
 }
 
+// decodePart decodes raw, an object within a webhook's canonical body (see
+// canonicalWebhook) found at field, into v. Like the body, its keys that
+// differ only in case from one of v's fields are refused (op.CheckFieldNamesAt),
+// at every depth v's type reaches; anything but an object is
+// fault.Field(field, notObject).
+func decodePart(raw json.RawMessage, v any, field, notObject string) error {
+	if len(raw) == 0 || raw[0] != '{' {
+		return fault.Field(field, "%s", notObject)
+	}
+	if err := op.CheckFieldNamesAt(raw, v, field+"."); err != nil {
+		return err
+	}
+	if json.Unmarshal(raw, v) != nil {
+		return fault.Field(field, "%s", notObject)
+	}
+	return nil
+}
+
 // keyFromHeader lets a voice platform's webhook carry the tenant's API key
 // in the platform's secret header (Vapi's server URL secret, a secret
 // header configured on an ElevenLabs tool) instead of Authorization: when
 // Authorization is absent, the key is taken from header and authenticated
-// like a Bearer key. It is a middleware of that platform's sub-router only.
+// like a Bearer key. A request that carries a key in both must carry the
+// same one: two different keys (or another scheme next to the header) are
+// refused with 400 rather than one of them chosen, as RFC 6750 refuses a
+// token sent in more than one way. It is a middleware of that platform's
+// sub-router only.
 func keyFromHeader(header string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if key := r.Header.Get(header); key != "" && r.Header.Get("Authorization") == "" {
+			key := r.Header.Get(header)
+			if key == "" {
+				next.ServeHTTP(w, r)
+				return
+			}
+			auth := r.Header.Get("Authorization")
+			if auth == "" {
 				r.Header.Set("Authorization", "Bearer "+key)
+				next.ServeHTTP(w, r)
+				return
+			}
+			scheme, bearer, _ := strings.Cut(auth, " ")
+			if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(bearer)), []byte(strings.TrimSpace(key))) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="oncecall", error="invalid_request"`)
+				writeError(w, r, fault.New(fault.InvalidInput, "the request carries two different credentials, in Authorization and in %s: send the API key in one of them", header))
+				return
 			}
 			next.ServeHTTP(w, r)
 		})

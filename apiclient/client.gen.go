@@ -132,12 +132,14 @@ const (
 	InvalidArguments          DashaReason = "invalid_arguments"
 	LocationExists            DashaReason = "location_exists"
 	LocationNotFound          DashaReason = "location_not_found"
+	MessagingNotConfigured    DashaReason = "messaging_not_configured"
 	NeedsOperator             DashaReason = "needs_operator"
 	NoPractitionerFree        DashaReason = "no_practitioner_free"
 	PaymentDeclined           DashaReason = "payment_declined"
 	PaymentIntentNotFound     DashaReason = "payment_intent_not_found"
 	PaymentLinkExpired        DashaReason = "payment_link_expired"
 	PaymentLinksNeedStripe    DashaReason = "payment_links_need_stripe"
+	PaymentsNotConfigured     DashaReason = "payments_not_configured"
 	PractitionerExists        DashaReason = "practitioner_exists"
 	PractitionerNotAtLocation DashaReason = "practitioner_not_at_location"
 	PractitionerNotFound      DashaReason = "practitioner_not_found"
@@ -197,6 +199,8 @@ func (e DashaReason) Valid() bool {
 		return true
 	case LocationNotFound:
 		return true
+	case MessagingNotConfigured:
+		return true
 	case NeedsOperator:
 		return true
 	case NoPractitionerFree:
@@ -208,6 +212,8 @@ func (e DashaReason) Valid() bool {
 	case PaymentLinkExpired:
 		return true
 	case PaymentLinksNeedStripe:
+		return true
+	case PaymentsNotConfigured:
 		return true
 	case PractitionerExists:
 		return true
@@ -523,6 +529,7 @@ const (
 	INVALIDJSON               ProblemCode = "INVALID_JSON"
 	LOCATIONEXISTS            ProblemCode = "LOCATION_EXISTS"
 	LOCATIONNOTFOUND          ProblemCode = "LOCATION_NOT_FOUND"
+	MESSAGINGNOTCONFIGURED    ProblemCode = "MESSAGING_NOT_CONFIGURED"
 	METHODNOTALLOWED          ProblemCode = "METHOD_NOT_ALLOWED"
 	NOPRACTITIONERFREE        ProblemCode = "NO_PRACTITIONER_FREE"
 	NOTFOUND                  ProblemCode = "NOT_FOUND"
@@ -531,6 +538,7 @@ const (
 	PAYMENTINTENTNOTFOUND     ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
 	PAYMENTLINKEXPIRED        ProblemCode = "PAYMENT_LINK_EXPIRED"
 	PAYMENTLINKSNEEDSTRIPE    ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
+	PAYMENTSNOTCONFIGURED     ProblemCode = "PAYMENTS_NOT_CONFIGURED"
 	PRACTITIONEREXISTS        ProblemCode = "PRACTITIONER_EXISTS"
 	PRACTITIONERNOTATLOCATION ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
 	PRACTITIONERNOTFOUND      ProblemCode = "PRACTITIONER_NOT_FOUND"
@@ -607,6 +615,8 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case LOCATIONNOTFOUND:
 		return true
+	case MESSAGINGNOTCONFIGURED:
+		return true
 	case METHODNOTALLOWED:
 		return true
 	case NOPRACTITIONERFREE:
@@ -622,6 +632,8 @@ func (e ProblemCode) Valid() bool {
 	case PAYMENTLINKEXPIRED:
 		return true
 	case PAYMENTLINKSNEEDSTRIPE:
+		return true
+	case PAYMENTSNOTCONFIGURED:
 		return true
 	case PRACTITIONEREXISTS:
 		return true
@@ -964,7 +976,7 @@ type AppointmentList struct {
 	// HasMore More appointments follow the last one listed.
 	HasMore bool `json:"has_more"`
 
-	// Timezone The tenant's IANA timezone, in which the local times are given.
+	// Timezone The tenant's IANA timezone, in which the local times are given unless an appointment names its own.
 	//
 	// Example: Europe/London
 	Timezone string `json:"timezone"`
@@ -1422,16 +1434,26 @@ type ListedSlot struct {
 	Timezone *string `json:"timezone,omitempty"`
 }
 
-// LocalAppointment An appointment with its times in the tenant's timezone as well.
+// LocalAppointment An appointment with its times as the business's callers say them: in its location's timezone for a slot of a practitioner (which the appointment then names, with who and where), else in the tenant's, in the tenant's locale.
 type LocalAppointment struct {
+	// Address The location's address as it is spoken, when it has one.
+	Address    *string            `json:"address,omitempty"`
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
 	// EndsAt The end, in UTC.
 	EndsAt time.Time `json:"ends_at"`
 
-	// EndsAtLocal The end in the tenant's timezone, with that zone's offset at the time.
+	// EndsAtLocal The end in the appointment's timezone, with that zone's offset at the time.
 	EndsAtLocal time.Time          `json:"ends_at_local"`
 	Id          openapi_types.UUID `json:"id"`
+	Location    *string            `json:"location,omitempty"`
+
+	// LocationId For a slot of a practitioner, where it is; absent for the single calendar.
+	LocationId   *openapi_types.UUID `json:"location_id,omitempty"`
+	Practitioner *string             `json:"practitioner,omitempty"`
+
+	// PractitionerId For a slot of a practitioner, who it is with; absent for the single calendar.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
 
 	// Service The service booked; may be empty.
 	Service string             `json:"service"`
@@ -1440,13 +1462,16 @@ type LocalAppointment struct {
 	// StartsAt The start, in UTC.
 	StartsAt time.Time `json:"starts_at"`
 
-	// StartsAtLocal The start in the tenant's timezone, with that zone's offset at the time.
+	// StartsAtLocal The start in the appointment's timezone (its location's, else the tenant's), with that zone's offset at the time.
 	StartsAtLocal time.Time `json:"starts_at_local"`
 
 	// Status `active`, or `cancelled` (its slot is free again).
 	Status AppointmentStatus `json:"status"`
 
-	// When The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's).
+	// Timezone For a slot of a practitioner, its location's IANA timezone, in which the local times are given.
+	Timezone *string `json:"timezone,omitempty"`
+
+	// When The start as a person says it in the tenant's locale: `Friday 5 July at 14:30` (en-GB) or `Friday, July 5 at 2:30 PM` (en-US); the year is added when it is not this year's.
 	When string `json:"when"`
 }
 
@@ -1509,8 +1534,10 @@ type Message struct {
 	Recipient string `json:"recipient"`
 
 	// SendRef The send reference, when given.
-	SendRef *string       `json:"send_ref,omitempty"`
-	Status  MessageStatus `json:"status"`
+	SendRef *string `json:"send_ref,omitempty"`
+
+	// Status `queued`: in oncecall's outbox, where nothing sends it (the business's own systems may).
+	Status MessageStatus `json:"status"`
 
 	// SubjectId What the message is about, when given.
 	SubjectId *string `json:"subject_id,omitempty"`
@@ -1528,7 +1555,7 @@ type Message struct {
 // MessageChannel defines model for Message.Channel.
 type MessageChannel string
 
-// MessageStatus defines model for Message.Status.
+// MessageStatus `queued`: in oncecall's outbox, where nothing sends it (the business's own systems may).
 type MessageStatus string
 
 // MessageAction The envelope of a confirmed `message.send`. With a remote messaging provider, `result` is a `RemoteResult`.
@@ -1689,9 +1716,11 @@ type NoteAction_Result struct {
 
 // NotifiedAppointment A booking that asked for a confirmation message (`notify`), with what became of the message.
 type NotifiedAppointment struct {
-	// Confirmation `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
-	// `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the tenant's own
-	// `appointment_confirmation` template could not be rendered for it). The booking stands either way.
+	// Confirmation `queued` (a step sends it through the messaging provider), `recorded` (no messaging provider: it
+	// is in oncecall's outbox, which nothing sends), or why there is no confirmation
+	// (`CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the
+	// tenant's own `appointment_confirmation` template could not be rendered for it). The booking stands
+	// either way.
 	//
 	//
 	// Example: queued
@@ -2694,6 +2723,9 @@ type NotFound = Problem
 // OperatorNotFound An RFC 9457 problem document with oncecall's extension members.
 type OperatorNotFound = Problem
 
+// OperatorThrottled An RFC 9457 problem document with oncecall's extension members.
+type OperatorThrottled = Problem
+
 // OperatorUnauthorized An RFC 9457 problem document with oncecall's extension members.
 type OperatorUnauthorized = Problem
 
@@ -2705,6 +2737,9 @@ type PayloadTooLarge = Problem
 // rejected, null while pending, and `{"id": ...}` once the full body is past
 // `RESPONSE_RETENTION`. `reason` is the rejection code when rejected, else null.
 type Pending = Action
+
+// PlatformForbidden An RFC 9457 problem document with oncecall's extension members.
+type PlatformForbidden = Problem
 
 // RateLimited An RFC 9457 problem document with oncecall's extension members.
 type RateLimited = Problem
@@ -5840,9 +5875,13 @@ type ClientInterface interface {
 
 	// SendMessageWithBody Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5855,9 +5894,13 @@ type ClientInterface interface {
 
 	// SendMessage Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -5870,7 +5913,7 @@ type ClientInterface interface {
 
 	// GetMessage Get a message
 	//
-	// A queued message with its text as rendered.
+	// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 	//
 	// Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 	GetMessage(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6011,11 +6054,12 @@ type ClientInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -6032,11 +6076,12 @@ type ClientInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -6050,8 +6095,11 @@ type ClientInterface interface {
 
 	// ChargePaymentWithBody Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -6064,8 +6112,11 @@ type ClientInterface interface {
 
 	// ChargePayment Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -6113,9 +6164,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -6128,9 +6180,10 @@ type ClientInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -7281,9 +7334,13 @@ func (c *Client) UpdateMessageTemplate(ctx context.Context, name string, params 
 
 // SendMessageWithBody Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -7306,9 +7363,13 @@ func (c *Client) SendMessageWithBody(ctx context.Context, params *SendMessagePar
 
 // SendMessage Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -7331,7 +7392,7 @@ func (c *Client) SendMessage(ctx context.Context, params *SendMessageParams, bod
 
 // GetMessage Get a message
 //
-// A queued message with its text as rendered.
+// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 //
 // Corresponds with GET /v1/messages/{message_id} (the `GetMessage` operationId).
 func (c *Client) GetMessage(ctx context.Context, messageId MessageID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7582,11 +7643,12 @@ func (c *Client) CancelPaymentIntent(ctx context.Context, paymentIntentId Paymen
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -7613,11 +7675,12 @@ func (c *Client) SendPaymentLinkWithBody(ctx context.Context, params *SendPaymen
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -7641,8 +7704,11 @@ func (c *Client) SendPaymentLink(ctx context.Context, params *SendPaymentLinkPar
 
 // ChargePaymentWithBody Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -7665,8 +7731,11 @@ func (c *Client) ChargePaymentWithBody(ctx context.Context, params *ChargePaymen
 
 // ChargePayment Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -7754,9 +7823,10 @@ func (c *Client) CreatePractitioner(ctx context.Context, params *CreatePractitio
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -7779,9 +7849,10 @@ func (c *Client) ReceiveStripeWebhookWithBody(ctx context.Context, params *Recei
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -11552,9 +11623,13 @@ type ClientWithResponsesInterface interface {
 
 	// SendMessageWithBodyWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -11567,9 +11642,13 @@ type ClientWithResponsesInterface interface {
 
 	// SendMessageWithResponse Send a message
 	//
-	// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+	// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 	// of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 	// message keeps the text and template version it was rendered with; a replay never renders again.
+	// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+	// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+	// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+	// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 	// An unknown template, a variable the template does not declare or a missing required one is
 	// `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 	// intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -11582,7 +11661,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetMessageWithResponse Get a message
 	//
-	// A queued message with its text as rendered.
+	// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11733,11 +11812,12 @@ type ClientWithResponsesInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -11754,11 +11834,12 @@ type ClientWithResponsesInterface interface {
 	// Sends the customer of an approved payment intent a payment link by SMS and answers once they
 	// have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 	// only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-	// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+	// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 	// and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 	// webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 	// `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 	// Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+	// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 	// `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 	// `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 	// `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -11772,8 +11853,11 @@ type ClientWithResponsesInterface interface {
 
 	// ChargePaymentWithBodyWithResponse Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -11786,8 +11870,11 @@ type ClientWithResponsesInterface interface {
 
 	// ChargePaymentWithResponse Charge a payment intent
 	//
-	// Charges an approved payment intent, at most once whatever keys are used (operation
-	// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+	// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+	// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+	// own tables are no card processor: without a payments provider the intent is checked as below,
+	// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+	// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 	// `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 	// `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 	// `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -11837,9 +11924,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -11852,9 +11940,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 	// Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-	// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-	// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-	// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+	// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+	// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+	// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+	// kept in the action's timeline
 	// (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 	// acknowledged and changes nothing. An event never settles a charge by itself.
 	//
@@ -14713,6 +14802,8 @@ type CallElevenLabsToolResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -14742,6 +14833,11 @@ func (r CallElevenLabsToolResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CallElevenLabsToolResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CallElevenLabsToolResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -15783,6 +15879,11 @@ type ListOpsActionsResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ListOpsActionsResponse429Headers the declared response headers of an HTTP 429 response for ListOpsActions
+type ListOpsActionsResponse429Headers struct {
+	RetryAfter int
+}
+
 // ListOpsActionsResponse503Headers the declared response headers of an HTTP 503 response for ListOpsActions
 type ListOpsActionsResponse503Headers struct {
 	RetryAfter int
@@ -15799,12 +15900,16 @@ type ListOpsActionsResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ListOpsActionsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListOpsActionsResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ListOpsActionsResponse503Headers
 }
@@ -15827,6 +15932,11 @@ func (r ListOpsActionsResponse) GetApplicationproblemJSON401() *OperatorUnauthor
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r ListOpsActionsResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListOpsActionsResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15873,6 +15983,11 @@ type GetOpsActionResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GetOpsActionResponse429Headers the declared response headers of an HTTP 429 response for GetOpsAction
+type GetOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // GetOpsActionResponse503Headers the declared response headers of an HTTP 503 response for GetOpsAction
 type GetOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15887,12 +16002,16 @@ type GetOpsActionResponse struct {
 	ApplicationproblemJSON401 *OperatorUnauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *OperatorNotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOpsActionResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetOpsActionResponse503Headers
 }
@@ -15910,6 +16029,11 @@ func (r GetOpsActionResponse) GetApplicationproblemJSON401() *OperatorUnauthoriz
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetOpsActionResponse) GetApplicationproblemJSON404() *OperatorNotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -15961,6 +16085,11 @@ type ResolveOpsActionResponse409Headers struct {
 	RetryAfter int
 }
 
+// ResolveOpsActionResponse429Headers the declared response headers of an HTTP 429 response for ResolveOpsAction
+type ResolveOpsActionResponse429Headers struct {
+	RetryAfter int
+}
+
 // ResolveOpsActionResponse503Headers the declared response headers of an HTTP 503 response for ResolveOpsAction
 type ResolveOpsActionResponse503Headers struct {
 	RetryAfter int
@@ -15983,6 +16112,8 @@ type ResolveOpsActionResponse struct {
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *OperatorThrottled
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *Internal
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -15991,6 +16122,8 @@ type ResolveOpsActionResponse struct {
 	Headers401 *ResolveOpsActionResponse401Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *ResolveOpsActionResponse409Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ResolveOpsActionResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ResolveOpsActionResponse503Headers
 }
@@ -16028,6 +16161,11 @@ func (r ResolveOpsActionResponse) GetApplicationproblemJSON413() *PayloadTooLarg
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r ResolveOpsActionResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ResolveOpsActionResponse) GetApplicationproblemJSON429() *OperatorThrottled {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -17437,6 +17575,8 @@ type CallRetellFunctionResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -17466,6 +17606,11 @@ func (r CallRetellFunctionResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CallRetellFunctionResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CallRetellFunctionResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -18269,6 +18414,8 @@ type ReceiveVapiMessageResponse struct {
 	ApplicationproblemJSON400 *DashaBadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *PlatformForbidden
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -18294,6 +18441,11 @@ func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON400() *DashaBadRequ
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReceiveVapiMessageResponse) GetApplicationproblemJSON403() *PlatformForbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -19123,9 +19275,13 @@ func (c *ClientWithResponses) UpdateMessageTemplateWithResponse(ctx context.Cont
 
 // SendMessageWithBodyWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -19144,9 +19300,13 @@ func (c *ClientWithResponses) SendMessageWithBodyWithResponse(ctx context.Contex
 
 // SendMessageWithResponse Send a message
 //
-// Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+// Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
 // of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
 // message keeps the text and template version it was rendered with; a replay never renders again.
+// With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+// and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+// oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+// business's own systems or team send it, and a voice agent is told it was recorded, not sent.
 // An unknown template, a variable the template does not declare or a missing required one is
 // `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
 // intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -19165,7 +19325,7 @@ func (c *ClientWithResponses) SendMessageWithResponse(ctx context.Context, param
 
 // GetMessageWithResponse Get a message
 //
-// A queued message with its text as rendered.
+// A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -19382,11 +19542,12 @@ func (c *ClientWithResponses) CancelPaymentIntentWithResponse(ctx context.Contex
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -19409,11 +19570,12 @@ func (c *ClientWithResponses) SendPaymentLinkWithBodyWithResponse(ctx context.Co
 // Sends the customer of an approved payment intent a payment link by SMS and answers once they
 // have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
 // only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-// URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+// URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
 // and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
 // webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
 // `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
 // Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+// `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
 // `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
 // `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
 // `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -19433,8 +19595,11 @@ func (c *ClientWithResponses) SendPaymentLinkWithResponse(ctx context.Context, p
 
 // ChargePaymentWithBodyWithResponse Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -19453,8 +19618,11 @@ func (c *ClientWithResponses) ChargePaymentWithBodyWithResponse(ctx context.Cont
 
 // ChargePaymentWithResponse Charge a payment intent
 //
-// Charges an approved payment intent, at most once whatever keys are used (operation
-// `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+// Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+// provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+// own tables are no card processor: without a payments provider the intent is checked as below,
+// then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+// with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
 // `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
 // `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
 // `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -19528,9 +19696,10 @@ func (c *ClientWithResponses) CreatePractitionerWithResponse(ctx context.Context
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -19549,9 +19718,10 @@ func (c *ClientWithResponses) ReceiveStripeWebhookWithBodyWithResponse(ctx conte
 //
 // Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
 // Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-// Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-// event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-// now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+// Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+// `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+// unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+// kept in the action's timeline
 // (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
 // acknowledged and changes nothing. An event never settles a charge by itself.
 //
@@ -22690,6 +22860,13 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23882,6 +24059,13 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23909,6 +24093,16 @@ func ParseListOpsActionsResponse(rsp *http.Response) (*ListOpsActionsResponse, e
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListOpsActionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListOpsActionsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -23959,6 +24153,13 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23986,6 +24187,16 @@ func ParseGetOpsActionResponse(rsp *http.Response) (*GetOpsActionResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -24064,6 +24275,13 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 		}
 		response.ApplicationproblemJSON415 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest OperatorThrottled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -24101,6 +24319,16 @@ func ParseResolveOpsActionResponse(rsp *http.Response) (*ResolveOpsActionRespons
 			headers.RetryAfter = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 429:
+		var headers ResolveOpsActionResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResolveOpsActionResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
@@ -25595,6 +25823,13 @@ func ParseCallRetellFunctionResponse(rsp *http.Response) (*CallRetellFunctionRes
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -26512,6 +26747,13 @@ func ParseReceiveVapiMessageResponse(rsp *http.Response) (*ReceiveVapiMessageRes
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest PlatformForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

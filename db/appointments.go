@@ -49,15 +49,6 @@ func (q queries) CreateSlot(ctx context.Context, s NewSlot) (oncecall.Slot, erro
 	return oncecall.Slot{ID: row.ID, StartsAt: row.StartsAt.UTC(), EndsAt: row.EndsAt.UTC(), Resource: row.Resource, Available: true}, nil
 }
 
-// SlotStart is when the tenant's slot starts; ErrNotFound when it has none.
-func (q queries) SlotStart(ctx context.Context, tenant, id uuid.UUID) (time.Time, error) {
-	s, err := q.q.SlotByID(ctx, dbsqlc.SlotByIDParams{TenantID: tenant, ID: id})
-	if err != nil {
-		return time.Time{}, notFound(err)
-	}
-	return s.StartsAt, nil
-}
-
 // ListSlots lists the tenant's slots in start order.
 func (q queries) ListSlots(ctx context.Context, tenant uuid.UUID, f SlotFilter) ([]oncecall.Slot, error) {
 	rows, err := q.q.ListSlots(ctx, dbsqlc.ListSlotsParams{

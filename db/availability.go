@@ -55,20 +55,24 @@ func (q queries) LocationZone(ctx context.Context, tenant, id uuid.UUID) (string
 	return tz, notFound(err)
 }
 
-// SlotPlace is whose one of the tenant's slots is and where: an OpenSlot
-// without its times, in its location's timezone or, for a slot of the
-// single calendar, the tenant's. ErrNotFound when the tenant has no such slot.
+// SlotPlace is one of the tenant's slots with whose it is and where, in
+// its location's timezone or, for a slot of the single calendar, the
+// tenant's. Its Available is not read. ErrNotFound when the tenant has no
+// such slot.
 func (q queries) SlotPlace(ctx context.Context, tenant, slot uuid.UUID) (oncecall.OpenSlot, error) {
 	r, err := q.q.SlotPlace(ctx, dbsqlc.SlotPlaceParams{TenantID: tenant, SlotID: slot})
 	if err != nil {
 		return oncecall.OpenSlot{}, notFound(err)
 	}
-	out := oncecall.OpenSlot{
-		Slot: oncecall.Slot{ID: slot}, Practitioner: r.PractitionerName, Location: r.LocationName,
-		Address: r.LocationAddress, Timezone: r.Timezone,
+	return place(oncecall.Slot{ID: slot, StartsAt: r.StartsAt, EndsAt: r.EndsAt, Resource: r.Resource},
+		r.PractitionerID, r.LocationID, r.PractitionerName, r.LocationName, r.LocationAddress, r.Timezone), nil
+}
+
+// place is a slot with its practitioner and location (both or neither).
+func place(s oncecall.Slot, practitioner, location *uuid.UUID, who, where, address, zone string) oncecall.OpenSlot {
+	out := oncecall.OpenSlot{Slot: s, Practitioner: who, Location: where, Address: address, Timezone: zone}
+	if practitioner != nil && location != nil {
+		out.PractitionerID, out.LocationID = *practitioner, *location
 	}
-	if r.PractitionerID != nil && r.LocationID != nil {
-		out.PractitionerID, out.LocationID = *r.PractitionerID, *r.LocationID
-	}
-	return out, nil
+	return out
 }

@@ -40,17 +40,25 @@ func (tx *Tx) ScheduleSlots(ctx context.Context, tenant uuid.UUID, resource stri
 }
 
 // ListCustomerAppointments lists a customer's active appointments starting
-// at or after from, soonest first; an id of another tenant lists nothing.
-func (q queries) ListCustomerAppointments(ctx context.Context, tenant, customer uuid.UUID, from time.Time, limit int) ([]oncecall.Appointment, error) {
+// at or after from, soonest first, each with its slot's place; an id of
+// another tenant lists nothing.
+func (q queries) ListCustomerAppointments(ctx context.Context, tenant, customer uuid.UUID, from time.Time, limit int) ([]oncecall.PlacedAppointment, error) {
 	rows, err := q.q.ListCustomerAppointments(ctx, dbsqlc.ListCustomerAppointmentsParams{
 		TenantID: tenant, CustomerID: customer, FromTime: from, MaxRows: int32(limit),
 	})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]oncecall.Appointment, len(rows))
+	out := make([]oncecall.PlacedAppointment, len(rows))
 	for i, r := range rows {
-		out[i] = appointment(dbsqlc.AppointmentByIDRow(r))
+		a := oncecall.Appointment{
+			ID: r.ID, CustomerID: r.CustomerID, SlotID: r.SlotID, Service: r.Service, Status: r.Status,
+			StartsAt: r.StartsAt, EndsAt: r.EndsAt,
+		}
+		out[i] = oncecall.PlacedAppointment{Appointment: a, Place: place(
+			oncecall.Slot{ID: r.SlotID, StartsAt: r.StartsAt, EndsAt: r.EndsAt},
+			r.PractitionerID, r.LocationID, r.PractitionerName, r.LocationName, r.LocationAddress, r.Timezone,
+		)}
 	}
 	return out, nil
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -31,11 +30,14 @@ type NewTenant struct {
 	// Timezone is the IANA zone of the business (e.g. Europe/London), which
 	// the caller has validated; empty means UTC.
 	Timezone string
+	// Locale is how its times are spoken; empty means the zone's default
+	// (schedule.DefaultLocale).
+	Locale schedule.Locale
 	// Scope is the first API key's scope; empty means full.
 	Scope oncecall.Scope
 }
 
-// CreateTenant creates a tenant in UTC and its first API key, of full
+// CreateTenant creates a tenant in UTC (en-GB) and its first API key, of full
 // scope; the key is returned once and only its hash is stored.
 func (s *Store) CreateTenant(ctx context.Context, name, dashaOrg string) (oncecall.Tenant, string, error) {
 	return s.CreateTenantWith(ctx, NewTenant{Name: name, DashaOrgID: dashaOrg})
@@ -48,9 +50,11 @@ func (s *Store) CreateTenantWith(ctx context.Context, t NewTenant) (oncecall.Ten
 		return oncecall.Tenant{}, "", err
 	}
 	var key string
+	zone := cmp.Or(t.Timezone, schedule.UTC)
 	err = s.InTx(ctx, func(tx *Tx) error {
 		err := tx.q.CreateTenant(ctx, dbsqlc.CreateTenantParams{
-			ID: id, Name: t.Name, DashaOrgID: ptr(t.DashaOrgID), Timezone: cmp.Or(t.Timezone, "UTC"),
+			ID: id, Name: t.Name, DashaOrgID: ptr(t.DashaOrgID), Timezone: zone,
+			Locale: string(cmp.Or(t.Locale, schedule.DefaultLocale(zone))),
 		})
 		if err != nil {
 			return err
@@ -70,20 +74,41 @@ func (q queries) TenantTimezone(ctx context.Context, tenant uuid.UUID) (string, 
 	return tz, notFound(err)
 }
 
-// TenantZone returns a tenant's IANA zone name and its location. A name the
-// zone database lacks (possible only through SQL: oncecall checks the name
-// it stores) is read as UTC, so that a caller's request is answered rather
-// than failed.
-func (q queries) TenantZone(ctx context.Context, tenant uuid.UUID) (string, *time.Location, error) {
-	name, err := q.TenantTimezone(ctx, tenant)
+// TenantClock returns how a tenant says its times: its timezone and
+// locale (schedule.NewClock). A zone the zone database lacks or a locale
+// oncecall does not speak (possible only through SQL: oncecall checks what
+// it stores) is read as UTC or en-GB, so that a caller's request is
+// answered rather than failed; ok reports that neither was.
+func (q queries) TenantClock(ctx context.Context, tenant uuid.UUID) (c schedule.Clock, ok bool, err error) {
+	row, err := q.q.TenantClock(ctx, tenant)
 	if err != nil {
-		return "", nil, err
+		return schedule.Clock{}, false, notFound(err)
 	}
-	loc, err := schedule.ParseZone(name)
+	c, ok = schedule.NewClock(row.Timezone, row.Locale)
+	return c, ok, nil
+}
+
+// ClockChange is a change of a tenant's timezone, locale or both; a nil
+// field keeps the tenant's.
+type ClockChange struct {
+	Timezone *string
+	Locale   *schedule.Locale
+}
+
+// UpdateTenantClock changes a tenant's timezone and locale, which the
+// caller has validated, and returns both as they are now; ErrNotFound when
+// there is no such tenant.
+func (q queries) UpdateTenantClock(ctx context.Context, tenant uuid.UUID, c ClockChange) (zone string, locale schedule.Locale, err error) {
+	p := dbsqlc.UpdateTenantClockParams{ID: tenant, Timezone: c.Timezone}
+	if c.Locale != nil {
+		l := string(*c.Locale)
+		p.Locale = &l
+	}
+	row, err := q.q.UpdateTenantClock(ctx, p)
 	if err != nil {
-		return schedule.UTC, time.UTC, nil
+		return "", "", notFound(err)
 	}
-	return name, loc, nil
+	return row.Timezone, schedule.Locale(row.Locale), nil
 }
 
 // TenantByAPIKey returns the tenant owning an unrevoked API key.

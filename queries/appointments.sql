@@ -3,9 +3,6 @@ INSERT INTO slots (id, tenant_id, starts_at, ends_at, resource)
 VALUES ($1, $2, $3, $4, $5)
 RETURNING *;
 
--- name: SlotByID :one
-SELECT * FROM slots WHERE tenant_id = $1 AND id = $2;
-
 -- name: ListSlots :many
 -- Slots starting at or after from_time, optionally only those without an active booking.
 SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
@@ -56,9 +53,17 @@ SELECT c.id, c.customer_id, c.slot_id, c.service, c.status, s.starts_at, s.ends_
 FROM c JOIN slots s ON s.id = c.slot_id;
 
 -- name: ListCustomerAppointments :many
--- A customer's active appointments starting at or after from_time, soonest first.
-SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+-- A customer's active appointments starting at or after from_time, soonest
+-- first, each with whose slot it is and where, and the timezone it is
+-- spoken in (its location's, else the tenant's).
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at,
+       s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
+       s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
+       COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+JOIN tenants tn ON tn.id = a.tenant_id
+LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
+LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
 WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id) AND a.status = 'active'
   AND s.starts_at >= sqlc.arg(from_time)
 ORDER BY s.starts_at, a.id

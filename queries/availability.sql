@@ -50,9 +50,9 @@ LIMIT sqlc.arg(max_rows);
 SELECT timezone FROM locations WHERE tenant_id = $1 AND id = $2;
 
 -- name: SlotPlace :one
--- Whose one of the tenant's slots is and where, with the timezone it is
--- spoken in (its location's, else the tenant's).
-SELECT s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
+-- One of the tenant's slots with whose it is and where, and the timezone it
+-- is spoken in (its location's, else the tenant's).
+SELECT s.starts_at, s.ends_at, s.resource, s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
        s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
        COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM slots s

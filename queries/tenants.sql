@@ -1,5 +1,5 @@
 -- name: CreateTenant :exec
-INSERT INTO tenants (id, name, dasha_org_id, timezone) VALUES ($1, $2, $3, $4);
+INSERT INTO tenants (id, name, dasha_org_id, timezone, locale) VALUES ($1, $2, $3, $4, $5);
 
 -- name: CreateAPIKey :exec
 INSERT INTO api_keys (key_hash, tenant_id, prefix, scope) VALUES ($1, $2, $3, $4);
@@ -17,6 +17,15 @@ SELECT id, name, dasha_org_id FROM tenants WHERE id = $1;
 
 -- name: TenantTimezone :one
 SELECT timezone FROM tenants WHERE id = $1;
+
+-- name: TenantClock :one
+SELECT timezone, locale FROM tenants WHERE id = $1;
+
+-- name: UpdateTenantClock :one
+-- Sets the timezone, the locale, or both (a null keeps the value).
+UPDATE tenants SET timezone = coalesce(sqlc.narg(timezone), timezone), locale = coalesce(sqlc.narg(locale), locale)
+WHERE id = sqlc.arg(id)
+RETURNING timezone, locale;
 
 -- name: TenantStripeAccount :one
 SELECT coalesce(stripe_account, '')::text FROM tenants WHERE id = $1;

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/buildtest"
 	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
@@ -30,14 +30,11 @@ type oncecallProcess struct {
 	logs *simtest.Buffer
 }
 
+// buildOncecall is cmd/oncecall built once for this test process: the
+// tests that run it as a process share one build.
 func buildOncecall(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "oncecall")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/oncecall/oncecall/cmd/oncecall").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build oncecall: %v\n%s", err, out)
-	}
-	return bin
+	return buildtest.Command(t, "cmd/oncecall")
 }
 
 // startOncecall runs serve on a free port and waits until it logs its address.

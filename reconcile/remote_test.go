@@ -26,7 +26,7 @@ type remoteEnv struct {
 	tenant uuid.UUID
 }
 
-const operatorToken = "ops-secret-token"
+const operatorToken = "ops-secret-token-5a8c0e3f19b7d246"
 
 func keyed() provider.Traits {
 	return provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true}

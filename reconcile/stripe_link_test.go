@@ -286,21 +286,25 @@ func TestStripePaymentLinkLostSessionAnswerMakesOneSessionAndOneSMS(t *testing.T
 	}
 }
 
-// With messaging local, the link's SMS is queued in oncecall's outbox,
-// once, with the session's URL.
-func TestStripePaymentLinkWithLocalMessagingQueuesOneSMS(t *testing.T) {
+// With messaging local, nothing would send the link's SMS (oncecall's
+// outbox is no gateway): the link is refused MESSAGING_NOT_CONFIGURED before
+// any Checkout Session or SMS is made, and the intent stays free.
+func TestStripePaymentLinkWithLocalMessagingIsRefused(t *testing.T) {
 	t.Parallel()
 	r := setupLinks(t, false)
 	intent := r.linkIntent(t, 1250)
-	id := r.sendLink(t, "link-local", intent).JSON(t)["action_id"].(string)
-	cs := onlySession(t, r.sim)
-	if n := r.Count("SELECT count(*) FROM messages WHERE action_id = $1 AND recipient = $2 AND body LIKE '%' || $3 || '%'", id, linkPhone, cs.URL); n != 1 {
-		t.Fatalf("%d outbox rows carry the link, want 1", n)
+	resp := r.sendLink(t, "link-local", intent)
+	if resp.Status != http.StatusUnprocessableEntity || resp.JSON(t)["code"] != payment.MessagingNotConfigured {
+		t.Fatalf("a link with local messaging: %d %s", resp.Status, resp.Body)
 	}
-	r.sim.StripePay(cs.ID)
-	r.until(t, id, "confirmed")
-	if n := r.Count("SELECT count(*) FROM messages"); n != 1 {
-		t.Fatalf("%d outbox rows, want 1", n)
+	if n := len(r.sim.StripeSessions()); n != 0 {
+		t.Fatalf("%d Checkout Sessions made", n)
+	}
+	if n := r.Count("SELECT count(*) FROM messages") + r.Count("SELECT count(*) FROM action_steps"); n != 0 {
+		t.Fatalf("%d outbox rows or steps, want none", n)
+	}
+	if n := r.Count("SELECT count(*) FROM payment_intents WHERE id = $1 AND charging_action_id IS NULL", intent); n != 1 {
+		t.Fatal("the refused link holds the intent")
 	}
 }
 

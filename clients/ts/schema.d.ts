@@ -335,8 +335,11 @@ export interface paths {
         put?: never;
         /**
          * Charge a payment intent
-         * @description Charges an approved payment intent, at most once whatever keys are used (operation
-         *     `payment.charge`). Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
+         * @description Charges an approved payment intent through the payments provider (Stripe, or one speaking the
+         *     provider protocol), at most once whatever keys are used (operation `payment.charge`). oncecall's
+         *     own tables are no card processor: without a payments provider the intent is checked as below,
+         *     then the charge is refused `PAYMENTS_NOT_CONFIGURED`, stored and replayed like any rejection,
+         *     with nothing charged or recorded. Rejections: `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`,
          *     `AMOUNT_EXCEEDS_INTENT`, `PAYMENT_DECLINED`, `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`,
          *     `INTENT_PAID_BY_LINK` (the intent is paid by a payment link, `POST /v1/payment-links`), and
          *     `INTENT_CHARGE_IN_PROGRESS` (a charge or payment link of the intent through a remote payments
@@ -363,11 +366,12 @@ export interface paths {
          * @description Sends the customer of an approved payment intent a payment link by SMS and answers once they
          *     have paid it (operation `payment.link`, Dasha tool `send_payment_link`; payments through Stripe
          *     only, docs/providers/stripe.md). A Stripe Checkout Session is made for the intent's amount, its
-         *     URL goes to the customer's phone through the messaging provider (oncecall's outbox or Twilio),
+         *     URL goes to the customer's phone through the messaging provider (Twilio, or one speaking the provider protocol),
          *     and the action stays pending (`202`, `check_action_status` says `pending`) until Stripe's signed
          *     webhook says the session was paid (then confirmed, the intent captured) or expired (rejected
          *     `PAYMENT_LINK_EXPIRED`, the intent free again). Card numbers never pass through oncecall.
          *     Rejections: `PAYMENT_LINKS_NEED_STRIPE` (payments are not through Stripe; nothing sent),
+         *     `MESSAGING_NOT_CONFIGURED` (no messaging provider would text the link: nothing is made or sent),
          *     `PAYMENT_INTENT_NOT_FOUND`, `INTENT_ALREADY_CAPTURED`, `INTENT_CHARGE_IN_PROGRESS`,
          *     `INTENT_HELD_ON_CARD` (the amount is held on a card: charge it with `POST /v1/payments`),
          *     `INTENT_WITHDRAWN`, `INTENT_HOLD_EXPIRED`, `CUSTOMER_NOT_FOUND`, `CUSTOMER_HAS_NO_PHONE`,
@@ -392,9 +396,13 @@ export interface paths {
         put?: never;
         /**
          * Send a message
-         * @description Queues one SMS or e-mail rendered from a template (operation `message.send`): the newest version
+         * @description Sends one SMS or e-mail rendered from a template (operation `message.send`): the newest version
          *     of the tenant's own template of that name (`/v1/message-templates`), else the built-in one. The
          *     message keeps the text and template version it was rendered with; a replay never renders again.
+         *     With a messaging provider (Twilio, or the provider simulator) the message is sent through it once
+         *     and `result` is the provider's record (`RemoteResult`). Without one it is only recorded in
+         *     oncecall's outbox (`result` is the `Message`, status `queued`), which nothing sends: the
+         *     business's own systems or team send it, and a voice agent is told it was recorded, not sent.
          *     An unknown template, a variable the template does not declare or a missing required one is
          *     `400 INVALID_INPUT` naming the field, with nothing claimed. Identical text never makes two
          *     intended sends one: only the key does. Rejections: `CUSTOMER_NOT_FOUND`,
@@ -416,7 +424,7 @@ export interface paths {
         };
         /**
          * Get a message
-         * @description A queued message with its text as rendered.
+         * @description A message recorded in oncecall's outbox (without a messaging provider), with its text as rendered.
          */
         get: operations["getMessage"];
         put?: never;
@@ -954,9 +962,10 @@ export interface paths {
          * Stripe's signed webhooks
          * @description Served when `STRIPE_WEBHOOK_SECRET` is set (payments through Stripe, see docs/providers/stripe.md).
          *     Stripe posts its events here; the `Stripe-Signature` header is verified against the secret with
-         *     Stripe's own SDK. A forged, stale or missing signature is `401` and changes nothing. A verified
-         *     event about a PaymentIntent of a charge whose outcome is unknown makes that charge due for a check
-         *     now (oncecall asks Stripe's API, which decides) and is kept in the action's timeline
+         *     Stripe's own SDK. A forged, stale, missing or future-dated (more than a minute ahead) signature is
+         *     `401` and changes nothing. A verified event about a PaymentIntent of a charge whose outcome is
+         *     unknown makes that charge due for a check now (oncecall asks Stripe's API, which decides) and is
+         *     kept in the action's timeline
          *     (`matched: true`); every other verified event (duplicates, other objects, settled charges) is
          *     acknowledged and changes nothing. An event never settles a charge by itself.
          */
@@ -1413,7 +1422,7 @@ export interface components {
             /** Format: date-time */
             ends_at: string;
         };
-        /** @description An appointment with its times in the tenant's timezone as well. */
+        /** @description An appointment with its times as the business's callers say them: in its location's timezone for a slot of a practitioner (which the appointment then names, with who and where), else in the tenant's, in the tenant's locale. */
         LocalAppointment: {
             /** Format: uuid */
             id: string;
@@ -1436,20 +1445,36 @@ export interface components {
             ends_at: string;
             /**
              * Format: date-time
-             * @description The start in the tenant's timezone, with that zone's offset at the time.
+             * @description The start in the appointment's timezone (its location's, else the tenant's), with that zone's offset at the time.
              */
             starts_at_local: string;
             /**
              * Format: date-time
-             * @description The end in the tenant's timezone, with that zone's offset at the time.
+             * @description The end in the appointment's timezone, with that zone's offset at the time.
              */
             ends_at_local: string;
-            /** @description The start as a person says it, e.g. `Friday 5 July at 14:30` (the year is added when it is not this year's). */
+            /** @description The start as a person says it in the tenant's locale: `Friday 5 July at 14:30` (en-GB) or `Friday, July 5 at 2:30 PM` (en-US); the year is added when it is not this year's. */
             when: string;
+            /**
+             * Format: uuid
+             * @description For a slot of a practitioner, who it is with; absent for the single calendar.
+             */
+            practitioner_id?: string;
+            practitioner?: string;
+            /**
+             * Format: uuid
+             * @description For a slot of a practitioner, where it is; absent for the single calendar.
+             */
+            location_id?: string;
+            location?: string;
+            /** @description The location's address as it is spoken, when it has one. */
+            address?: string;
+            /** @description For a slot of a practitioner, its location's IANA timezone, in which the local times are given. */
+            timezone?: string;
         };
         AppointmentList: {
             /**
-             * @description The tenant's IANA timezone, in which the local times are given.
+             * @description The tenant's IANA timezone, in which the local times are given unless an appointment names its own.
              * @example Europe/London
              */
             timezone: string;
@@ -1478,9 +1503,11 @@ export interface components {
             /** Format: date-time */
             ends_at: string;
             /**
-             * @description `queued`, or why the confirmation could not be queued (`CUSTOMER_HAS_NO_PHONE`,
-             *     `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the tenant's own
-             *     `appointment_confirmation` template could not be rendered for it). The booking stands either way.
+             * @description `queued` (a step sends it through the messaging provider), `recorded` (no messaging provider: it
+             *     is in oncecall's outbox, which nothing sends), or why there is no confirmation
+             *     (`CUSTOMER_HAS_NO_PHONE`, `CUSTOMER_HAS_NO_EMAIL`, or `TEMPLATE_NOT_APPLICABLE` when the
+             *     tenant's own `appointment_confirmation` template could not be rendered for it). The booking stands
+             *     either way.
              * @example queued
              */
             confirmation: string;
@@ -1687,7 +1714,10 @@ export interface components {
             send_ref?: string;
             /** @description The version of the tenant's template the text was rendered from; absent for a built-in template. */
             template_version?: number;
-            /** @enum {string} */
+            /**
+             * @description `queued`: in oncecall's outbox, where nothing sends it (the business's own systems may).
+             * @enum {string}
+             */
             status: "queued";
             /** Format: date-time */
             created_at: string;
@@ -1781,7 +1811,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -2029,7 +2059,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -2572,6 +2602,29 @@ export interface components {
             };
         };
         /**
+         * @description Too many wrong operator tokens from the client's address, or from every address together
+         *     (`RATE_LIMITED`): the request's token was not checked. Wait for `Retry-After`. The right token
+         *     spends nothing, so an operator elsewhere is not held up by another address's guessing.
+         */
+        OperatorThrottled: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Too Many Requests",
+                 *       "status": 429,
+                 *       "detail": "too many wrong operator tokens; retry after the delay in Retry-After",
+                 *       "code": "RATE_LIMITED"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description No such action (`NOT_FOUND`; a malformed id is the same answer), or the operator API is off
          *     because `ONCECALL_OPERATOR_TOKEN` is not set.
          */
@@ -2584,8 +2637,8 @@ export interface components {
             };
         };
         /**
-         * @description The API key has scope `dasha` (`FORBIDDEN`): it may call only the Dasha webhooks
-         *     (`/v1/dasha/tools`, `/v1/dasha/tools/{toolName}`, `/v1/dasha/events`). Nothing was done.
+         * @description The API key's scope is a voice platform's (`voice`, `dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it may call only those webhooks, which the detail names. Nothing was done.
          */
         ScopeForbidden: {
             headers: {
@@ -2604,7 +2657,31 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The tenant is bound to another Dasha `orgId` (`FORBIDDEN`). */
+        /**
+         * @description The API key's scope is another voice platform's (`dasha`, `vapi`, `retell` or `elevenlabs`;
+         *     `FORBIDDEN`): it opens only that platform's webhooks, which the detail names. Nothing was done.
+         */
+        PlatformForbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "about:blank",
+                 *       "title": "Forbidden",
+                 *       "status": 403,
+                 *       "detail": "this API key has scope retell: it may call only the Retell functions (/v1/retell/...)",
+                 *       "code": "FORBIDDEN"
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
+         * @description The tenant is bound to another Dasha `orgId`, or the API key's scope is another platform's
+         *     (`FORBIDDEN`). Nothing was done.
+         */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -3831,7 +3908,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The payment went through. */
+            /** @description The payments provider charged the payment. */
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
@@ -3948,7 +4025,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The message is queued. */
+            /** @description The message was sent through the messaging provider, or, without one, recorded in the outbox. */
             201: {
                 headers: {
                     Location: components["headers"]["Location"];
@@ -5190,6 +5267,7 @@ export interface operations {
             };
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
@@ -5227,6 +5305,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5260,6 +5339,7 @@ export interface operations {
             200: components["responses"]["DashaAnswer"];
             400: components["responses"]["DashaBadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["PlatformForbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             500: components["responses"]["Internal"];
@@ -5358,6 +5438,7 @@ export interface operations {
             400: components["responses"]["BadQuery"];
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5385,6 +5466,7 @@ export interface operations {
             };
             401: components["responses"]["OperatorUnauthorized"];
             404: components["responses"]["OperatorNotFound"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };
@@ -5477,6 +5559,7 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["OperatorThrottled"];
             500: components["responses"]["Internal"];
             503: components["responses"]["Unavailable"];
         };

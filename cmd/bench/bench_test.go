@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/oncecall/oncecall/internal/buildtest"
 	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
@@ -27,7 +29,14 @@ func TestMain(m *testing.M) {
 		}
 		return
 	}
-	os.Exit(pgtest.Main(m))
+	os.Exit(buildtest.Main(m, pgtest.Main))
+}
+
+// oncecallBin is oncecall built once for this test process
+// (internal/buildtest), which the tests that run it as a process share
+// instead of each building it as make build does.
+func oncecallBin(t *testing.T) []string {
+	return []string{"--oncecall-bin", buildtest.Command(t, "cmd/oncecall")}
 }
 
 func TestPercentile(t *testing.T) {
@@ -230,6 +239,9 @@ func runBench(t *testing.T, args ...string) (string, jsonReport) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "bench.json")
 	var stdout, stderr bytes.Buffer
+	if !slices.Contains(args, serverInProcess) {
+		args = append(args, oncecallBin(t)...)
+	}
 	err := run(t.Context(), append(args, "--database-url", pgtest.NewDB(t), "--json", out), &stdout, &stderr)
 	t.Log(stderr.String())
 	t.Log(stdout.String())
@@ -256,7 +268,7 @@ func runBench(t *testing.T, args ...string) (string, jsonReport) {
 func TestEffectCheckFindsDuplicates(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	cfg, err := parseFlags([]string{"--duration", "1s", "--database-url", pgtest.NewDB(t)}, &bytes.Buffer{})
+	cfg, err := parseFlags(append([]string{"--duration", "1s", "--database-url", pgtest.NewDB(t)}, oncecallBin(t)...), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}

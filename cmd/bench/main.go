@@ -72,6 +72,9 @@ type config struct {
 	// answerBytes is the server's --answer-cache-bytes; negative leaves
 	// its default.
 	answerBytes int
+	// oncecallBin, when set, is the oncecall binary serverProcess runs
+	// instead of building one.
+	oncecallBin string
 }
 
 // How the bench runs oncecall.
@@ -136,6 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scen := fs.String("scenarios", strings.Join(scenarioOrder, ","), "comma-separated subset of: "+strings.Join(scenarioOrder, ", "))
 	fs.StringVar(&cfg.cpuprofile, "cpuprofile", "", "write a CPU profile of each measured run to DIR/<scenario>-c<N>.pprof, or <scenario>-c<N>-r<round>.pprof with more than one round (of the bench process: add --server inprocess to profile oncecall too)")
 	fs.StringVar(&cfg.server, "server", serverProcess, "how to run oncecall without --url: process (build and start `oncecall serve`, whose peak RSS is reported) or inprocess (inside the bench, for --cpuprofile)")
+	fs.StringVar(&cfg.oncecallBin, "oncecall-bin", "", "with --server process: run this oncecall binary instead of building one as make build does (e.g. bin/oncecall after make build)")
 	fs.IntVar(&cfg.answerBytes, "answer-cache-bytes", -1, "the server's --answer-cache-bytes (0 keeps no answers in memory, so every replay reads the database); default: the server's")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err

@@ -19,37 +19,30 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 )
 
-// serveStartTimeout bounds building oncecall and its start until /readyz
-// answers 200.
+// serveStartTimeout bounds the start of oncecall until /readyz answers 200.
+// Building it is not bounded but by the run's context: a build with
+// -trimpath compiles every package again, the standard library included,
+// which takes minutes on a loaded machine.
 const serveStartTimeout = 5 * time.Minute
 
-// startProcess builds oncecall as `make build` does and runs `oncecall
-// serve` on dbURL as a process of its own, as in production: its default
-// configuration except the per-tenant limits (the rate limits off and the
-// tenant's share of the pool the whole pool: the benchmark is one tenant
-// sending as fast as it can, and the SQL-only scenarios get the whole pool
-// too), JSON logs at info level (written to a
-// pipe that the bench drains, keeping the last lines for errors).
+// startProcess builds oncecall as `make build` does (unless --oncecall-bin
+// names a binary) and runs `oncecall serve` on dbURL as a process of its
+// own, as in production: its default configuration except the per-tenant
+// limits (the rate limits off and the tenant's share of the pool the whole
+// pool: the benchmark is one tenant sending as fast as it can, and the
+// SQL-only scenarios get the whole pool too), JSON logs at info level
+// (written to a pipe that the bench drains, keeping the last lines for
+// errors).
 func (b *bench) startProcess(ctx context.Context, dbURL string) error {
+	bin := b.cfg.oncecallBin
+	if bin == "" {
+		var err error
+		if bin, err = b.buildOncecall(ctx); err != nil {
+			return err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, serveStartTimeout)
 	defer cancel()
-	dir, err := os.MkdirTemp("", "oncecall-bench-bin-")
-	if err != nil {
-		return err
-	}
-	b.closers = append(b.closers, func() error { return os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "oncecall")
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	b.logf("building oncecall (CGO_ENABLED=0 go build -trimpath -ldflags='-s -w', as make build)")
-	build := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/oncecall/oncecall/cmd/oncecall")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build oncecall: %w\n%s", err, out)
-	}
-
 	addr, err := freeAddr()
 	if err != nil {
 		return err
@@ -72,6 +65,28 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	b.serverRSS = func() (float64, bool) { return peakRSS(pid) }
 	b.rssNote = "oncecall serve, pid " + pid
 	return nil
+}
+
+// buildOncecall builds oncecall as make build does into a folder removed
+// at close, and returns the binary's path.
+func (b *bench) buildOncecall(ctx context.Context) (string, error) {
+	dir, err := os.MkdirTemp("", "oncecall-bench-bin-")
+	if err != nil {
+		return "", err
+	}
+	b.closers = append(b.closers, func() error { return os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "oncecall")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	b.logf("building oncecall (CGO_ENABLED=0 go build -trimpath -ldflags='-s -w', as make build)")
+	build := exec.CommandContext(ctx, goBin, "build", "-trimpath", "-ldflags=-s -w", "-o", bin, "github.com/oncecall/oncecall/cmd/oncecall")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build oncecall: %w\n%s", err, out)
+	}
+	return bin, nil
 }
 
 // startChild starts cmd, whose output goes to logs, stops it with SIGTERM

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/google/uuid"
@@ -23,27 +25,44 @@ const actionsUsage = `usage:
   oncecall actions resolve ID --outcome confirmed|rejected [--provider-ref REF] [--reason CODE] --note TEXT [--by NAME]`
 
 func actionsCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if helpAsked(args, actionsUsage, stdout) {
+		return nil
+	}
 	if len(args) == 0 {
 		return errors.New(actionsUsage)
 	}
-	url, err := needDatabaseURL()
-	if err != nil {
-		return err
+	// The database is opened once the arguments are read: --help needs none.
+	open := func() (*pgxpool.Pool, error) {
+		url, err := needDatabaseURL()
+		if err != nil {
+			return nil, err
+		}
+		return app.OpenDB(ctx, url, migrateDatabaseURL(), 2)
 	}
-	open := func() (*pgxpool.Pool, error) { return app.OpenDB(ctx, url, migrateDatabaseURL(), 2) }
 	switch args[0] {
 	case "list":
 		return actionsList(ctx, open, args[1:], stdout, stderr)
 	case "show":
-		return actionsShow(ctx, open, args[1:], stdout)
+		return actionsShow(ctx, open, args[1:], stdout, stderr)
 	case "resolve":
 		return actionsResolve(ctx, open, args[1:], stdout, stderr)
 	}
 	return errors.New(actionsUsage)
 }
 
+// actionFlags is the flag set of an actions subcommand, whose -h prints
+// the commands' usage before the flags.
+func actionFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := newFlags("actions "+name, stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), actionsUsage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 func actionsList(ctx context.Context, open func() (*pgxpool.Pool, error), args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("actions list", stderr)
+	fs := actionFlags("list", stderr)
 	state := fs.String("state", "", "only actions in this state")
 	needsOp := fs.Bool("needs-operator", false, "only actions waiting for an operator")
 	limit := fs.Int("limit", 100, "at most this many, newest first")
@@ -89,13 +108,17 @@ func actionsList(ctx context.Context, open func() (*pgxpool.Pool, error), args [
 	return tw.Flush()
 }
 
-func actionsShow(ctx context.Context, open func() (*pgxpool.Pool, error), args []string, stdout io.Writer) error {
-	if len(args) != 1 {
+func actionsShow(ctx context.Context, open func() (*pgxpool.Pool, error), args []string, stdout, stderr io.Writer) error {
+	fs := actionFlags("show", stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
 		return errors.New(actionsUsage)
 	}
-	id, err := uuid.Parse(args[0])
+	id, err := uuid.Parse(fs.Arg(0))
 	if err != nil {
-		return fmt.Errorf("%q is not an action id", args[0])
+		return fmt.Errorf("%q is not an action id", fs.Arg(0))
 	}
 	pool, err := open()
 	if err != nil {
@@ -123,21 +146,29 @@ func actionsShow(ctx context.Context, open func() (*pgxpool.Pool, error), args [
 }
 
 func actionsResolve(ctx context.Context, open func() (*pgxpool.Pool, error), args []string, stdout, stderr io.Writer) error {
-	if len(args) < 1 {
-		return errors.New(actionsUsage)
-	}
-	id, err := uuid.Parse(args[0])
-	if err != nil {
-		return fmt.Errorf("%q is not an action id", args[0])
-	}
-	fs := newFlags("actions resolve", stderr)
+	fs := actionFlags("resolve", stderr)
 	outcome := fs.String("outcome", "", "confirmed or rejected")
 	ref := fs.String("provider-ref", "", "the provider's reference of the write (required to confirm)")
 	reason := fs.String("reason", "", "rejection code (default OPERATOR_REJECTED)")
 	note := fs.String("note", "", "the evidence (required)")
 	by := fs.String("by", env("USER", "operator"), "who resolves it")
-	if err := fs.Parse(args[1:]); err != nil {
+	// The id comes first (resolve ID --outcome ...), or after the flags.
+	idArg, rest := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		idArg, rest = args[0], args[1:]
+	}
+	if err := fs.Parse(rest); err != nil {
 		return err
+	}
+	switch {
+	case idArg == "" && fs.NArg() == 1:
+		idArg = fs.Arg(0)
+	case idArg == "" || fs.NArg() > 0:
+		return errors.New(actionsUsage)
+	}
+	id, err := uuid.Parse(idArg)
+	if err != nil {
+		return fmt.Errorf("%q is not an action id", idArg)
 	}
 	pool, err := open()
 	if err != nil {

@@ -354,10 +354,11 @@ func calendarCheck(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	_, loc, err := store.TenantZone(ctx, t.ID)
+	clock, _, err := store.TenantClock(ctx, t.ID)
 	if err != nil {
 		return err
 	}
+	loc := clock.Loc
 	day := time.Now().In(loc)
 	if date != "" {
 		if day, err = time.ParseInLocation(time.DateOnly, date, loc); err != nil {

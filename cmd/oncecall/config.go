@@ -90,6 +90,29 @@ func (r *retention) check() error {
 	return nil
 }
 
+// checkAnswerCache checks the settings of the answers kept in memory
+// against the response retention, naming only what is wrong, and derives
+// the age when it was not set: a minute, or half the retention when that
+// is shorter, since a kept answer must not outlive its stored body. No
+// bytes (or no age left) keeps none: bytes becomes -1 (app's "none").
+func checkAnswerCache(bytes *int, age *time.Duration, ageSet bool, retention time.Duration) error {
+	if *bytes < 0 {
+		return fmt.Errorf("--answer-cache-bytes %d must not be negative (0 keeps no answers)", *bytes)
+	}
+	switch {
+	case !ageSet:
+		*age = min(time.Minute, retention/2)
+	case *age <= 0:
+		return fmt.Errorf("--answer-cache-age %v must be positive", *age)
+	case *age >= retention:
+		return fmt.Errorf("--answer-cache-age %v must be shorter than --response-retention %v: a kept answer must not outlive its stored body", *age, retention)
+	}
+	if *bytes == 0 || *age <= 0 {
+		*bytes = -1
+	}
+	return nil
+}
+
 // dbTimeoutFlags declares the PostgreSQL session timeouts of serve's pool
 // (db.Timeouts says what each one stops).
 func dbTimeoutFlags(fs *flag.FlagSet, envs *envDefaults) *db.Timeouts {

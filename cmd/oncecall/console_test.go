@@ -26,7 +26,7 @@ import (
 // actions, their steps and their timelines are the same but for their own
 // ids, slots and provider references.
 func TestConsoleAndCLIResolutionsLeaveIdenticalTimelines(t *testing.T) {
-	const token = "identical-timelines-token"
+	const token = "identical-timelines-token-3b9f6c0a"
 	sim := simtest.Start(t, providersim.Config{})
 	e := apptest.Start(t, func(c *app.Config) {
 		c.Providers = provider.Set{provider.Calendar: provider.NewHTTP(provider.HTTPConfig{

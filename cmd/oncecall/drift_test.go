@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
@@ -170,4 +171,51 @@ func envReads(t *testing.T, path string) []string {
 		return true
 	})
 	return names
+}
+
+// TestEverySubcommandIsInTheUsageAndReadme: every subcommand that a command
+// group's usage names (oncecall tenant --help, ...) is in oncecall's own
+// usage and in README's table of commands, where "actions list|show"
+// names two.
+func TestEverySubcommandIsInTheUsageAndReadme(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _, _ := strings.Cut(strings.SplitN(string(readme), "\n## Commands\n", 2)[1], "\n## ")
+	var top bytes.Buffer
+	if err := run(t.Context(), []string{"help"}, &top, &top); err != nil {
+		t.Fatal(err)
+	}
+	cmd := regexp.MustCompile(`oncecall ([a-z]+) ([a-z][a-z-]*(?:\|[a-z][a-z-]*)*)`)
+	named := func(text string) map[string]bool {
+		m := map[string]bool{}
+		for _, c := range cmd.FindAllStringSubmatch(text, -1) {
+			for sub := range strings.SplitSeq(c[2], "|") {
+				m[c[1]+" "+sub] = true
+			}
+		}
+		return m
+	}
+	usage, inReadme := named(top.String()), named(strings.ReplaceAll(table, `\|`, "|"))
+	subcommands := 0
+	for _, group := range []string{"tenant", "key", "actions", "tools"} {
+		var out bytes.Buffer
+		if err := run(t.Context(), []string{group, "--help"}, &out, &out); err != nil {
+			t.Fatalf("%s --help: %v", group, err)
+		}
+		for sub := range named(out.String()) {
+			subcommands++
+			if !usage[sub] {
+				t.Errorf("oncecall's usage (main.go) does not name oncecall %s", sub)
+			}
+			if !inReadme[sub] {
+				t.Errorf("README's table of commands does not name oncecall %s", sub)
+			}
+		}
+	}
+	if subcommands < 8 {
+		t.Fatalf("found %d subcommands in the groups' usage: the extraction is broken", subcommands)
+	}
 }

@@ -14,11 +14,15 @@ import (
 	"github.com/oncecall/oncecall/db"
 )
 
-const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]"
+const keyUsage = "usage: oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]\n" +
+	"       oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)"
 
 // key creates another API key for an existing tenant, e.g. a dasha-scoped
 // one to paste into a voice agent's tool definitions.
 func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if helpAsked(args, keyUsage, stdout) {
+		return nil
+	}
 	if len(args) > 0 && args[0] == "retell" {
 		return retellKey(ctx, args[1:], stdout, stderr)
 	}
@@ -27,7 +31,7 @@ func key(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fs := newFlags("key create", stderr)
 	tenantRef := fs.String("tenant", "", "the tenant: its id, or its name (the oldest tenant of that name) (required)")
-	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the key's scope: full (every /v1 route), voice (every voice platform's webhooks), or one platform's webhooks only: dasha, vapi, retell or elevenlabs")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
 		return err

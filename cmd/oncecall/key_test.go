@@ -66,6 +66,11 @@ func TestKeysWithAScope(t *testing.T) {
 	if byName.TenantID != plain.TenantID || scopeOf(byName.APIKey) != oncecall.ScopeDasha {
 		t.Fatalf("key create by name: %+v", byName)
 	}
+	for _, scope := range []oncecall.Scope{oncecall.ScopeVoice, oncecall.ScopeVapi, oncecall.ScopeRetell, oncecall.ScopeElevenLabs} {
+		if k := runJSON("key", "create", "--tenant", "voice", "--scope", string(scope), "--json"); scopeOf(k.APIKey) != scope {
+			t.Fatalf("key create --scope %s: %+v", scope, k)
+		}
+	}
 	byID := runJSON("key", "create", "--tenant", voice.TenantID, "--json")
 	if byID.TenantID != voice.TenantID || scopeOf(byID.APIKey) != oncecall.ScopeFull {
 		t.Fatalf("key create by id: %+v", byID)

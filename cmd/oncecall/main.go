@@ -27,10 +27,19 @@ Usage:
   oncecall serve   [--addr HOST:PORT] [--data-dir DIR] [--dasha-wait 5s]
                                                         run the HTTP service
   oncecall migrate                                      apply database migrations
-  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--json]
+  oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope SCOPE]
+                         [--stripe-account ACCT] [--json]
                                                         create a tenant and print its API key once
-  oncecall key create --tenant ID_OR_NAME [--scope full|dasha] [--json]
-                                                        create another API key for a tenant (dasha: only the Dasha webhooks)
+  oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB]
+                                                        change how a tenant's times are read and said
+  oncecall tenant stripe-account --tenant ID [--account acct_...]
+                                                        set or clear the tenant's Stripe Connect account
+  oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]
+                                                        set or clear the tenant's own SMS sender
+  oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]
+                                                        create another API key for a tenant; SCOPE: full (default),
+                                                        voice (every voice platform's webhooks) or one platform's
+                                                        (dasha, vapi, retell or elevenlabs)
   oncecall key retell --tenant ID_OR_NAME (--api-key-env VAR | --remove)
                                                         require Retell's signature, made with the tenant's Retell key
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
@@ -58,7 +67,7 @@ Environment:
   ONCECALL_TENANT_DB_REQUESTS, ONCECALL_TENANT_DB_WAIT
                     requests of one tenant at once (half the pool) and the wait for a turn (1s)
   LOG_LEVEL         debug, info, warn or error (default info)
-  ONCECALL_OPERATOR_TOKEN           enables /v1/ops for this Bearer token
+  ONCECALL_OPERATOR_TOKEN           enables /v1/ops and the console for this token (at least 32 characters)
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
   ONCECALL_PROVIDER_PAYMENTS=stripe payments through Stripe (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET; docs/providers/stripe.md)
   ONCECALL_PROVIDER_MESSAGING=twilio SMS through Twilio (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_FROM; docs/providers/twilio.md)
@@ -73,10 +82,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "oncecall:", err)
-		}
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h or --help: the usage is printed, which is what was asked.
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "oncecall:", err)
 		os.Exit(1)
 	}
 }
@@ -84,7 +94,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
-		return flag.ErrHelp
+		return errors.New("no command given")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
@@ -133,6 +143,20 @@ func logger(w io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// helpAsked reports whether a command group's arguments ask for its usage
+// (oncecall actions --help): it is then printed to stdout.
+func helpAsked(args []string, usage string, stdout io.Writer) bool {
+	if len(args) == 0 {
+		return false
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return true
+	}
+	return false
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {

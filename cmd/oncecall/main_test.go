@@ -18,7 +18,16 @@ import (
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 )
 
+// asCommand makes this test binary run as the oncecall command itself
+// (main), so that tests can see what a real process prints and exits with,
+// without building one.
+const asCommand = "ONCECALL_TEST_AS_COMMAND"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(asCommand) == "1" {
+		main()
+		os.Exit(0)
+	}
 	code := pgtest.Main(m)
 	calsimtest.Remove()
 	os.Exit(code)

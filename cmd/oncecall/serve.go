@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,7 +41,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dashaWait := fs.Duration("dasha-wait", envs.duration("ONCECALL_DASHA_WAIT", 5*time.Second), "how long a Dasha tool call waits for a running attempt of the same action before answering pending (env ONCECALL_DASHA_WAIT)")
 	dashaBudget := fs.Duration("dasha-budget", envs.duration("ONCECALL_DASHA_BUDGET", dashatool.AnswerBudget), "the time a Dasha tool call has from its arrival to its answer; a slow provider's write then goes on and the call answers pending; under Dasha's 10s webhook limit (env ONCECALL_DASHA_BUDGET)")
 	answerBytes := fs.Int("answer-cache-bytes", envs.int("ONCECALL_ANSWER_CACHE_BYTES", app.DefaultAnswerBytes), "memory for the completed answers this server gave recently, so that their replays are answered without the database; 0 keeps none (env ONCECALL_ANSWER_CACHE_BYTES)")
-	answerAge := fs.Duration("answer-cache-age", envs.duration("ONCECALL_ANSWER_CACHE_AGE", time.Minute), "how long a kept answer is used; shorter than --response-retention (env ONCECALL_ANSWER_CACHE_AGE)")
+	answerAge := fs.Duration("answer-cache-age", envs.duration("ONCECALL_ANSWER_CACHE_AGE", 0), "how long a kept answer is used; shorter than --response-retention (default 1m, or half the retention when that is under 2m) (env ONCECALL_ANSWER_CACHE_AGE)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
@@ -52,6 +53,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return envs.err
 	}
 	if err := keep.check(); err != nil {
+		return err
+	}
+	ageSet := os.Getenv("ONCECALL_ANSWER_CACHE_AGE") != ""
+	fs.Visit(func(f *flag.Flag) { ageSet = ageSet || f.Name == "answer-cache-age" })
+	if err := checkAnswerCache(answerBytes, answerAge, ageSet, keep.response); err != nil {
 		return err
 	}
 	if err := checkTimeouts(timeouts); err != nil {
@@ -81,6 +87,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *rateLimit < 0 || *rateBurst < 0 || *dashaRate < 0 || *dashaBurst < 0 {
 		return errors.New("--rate-limit, --rate-burst, --dasha-rate-limit and --dasha-rate-burst must not be negative")
 	}
+	operatorToken := os.Getenv("ONCECALL_OPERATOR_TOKEN")
+	if err := app.CheckOperatorToken(operatorToken); err != nil {
+		return err
+	}
 	url, migrateURL := os.Getenv("DATABASE_URL"), migrateDatabaseURL()
 	if url == "" && migrateURL != "" {
 		return errors.New("ONCECALL_MIGRATE_DATABASE_URL is set but DATABASE_URL is not: the embedded database needs neither; with your own PostgreSQL set DATABASE_URL too")
@@ -108,11 +118,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *lease <= 0 {
 		return errors.New("--lease must be positive")
 	}
-	if *answerBytes < 0 || *answerAge <= 0 || *answerAge >= keep.response {
-		return fmt.Errorf("--answer-cache-bytes %d must not be negative and --answer-cache-age %v must be positive and shorter than --response-retention %v", *answerBytes, *answerAge, keep.response)
-	}
-	if *answerBytes == 0 {
-		*answerBytes = -1 // none, not app's default
+	var simulate []string
+	if url == "" {
+		// The embedded database is the demo: the provider simulator plays
+		// the card processor and the SMS gateway that are not configured.
+		simulate = app.DemoSimulated
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
@@ -126,8 +136,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
-		Providers:     providers, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
-		OperatorToken: os.Getenv("ONCECALL_OPERATOR_TOKEN"), StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		Providers:     providers, Simulate: simulate, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
+		OperatorToken: operatorToken, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -89,6 +90,15 @@ func TestServeEmbeddedConventions(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("start %d: the printed key answered %d", start, resp.StatusCode)
 		}
+		// The demo charges through the provider simulator it started, and says so.
+		sim := regexp.MustCompile(`provider simulator at (http://127\.0\.0\.1:\d+),`).FindStringSubmatch(banner)
+		if sim == nil || !strings.Contains(banner, "nothing real is charged or sent") ||
+			!strings.Contains(stderr.String(), "provider simulator serving") {
+			t.Fatalf("start %d: the banner does not say that the provider simulator serves payments and messages:\n%s", start, banner)
+		}
+		if status := demoCharge(t, url[1], key[1], banner); status != http.StatusCreated {
+			t.Fatalf("start %d: the demo's charge answered %d", start, status)
+		}
 		kept := filepath.Join(dir, "demo-api-key")
 		fi, err := os.Stat(kept)
 		if err != nil {
@@ -118,6 +128,13 @@ func TestServeEmbeddedConventions(t *testing.T) {
 			c.Close()
 			t.Fatalf("start %d: the embedded database still listens after stopped", start)
 		}
+		if c, err := net.DialTimeout("tcp", strings.TrimPrefix(sim[1], "http://"), time.Second); err == nil {
+			c.Close()
+			t.Fatalf("start %d: the provider simulator still listens after stopped", start)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "providersim-ledger.jsonl")); err != nil {
+		t.Fatalf("the simulator's ledger in the data directory: %v", err)
 	}
 	if keys[0] != keys[1] {
 		t.Fatalf("the second start printed another demo key: %s then %s", keys[0][:6], keys[1][:6])
@@ -142,4 +159,41 @@ func freePort(t *testing.T) int {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// demoCharge approves 10.50 EUR for the demo customer and charges it, and
+// returns the charge's status.
+func demoCharge(t *testing.T, url, key, banner string) int {
+	t.Helper()
+	customer := regexp.MustCompile(`(?m)^export CUSTOMER_ID=(\S+)$`).FindStringSubmatch(banner)
+	if customer == nil {
+		t.Fatalf("no CUSTOMER_ID in the banner:\n%s", banner)
+	}
+	post := func(path, body string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodPost, url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "demo-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s answered %d without JSON: %v", path, resp.StatusCode, err)
+		}
+		return resp.StatusCode, out
+	}
+	status, approved := post("/v1/payment-intents", `{"customer_id":"`+customer[1]+`","amount":1050,"currency":"eur"}`)
+	result, _ := approved["result"].(map[string]any)
+	if status != http.StatusCreated || result == nil {
+		t.Fatalf("approve: %d %v", status, approved)
+	}
+	status, charged := post("/v1/payments", `{"payment_intent_id":"`+result["id"].(string)+`"}`)
+	r, _ := charged["result"].(map[string]any)
+	if ref, _ := r["provider_ref"].(string); status == http.StatusCreated && ref == "" {
+		t.Fatalf("the charge names no provider's record: %v", charged)
+	}
+	return status
 }

@@ -16,14 +16,21 @@ import (
 )
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--scope full|dasha] [--stripe-account ACCT] [--json]\n" +
+	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope SCOPE] [--stripe-account ACCT] [--json]\n" +
+		"       oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB]\n" +
 		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
 		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
+	if helpAsked(args, usage, stdout) {
+		return nil
+	}
 	if len(args) > 0 && args[0] == "stripe-account" {
 		return tenantStripeAccount(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "twilio-sender" {
 		return tenantTwilioSender(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "update" {
+		return tenantUpdate(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) == 0 || args[0] != "create" {
 		return errors.New(usage)
@@ -32,7 +39,8 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	name := fs.String("name", "", "tenant name (required)")
 	org := fs.String("dasha-org", "", "bind the tenant to this Dasha orgId")
 	zone := fs.String("timezone", schedule.UTC, "the business's IANA timezone, e.g. Europe/London: weekly hours are read and times spoken to callers in it")
-	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route) or dasha (only the Dasha webhooks)")
+	localeName := fs.String("locale", "", "how times are spoken to callers: en-US (Friday, December 4 at 9:30 AM) or en-GB (Friday 4 December at 09:30); default en-US in a zone of the United States, en-GB elsewhere")
+	scopeName := fs.String("scope", string(oncecall.ScopeFull), "the first API key's scope: full (every /v1 route), voice (every voice platform's webhooks), or one platform's webhooks only: dasha, vapi, retell or elevenlabs")
 	stripeAccount := fs.String("stripe-account", "", "the tenant's Stripe Connect account (acct_...): its payments are made on it")
 	asJSON := fs.Bool("json", false, `print {"tenant_id": ..., "api_key": ..., "timezone": ..., "scope": ...}`)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -48,6 +56,12 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if _, err := schedule.ParseZone(*zone); err != nil {
 		return fmt.Errorf("--timezone: %w", err)
 	}
+	locale := schedule.DefaultLocale(*zone)
+	if *localeName != "" {
+		if locale, err = schedule.ParseLocale(*localeName); err != nil {
+			return fmt.Errorf("--locale: %w", err)
+		}
+	}
 	if *stripeAccount != "" {
 		if err := db.ValidStripeAccount(*stripeAccount); err != nil {
 			return fmt.Errorf("--stripe-account: %w", err)
@@ -59,7 +73,7 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	defer closeDB()
 	t, key, err := store.CreateTenantWith(ctx, db.NewTenant{
-		Name: strings.TrimSpace(*name), DashaOrgID: strings.TrimSpace(*org), Timezone: *zone, Scope: scope,
+		Name: strings.TrimSpace(*name), DashaOrgID: strings.TrimSpace(*org), Timezone: *zone, Locale: locale, Scope: scope,
 	})
 	if err != nil {
 		return fmt.Errorf("create tenant: %w", err)
@@ -70,9 +84,63 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 	}
 	if *asJSON {
-		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": t.ID.String(), "api_key": key, "timezone": *zone, "scope": string(scope)})
+		return json.NewEncoder(stdout).Encode(map[string]string{
+			"tenant_id": t.ID.String(), "api_key": key, "timezone": *zone, "locale": string(locale), "scope": string(scope),
+		})
 	}
-	fmt.Fprintf(stdout, "tenant %s (%s, timezone %s) created\nAPI key, scope %s (shown once, store it now): %s\n", t.Name, t.ID, *zone, scope, key)
+	fmt.Fprintf(stdout, "tenant %s (%s, timezone %s, locale %s) created\nAPI key, scope %s (shown once, store it now): %s\n",
+		t.Name, t.ID, *zone, locale, scope, key)
+	return nil
+}
+
+// tenantUpdate changes how a tenant says its times: its timezone, its
+// locale, or both. Both are checked before anything changes; the next
+// request reads them.
+func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("tenant update", stderr)
+	ref := fs.String("tenant", "", "the tenant: its id, or its name (the oldest tenant of that name) (required)")
+	zone := fs.String("timezone", "", "the business's IANA timezone, e.g. America/Chicago; leave it out to keep the tenant's")
+	localeName := fs.String("locale", "", "en-US or en-GB; leave it out to keep the tenant's (a new timezone does not change it)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if strings.TrimSpace(*ref) == "" {
+		return errors.New("--tenant is required: the tenant's id or name")
+	}
+	var change db.ClockChange
+	if *zone != "" {
+		if _, err := schedule.ParseZone(*zone); err != nil {
+			return fmt.Errorf("--timezone: %w", err)
+		}
+		change.Timezone = zone
+	}
+	if *localeName != "" {
+		locale, err := schedule.ParseLocale(*localeName)
+		if err != nil {
+			return fmt.Errorf("--locale: %w", err)
+		}
+		change.Locale = &locale
+	}
+	if change.Timezone == nil && change.Locale == nil {
+		return errors.New("give --timezone, --locale or both: nothing to change")
+	}
+	store, closeDB, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	t, err := findTenant(ctx, store, strings.TrimSpace(*ref))
+	if err != nil {
+		return err
+	}
+	now, locale, err := store.UpdateTenantClock(ctx, t.ID, change)
+	if errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("no tenant %s", t.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("update tenant: %w", err)
+	}
+	fmt.Fprintf(stdout, "tenant %s (%s): timezone %s, locale %s\n", t.Name, t.ID, now, locale)
 	return nil
 }
 

@@ -198,3 +198,81 @@ func TestTwilioTenantSenderIsStoredWithTheTenant(t *testing.T) {
 		t.Fatalf("sender after clearing: %s", got)
 	}
 }
+
+// Not parallel: it changes the environment. tenant create takes a locale
+// (by default the zone's: en-US for a zone of the United States, en-GB
+// otherwise); tenant update changes the timezone and the locale, each
+// checked, of a tenant named by id or name, and a refused change changes
+// nothing.
+func TestTenantUpdateCommand(t *testing.T) {
+	url := pgtest.NewDB(t)
+	t.Setenv("DATABASE_URL", url)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	settings := func(id string) string {
+		t.Helper()
+		var zone, locale string
+		if err := conn.QueryRow(ctx, "SELECT timezone, locale FROM tenants WHERE id = $1", uuid.MustParse(id)).Scan(&zone, &locale); err != nil {
+			t.Fatal(err)
+		}
+		return zone + " " + locale
+	}
+	create := func(args ...string) string {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(ctx, append([]string{"tenant", "create", "--json"}, args...), &out, &out); err != nil {
+			t.Fatalf("tenant create %v: %v %s", args, err, out.String())
+		}
+		var created map[string]string
+		if err := json.Unmarshal(out.Bytes(), &created); err != nil {
+			t.Fatalf("tenant create printed %q", out.String())
+		}
+		return created["tenant_id"]
+	}
+	update := func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := run(ctx, append([]string{"tenant", "update"}, args...), &out, &out)
+		return out.String(), err
+	}
+
+	chicago := create("--name", "chicago", "--timezone", "America/Chicago")
+	if got := settings(chicago); got != "America/Chicago en-US" {
+		t.Fatalf("a Chicago tenant: %s, want en-US by default", got)
+	}
+	if got := settings(create("--name", "london", "--timezone", "Europe/London")); got != "Europe/London en-GB" {
+		t.Fatalf("a London tenant: %s, want en-GB by default", got)
+	}
+	if got := settings(create("--name", "brit-in-chicago", "--timezone", "America/Chicago", "--locale", "en-GB")); got != "America/Chicago en-GB" {
+		t.Fatalf("--locale en-GB: %s", got)
+	}
+
+	out, err := update("--tenant", chicago, "--timezone", "Europe/Paris", "--locale", "en-GB")
+	if err != nil || settings(chicago) != "Europe/Paris en-GB" || !strings.Contains(out, "Europe/Paris") || !strings.Contains(out, "en-GB") {
+		t.Fatalf("update both: %v %q, now %s", err, out, settings(chicago))
+	}
+	if _, err := update("--tenant", "chicago", "--locale", "en-US"); err != nil || settings(chicago) != "Europe/Paris en-US" {
+		t.Fatalf("update the locale by name: %v, now %s", err, settings(chicago))
+	}
+	if _, err := update("--tenant", chicago, "--timezone", "America/New_York"); err != nil || settings(chicago) != "America/New_York en-US" {
+		t.Fatalf("update the timezone: %v, now %s", err, settings(chicago))
+	}
+	for _, bad := range [][]string{
+		{"--tenant", chicago, "--timezone", "Mars/Olympus"},
+		{"--tenant", chicago, "--locale", "fr-FR"},
+		{"--tenant", chicago, "--timezone", "Europe/London", "--locale", "english"},
+		{"--tenant", chicago},
+		{"--timezone", "Europe/London"},
+		{"--tenant", uuid.NewString(), "--locale", "en-GB"},
+	} {
+		if _, err := update(bad...); err == nil {
+			t.Errorf("tenant update %v accepted", bad)
+		}
+	}
+	if got := settings(chicago); got != "America/New_York en-US" {
+		t.Fatalf("refused updates changed the tenant: %s", got)
+	}
+}

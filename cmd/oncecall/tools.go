@@ -16,6 +16,9 @@ const toolsUsage = "usage: oncecall tools export --base-url URL [--platform dash
 // tools prints the tool definitions of a voice platform (Dasha by default):
 // a JSON array ready to paste, or for Dasha one file per tool with --out.
 func tools(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if helpAsked(args, toolsUsage, stdout) {
+		return nil
+	}
 	if len(args) == 0 || args[0] != "export" {
 		return errors.New(toolsUsage)
 	}

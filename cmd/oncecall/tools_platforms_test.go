@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/dashatool"
@@ -20,9 +21,11 @@ func TestToolsExportPerPlatform(t *testing.T) {
 		t.Fatal(err)
 	}
 	urlOf := map[string]func(m map[string]any) string{
-		"vapi":       func(m map[string]any) string { return m["server"].(map[string]any)["url"].(string) },
-		"retell":     func(m map[string]any) string { return m["url"].(string) },
-		"elevenlabs": func(m map[string]any) string { return m["api_schema"].(map[string]any)["url"].(string) },
+		"vapi":   func(m map[string]any) string { return m["server"].(map[string]any)["url"].(string) },
+		"retell": func(m map[string]any) string { return m["url"].(string) },
+		"elevenlabs": func(m map[string]any) string {
+			return m["tool_config"].(map[string]any)["api_schema"].(map[string]any)["url"].(string)
+		},
 	}
 	want := map[string]string{
 		"vapi":       "https://calls.example.org/v1/vapi/webhook",
@@ -49,14 +52,75 @@ func TestToolsExportPerPlatform(t *testing.T) {
 			t.Errorf("%s: the key placeholder is missing", platform)
 		}
 	}
-	lower := strings.ToLower(dashatool.FailureMessage)
-	for _, claim := range []string{"booked", "is confirmed", "done.", "went through", "successfully"} {
-		if strings.Contains(lower, claim) {
-			t.Errorf("the failure message claims success (%q): %s", claim, dashatool.FailureMessage)
-		}
-	}
 	var out, errs bytes.Buffer
 	if err := run(context.Background(), []string{"tools", "export", "--platform", "bland", "--base-url", "https://calls.example.org"}, &out, &errs); err == nil {
 		t.Error("an unknown platform: no error")
+	}
+}
+
+// Every exported tool carries its platform's fields for the time it runs:
+// something said at once and when the answer is slow, what is said when it
+// fails, and none of it claims that anything happened.
+func TestToolsExportSayWhileTheToolRuns(t *testing.T) {
+	t.Parallel()
+	export := func(platform string) []map[string]any {
+		t.Helper()
+		var out, errs bytes.Buffer
+		if err := run(context.Background(), []string{"tools", "export", "--platform", platform,
+			"--base-url", "https://calls.example.org"}, &out, &errs); err != nil {
+			t.Fatalf("%s: %v (%s)", platform, err, errs.String())
+		}
+		var printed []map[string]any
+		if err := json.Unmarshal(out.Bytes(), &printed); err != nil || len(printed) == 0 {
+			t.Fatalf("%s: %v", platform, err)
+		}
+		return printed
+	}
+	noClaim := func(where, text string) {
+		t.Helper()
+		lower := strings.ToLower(text)
+		if strings.TrimSpace(text) == "" {
+			t.Errorf("%s: nothing to say", where)
+		}
+		for _, claim := range []string{"booked", "is confirmed", "done.", "went through", "successfully", "all set", "sent"} {
+			if strings.Contains(lower, claim) {
+				t.Errorf("%s claims success (%q): %s", where, claim, text)
+			}
+		}
+	}
+	for _, tool := range export("vapi") {
+		name := tool["function"].(map[string]any)["name"].(string)
+		said := map[string]map[string]any{}
+		for _, m := range tool["messages"].([]any) {
+			m := m.(map[string]any)
+			said[m["type"].(string)] = m
+			noClaim("vapi "+name+" "+m["type"].(string), m["content"].(string))
+		}
+		for _, kind := range []string{"request-start", "request-response-delayed", "request-failed"} {
+			if said[kind] == nil {
+				t.Errorf("vapi %s: no %s message", name, kind)
+			}
+		}
+		// The delayed message comes while oncecall may still answer in time.
+		if ms, _ := said["request-response-delayed"]["timingMilliseconds"].(float64); ms <= 0 ||
+			time.Duration(ms)*time.Millisecond >= dashatool.AnswerBudget {
+			t.Errorf("vapi %s: request-response-delayed after %vms, want within the %v budget", name, ms, dashatool.AnswerBudget)
+		}
+	}
+	for _, tool := range export("retell") {
+		name := tool["name"].(string)
+		if tool["speak_during_execution"] != true || tool["execution_message_type"] != "static_text" || tool["speak_after_execution"] != true {
+			t.Errorf("retell %s: speak_during_execution %v, execution_message_type %v, speak_after_execution %v",
+				name, tool["speak_during_execution"], tool["execution_message_type"], tool["speak_after_execution"])
+		}
+		text, _ := tool["execution_message_description"].(string)
+		noClaim("retell "+name+" execution message", text)
+	}
+	for _, tool := range export("elevenlabs") {
+		c := tool["tool_config"].(map[string]any)
+		if c["pre_tool_speech"] != "force" || c["execution_mode"] != "immediate" || c["tool_error_handling_mode"] != "passthrough" {
+			t.Errorf("elevenlabs %s: pre_tool_speech %v, execution_mode %v, tool_error_handling_mode %v",
+				c["name"], c["pre_tool_speech"], c["execution_mode"], c["tool_error_handling_mode"])
+		}
 	}
 }

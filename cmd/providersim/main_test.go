@@ -6,13 +6,21 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/oncecall/oncecall/internal/buildtest"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
 )
+
+// TestMain removes the simulator the tests share (buildtest) when they end.
+func TestMain(m *testing.M) { os.Exit(buildtest.Main(m, (*testing.M).Run)) }
 
 func post(t *testing.T, base, key, ref, fault string) (int, []byte, error) {
 	t.Helper()
@@ -40,7 +48,7 @@ func post(t *testing.T, base, key, ref, fault string) (int, []byte, error) {
 // before a SIGKILL is there after a restart, and its key still replays.
 func TestLedgerSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	bin := simtest.Build(t)
+	bin := buildtest.Command(t, "cmd/providersim")
 	ledger := filepath.Join(t.TempDir(), "ledger.jsonl")
 
 	p := simtest.StartProcess(t, bin, "--ledger", ledger)
@@ -80,12 +88,56 @@ func TestLedgerSurvivesSIGKILL(t *testing.T) {
 
 func TestRefusesUnknownArguments(t *testing.T) {
 	t.Parallel()
-	bin := simtest.Build(t)
+	bin := buildtest.Command(t, "cmd/providersim")
 	out, err := exec.Command(bin, "--addr", "127.0.0.1:0", "extra").CombinedOutput()
 	if err == nil {
 		t.Fatalf("providersim accepted an extra argument:\n%s", out)
 	}
 	if !bytes.Contains(out, []byte(`unexpected argument "extra"`)) {
 		t.Fatalf("output:\n%s", out)
+	}
+}
+
+// TestDocsNameEverySettingAndRuleMember: docs/providers.md names every
+// environment variable the simulator reads (how `make sim` takes another
+// address) and every member of a fault rule a client sends; the protocol
+// page names every kind of request a rule may apply to.
+func TestDocsNameEverySettingAndRuleMember(t *testing.T) {
+	t.Parallel()
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers, err := os.ReadFile("../../docs/providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	protocol, err := os.ReadFile("../../docs/provider-protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := regexp.MustCompile(`"(PROVIDERSIM_[A-Z_]+)"`).FindAllStringSubmatch(string(src), -1)
+	if len(vars) < 3 {
+		t.Fatalf("found %d PROVIDERSIM_ variables in main.go: the extraction is broken", len(vars))
+	}
+	for _, v := range vars {
+		if !strings.Contains(string(providers), v[1]) {
+			t.Errorf("docs/providers.md does not name %s", v[1])
+		}
+	}
+	rule := reflect.TypeFor[providersim.Rule]()
+	for i := range rule.NumField() {
+		name, _, _ := strings.Cut(rule.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "id" || name == "applied" { // answered, not sent
+			continue
+		}
+		if !strings.Contains(string(providers), `"`+name+`"`) {
+			t.Errorf(`docs/providers.md's fault rule does not name its member "%s"`, name)
+		}
+	}
+	for _, on := range []string{providersim.OnWrite, providersim.OnLookup, providersim.OnAny, providersim.OnCapture} {
+		if !strings.Contains(string(protocol), `"`+on+`"`) {
+			t.Errorf(`docs/provider-protocol.md does not name "on": "%s"`, on)
+		}
 	}
 }

@@ -839,8 +839,14 @@ func (q *Queries) InsertScheduledSlots(ctx context.Context, arg InsertScheduledS
 }
 
 const listCustomerAppointments = `-- name: ListCustomerAppointments :many
-SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
+SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at,
+       s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
+       s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
+       COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM appointments a JOIN slots s ON s.id = a.slot_id AND s.tenant_id = a.tenant_id
+JOIN tenants tn ON tn.id = a.tenant_id
+LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
+LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
 WHERE a.tenant_id = $1 AND a.customer_id = $2 AND a.status = 'active'
   AND s.starts_at >= $3
 ORDER BY s.starts_at, a.id
@@ -855,16 +861,24 @@ type ListCustomerAppointmentsParams struct {
 }
 
 type ListCustomerAppointmentsRow struct {
-	ID         uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-	Service    string
-	Status     string
-	StartsAt   time.Time
-	EndsAt     time.Time
+	ID               uuid.UUID
+	CustomerID       uuid.UUID
+	SlotID           uuid.UUID
+	Service          string
+	Status           string
+	StartsAt         time.Time
+	EndsAt           time.Time
+	PractitionerID   *uuid.UUID
+	PractitionerName string
+	LocationID       *uuid.UUID
+	LocationName     string
+	LocationAddress  string
+	Timezone         string
 }
 
-// A customer's active appointments starting at or after from_time, soonest first.
+// A customer's active appointments starting at or after from_time, soonest
+// first, each with whose slot it is and where, and the timezone it is
+// spoken in (its location's, else the tenant's).
 func (q *Queries) ListCustomerAppointments(ctx context.Context, arg ListCustomerAppointmentsParams) ([]ListCustomerAppointmentsRow, error) {
 	rows, err := q.db.Query(ctx, listCustomerAppointments,
 		arg.TenantID,
@@ -887,6 +901,12 @@ func (q *Queries) ListCustomerAppointments(ctx context.Context, arg ListCustomer
 			&i.Status,
 			&i.StartsAt,
 			&i.EndsAt,
+			&i.PractitionerID,
+			&i.PractitionerName,
+			&i.LocationID,
+			&i.LocationName,
+			&i.LocationAddress,
+			&i.Timezone,
 		); err != nil {
 			return nil, err
 		}
@@ -975,29 +995,4 @@ type LockSlotScheduleParams struct {
 func (q *Queries) LockSlotSchedule(ctx context.Context, arg LockSlotScheduleParams) error {
 	_, err := q.db.Exec(ctx, lockSlotSchedule, arg.TenantID, arg.Resource)
 	return err
-}
-
-const slotByID = `-- name: SlotByID :one
-SELECT id, tenant_id, starts_at, ends_at, resource, created_at, practitioner_id, location_id FROM slots WHERE tenant_id = $1 AND id = $2
-`
-
-type SlotByIDParams struct {
-	TenantID uuid.UUID
-	ID       uuid.UUID
-}
-
-func (q *Queries) SlotByID(ctx context.Context, arg SlotByIDParams) (Slot, error) {
-	row := q.db.QueryRow(ctx, slotByID, arg.TenantID, arg.ID)
-	var i Slot
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.StartsAt,
-		&i.EndsAt,
-		&i.Resource,
-		&i.CreatedAt,
-		&i.PractitionerID,
-		&i.LocationID,
-	)
-	return i, err
 }

@@ -158,7 +158,7 @@ func (q *Queries) FindOpenSlots(ctx context.Context, arg FindOpenSlotsParams) ([
 }
 
 const slotPlace = `-- name: SlotPlace :one
-SELECT s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
+SELECT s.starts_at, s.ends_at, s.resource, s.practitioner_id, COALESCE(p.name, '')::text AS practitioner_name,
        s.location_id, COALESCE(l.name, '')::text AS location_name, COALESCE(l.address, '')::text AS location_address,
        COALESCE(l.timezone, tn.timezone)::text AS timezone
 FROM slots s
@@ -174,6 +174,9 @@ type SlotPlaceParams struct {
 }
 
 type SlotPlaceRow struct {
+	StartsAt         time.Time
+	EndsAt           time.Time
+	Resource         string
 	PractitionerID   *uuid.UUID
 	PractitionerName string
 	LocationID       *uuid.UUID
@@ -182,12 +185,15 @@ type SlotPlaceRow struct {
 	Timezone         string
 }
 
-// Whose one of the tenant's slots is and where, with the timezone it is
-// spoken in (its location's, else the tenant's).
+// One of the tenant's slots with whose it is and where, and the timezone it
+// is spoken in (its location's, else the tenant's).
 func (q *Queries) SlotPlace(ctx context.Context, arg SlotPlaceParams) (SlotPlaceRow, error) {
 	row := q.db.QueryRow(ctx, slotPlace, arg.TenantID, arg.SlotID)
 	var i SlotPlaceRow
 	err := row.Scan(
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.Resource,
 		&i.PractitionerID,
 		&i.PractitionerName,
 		&i.LocationID,

@@ -311,4 +311,5 @@ type Tenant struct {
 	StripeAccount          *string
 	TwilioFrom             *string
 	TwilioMessagingService *string
+	Locale                 string
 }

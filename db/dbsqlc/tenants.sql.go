@@ -33,7 +33,7 @@ func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) erro
 }
 
 const createTenant = `-- name: CreateTenant :exec
-INSERT INTO tenants (id, name, dasha_org_id, timezone) VALUES ($1, $2, $3, $4)
+INSERT INTO tenants (id, name, dasha_org_id, timezone, locale) VALUES ($1, $2, $3, $4, $5)
 `
 
 type CreateTenantParams struct {
@@ -41,6 +41,7 @@ type CreateTenantParams struct {
 	Name       string
 	DashaOrgID *string
 	Timezone   string
+	Locale     string
 }
 
 func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) error {
@@ -49,6 +50,7 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) erro
 		arg.Name,
 		arg.DashaOrgID,
 		arg.Timezone,
+		arg.Locale,
 	)
 	return err
 }
@@ -148,6 +150,22 @@ func (q *Queries) TenantByName(ctx context.Context, name string) (TenantByNameRo
 	return i, err
 }
 
+const tenantClock = `-- name: TenantClock :one
+SELECT timezone, locale FROM tenants WHERE id = $1
+`
+
+type TenantClockRow struct {
+	Timezone string
+	Locale   string
+}
+
+func (q *Queries) TenantClock(ctx context.Context, id uuid.UUID) (TenantClockRow, error) {
+	row := q.db.QueryRow(ctx, tenantClock, id)
+	var i TenantClockRow
+	err := row.Scan(&i.Timezone, &i.Locale)
+	return i, err
+}
+
 const tenantStripeAccount = `-- name: TenantStripeAccount :one
 SELECT coalesce(stripe_account, '')::text FROM tenants WHERE id = $1
 `
@@ -184,5 +202,30 @@ func (q *Queries) TenantTwilioSender(ctx context.Context, id uuid.UUID) (TenantT
 	row := q.db.QueryRow(ctx, tenantTwilioSender, id)
 	var i TenantTwilioSenderRow
 	err := row.Scan(&i.TwilioFrom, &i.TwilioMessagingService)
+	return i, err
+}
+
+const updateTenantClock = `-- name: UpdateTenantClock :one
+UPDATE tenants SET timezone = coalesce($1, timezone), locale = coalesce($2, locale)
+WHERE id = $3
+RETURNING timezone, locale
+`
+
+type UpdateTenantClockParams struct {
+	Timezone *string
+	Locale   *string
+	ID       uuid.UUID
+}
+
+type UpdateTenantClockRow struct {
+	Timezone string
+	Locale   string
+}
+
+// Sets the timezone, the locale, or both (a null keeps the value).
+func (q *Queries) UpdateTenantClock(ctx context.Context, arg UpdateTenantClockParams) (UpdateTenantClockRow, error) {
+	row := q.db.QueryRow(ctx, updateTenantClock, arg.Timezone, arg.Locale, arg.ID)
+	var i UpdateTenantClockRow
+	err := row.Scan(&i.Timezone, &i.Locale)
 	return i, err
 }

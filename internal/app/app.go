@@ -36,8 +36,10 @@ import (
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
+	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -89,6 +91,11 @@ type Config struct {
 	// call's bound, how long reads are reused. Its Store and Log are the
 	// program's.
 	Calendars calendars.Config
+	// Simulate lists capabilities that the provider simulator, started in
+	// this process, serves when Providers does not (DemoSimulated for
+	// `make run`'s demo). Its ledger is kept in DataDir with the embedded
+	// database, in memory otherwise.
+	Simulate []string
 	// Steps bounds the recovery of remote steps.
 	Steps step.Config
 	// Reconcile tunes the reconciler; ReconcileDisabled keeps it from
@@ -96,7 +103,9 @@ type Config struct {
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
 	// OperatorToken enables /v1/ops for bearers of this token, and the
-	// operator console under /console/ for those who sign in with it.
+	// operator console under /console/ for those who sign in with it; it
+	// must be at least MinOperatorTokenLen characters. Wrong tokens are
+	// slowed per client address and overall (internal/tokenguard).
 	OperatorToken string
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
@@ -164,6 +173,11 @@ type Main struct {
 	metrics    *metrics.Metrics
 	ln         net.Listener
 	srv        *http.Server
+	// The provider simulator this process runs (Config.Simulate), the
+	// capabilities it serves, and the end of its Serve.
+	sim       *providersim.Main
+	simulated []string
+	simServed chan error
 }
 
 // Operations returns every operation oncecall offers.
@@ -178,9 +192,29 @@ func Operations() *op.Registry {
 	return op.NewRegistry(ops...)
 }
 
+// MinOperatorTokenLen is the shortest operator token accepted: guessing
+// one is slowed (internal/tokenguard), but only its length makes it
+// unguessable.
+const MinOperatorTokenLen = 32
+
+// CheckOperatorToken refuses an operator token shorter than
+// MinOperatorTokenLen; empty (no operator API, no console) is fine.
+func CheckOperatorToken(token string) error {
+	if token != "" && len(token) < MinOperatorTokenLen {
+		return fmt.Errorf("ONCECALL_OPERATOR_TOKEN is %d characters: an operator token must be at least %d, such as the 64 that `openssl rand -hex 32` prints",
+			len(token), MinOperatorTokenLen)
+	}
+	return nil
+}
+
 // Start opens the database (starting the embedded one when no URL is
 // given), applies migrations and starts listening. Serve runs the server.
+// An operator token shorter than MinOperatorTokenLen stops it before
+// anything starts.
 func Start(ctx context.Context, cfg Config) (*Main, error) {
+	if err := CheckOperatorToken(cfg.OperatorToken); err != nil {
+		return nil, err
+	}
 	if cfg.Addr == "" {
 		cfg.Addr = ":8080"
 	}
@@ -230,7 +264,12 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		coreCfg.AnswerBytes = 0
 	}
 	m.ops = Operations()
-	m.driver = step.NewDriver(m.store, m.ops, cfg.Providers, cfg.Steps, cfg.Log)
+	providers, err := m.simulate(ctx, cfg)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.driver = step.NewDriver(m.store, m.ops, providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
 	calCfg := cfg.Calendars
 	calCfg.Store, calCfg.Log = m.store, cfg.Log
@@ -254,10 +293,13 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
 		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
 	}
+	// One guard of the operator token for /v1/ops and the console's
+	// sign-in: a guesser gains nothing by using both.
+	operators := tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
 	var consoleHandler http.Handler
 	if cfg.OperatorToken != "" {
 		consoleHandler, err = console.New(console.Config{
-			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Resolve: resolve, Log: cfg.Log,
+			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Resolve: resolve, Log: cfg.Log,
 		})
 		if err != nil {
 			m.Close()
@@ -271,7 +313,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, Resolve: resolve, Console: consoleHandler,
+		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{
@@ -416,7 +458,8 @@ func (m *Main) Serve(ctx context.Context) error {
 // Reconciler is the running program's reconciler.
 func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
 
-// Close releases the pool and stops the embedded database.
+// Close releases the pool and stops the provider simulator and the
+// embedded database.
 func (m *Main) Close() error {
 	if m.ln != nil {
 		m.ln.Close()
@@ -424,8 +467,9 @@ func (m *Main) Close() error {
 	if m.pool != nil {
 		m.pool.Close()
 	}
+	err := m.closeSimulator()
 	if m.pg != nil {
-		return m.pg.Stop()
+		return errors.Join(err, m.pg.Stop())
 	}
-	return nil
+	return err
 }

@@ -31,9 +31,10 @@ const demoKeyFile = "demo-api-key"
 
 // SeedDemo makes sure the demo tenant has a customer with a phone and some
 // free future slots and an API key, and prints what to try: the shell
-// variables README's tour uses, a REST booking, a Dasha tool call booking
-// another slot, an SMS, how to create a tenant against the embedded
-// database, how to change the port and how to start afresh. self is how a
+// variables README's tour uses, where payments and messages go (the
+// provider simulator, when this process runs it), a REST booking, a Dasha
+// tool call booking another slot, an SMS, how to create a tenant against
+// the embedded database, how to change the port and how to start afresh. self is how a
 // person runs oncecall from the same place (e.g. "bin/oncecall").
 //
 // With the embedded database the key is kept in demoKeyFile and reused
@@ -102,9 +103,15 @@ func (m *Main) SeedDemo(ctx context.Context, out io.Writer, self string) error {
 		base = "http://" + displayAddr(m.Addr())
 	}
 	dataDir := m.dataDir()
+	simNote := "Payments and messages have no provider: a charge is refused (PAYMENTS_NOT_CONFIGURED) and a message is\nonly recorded in the messages table for the team."
+	if url, caps := m.Simulator(); url != "" {
+		simNote = fmt.Sprintf("%s go to the provider simulator at %s, which plays the processor and the SMS\n"+
+			"gateway in this process: nothing real is charged or sent (its ledger: curl %s/ledger).", strings.Join(caps, " and "), url, url)
+	}
 	fmt.Fprintf(out, `
 oncecall is running at %[1]s with an embedded PostgreSQL.
 Demo tenant API key (%[10]s): %[2]s
+%[12]s
 
 For README's tour, paste these into your shell:
 
@@ -127,7 +134,7 @@ curl -s -X POST %[1]s/v1/dasha/tools/book_appointment \
   -H 'Content-Type: application/json' \
   -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[5]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
 
-Send the demo customer an SMS reminder (queued in the messages table, not delivered; run it twice: one message):
+Send the demo customer an SMS reminder (run it twice: one message):
 
 curl -i -X POST %[1]s/v1/messages \
   -H 'Authorization: Bearer %[2]s' \
@@ -143,7 +150,7 @@ creates another tenant and prints its API key once (add --scope dasha for a key 
 Another port: ONCECALL_ADDR=127.0.0.1:9090 make run. Start afresh: stop the server, then rm -rf %[9]s
 Ctrl-C stops the server and its database.
 
-`, base, key, c.ID, free[0].ID, free[1].ID, free[0].StartsAt.Format("Monday 2 January at 15:04 MST"), m.dbURL, self, dataDir, keyNote, portNote)
+`, base, key, c.ID, free[0].ID, free[1].ID, free[0].StartsAt.Format("Monday 2 January at 15:04 MST"), m.dbURL, self, dataDir, keyNote, portNote, simNote)
 	return nil
 }
 

@@ -5,22 +5,33 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/providersim"
 )
 
 // TestDemoBannerCommandsWork runs every curl command the `make run` banner
-// prints, twice, against the server it describes: the REST booking, the
-// Dasha booking of another slot and the SMS each take effect once. The
-// printed database URL reaches the demo tenant's database. A second start
-// prints a banner whose commands work too.
+// prints, twice, against the server it describes, which runs the provider
+// simulator for payments and messages as `make run` does: the REST booking,
+// the Dasha booking of another slot and the SMS each take effect once, the
+// SMS at the simulator, which the banner names. The printed database URL
+// reaches the demo tenant's database. A second start prints a banner whose
+// commands work too.
 func TestDemoBannerCommandsWork(t *testing.T) {
 	t.Parallel()
-	e := apptest.Start(t)
+	e := apptest.Start(t, func(c *app.Config) { c.Simulate = app.DemoSimulated })
+	simURL, simulated := e.Main.Simulator()
+	if simURL == "" || !slices.Equal(simulated, []string{provider.Payments, provider.Messaging}) {
+		t.Fatalf("the demo's simulator: %q serving %v", simURL, simulated)
+	}
+	sim := providersim.Admin{BaseURL: simURL}
 	for start := 1; start <= 2; start++ {
 		var out bytes.Buffer
 		if err := e.Main.SeedDemo(t.Context(), &out, "bin/oncecall"); err != nil {
@@ -51,8 +62,12 @@ func TestDemoBannerCommandsWork(t *testing.T) {
 		if n := e.Count("SELECT count(*) FROM appointments WHERE status = 'active'"); n != 2*start {
 			t.Fatalf("after start %d: %d bookings, want %d", start, n, 2*start)
 		}
-		if n := e.Count("SELECT count(*) FROM messages WHERE channel = 'sms' AND recipient LIKE '+1%'"); n != start {
-			t.Fatalf("after start %d: %d SMS, want %d", start, n, start)
+		sms, err := sim.Ledger(t.Context(), provider.Messaging)
+		if err != nil || len(sms) != start {
+			t.Fatalf("after start %d: the simulator holds %d SMS (%v), want %d", start, len(sms), err, start)
+		}
+		if n := e.Count("SELECT count(*) FROM messages"); n != 0 {
+			t.Fatalf("after start %d: %d messages recorded for the team, want none: the simulator sent them", start, n)
 		}
 
 		m := regexp.MustCompile(`(?m)^DATABASE_URL='([^']+)' bin/oncecall tenant create --name acme$`).FindStringSubmatch(banner)
@@ -69,7 +84,7 @@ func TestDemoBannerCommandsWork(t *testing.T) {
 		if err != nil || demo != 1 {
 			t.Fatalf("demo tenants at the printed URL: %d %v", demo, err)
 		}
-		for _, want := range []string{"ONCECALL_ADDR=", "rm -rf ", "--scope dasha", "Ctrl-C"} {
+		for _, want := range []string{"ONCECALL_ADDR=", "rm -rf ", "--scope dasha", "Ctrl-C", "provider simulator at " + simURL, "nothing real is charged or sent"} {
 			if !strings.Contains(banner, want) {
 				t.Errorf("the banner does not mention %s", want)
 			}

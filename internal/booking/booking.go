@@ -4,7 +4,6 @@
 package booking
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,7 +20,6 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // Rejection reasons.
@@ -90,7 +88,8 @@ var Book = op.Define(op.Spec[BookInput]{
 	},
 	Remote: bookRemote(),
 	Say: op.Phrases{
-		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.",
+		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.when (the local " +
+			"time where it takes place), with the practitioner and location when details names them.",
 		Rejected: map[string]string{
 			SlotUnavailable:  "That slot is no longer available. Do not say it is booked; offer the caller another time.",
 			SlotNotFound:     "That slot does not exist. Do not say it is booked; look up available slots and offer one.",
@@ -117,7 +116,7 @@ func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a
 	if err != nil {
 		return nil, err
 	}
-	when, err := localWhen(ctx, tx, x.TenantID, booked.StartsAt)
+	when, err := slotWhen(ctx, tx, x.TenantID, booked.SlotID)
 	if err != nil {
 		return nil, err
 	}
@@ -125,13 +124,14 @@ func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: cmp.Or(notified, "queued")})
+	return json.Marshal(notifiedAppointment{Appointment: wire.FromAppointment(booked), Confirmation: notified})
 }
 
 // notifiedAppointment is a booking with the fate of its confirmation message.
 type notifiedAppointment struct {
 	wire.Appointment
-	// Confirmation is "queued", or why the message could not be queued.
+	// Confirmation is "queued" for the messaging provider, "recorded" in
+	// the outbox (nothing sends it), or why there is no message.
 	Confirmation string `json:"confirmation"`
 }
 
@@ -156,14 +156,10 @@ func bookRemote() *op.Remote[BookInput] {
 		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
 			return op.Reservation{}, nil
 		}
-		start, err := tx.SlotStart(ctx, x.TenantID, op.MustUUID(in.SlotID))
+		when, err := slotWhen(ctx, tx, x.TenantID, op.MustUUID(in.SlotID))
 		if errors.Is(err, db.ErrNotFound) {
 			return op.Reservation{}, nil
 		}
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		when, err := localWhen(ctx, tx, x.TenantID, start)
 		if err != nil {
 			return op.Reservation{}, err
 		}
@@ -203,7 +199,8 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 		s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
 	},
 	Say: op.Phrases{
-		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.",
+		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.when (the local time where " +
+			"it takes place).",
 		Rejected: map[string]string{
 			SlotUnavailable:      "The new slot is not available; the appointment keeps its old time. Offer another time.",
 			AppointmentNotActive: "That appointment is cancelled and cannot be moved. Offer to book a new one.",
@@ -358,13 +355,18 @@ func mustTime(s string) time.Time {
 	return t
 }
 
-// localWhen says start in the tenant's timezone as a person does (the when
-// of list_appointments), for messages to the customer. A zone name the
-// zone database lacks is read as UTC, as the read tools do.
-func localWhen(ctx context.Context, tx *db.Tx, tenant uuid.UUID, start time.Time) (string, error) {
-	_, loc, err := tx.TenantZone(ctx, tenant)
+// slotWhen says when a slot starts as its callers say it (the when of
+// list_appointments), for messages to the customer: on the tenant's clock
+// in the slot's location's timezone, or the tenant's for a slot of the
+// single calendar. ErrNotFound when the tenant has no such slot.
+func slotWhen(ctx context.Context, tx *db.Tx, tenant, slot uuid.UUID) (string, error) {
+	clock, _, err := tx.TenantClock(ctx, tenant)
 	if err != nil {
 		return "", err
 	}
-	return schedule.Spoken(start, loc, time.Now()), nil
+	place, err := tx.SlotPlace(ctx, tenant, slot)
+	if err != nil {
+		return "", err
+	}
+	return clock.In(place.Timezone).Spoken(place.StartsAt, time.Now()), nil
 }

@@ -53,8 +53,9 @@ func TestABookingWithAConfirmationWaitsForItsKeyInAnotherStatement(t *testing.T)
 }
 
 // A booking that also sends its confirmation is confirmed with the
-// appointment and the fate of the message, which is queued in the same
-// transaction; a retry replays that answer and queues nothing more.
+// appointment and the fate of the message, which, with no messaging
+// provider, is recorded in the outbox in the same transaction ("recorded":
+// nothing sends it); a retry replays that answer and records nothing more.
 func TestABookingWithAConfirmationQueuesItOnce(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
@@ -83,8 +84,8 @@ func TestABookingWithAConfirmationQueuesItOnce(t *testing.T) {
 		t.Fatalf("answer %s: %v", stored.Result, err)
 	}
 	if stored.Outcome != oncecall.Confirmed || stored.Status != 201 || got.SlotID != slot || got.Status != "active" ||
-		got.Confirmation != "queued" || got.ID.String() != stored.ResourceID || !bytes.Equal(first.Action.Result, stored.Result) {
-		t.Fatalf("answer %s %d %s (given %s), want confirmed 201 with the appointment and its confirmation queued",
+		got.Confirmation != "recorded" || got.ID.String() != stored.ResourceID || !bytes.Equal(first.Action.Result, stored.Result) {
+		t.Fatalf("answer %s %d %s (given %s), want confirmed 201 with the appointment and its confirmation recorded",
 			stored.Outcome, stored.Status, stored.Result, first.Action.Result)
 	}
 	again, err := e.Core.Do(t.Context(), req)

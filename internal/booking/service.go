@@ -1,7 +1,6 @@
 package booking
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -122,7 +121,8 @@ type ServiceAppointment struct {
 	Address        string `json:"address,omitempty"`
 	Timezone       string `json:"timezone"`
 	schedule.Local
-	// Confirmation, with notify, is "queued", or why the message could not be queued.
+	// Confirmation, with notify, is "queued" for the messaging provider,
+	// "recorded" in the outbox (nothing sends it), or why there is no message.
 	Confirmation string `json:"confirmation,omitempty"`
 }
 
@@ -135,7 +135,7 @@ type NoPractitionerFreeDetails struct {
 }
 
 func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
-	zone, loc, err := tx.TenantZone(ctx, x.TenantID)
+	clock, _, err := tx.TenantClock(ctx, x.TenantID)
 	if err != nil {
 		return nil, err
 	}
@@ -150,28 +150,25 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 		if err != nil {
 			return nil, err
 		}
-		where, err := schedule.ParseZone(place.Timezone)
-		if err != nil {
-			where = loc
-		}
+		where := clock.In(place.Timezone)
 		out := ServiceAppointment{
 			Appointment: wire.FromAppointment(booked), ServiceID: in.ServiceID,
 			PractitionerID: place.PractitionerID.String(), Practitioner: place.Practitioner,
 			LocationID: place.LocationID.String(), Location: place.Location, Address: place.Address,
-			Timezone: place.Timezone, Local: schedule.Localize(booked.StartsAt, booked.EndsAt, where, now),
+			Timezone: place.Timezone, Local: where.Localize(booked.StartsAt, booked.EndsAt, now),
 		}
 		if in.Notify != "" {
 			notified, err := message.Confirm(ctx, tx, x, in.CustomerID, in.Notify,
-				schedule.Spoken(booked.StartsAt, where, now), booked.ID.String())
+				where.Spoken(booked.StartsAt, now), booked.ID.String())
 			if err != nil {
 				return nil, err
 			}
-			out.Confirmation = cmp.Or(notified, "queued")
+			out.Confirmation = notified
 		}
 		return json.Marshal(out)
 	case a.Reason == NoPractitionerFree:
 		q := oncecall.OpenSlotQuery{
-			From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: zone, Limit: Alternatives,
+			From: now, MinMinute: -1, MaxMinute: -1, OnlyAvailable: true, TenantZone: clock.Zone, Limit: Alternatives,
 			ServiceID: op.MustUUID(in.ServiceID), PractitionerID: op.OptionalUUID(in.PractitionerID),
 			LocationID: op.OptionalUUID(in.LocationID),
 		}
@@ -185,7 +182,7 @@ func serviceAnswer(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a 
 			return nil, err
 		}
 		return json.Marshal(NoPractitionerFreeDetails{
-			ServiceID: in.ServiceID, StartsAt: in.StartsAt, Alternatives: dashatool.SlotViews(free, loc, now),
+			ServiceID: in.ServiceID, StartsAt: in.StartsAt, Alternatives: dashatool.SlotViews(free, clock, now),
 		})
 	}
 	return nil, nil

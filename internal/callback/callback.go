@@ -83,10 +83,11 @@ var Request = op.Define(op.Spec[RequestInput]{
 		return "", nil
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RequestInput) (idem.Result, error) {
-		zone, loc, err := tx.TenantZone(ctx, x.TenantID)
+		clock, _, err := tx.TenantClock(ctx, x.TenantID)
 		if err != nil {
 			return idem.Result{}, err
 		}
+		zone, loc := clock.Zone, clock.Loc
 		start, end := instant(in.WindowStart, loc), instant(in.WindowEnd, loc)
 		switch now := time.Now(); {
 		case !end.After(start):
@@ -114,7 +115,7 @@ var Request = op.Define(op.Spec[RequestInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Confirm(http.StatusCreated, c.ID.String(), ViewOf(c, time.Now()))
+		return op.Confirm(http.StatusCreated, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
 	},
 	Say: op.Phrases{
 		Confirmed: "The callback is arranged. You may tell the caller they will be called back in the window in details (when, the business's local time).",
@@ -152,12 +153,16 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	},
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
 		id := op.MustUUID(in.CallbackID)
+		clock, _, err := tx.TenantClock(ctx, x.TenantID)
+		if err != nil {
+			return idem.Result{}, err
+		}
 		c, ok, err := tx.CancelCallback(ctx, x.TenantID, id)
 		if err != nil {
 			return idem.Result{}, err
 		}
 		if ok {
-			return op.Confirm(http.StatusOK, c.ID.String(), ViewOf(c, time.Now()))
+			return op.Confirm(http.StatusOK, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
 		}
 		c, err = tx.CallbackByID(ctx, x.TenantID, id)
 		if errors.Is(err, db.ErrNotFound) {
@@ -166,7 +171,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		if err != nil {
 			return idem.Result{}, err
 		}
-		return op.Reject(NotActive, ViewOf(c, time.Now()))
+		return op.Reject(NotActive, ViewOf(c, clock.Locale, time.Now()))
 	},
 	Say: op.Phrases{
 		Confirmed: "The callback is cancelled. You may tell the caller they will not be called back.",

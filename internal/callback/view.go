@@ -33,14 +33,16 @@ type View struct {
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
-// ViewOf writes c; now decides whether When names the year.
-func ViewOf(c oncecall.Callback, now time.Time) View {
-	loc := location(c.Timezone)
+// ViewOf writes c, said in the tenant's locale; now decides whether When
+// names the year.
+func ViewOf(c oncecall.Callback, locale schedule.Locale, now time.Time) View {
+	clock, _ := schedule.NewClock(c.Timezone, string(locale))
+	loc := clock.Loc
 	v := View{
 		ID: c.ID.String(), Phone: c.Phone, Reason: c.Reason, CallbackRef: c.CallbackRef, Status: string(c.Status),
 		Timezone: c.Timezone, WindowStartsAt: c.WindowStart.UTC(), WindowEndsAt: c.WindowEnd.UTC(),
 		WindowStartLocal: c.WindowStart.In(loc).Format(time.RFC3339), WindowEndLocal: c.WindowEnd.In(loc).Format(time.RFC3339),
-		When: Spoken(c.WindowStart, c.WindowEnd, loc, now), CreatedAt: c.CreatedAt.UTC(),
+		When: clock.Window(c.WindowStart, c.WindowEnd, now), CreatedAt: c.CreatedAt.UTC(),
 	}
 	if c.CustomerID != uuid.Nil {
 		v.CustomerID = c.CustomerID.String()
@@ -53,24 +55,10 @@ func ViewOf(c oncecall.Callback, now time.Time) View {
 }
 
 // Views writes a list of callbacks.
-func Views(list []oncecall.Callback, now time.Time) []View {
+func Views(list []oncecall.Callback, locale schedule.Locale, now time.Time) []View {
 	out := make([]View, len(list))
 	for i, c := range list {
-		out[i] = ViewOf(c, now)
+		out[i] = ViewOf(c, locale, now)
 	}
 	return out
-}
-
-// Spoken says a window in loc the way a caller says it: "Friday 5 July
-// between 14:00 and 16:00" within a day, else "from Friday 5 July at 20:00
-// to Saturday 6 July at 09:00" (with the year when it is not now's, as
-// schedule.Spoken does).
-func Spoken(start, end time.Time, loc *time.Location, now time.Time) string {
-	s, e := start.In(loc), end.In(loc)
-	if s.Year() == e.Year() && s.YearDay() == e.YearDay() {
-		at := " at " + s.Format("15:04")
-		day := schedule.Spoken(s, loc, now)
-		return day[:len(day)-len(at)] + " between " + s.Format("15:04") + " and " + e.Format("15:04")
-	}
-	return "from " + schedule.Spoken(s, loc, now) + " to " + schedule.Spoken(e, loc, now)
 }

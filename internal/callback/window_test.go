@@ -3,6 +3,8 @@ package callback
 import (
 	"testing"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 func TestLocalTimeIsOneSpelling(t *testing.T) {
@@ -46,10 +48,7 @@ func TestInstantFollowsTheZonesClock(t *testing.T) {
 
 func TestSpokenWindow(t *testing.T) {
 	t.Parallel()
-	ny, err := time.LoadLocation("America/New_York")
-	if err != nil {
-		t.Fatal(err)
-	}
+	ny, _ := schedule.NewClock("America/New_York", "en-GB")
 	now := time.Date(2030, 6, 1, 12, 0, 0, 0, time.UTC)
 	start := time.Date(2030, 7, 5, 18, 0, 0, 0, time.UTC)
 	for _, c := range []struct {
@@ -59,11 +58,11 @@ func TestSpokenWindow(t *testing.T) {
 		{start.Add(150 * time.Minute), "Friday 5 July between 14:00 and 16:30"},
 		{start.Add(20 * time.Hour), "from Friday 5 July at 14:00 to Saturday 6 July at 10:00"},
 	} {
-		if got := Spoken(start, c.end, ny, now); got != c.want {
-			t.Errorf("Spoken = %q, want %q", got, c.want)
+		if got := ny.Window(start, c.end, now); got != c.want {
+			t.Errorf("Window = %q, want %q", got, c.want)
 		}
 	}
-	if got := Spoken(start, start.Add(time.Hour), ny, now.AddDate(-1, 0, 0)); got != "Friday 5 July 2030 between 14:00 and 15:00" {
+	if got := ny.Window(start, start.Add(time.Hour), now.AddDate(-1, 0, 0)); got != "Friday 5 July 2030 between 14:00 and 15:00" {
 		t.Errorf("another year: %q", got)
 	}
 }

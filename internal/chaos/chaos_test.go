@@ -4,7 +4,12 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/oncecall/oncecall/internal/buildtest"
 )
+
+// TestMain removes the oncecall the runs share (buildtest) when they end.
+func TestMain(m *testing.M) { os.Exit(buildtest.Main(m, (*testing.M).Run)) }
 
 // workDir is a folder for a run that the postgres account can enter (the
 // test may run as root); kept, and named, when the test fails.
@@ -34,7 +39,7 @@ func TestChaosShort(t *testing.T) {
 	}
 	rep, err := Run(t.Context(), Config{
 		Duration: 30 * time.Second, Clients: 12, KillEvery: 3 * time.Second, Settle: 45 * time.Second,
-		Dir: workDir(t), Out: t.Output(),
+		Dir: workDir(t), Out: t.Output(), Binary: buildtest.Command(t, "cmd/oncecall"),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +70,7 @@ func TestChaosCatchesDuplicates(t *testing.T) {
 	}
 	rep, err := Run(t.Context(), Config{
 		Duration: 10 * time.Second, Clients: 8, KillEvery: time.Hour, PGRestartAt: time.Hour, Settle: 20 * time.Second,
-		Dir: workDir(t), Out: t.Output(), TrustMessagingKeys: true,
+		Dir: workDir(t), Out: t.Output(), TrustMessagingKeys: true, Binary: buildtest.Command(t, "cmd/oncecall"),
 	})
 	if err != nil {
 		t.Fatal(err)

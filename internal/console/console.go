@@ -7,12 +7,13 @@ package console
 
 import (
 	"context"
-	"crypto/subtle"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,6 +22,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
 
@@ -35,7 +37,10 @@ type Config struct {
 	Store *db.Store
 	Ops   *op.Registry
 	// Token is the operator token that signs in; it must not be empty.
+	// Guard checks it and slows down guessing it (default: a guard of
+	// Token of its own; the app shares one with /v1/ops).
 	Token string
+	Guard *tokenguard.Guard
 	// Resolve applies an operator's resolution: the same function /v1/ops
 	// calls (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
@@ -75,6 +80,9 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Guard == nil {
+		cfg.Guard = tokenguard.New(cfg.Token, tokenguard.Config{})
 	}
 	c := &Console{cfg: cfg, key: sessionKey(cfg.Token), now: cfg.Now}
 	if err := c.parse(); err != nil {
@@ -157,7 +165,16 @@ func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	token, name := r.PostFormValue("token"), r.PostFormValue("name")
 	p := page{Title: "Sign in", Form: map[string]string{"name": name}}
-	if subtle.ConstantTimeCompare([]byte(token), []byte(c.cfg.Token)) != 1 {
+	right, wait := c.cfg.Guard.Check(r.RemoteAddr, token)
+	if wait > 0 {
+		c.cfg.Log.Warn().Msg("console: sign-in refused after too many wrong operator tokens")
+		secs := max(1, int((wait+time.Second-1)/time.Second))
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		p.Error = fmt.Sprintf("Too many wrong operator tokens: try again in %d seconds.", secs)
+		c.render(w, r, http.StatusTooManyRequests, "signin", p)
+		return
+	}
+	if !right {
 		c.cfg.Log.Warn().Msg("console: sign-in with a wrong operator token")
 		p.Error = "That is not the operator token."
 		c.render(w, r, http.StatusUnauthorized, "signin", p)

@@ -19,7 +19,7 @@ import (
 	"github.com/oncecall/oncecall/internal/step"
 )
 
-const operatorToken = "console-test-operator-token"
+const operatorToken = "console-test-operator-token-7d2e94b1"
 
 // stack is oncecall with the console, booking on the provider simulator's
 // calendar; the reconciler is off so that a lost answer stays unknown

@@ -104,6 +104,9 @@ func ForAction(a oncecall.Action, p op.Phrases) Answer {
 	}
 	ans.Outcome = string(a.Outcome)
 	ans.Say = Say(p, a.Outcome, a.Reason)
+	if a.Outcome == oncecall.Confirmed && p.Performed != "" && byProvider(a.Result) {
+		ans.Say = p.Performed
+	}
 	if a.Outcome == oncecall.Rejected {
 		ans.Reason = strings.ToLower(a.Reason)
 	}
@@ -131,6 +134,16 @@ func Changed(ans Answer, p op.Phrases, current string) Answer {
 		ans.Details = details
 	}
 	return ans
+}
+
+// byProvider reports whether a confirmed action's stored answer names the
+// record a provider made of its effect (provider_ref): an effect outside
+// oncecall that a provider performed, not one only recorded locally.
+func byProvider(result []byte) bool {
+	var r struct {
+		ProviderRef string `json:"provider_ref"`
+	}
+	return json.Unmarshal(result, &r) == nil && r.ProviderRef != ""
 }
 
 // withhold removes the named fields from a JSON object and from the

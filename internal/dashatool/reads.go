@@ -198,7 +198,8 @@ func AppointmentsAnswer(found int, details json.RawMessage) Answer {
 	say := "The customer has no upcoming appointments. Do not offer to move or cancel one; offer to book one " +
 		"(find_available_slots, then book_appointment)."
 	if found > 0 {
-		say = "These are the customer's upcoming appointments, soonest first. Say each by its when (the business's local time). " +
+		say = "These are the customer's upcoming appointments, soonest first. Say each by its when (the local time where it takes " +
+			"place; one with a practitioner names them, its location and its timezone). " +
 			"Confirm with the caller which one they mean, then use its id as appointment_id in reschedule_appointment or " +
 			"cancel_appointment. Never invent an appointment id."
 	}

@@ -181,21 +181,12 @@ type SlotView struct {
 	Timezone     string `json:"timezone,omitempty"`
 }
 
-// SlotViews are the views of slots; a zone the zone database lacks is read
-// as fallback.
-func SlotViews(slots []oncecall.OpenSlot, fallback *time.Location, now time.Time) []SlotView {
-	zones := map[string]*time.Location{}
+// SlotViews are the views of slots, each said on the tenant's clock in its
+// own timezone; a zone the zone database lacks is read as the tenant's.
+func SlotViews(slots []oncecall.OpenSlot, tenant schedule.Clock, now time.Time) []SlotView {
 	out := make([]SlotView, len(slots))
 	for i, s := range slots {
-		loc, ok := zones[s.Timezone]
-		if !ok {
-			var err error
-			if loc, err = schedule.ParseZone(s.Timezone); err != nil {
-				loc = fallback
-			}
-			zones[s.Timezone] = loc
-		}
-		out[i] = SlotView{Slot: wire.FromSlot(s.Slot), Local: schedule.Localize(s.StartsAt, s.EndsAt, loc, now)}
+		out[i] = SlotView{Slot: wire.FromSlot(s.Slot), Local: tenant.In(s.Timezone).Localize(s.StartsAt, s.EndsAt, now)}
 		if s.Catalog() {
 			out[i].Practitioner, out[i].Location, out[i].Address = s.Practitioner, s.Location, s.Address
 			out[i].Timezone = s.Timezone

@@ -1,6 +1,7 @@
 // Package message declares message.send: one SMS or e-mail rendered from a
-// template, on the local provider, which queues it in the outbox table in
-// the same transaction as the action's claim. Identical text never makes
+// template, sent through the messaging provider or, without one, recorded
+// in oncecall's outbox table in the same transaction as the action's claim,
+// for the business's team: nothing sends it. Identical text never makes
 // two intended sends one: only the idempotency key does (or, for a voice
 // call, the identity fields including send_ref).
 package message
@@ -82,7 +83,12 @@ var Send = op.Define(op.Spec[SendInput]{
 	Execute: execute,
 	Remote:  sendRemote(),
 	Say: op.Phrases{
-		Confirmed: "The message is queued for sending. You may tell the caller it is on its way; do not say it was delivered.",
+		// Without a messaging provider the message is only recorded in
+		// oncecall's outbox, which nothing sends.
+		Confirmed: "The message is recorded for the team, but it has NOT been sent: no messaging service is connected to " +
+			"send it. Tell the caller only that the business has a note of it; do not promise that it will arrive.",
+		Performed: "The message was handed to the messaging service for sending. You may tell the caller it is on its way; " +
+			"do not say it was delivered.",
 		Rejected: map[string]string{
 			CustomerNotFound:   "The customer record was not found; no message was sent. Confirm who the caller is.",
 			CustomerHasNoPhone: "There is no phone number on file for this customer; no text was sent. Offer e-mail or ask for a number.",
@@ -250,11 +256,21 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Confirm queues an appointment confirmation for a customer as a follow-up
-// of the action x, in its transaction. Like any follow-up it never changes
-// the action's outcome: a customer without a phone or e-mail is reported in
-// the returned reason instead.
-func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, when, subjectID string) (reason string, err error) {
+// Fates of a booking's confirmation message besides a rejection's reason.
+const (
+	// Queued: a step of the action sends it through the messaging provider.
+	Queued = "queued"
+	// Recorded: it is in oncecall's outbox for the business's team; no
+	// messaging provider is configured, and nothing sends it.
+	Recorded = "recorded"
+)
+
+// Confirm makes an appointment confirmation for a customer a follow-up of
+// the action x, in its transaction, and returns its fate: Queued for the
+// messaging provider, Recorded in the outbox without one. Like any
+// follow-up it never changes the action's outcome: a customer without a
+// phone or e-mail is reported as the fate instead (the rejection's reason).
+func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, when, subjectID string) (fate string, err error) {
 	c, err := tx.CustomerByID(ctx, x.TenantID, op.MustUUID(customerID))
 	if err != nil {
 		return "", err
@@ -264,7 +280,8 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
 	}
 	if x.Remote != nil && x.Remote(provider.Messaging) {
-		return confirmRemote(ctx, tx, x, c, in)
+		reason, err := confirmRemote(ctx, tx, x, c, in)
+		return cmp.Or(reason, Queued), err
 	}
 	res, err := execute(ctx, tx, x, in)
 	if fault.CodeOf(err) == fault.InvalidInput {
@@ -275,7 +292,7 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 	if err != nil {
 		return "", err
 	}
-	return res.Reason, nil
+	return cmp.Or(res.Reason, Recorded), nil
 }
 
 // confirmRemote is Confirm when messaging is remote: the message, rendered

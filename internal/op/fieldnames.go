@@ -31,6 +31,13 @@ func CheckFieldNames(c []byte, v any) error {
 	return checkNames(c, reflect.TypeOf(v), "")
 }
 
+// CheckFieldNamesAt is CheckFieldNames for c, a canonical object found at
+// path in a larger document (path is empty or ends with "."), decoded on its
+// own: the field an error names is the whole path.
+func CheckFieldNamesAt(c []byte, v any, path string) error {
+	return checkNames(c, reflect.TypeOf(v), path)
+}
+
 var (
 	jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()

@@ -157,7 +157,17 @@ type FollowUp struct {
 
 // Phrases is what a voice agent may say for each outcome.
 type Phrases struct {
+	// Confirmed may claim an effect outside oncecall (a card charged, a
+	// message sent) only when no confirmed answer of the operation lacks
+	// one: see Performed.
 	Confirmed string
+	// Performed, when set, is said instead of Confirmed of an action whose
+	// effect outside oncecall a provider performed: its answer names the
+	// provider's record (provider_ref). Confirmed is then what is said of
+	// one that oncecall only recorded in its own tables (a message in the
+	// outbox, which nothing sends), and of one whose answer was pruned: it
+	// must claim nothing outside oncecall.
+	Performed string
 	// Rejected maps a rejection reason to guidance; "" is the fallback.
 	Rejected map[string]string
 	// Pending says that the outcome is NOT confirmed and what the agent must

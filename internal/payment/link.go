@@ -30,6 +30,9 @@ const (
 	// PaidByLinkOnly: an intent approved with payment_method payment_link
 	// has no card to charge.
 	PaidByLinkOnly = "INTENT_PAID_BY_LINK"
+	// MessagingNotConfigured: no messaging provider would send the link's
+	// SMS (oncecall's outbox sends nothing), so no link is made.
+	MessagingNotConfigured = "MESSAGING_NOT_CONFIGURED"
 )
 
 // MethodLink is the payment method of an intent the customer pays by a
@@ -103,12 +106,15 @@ var Link = op.Define(op.Spec[LinkInput]{
 			IntentHeldOnCard:   "This payment is already held on the caller's card; charge it with charge_payment instead of sending a link.",
 			PaidByLinkOnly:     "This payment is paid by a payment link; send one with send_payment_link instead of charging a card.",
 			CustomerHasNoPhone: "There is no phone number on file for this customer; no link was sent and nothing was charged.",
-			AlreadyCaptured:    "This payment was already charged earlier; do not send a link. You may tell the caller it is already paid.",
-			ChargeInProgress:   "An earlier charge or link of this payment is still being processed; nothing new was sent. Tell the caller it is still being processed.",
-			IntentNotFound:     "The approved payment was not found; nothing was sent or charged.",
-			Withdrawn:          "This payment approval was withdrawn; no link was sent and nothing was charged.",
-			HoldExpired:        "This payment's card hold expired; no link was sent and nothing was charged.",
-			"":                 "The payment link could not be sent; nothing was charged.",
+			MessagingNotConfigured: "Payment links cannot be texted from this line: no messaging service is connected, so no " +
+				"link was sent and nothing was charged. Tell the caller that, and that their payment stays approved to be paid " +
+				"another way; you may offer a callback from the business about it (request_callback).",
+			AlreadyCaptured:  "This payment was already charged earlier; do not send a link. You may tell the caller it is already paid.",
+			ChargeInProgress: "An earlier charge or link of this payment is still being processed; nothing new was sent. Tell the caller it is still being processed.",
+			IntentNotFound:   "The approved payment was not found; nothing was sent or charged.",
+			Withdrawn:        "This payment approval was withdrawn; no link was sent and nothing was charged.",
+			HoldExpired:      "This payment's card hold expired; no link was sent and nothing was charged.",
+			"":               "The payment link could not be sent; nothing was charged.",
 		},
 		Pending: "A payment link is being sent to the caller's phone by text message. The payment is NOT confirmed and its result is unknown until " +
 			"the caller pays on the page the link opens; do not tell the caller it is paid. Tell the caller to open the link in the text message to pay.",
@@ -120,9 +126,10 @@ var Link = op.Define(op.Spec[LinkInput]{
 // the action like a charge (no other charge or link of it can start), and
 // the customer's phone and the tenant's account are read; then the steps
 // make the Checkout Session (its key is the session's Idempotency-Key),
-// send its URL by SMS through the messaging provider (the local outbox or
-// Twilio), and wait for the payment, which Stripe's signed events make due
-// for a check. The outcome is recorded on the intent like a charge's.
+// send its URL by SMS through the messaging provider, and wait for the
+// payment, which Stripe's signed events make due for a check. The outcome
+// is recorded on the intent like a charge's. Without a messaging provider
+// the link is refused (MESSAGING_NOT_CONFIGURED) before anything is made.
 func linkRemote() *op.Remote[LinkInput] {
 	return &op.Remote[LinkInput]{
 		Capability: provider.Links,
@@ -141,6 +148,11 @@ func linkRemote() *op.Remote[LinkInput] {
 			pi, _, rejected, err := chargeable(ctx, tx, x, ChargeInput{PaymentIntentID: in.PaymentIntentID}, true)
 			if err != nil || rejected != nil {
 				return op.Reservation{Reject: rejected}, err
+			}
+			if x.Remote == nil || !x.Remote(provider.Messaging) {
+				// The link would wait in oncecall's outbox, which nothing
+				// sends, while the caller is told to open it.
+				return reject(MessagingNotConfigured)
 			}
 			hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
 			if err != nil {

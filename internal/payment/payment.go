@@ -1,9 +1,11 @@
 // Package payment declares the payment operations: approving an amount for
-// a customer (a payment intent) and charging it, on the local provider
-// (oncecall's own tables, written in the same transaction as the action's
-// claim). An intent is charged at most once whatever idempotency keys the
-// charges use: the intent's row lock orders concurrent charges and a partial
-// unique index allows one succeeded payment per intent.
+// a customer (a payment intent, recorded in oncecall's own tables, or held
+// on a card through Stripe), and charging it through the payments provider.
+// oncecall's tables are no card processor: without a payments provider a
+// charge is refused (PAYMENTS_NOT_CONFIGURED) and nothing is said to be
+// charged. An intent is charged at most once whatever idempotency keys the
+// charges use: the intent is held for one charging action at a time and a
+// partial unique index allows one succeeded payment per intent.
 package payment
 
 import (
@@ -44,9 +46,13 @@ const (
 	// HoldExpired: the intent's hold passed its capture deadline uncaptured
 	// and was released by the provider.
 	HoldExpired = "INTENT_HOLD_EXPIRED"
+	// NotConfigured: no payments provider is configured, so nothing can
+	// charge a card; oncecall's own tables only record approvals.
+	NotConfigured = "PAYMENTS_NOT_CONFIGURED"
 )
 
-// Payment methods of the local provider.
+// Test payment methods: the provider simulator charges pm_card_ok and
+// declines pm_card_declined (docs/provider-protocol.md).
 const (
 	MethodOK       = "pm_card_ok"
 	MethodDeclined = "pm_card_declined"
@@ -146,7 +152,8 @@ type ChargeInput struct {
 	Amount          op.Integer `json:"amount,omitzero" minimum:"1" maximum:"9007199254740991" desc:"Optional: the amount to charge in minor units, at most the intent's amount. Default: the intent's amount."`
 }
 
-// Charge charges an approved payment intent, at most once.
+// Charge charges an approved payment intent through the payments provider,
+// at most once.
 var Charge = op.Define(op.Spec[ChargeInput]{
 	Name:    "payment.charge",
 	Version: 1,
@@ -168,32 +175,14 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		}
 		return err == nil && stored.amountOf(pi) == in.amountOf(pi), err
 	},
+	// Without a payments provider nothing can charge the card: the intent
+	// is checked as for a remote charge (a withdrawn or unknown intent is
+	// said so), then the charge is refused and nothing is written.
 	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
-		pi, amount, rejected, err := chargeable(ctx, tx, x, in, false)
-		switch {
-		case err != nil:
-			return idem.Result{}, err
-		case rejected != nil:
-			return *rejected, nil
+		if _, _, rejected, err := chargeable(ctx, tx, x, in, false); err != nil || rejected != nil {
+			return derefResult(rejected), err
 		}
-		status, declineCode := localCharge(pi.PaymentMethod)
-		p, err := tx.CreatePayment(ctx, db.NewPayment{
-			TenantID: x.TenantID, ActionID: x.ActionID, IntentID: pi.ID, Amount: amount, Currency: pi.Currency,
-			Status: status, DeclineCode: declineCode,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if status == oncecall.PaymentDeclined {
-			// The declined attempt is recorded; the intent stays chargeable.
-			return op.Reject(Declined, map[string]string{
-				"payment_intent_id": in.PaymentIntentID, "payment_id": p.ID.String(), "decline_code": declineCode,
-			})
-		}
-		if _, err := tx.CapturePaymentIntent(ctx, x.TenantID, pi.ID, amount); err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, p.ID.String(), wire.FromPayment(p))
+		return op.Reject(NotConfigured, map[string]string{"payment_intent_id": in.PaymentIntentID})
 	},
 	Remote: chargeRemote(),
 	Say: op.Phrases{
@@ -207,20 +196,15 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 			PaidByLinkOnly:      "This payment is paid by a payment link, not by card; send one with send_payment_link. Nothing was charged.",
 			Withdrawn:           "This payment approval was withdrawn; nothing was charged. Do not charge it.",
 			HoldExpired:         "The card hold of this payment expired before it was charged; nothing was charged.",
-			"":                  "The payment did not go through; nothing was charged.",
+			NotConfigured: "No payment can be taken on this call: no payment processor is connected, so nothing was charged. " +
+				"Tell the caller that, and that their payment stays approved to be paid another way; do not ask for card " +
+				"details. You may offer a callback from the business about it (request_callback).",
+			"": "The payment did not go through; nothing was charged.",
 		},
 		Pending: "The payment is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
 			"say nothing about whether they will be billed, and do not ask for another way to pay.",
 	},
 })
-
-// localCharge is the local provider's answer for a payment method.
-func localCharge(method string) (status, declineCode string) {
-	if method == MethodDeclined {
-		return oncecall.PaymentDeclined, "card_declined"
-	}
-	return oncecall.PaymentSucceeded, ""
-}
 
 // amountOf is the amount a charge asks of intent pi: its own, or the
 // intent's whole amount.

@@ -229,22 +229,77 @@ func TestParseClockAndWeekday(t *testing.T) {
 
 func TestSpokenAndLocal(t *testing.T) {
 	t.Parallel()
-	london := zone(t, "Europe/London")
+	london, _ := schedule.NewClock("Europe/London", "en-GB")
 	now := utc("2030-06-01T12:00:00Z")
-	winter := schedule.Localize(utc("2030-12-06T14:30:00Z"), utc("2030-12-06T15:00:00Z"), london, now)
+	winter := london.Localize(utc("2030-12-06T14:30:00Z"), utc("2030-12-06T15:00:00Z"), now)
 	if winter.When != "Friday 6 December at 14:30" || winter.StartsAtLocal != "2030-12-06T14:30:00Z" || winter.EndsAtLocal != "2030-12-06T15:00:00Z" {
 		t.Errorf("winter: %+v", winter)
 	}
-	summer := schedule.Localize(utc("2030-07-05T13:30:00Z"), utc("2030-07-05T14:00:00Z"), london, now)
+	summer := london.Localize(utc("2030-07-05T13:30:00Z"), utc("2030-07-05T14:00:00Z"), now)
 	if summer.When != "Friday 5 July at 14:30" || summer.StartsAtLocal != "2030-07-05T14:30:00+01:00" || summer.EndsAtLocal != "2030-07-05T15:00:00+01:00" {
 		t.Errorf("summer: %+v", summer)
 	}
-	if got := schedule.Spoken(utc("2031-01-03T09:00:00Z"), london, now); got != "Friday 3 January 2031 at 09:00" {
+	if got := london.Spoken(utc("2031-01-03T09:00:00Z"), now); got != "Friday 3 January 2031 at 09:00" {
 		t.Errorf("next year: %s", got)
 	}
 	// The year is the caller's: 23:30 on 31 December in New York is already 2031 in UTC.
-	ny := zone(t, "America/New_York")
-	if got := schedule.Spoken(utc("2031-01-01T04:30:00Z"), ny, utc("2030-12-31T20:00:00Z")); got != "Tuesday 31 December at 23:30" {
+	if got := london.In("America/New_York").Spoken(utc("2031-01-01T04:30:00Z"), utc("2030-12-31T20:00:00Z")); got != "Tuesday 31 December at 23:30" {
 		t.Errorf("new year's eve: %s", got)
+	}
+}
+
+// TestLocalesSayTimes: each locale's order of day and month and its clock,
+// with and without the year, and windows within a day and across days.
+func TestLocalesSayTimes(t *testing.T) {
+	t.Parallel()
+	now := utc("2030-06-01T12:00:00Z")
+	morning, evening := utc("2030-12-06T15:30:00Z"), utc("2030-12-07T00:05:00Z") // 09:30 and 18:05 in Chicago
+	for _, c := range []struct {
+		locale                              string
+		spoken, nextYear, window, overnight string
+	}{
+		{"en-US", "Friday, December 6 at 9:30 AM", "Friday, January 3, 2031 at 12:00 PM",
+			"Friday, December 6 between 9:30 AM and 6:05 PM", "from Friday, December 6 at 9:30 AM to Saturday, December 7 at 9:30 AM"},
+		{"en-GB", "Friday 6 December at 09:30", "Friday 3 January 2031 at 12:00",
+			"Friday 6 December between 09:30 and 18:05", "from Friday 6 December at 09:30 to Saturday 7 December at 09:30"},
+	} {
+		clock, ok := schedule.NewClock("America/Chicago", c.locale)
+		if !ok || string(clock.Locale) != c.locale {
+			t.Fatalf("NewClock(America/Chicago, %s) = %+v, %v", c.locale, clock, ok)
+		}
+		if got := clock.Spoken(morning, now); got != c.spoken {
+			t.Errorf("%s: Spoken = %q, want %q", c.locale, got, c.spoken)
+		}
+		if got := clock.Spoken(utc("2031-01-03T18:00:00Z"), now); got != c.nextYear {
+			t.Errorf("%s: next year = %q, want %q", c.locale, got, c.nextYear)
+		}
+		if got := clock.Window(morning, evening, now); got != c.window {
+			t.Errorf("%s: Window = %q, want %q", c.locale, got, c.window)
+		}
+		if got := clock.Window(morning, morning.Add(24*time.Hour), now); got != c.overnight {
+			t.Errorf("%s: Window across days = %q, want %q", c.locale, got, c.overnight)
+		}
+	}
+	for name, want := range map[string]schedule.Locale{"en-US": schedule.EnUS, "en_gb": schedule.EnGB, "EN-us": schedule.EnUS} {
+		if got, err := schedule.ParseLocale(name); err != nil || got != want {
+			t.Errorf("ParseLocale(%q) = %q, %v", name, got, err)
+		}
+	}
+	for _, bad := range []string{"", "en", "fr-FR", "english", "en-US "} {
+		if _, err := schedule.ParseLocale(bad); err == nil {
+			t.Errorf("ParseLocale(%q) accepted", bad)
+		}
+	}
+	for zone, want := range map[string]schedule.Locale{
+		"America/Chicago": schedule.EnUS, "America/Los_Angeles": schedule.EnUS, "US/Eastern": schedule.EnUS, "Pacific/Honolulu": schedule.EnUS,
+		"Europe/London": schedule.EnGB, "America/Toronto": schedule.EnGB, "UTC": schedule.EnGB, "Australia/Sydney": schedule.EnGB,
+	} {
+		if got := schedule.DefaultLocale(zone); got != want {
+			t.Errorf("DefaultLocale(%s) = %s, want %s", zone, got, want)
+		}
+	}
+	// What only SQL can store is read as UTC and en-GB, and reported.
+	if c, ok := schedule.NewClock("Mars/Olympus", "tlh"); ok || c.Zone != "UTC" || c.Locale != schedule.EnGB {
+		t.Errorf("NewClock of unknown names = %+v, %v", c, ok)
 	}
 }

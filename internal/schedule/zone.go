@@ -1,6 +1,6 @@
-// Package schedule owns wall-clock time: a tenant's timezone, weekly opening
-// hours turned into slots across clock changes, and times put the way a
-// caller in that zone says them.
+// Package schedule owns wall-clock time: a tenant's timezone and locale,
+// weekly opening hours turned into slots across clock changes, and times
+// put the way the business's callers say them (a Clock).
 package schedule
 
 import (
@@ -36,27 +36,7 @@ type Local struct {
 	// offset at that moment, e.g. 2030-07-05T14:30:00+01:00.
 	StartsAtLocal string `json:"starts_at_local"`
 	EndsAtLocal   string `json:"ends_at_local"`
-	// When is the start as a person says it, e.g. "Friday 5 July at 14:30".
+	// When is the start as a person says it, e.g. "Friday 5 July at 14:30"
+	// (see Clock.Spoken).
 	When string `json:"when"`
-}
-
-// Localize puts a range in loc; now decides whether When names the year.
-func Localize(start, end time.Time, loc *time.Location, now time.Time) Local {
-	return Local{
-		StartsAtLocal: start.In(loc).Format(time.RFC3339),
-		EndsAtLocal:   end.In(loc).Format(time.RFC3339),
-		When:          Spoken(start, loc, now),
-	}
-}
-
-// Spoken says t in loc the way a caller says it: "Friday 5 December at
-// 14:30", with the year ("Friday 5 January 2031 at 09:00") when it is not
-// the year of now in loc. The clock is 24-hour; an agent's model rephrases
-// it for the caller's habits.
-func Spoken(t time.Time, loc *time.Location, now time.Time) string {
-	t = t.In(loc)
-	if t.Year() != now.In(loc).Year() {
-		return t.Format("Monday 2 January 2006 at 15:04")
-	}
-	return t.Format("Monday 2 January at 15:04")
 }

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -175,22 +174,6 @@ func (s *Sim) SetTwilioDelivery(d providersim.TwilioDelivery) { s.main.SetTwilio
 
 // TwilioAccount is the Twilio mode's account SID and auth token.
 func (s *Sim) TwilioAccount() (sid, token string) { return s.main.TwilioAccount() }
-
-// Build compiles cmd/providersim into a temporary folder and returns the
-// binary's path.
-func Build(t testing.TB) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "providersim")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/oncecall/oncecall/cmd/providersim")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build providersim: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // Process is a simulator running as a child process.
 type Process struct {
