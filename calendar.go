@@ -78,3 +78,22 @@ type CalendarAppointment struct {
 	// has since oncecall wrote it.
 	ReadAt time.Time
 }
+
+// CalendarFor is the calendar that holds the appointments of a practitioner
+// at a location among maps: the mapping for both, else the practitioner's
+// for every location; uuid.Nil practitioner is the single calendar.
+func CalendarFor(maps []CalendarMapping, practitioner, location uuid.UUID) (string, bool) {
+	var every string
+	for _, m := range maps {
+		if m.PractitionerID != practitioner {
+			continue
+		}
+		if m.LocationID == location && location != uuid.Nil {
+			return m.CalendarID, true
+		}
+		if m.LocationID == uuid.Nil {
+			every = m.CalendarID
+		}
+	}
+	return every, every != ""
+}

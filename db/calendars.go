@@ -311,3 +311,10 @@ func optionalID(id uuid.UUID) *uuid.UUID {
 	}
 	return &id
 }
+
+// LockCalendarSlot locks one of the tenant's slots for the booking or move
+// into it being checked (see the query); ErrNotFound when there is none.
+func (q queries) LockCalendarSlot(ctx context.Context, tenant, slot uuid.UUID) error {
+	_, err := q.q.LockCalendarSlot(ctx, dbsqlc.LockCalendarSlotParams{TenantID: tenant, ID: slot})
+	return notFound(err)
+}

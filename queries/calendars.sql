@@ -113,3 +113,10 @@ WHERE tenant_id = $1 AND calendar_id = $2 AND starts_at < sqlc.arg(to_time) AND 
   AND (status = 'booking'
        OR status = 'active' AND (sqlc.arg(include_active)::boolean OR read_at IS NULL AND updated_at > sqlc.arg(written_after)))
 ORDER BY starts_at;
+
+-- name: LockCalendarSlot :one
+-- Locks a slot while a booking or a move into it on a remote calendar is
+-- checked and recorded: two of them wait for each other, and the second
+-- sees the first's booking in flight (a practitioner's slots never
+-- overlap, so this orders every booking of their time).
+SELECT id FROM slots WHERE tenant_id = $1 AND id = $2 FOR UPDATE;

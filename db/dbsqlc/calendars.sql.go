@@ -592,6 +592,26 @@ func (q *Queries) InsertCalendarMapping(ctx context.Context, arg InsertCalendarM
 	return err
 }
 
+const lockCalendarSlot = `-- name: LockCalendarSlot :one
+SELECT id FROM slots WHERE tenant_id = $1 AND id = $2 FOR UPDATE
+`
+
+type LockCalendarSlotParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+// Locks a slot while a booking or a move into it on a remote calendar is
+// checked and recorded: two of them wait for each other, and the second
+// sees the first's booking in flight (a practitioner's slots never
+// overlap, so this orders every booking of their time).
+func (q *Queries) LockCalendarSlot(ctx context.Context, arg LockCalendarSlotParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockCalendarSlot, arg.TenantID, arg.ID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const releaseCalendarAppointment = `-- name: ReleaseCalendarAppointment :execrows
 UPDATE calendar_appointments SET held_by = NULL, updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND held_by = $3

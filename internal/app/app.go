@@ -313,7 +313,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
+		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{

@@ -86,19 +86,7 @@ type Tenant struct {
 // at a location: the mapping for both, else the practitioner's for every
 // location; uuid.Nil practitioner is the tenant's single calendar.
 func (t Tenant) CalendarOf(practitioner, location uuid.UUID) (string, bool) {
-	var every string
-	for _, m := range t.Maps {
-		if m.PractitionerID != practitioner {
-			continue
-		}
-		if m.LocationID == location && location != uuid.Nil {
-			return m.CalendarID, true
-		}
-		if m.LocationID == uuid.Nil {
-			every = m.CalendarID
-		}
-	}
-	return every, every != ""
+	return oncecall.CalendarFor(t.Maps, practitioner, location)
 }
 
 // Calendars lists the tenant's distinct calendars.
