@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
 	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
 	fs.BoolVar(&cfg.Twilio, "twilio", false, "serve SMS with the Twilio adapter against the simulator's Twilio mode (with --stripe: both)")
+	fs.BoolVar(&cfg.Calendars, "calendars", false, "add tenants whose appointments live in Google Calendar, Microsoft 365 and Cal.com (fakes run as processes, with faults)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -166,6 +166,9 @@ func payloadAt(x idem.Exec, cust oncecall.Customer, s oncecall.OpenSlot, cal, se
 		Service:      calendar.Service{Name: service},
 		Customer:     calendar.Contact{ID: cust.ID.String(), Name: cust.Name, Phone: cust.Phone, Email: cust.Email},
 	}
+	if s.ID != uuid.Nil {
+		p.SlotID = s.ID.String()
+	}
 	if s.Catalog() {
 		p.Practitioner.ID, p.Practitioner.Name = s.PractitionerID.String(), s.Practitioner
 		p.Location = &calendar.Location{ID: s.LocationID.String(), Name: s.Location, Address: s.Address}
