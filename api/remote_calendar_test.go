@@ -15,6 +15,7 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/step"
 )
 
 // TestNothingMadeUpIsSentToTheHTTPCalendar: with the calendar served by the
@@ -102,5 +103,48 @@ func TestNothingMadeUpIsSentToTheHTTPCalendar(t *testing.T) {
 	}
 	if n := len(sim.Ledger(provider.Calendar)); n != 1 {
 		t.Fatalf("the calendar holds %d bookings, want 1", n)
+	}
+}
+
+// TestABookingTheCalendarConfirmsLaterIsPendingUntilThen: a calendar that
+// decides a booking later (an EHR confirming by webhook: the protocol's
+// 202 pending) leaves the caller hearing pending, never booked, until the
+// write is decided; then the booking is confirmed, once, and its
+// appointment is recorded with the provider's event.
+func TestABookingTheCalendarConfirmsLaterIsPendingUntilThen(t *testing.T) {
+	t.Parallel()
+	sim := simtest.Start(t, providersim.Config{})
+	e := apptest.Start(t, func(c *app.Config) {
+		c.Providers = provider.Set{provider.Calendar: simProvider(sim)}
+		c.ReconcileDisabled = true
+		c.Steps = step.Config{Backoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}
+	})
+	c := newClinicSlot(t, e, "clinic")
+	sim.Fault(provider.Calendar, "pending=1s", 1)
+	first := c.tool("book_appointment", "call-later", map[string]any{"customer_id": c.customer, "slot_id": c.slot})
+	if first.Outcome != "pending" || strings.Contains(strings.ToLower(first.Say), "is booked") {
+		t.Fatalf("a booking the calendar decides later: %s; want pending, not booked", said(first))
+	}
+	if n := len(sim.Ledger(provider.Calendar)); n != 0 {
+		t.Fatalf("the calendar's ledger lists %d bookings before the decision, want 0", n)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := e.Main.Reconciler().RunOnce(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a := c.tool("check_action_status", "call-later", map[string]any{"action_id": first.ActionID}); a.Outcome == "confirmed" {
+			break
+		} else if a.Outcome != "pending" || time.Now().After(deadline) {
+			t.Fatalf("while the calendar decides: %s", said(a))
+		}
+		<-time.After(50 * time.Millisecond) // poll interval of a condition wait
+	}
+	ledger := sim.Ledger(provider.Calendar)
+	if len(ledger) != 1 {
+		t.Fatalf("the calendar holds %d bookings, want 1", len(ledger))
+	}
+	if n := e.Count("SELECT count(*) FROM calendar_appointments WHERE id = $1 AND status = 'active' AND event_id = $2", first.ActionID, ledger[0].ID); n != 1 {
+		t.Fatalf("the appointment is not recorded with the calendar's event %s", ledger[0].ID)
 	}
 }
