@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-providers chaos-failover screenshots
+.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-providers chaos-failover chaos-calls screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -120,6 +120,15 @@ chaos-failover:
 		{ echo "chaos-failover needs patroni and etcd on PATH (Debian: apt-get install patroni etcd-server)" >&2; exit 1; }
 	go run ./cmd/chaos --failover --duration $(DURATION)
 
+# Whole calls on Dasha, Vapi, Retell and ElevenLabs, played by simulated models under the same
+# kills and faults, then the audit of every answer's claim (docs/chaos.md#whole-calls-make-chaos-calls):
+# CALLS calls, SEED for the world and the scripts (0: from the clock; a history replays with --only),
+# DURATION to start no call after it.
+CALLS ?= 2000
+SEED ?= 0
+chaos-calls:
+	go run ./cmd/chaos --calls $(CALLS) --seed $(SEED) $(if $(filter command line environment,$(origin DURATION)),--duration $(DURATION))
+
 # Lists every target, one line each (a test keeps the list whole).
 .PHONY: help
 help:
@@ -141,5 +150,6 @@ help:
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
 	@echo 'make chaos-providers the chaos run with payments through Stripe, SMS through Twilio and bookings in Google Calendar, Microsoft 365 and Cal.com (simulated; DURATION)'
 	@echo 'make chaos-failover  oncecall on a Patroni cluster through leader crashes, a switchover and an etcd pause (DURATION)'
+	@echo 'make chaos-calls     CALLS whole calls on the four voice platforms under kills and faults, then the audit of speech (SEED)'
 	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'
 	@echo 'make help            this list'

@@ -55,7 +55,10 @@ type Action struct {
 	CompletedAt time.Time
 	// Request is the normalised input the action was claimed with.
 	Request []byte
-	// CallID is the voice call whose tool call claimed the action; empty
-	// for REST requests.
-	CallID string
+	// CallPlatform and CallID are the voice call whose tool call claimed
+	// the action: the platform ("dasha", "vapi", "retell", "elevenlabs")
+	// and the platform's id of the call, two fields, so that equal ids of
+	// two platforms are two calls. Both empty for REST requests.
+	CallPlatform string
+	CallID       string
 }

@@ -37,12 +37,14 @@ type Callback struct {
 	Timezone    string
 	// Reason is what the caller wants to talk about.
 	Reason string
-	// CallID is the voice call the callback was requested in; empty outside
-	// one. CallbackRef tells apart callbacks a call requests on purpose.
-	CallID      string
-	CallbackRef string
-	Status      CallbackStatus
-	CreatedAt   time.Time
+	// CallPlatform and CallID are the voice call the callback was
+	// requested in (see Action); empty outside one. CallbackRef tells apart
+	// callbacks a call requests on purpose.
+	CallPlatform string
+	CallID       string
+	CallbackRef  string
+	Status       CallbackStatus
+	CreatedAt    time.Time
 	// AmendedAt is when a later request of the same call last changed the
 	// callback; zero when none did.
 	AmendedAt time.Time
@@ -54,14 +56,15 @@ type Callback struct {
 // NewCallback is a callback to request: a Callback without what the store
 // assigns (id, status, times). ActionID is the action requesting it.
 type NewCallback struct {
-	TenantID    uuid.UUID
-	ActionID    uuid.UUID
-	CustomerID  uuid.UUID
-	Phone       string
-	WindowStart time.Time
-	WindowEnd   time.Time
-	Timezone    string
-	Reason      string
-	CallID      string
-	CallbackRef string
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CustomerID   uuid.UUID
+	Phone        string
+	WindowStart  time.Time
+	WindowEnd    time.Time
+	Timezone     string
+	Reason       string
+	CallPlatform string
+	CallID       string
+	CallbackRef  string
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
@@ -55,20 +56,23 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		req, err := s.request(r, p, key, preferWait(r, s.cfg.MaxWait))
-		if err != nil {
-			writeError(w, r, err)
-			return
-		}
 		seat, ok := s.enterDB(w, r)
 		if !ok {
 			return
 		}
-		if seat.gate != nil {
-			req.Place = seat
-		}
 		reply, err := func() (idem.Reply, error) {
 			defer seat.Free()
+			p, err := s.resolve(r.Context(), tenantFrom(r.Context()), p)
+			if err != nil {
+				return idem.Reply{}, err
+			}
+			req, err := s.request(r, p, key, preferWait(r, s.cfg.MaxWait))
+			if err != nil {
+				return idem.Reply{}, err
+			}
+			if seat.gate != nil {
+				req.Place = seat
+			}
 			return s.cfg.Core.Do(r.Context(), req)
 		}()
 		if err != nil {
@@ -78,6 +82,20 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 		info.actionID, info.outcome, info.replayed = reply.Action.ID.String(), outcomeOf(reply.Action), reply.Replayed
 		writeAction(w, reply.Action, reply.Replayed)
 	}
+}
+
+// resolve settles a prepared request with the tenant's data (see
+// op.Prepared.Resolve): the request the key and the claim are for. A bad
+// field is an input error; nothing is claimed.
+func (s *Server) resolve(ctx context.Context, tenant oncecall.Tenant, p *op.Prepared) (*op.Prepared, error) {
+	if p.Resolve == nil {
+		return p, nil
+	}
+	settled, err := p.Resolve(ctx, s.cfg.Store, tenant.ID)
+	if err != nil && fault.CodeOf(err) == fault.Internal {
+		return nil, db.Fault(err)
+	}
+	return settled, err
 }
 
 // request builds the core's request for a prepared operation: local writes

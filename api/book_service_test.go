@@ -342,7 +342,7 @@ func TestDashaBookingASlotOfAPractitionerIsSaidInItsLocationsTime(t *testing.T) 
 	}
 	got.Practitioner, got.Location = "", ""
 	a = decodeAnswer(t, e.Post("/v1/dasha/tools/book_appointment", c.key, "",
-		payload("book_appointment", "call_slot", map[string]any{"customer_id": customer, "slot_id": calendar.String()})))
+		payload("book_appointment", "call_slot_2", map[string]any{"customer_id": customer, "slot_id": calendar.String()})))
 	decodeDetails(t, a, &got)
 	if a.Outcome != "confirmed" || got.Timezone != "Europe/London" || !strings.Contains(got.When, "09:30") || got.Practitioner != "" {
 		t.Fatalf("a slot of the single calendar: %+v %s", a, a.Details)

@@ -61,7 +61,7 @@ func (s *Server) dashaTool(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	info.callID = p.CallID
+	info.callPlatform, info.callID = platformDasha, p.CallID
 	tenant := tenantFrom(r.Context())
 	if err := checkOrg(tenant, p.OrgID); err != nil {
 		writeError(w, r, err)
@@ -201,6 +201,9 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 	if !ok {
 		return ans, err
 	}
+	if prep, err = s.resolve(ctx, tenant, prep); err != nil {
+		return invalid(err)
+	}
 	key, derived, named, err := s.toolKey(r, tenant, o, c, given, prep)
 	if err != nil {
 		if fault.As(err).Field == "action_id" {
@@ -216,7 +219,7 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 	if derived {
 		req.Stale = s.stale(prep)
 	}
-	req.CallID, req.Named = c.call(), named
+	req.CallPlatform, req.CallID, req.Named = c.Platform, c.CallID, named
 	if seat := &info.seat; seat.gate != nil {
 		req.Place = seat // held since shareDB
 	}
@@ -279,7 +282,16 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
 	return func(ctx context.Context, a oncecall.Action) (bool, error) {
 		if a.Outcome == oncecall.Rejected {
-			return true, nil
+			// Within the core's hold a request that restates the
+			// rejected one (a charge naming the intent's own amount) is
+			// that request again: it hears the rejection (conflicting
+			// replays what it restates), and the provider is not asked
+			// twice.
+			if p.Restates == nil || !s.cfg.Core.Holds(a) {
+				return true, nil
+			}
+			same, err := p.Restates(ctx, s.cfg.Store, a)
+			return !same, err
 		}
 		if p.Standing == nil {
 			return false, nil
@@ -307,21 +319,24 @@ func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a oncecall.A
 // toolKey picks the idempotency key of a tool call: the action named by the
 // arguments' action_id, the Idempotency-Key header, or a key derived from
 // the operation's identity fields, the tenant and (for per-call operations)
-// the callId (derived reports which). Derived keys are hashes: no customer
+// the call (derived reports which). Derived keys are hashes: no customer
 // data in keys or logs.
+//
+// An action_id is never a key of its own: one that names no action of the
+// tenant (a word the model made up, a UUID of nothing) is refused as an
+// invalid argument, since taken as a key it would be shared with every
+// caller who made up the same, REST keys included, and answer one caller
+// with another's action.
 func (s *Server) toolKey(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall, given string, prep *op.Prepared) (key string, derived bool, named uuid.UUID, err error) {
 	if given != "" {
 		id, err := uuid.Parse(given)
 		if err != nil || len(given) != 36 {
-			if err := idem.ValidateKey(given); err != nil {
-				return "", false, uuid.Nil, fault.Field("action_id", "must be the action_id of an earlier answer (at most 255 printable ASCII characters)")
-			}
-			return given, false, uuid.Nil, nil
+			return "", false, uuid.Nil, fault.Field("action_id", "must be the action_id of an earlier answer, exactly as it gave it")
 		}
 		a, err := s.cfg.Store.ActionByID(r.Context(), tenant.ID, id)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			return id.String(), false, uuid.Nil, nil
+			return "", false, uuid.Nil, fault.Field("action_id", "names no earlier request; leave it out for a new one")
 		case err != nil:
 			return "", false, uuid.Nil, db.Fault(err)
 		case a.Operation != prep.Operation:

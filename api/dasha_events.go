@@ -58,8 +58,9 @@ func (s *Server) dashaEvent(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, dashaEventAnswer{})
 		return
 	}
-	infoFrom(r.Context()).callID = p.CallID
-	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, p.CallID, event)
+	info := infoFrom(r.Context())
+	info.callPlatform, info.callID = platformDasha, p.CallID
+	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, platformDasha, p.CallID, event)
 	if err != nil {
 		writeError(w, r, dashaError(db.Fault(err)))
 		return

@@ -71,44 +71,43 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			callback(),
 			callback("customer_id", absent, "phone", "+44 20 7946 0958", "window_start", "2030-07-05 14:00", "callback_ref", "second"),
 			callback("phone", "+442079460958", "window_end", "2030-07-05T16:00:00", "reason", strings.Repeat("é", 500)),
-			callback("window_end", "2030-07-19T14:00", "action_id", "callback-1"),
+			callback("window_end", "2030-07-19T14:00", "action_id", ""),
 		},
 		"cancel_callback": {
 			map[string]any{"callback_id": id()},
-			map[string]any{"callback_id": strings.ToUpper(id()), "action_id": "cancel-1"},
+			map[string]any{"callback_id": strings.ToUpper(id())},
 		},
 		"book_appointment": {
 			book(),
-			book("customer_id", strings.ToUpper(customer), "service", "Haircut", "action_id", "retry-1"),
+			book("customer_id", strings.ToUpper(customer), "service", "Haircut"),
 			book("service", strings.Repeat("é", 200)),
-			book("action_id", id()),
 			book("action_id", ""),
 			book("slot_id", absent, "service_id", id(), "starts_at", "2030-01-02T14:00:00Z"),
 			book("slot_id", absent, "service_id", id(), "starts_at", "2030-01-02T14:00", "practitioner_id", id(), "location_id", id()),
 		},
 		"reschedule_appointment": {
 			map[string]any{"appointment_id": id(), "slot_id": id()},
-			map[string]any{"appointment_id": id(), "slot_id": id(), "action_id": "move-1"},
+			map[string]any{"appointment_id": strings.ToUpper(id()), "slot_id": id(), "action_id": ""},
 		},
 		"cancel_appointment": {
 			map[string]any{"appointment_id": id()},
-			map[string]any{"appointment_id": id(), "action_id": strings.Repeat("k", 255)},
+			map[string]any{"appointment_id": strings.ToUpper(id())},
 		},
 		"send_payment_link": {
 			map[string]any{"payment_intent_id": id()},
-			map[string]any{"payment_intent_id": strings.ToUpper(id()), "action_id": "link-1"},
+			map[string]any{"payment_intent_id": strings.ToUpper(id())},
 		},
 		"charge_payment": {
 			charge(),
 			charge("payment_intent_id", strings.ToUpper(id()), "amount", 1050),
-			charge("amount", 9007199254740991, "action_id", "charge-1"),
+			charge("amount", 9007199254740991),
 			json.RawMessage(`{"payment_intent_id": "` + id() + `", "amount": 1.05e3}`),
 		},
 		"send_message": {
 			sms(),
 			sms("customer_id", absent, "to", "+44 20 7946 0958", "template", "appointment_reminder",
 				"variables", map[string]any{"name": "Ana", "when": "Monday at 9:00"}, "subject_id", id(), "send_ref", "second"),
-			sms("channel", "email", "variables", map[string]any{"body": "Hello", "subject": "Your visit"}, "action_id", "msg-1"),
+			sms("channel", "email", "variables", map[string]any{"body": "Hello", "subject": "Your visit"}),
 			sms("customer_id", absent, "to", "Ana@Example.com", "channel", "email", "template", "payment_receipt",
 				"variables", map[string]any{"name": "Ana", "amount": "10.50 EUR"}),
 			sms("send_ref", strings.Repeat("r", 100), "subject_id", strings.Repeat("s", 200)),
@@ -128,7 +127,7 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 		"add_customer_note": {
 			note(),
 			note("text", "Line one\nline two\tindented"),
-			note("text", strings.Repeat("é", 2000), "action_id", "note-1"),
+			note("text", strings.Repeat("é", 2000)),
 		},
 		"add_loyalty_points": {
 			points(),
@@ -191,6 +190,11 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			book("action_id", strings.Repeat("k", 256)),
 			book("action_id", "ключ"),
 			book("action_id", "line\nbreak"),
+			// An action_id is an earlier answer's, never a word of the model's.
+			book("action_id", "retry-1"),
+			book("action_id", "none"),
+			book("action_id", id()+"0"),
+			book("action_id", "{"+id()+"}"),
 			book("customer_id", ""),
 			book("customer_id", customer+"0"),
 		},
@@ -385,6 +389,8 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 			{map[string]any{"customer_id": customer, "slot_id": d.slot.String(), "service_id": d.slot.String()}, "service_id"},
 			{map[string]any{"customer_id": customer, "service_id": d.slot.String()}, "starts_at"},
 			{map[string]any{"customer_id": customer, "service_id": d.slot.String(), "starts_at": "at two"}, "starts_at"},
+			// An action_id of the right form that names no action of the business.
+			{map[string]any{"customer_id": customer, "slot_id": d.slot.String(), "action_id": uuid.NewString()}, "action_id"},
 		},
 		"find_available_slots": {
 			{map[string]any{"date": "tomorrow", "from": "2030-01-02"}, "date"},

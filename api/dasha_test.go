@@ -431,11 +431,12 @@ func TestDashaActionIDNamesTheAction(t *testing.T) {
 		t.Fatalf("cancel with the booking's action_id: %+v", cancel)
 	}
 
-	// An action_id that names no action is the key itself; so is the header.
+	// An action_id that names no action is refused (TestMadeUpActionIDIsNotShared);
+	// the header is the key itself.
 	free := d.Slot(d.tenant, 3)
 	byKey := decodeAnswer(t, d.call("book_appointment", "call_5", map[string]any{"customer_id": rival, "slot_id": free, "action_id": "agent-chosen-1"}))
-	if byKey.Outcome != "confirmed" || d.Count("SELECT count(*) FROM actions WHERE idempotency_key = 'agent-chosen-1'") != 1 {
-		t.Fatalf("action_id as key: %+v", byKey)
+	if byKey.Reason != "invalid_arguments" || d.Count("SELECT count(*) FROM actions WHERE idempotency_key = 'agent-chosen-1'") != 0 {
+		t.Fatalf("a made-up action_id: %+v", byKey)
 	}
 	free2 := d.Slot(d.tenant, 4)
 	byHeader := decodeAnswer(t, d.call("book_appointment", "call_6", map[string]any{"customer_id": rival, "slot_id": free2}, "Idempotency-Key", "hdr-1"))

@@ -197,3 +197,23 @@ func idOf(set map[string]bool) string {
 	}
 	return ""
 }
+
+// A model that hears a decline and calls charge_payment again restating the
+// amount (the intent's own, so the same charge in other words) repeats the
+// request it was just answered: within the hold it hears that decline, and
+// Stripe is asked once.
+func TestARestatedChargeHearsTheDeclineItRepeats(t *testing.T) {
+	t.Parallel()
+	c := setupDeclinedCharges(t)
+	first := decodeAnswer(t, c.call("charge_payment", "call_restated", map[string]any{"payment_intent_id": c.intent}))
+	if first.Outcome != "rejected" || first.Reason != "payment_declined" {
+		t.Fatalf("first charge: %+v", first)
+	}
+	again := decodeAnswer(t, c.call("charge_payment", "call_restated", map[string]any{"payment_intent_id": c.intent, "amount": 4500}))
+	if again.Outcome != "rejected" || again.Reason != "payment_declined" || again.ActionID != first.ActionID {
+		t.Fatalf("the charge restating its amount: %+v; want the decline of %s", again, first.ActionID)
+	}
+	if actions, requests := c.charges(t); actions != 1 || len(requests) != 1 {
+		t.Fatalf("the charge and its restatement made %d actions and sent %d PaymentIntents (%v); want 1 and 1", actions, len(c.sim.StripeLedger()), requests)
+	}
+}

@@ -315,30 +315,24 @@ func TestFailoverReadOnlyServerIsUnavailable(t *testing.T) {
 	c.assertBookedOnce(t)
 }
 
-// A charge's COMMIT has its wait for the standby cancelled, so the payment
-// is on the primary only. A tool call that restates the charge (the
-// intent's amount said aloud) is answered as its replay, and one with
-// another amount as conflicting with the charge that stands: both confirm
-// that stored charge, so neither may until the standby has it.
-func TestFailoverRestatedChargeIsNotConfirmedBeforeTheStandbyHasIt(t *testing.T) {
+// A points change whose wait for the synchronous standby was cancelled is
+// on the primary only. A call that restates it (the reason reworded) must
+// not hear it confirmed from that row until the standby has it: a failover
+// now would lose what the caller was told is done.
+func TestFailoverRestatedPointsAreNotConfirmedBeforeTheStandbyHasThem(t *testing.T) {
 	c := setupPair(t, primaryURL)
-	approved := c.Post("/v1/payment-intents", c.key, "approve", map[string]any{"customer_id": c.customer, "amount": 4500, "currency": "EUR"})
-	if approved.Status != http.StatusCreated {
-		t.Fatalf("approve: %d %s", approved.Status, approved.Body)
-	}
-	intent := approved.JSON(t)["result"].(map[string]any)["id"].(string)
-	payments := func(on string) int {
-		const q = "SELECT count(*) FROM payments WHERE intent_id = $1 AND status = 'succeeded'"
+	changes := func(on string) int {
+		const q = "SELECT count(*) FROM points_ledger WHERE customer_id = $1"
 		if on == "standby" {
-			return c.pair.StandbyCount(t, "oncecall", q, intent)
+			return c.pair.StandbyCount(t, "oncecall", q, c.customer)
 		}
-		return c.Count(q, intent)
+		return c.Count(q, c.customer)
 	}
 	notConfirmed := func(what string, r apptest.Response) {
 		t.Helper()
 		if strings.Contains(string(r.Body), `"outcome":"confirmed"`) || r.Status == http.StatusOK && r.Header.Get("Content-Type") != "application/json" {
-			t.Fatalf("%s confirmed a charge the standby does not have (standby payments = %d, primary = %d): %d %s",
-				what, payments("standby"), payments("primary"), r.Status, r.Body)
+			t.Fatalf("%s confirmed a points change the standby does not have (standby changes = %d, primary = %d): %d %s",
+				what, changes("standby"), changes("primary"), r.Status, r.Body)
 		}
 	}
 	c.pair.WaitStandby(t)
@@ -346,30 +340,29 @@ func TestFailoverRestatedChargeIsNotConfirmedBeforeTheStandbyHasIt(t *testing.T)
 
 	answered := make(chan apptest.Response, 1)
 	go func() {
-		r, _ := c.RequestCtx(t.Context(), http.MethodPost, "/v1/dasha/tools/charge_payment", c.key,
-			payload("charge_payment", "call_charge", map[string]any{"payment_intent_id": intent}))
+		r, _ := c.RequestCtx(t.Context(), http.MethodPost, "/v1/dasha/tools/add_loyalty_points", c.key,
+			payload("add_loyalty_points", "call_points", map[string]any{"customer_id": c.customer, "delta": 50, "reason": "a visit"}))
 		answered <- r
 	}()
 	pid := c.pair.WaitCommitWaits(t, "oncecall")
 	if _, err := c.Store.Pool().Exec(t.Context(), "SELECT pg_cancel_backend($1)", pid); err != nil {
 		t.Fatal(err)
 	}
-	notConfirmed("the charge whose wait for the standby was cancelled", <-answered)
-	if p, s := payments("primary"), payments("standby"); p != 1 || s != 0 {
-		t.Fatalf("after the cancelled wait: primary %d, standby %d payments; want 1 and 0", p, s)
+	notConfirmed("the points change whose wait for the standby was cancelled", <-answered)
+	if p, s := changes("primary"), changes("standby"); p != 1 || s != 0 {
+		t.Fatalf("after the cancelled wait: primary %d, standby %d changes; want 1 and 0", p, s)
 	}
 
-	restated := map[string]any{"payment_intent_id": intent, "amount": 4500}
-	notConfirmed("the charge restating the amount", c.call("charge_payment", "call_charge", restated))
-	notConfirmed("a charge of another amount", c.call("charge_payment", "call_charge", map[string]any{"payment_intent_id": intent, "amount": 1000}))
+	restated := map[string]any{"customer_id": c.customer, "delta": 50, "reason": "the visit today"}
+	notConfirmed("the points change restating the reason", c.call("add_loyalty_points", "call_points", restated))
 
 	resume()
-	final := untilDefinitive(t, func() apptest.Response { return c.call("charge_payment", "call_charge", restated) })
+	final := untilDefinitive(t, func() apptest.Response { return c.call("add_loyalty_points", "call_points", restated) })
 	if a := decodeAnswer(t, final); a.Outcome != "confirmed" {
-		t.Fatalf("the restated charge once the standby caught up: %s", final.Body)
+		t.Fatalf("the restated change once the standby caught up: %s", final.Body)
 	}
 	c.pair.WaitStandby(t)
-	if p, s := payments("primary"), payments("standby"); p != 1 || s != 1 {
-		t.Fatalf("payments: primary %d, standby %d; want 1 and 1", p, s)
+	if p, s := changes("primary"), changes("standby"); p != 1 || s != 1 {
+		t.Fatalf("points changes: primary %d, standby %d; want 1 and 1", p, s)
 	}
 }

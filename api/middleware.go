@@ -36,8 +36,11 @@ type reqInfo struct {
 	keyHash   string
 	operation string
 	outcome   string
-	callID    string
-	replayed  bool
+	// callPlatform and callID are a voice call's platform and its id of
+	// the call.
+	callPlatform string
+	callID       string
+	replayed     bool
 	// seat is the request's place in its tenant's share of the pool.
 	seat seat
 
@@ -101,7 +104,8 @@ func accessLog(base zerolog.Logger, m *metrics.Metrics) func(http.Handler) http.
 				Dur("latency", took).Int("bytes", ww.BytesWritten())
 			for _, f := range [][2]string{
 				{"tenant_id", info.tenant}, {"action_id", info.actionID}, {"key_hash", info.keyHash},
-				{"operation", info.operation}, {"outcome", info.outcome}, {"call_id", info.callID},
+				{"operation", info.operation}, {"outcome", info.outcome},
+				{"call_platform", info.callPlatform}, {"call_id", info.callID},
 			} {
 				if f[1] != "" {
 					ev = ev.Str(f[0], f[1])

@@ -237,8 +237,9 @@ func (s *Server) voiceCallEnded(w http.ResponseWriter, r *http.Request, tenant o
 		writeJSON(w, http.StatusOK, dashaEventAnswer{})
 		return
 	}
-	infoFrom(r.Context()).callID = c.call()
-	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, c.call(), event)
+	info := infoFrom(r.Context())
+	info.callPlatform, info.callID = c.Platform, c.CallID
+	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, c.Platform, c.CallID, event)
 	if err != nil {
 		writeError(w, r, dashaError(db.Fault(err)))
 		return

@@ -26,7 +26,9 @@ const (
 
 // voiceCall is one tool call, whatever platform sent it.
 type voiceCall struct {
-	// Platform names the platform; it is the first part of a derived key.
+	// Platform names the platform; it is the first part of a derived key,
+	// and is kept with the action beside CallID: a call is its platform
+	// and the platform's id of it, whatever that id holds.
 	Platform string
 	// CallID is the platform's id of the phone call (Dasha's callId,
 	// Vapi's call.id, Retell's call_id, ElevenLabs' conversation id), never
@@ -41,16 +43,6 @@ type voiceCall struct {
 	Arguments json.RawMessage
 	// Caller returns the number the call comes from, if the platform says.
 	Caller func() (string, bool)
-}
-
-// call is the call id as stored on actions (and matched by a call's end
-// events): Dasha's as it is, another platform's prefixed by the platform,
-// so that equal call ids of two platforms are not one call.
-func (c voiceCall) call() string {
-	if c.Platform == platformDasha || c.CallID == "" {
-		return c.CallID
-	}
-	return c.Platform + ":" + c.CallID
 }
 
 // callField names the call id in the platform's payload, for errors.
@@ -78,7 +70,7 @@ func (c voiceCall) callerNumber() (string, bool) {
 // other error is a failure that claimed nothing.
 func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	info.callID = c.call()
+	info.callPlatform, info.callID = c.Platform, c.CallID
 	switch c.Tool {
 	case dashatool.CheckActionStatus:
 		return s.checkActionStatus(ctx, tenant, c.Arguments)

@@ -95,7 +95,7 @@ func TestVapiToolCallRetriedWithANewIDIsOneAppointment(t *testing.T) {
 	if n := d.Count("SELECT count(*) FROM appointments WHERE tenant_id = $1", d.tenant); n != 1 {
 		t.Fatalf("appointments = %d, want 1", n)
 	}
-	if n := d.Count("SELECT count(*) FROM actions WHERE call_id = 'vapi:vapi-call-1'"); n != 1 {
+	if n := d.Count("SELECT count(*) FROM actions WHERE call_platform = 'vapi' AND call_id = 'vapi-call-1'"); n != 1 {
 		t.Fatalf("actions of the call = %d, want 1", n)
 	}
 }
@@ -172,7 +172,7 @@ func TestRetellRetryIsOneAppointmentWithTheSameAnswer(t *testing.T) {
 	if n := d.Count("SELECT count(*) FROM appointments WHERE tenant_id = $1", d.tenant); n != 1 {
 		t.Fatalf("appointments = %d, want 1", n)
 	}
-	if n := d.Count("SELECT count(*) FROM actions WHERE call_id = 'retell:retell-call-1'"); n != 1 {
+	if n := d.Count("SELECT count(*) FROM actions WHERE call_platform = 'retell' AND call_id = 'retell-call-1'"); n != 1 {
 		t.Fatalf("actions of the call = %d, want 1", n)
 	}
 }
@@ -191,7 +191,7 @@ func TestElevenLabsRetryIsOneAppointment(t *testing.T) {
 	if n := d.Count("SELECT count(*) FROM appointments WHERE tenant_id = $1", d.tenant); n != 1 {
 		t.Fatalf("appointments = %d, want 1", n)
 	}
-	if n := d.Count("SELECT count(*) FROM actions WHERE call_id = 'elevenlabs:conv_1'"); n != 1 {
+	if n := d.Count("SELECT count(*) FROM actions WHERE call_platform = 'elevenlabs' AND call_id = 'conv_1'"); n != 1 {
 		t.Fatalf("actions of the conversation = %d, want 1", n)
 	}
 }
@@ -336,7 +336,7 @@ func TestVoicePlatformCallIDsAreKeptApart(t *testing.T) {
 	if viaDasha.ActionID == "" || viaDasha.ActionID == viaVapi[0].ActionID {
 		t.Fatalf("dasha %+v, vapi %+v: one action for two platforms' calls", viaDasha, viaVapi[0])
 	}
-	if n := d.Count("SELECT count(*) FROM actions WHERE call_id IN ('shared-call-id', 'vapi:shared-call-id')"); n != 2 {
+	if n := d.Count("SELECT count(*) FROM actions WHERE call_id = 'shared-call-id' AND call_platform IN ('dasha', 'vapi')"); n != 2 {
 		t.Fatalf("actions = %d, want 2", n)
 	}
 }
@@ -391,7 +391,7 @@ func TestVapiCallEndNudgesItsUnfinishedActions(t *testing.T) {
 	if a[0].Outcome != "pending" {
 		t.Fatalf("lost answer: %+v", a[0])
 	}
-	if n := d.Count("SELECT count(*) FROM actions WHERE id = $1 AND call_id = 'vapi:call_ev' AND state = 'unknown'", a[0].ActionID); n != 1 {
+	if n := d.Count("SELECT count(*) FROM actions WHERE id = $1 AND call_platform = 'vapi' AND call_id = 'call_ev' AND state = 'unknown'", a[0].ActionID); n != 1 {
 		t.Fatalf("the action does not carry its platform's call id")
 	}
 	due := func() int {
@@ -413,7 +413,9 @@ func TestVapiCallEndNudgesItsUnfinishedActions(t *testing.T) {
 }
 
 // An Idempotency-Key header on a Vapi message does not make its tool calls
-// one action: two bookings in one message are two appointments.
+// one action: two bookings in one message (of two customers: one customer's
+// second is refused, TestSecondBookingInOneCallIsRefused) are two
+// appointments.
 func TestVapiIgnoresIdempotencyKeyAcrossToolCalls(t *testing.T) {
 	t.Parallel()
 	d := setupDasha(t)
@@ -422,7 +424,7 @@ func TestVapiIgnoresIdempotencyKeyAcrossToolCalls(t *testing.T) {
 		"type": "tool-calls", "call": map[string]any{"id": "vapi-call-4"},
 		"toolCallList": []any{
 			map[string]any{"id": "t1", "name": "book_appointment", "arguments": d.bookArgs(d.slot)},
-			map[string]any{"id": "t2", "name": "book_appointment", "arguments": d.bookArgs(second)},
+			map[string]any{"id": "t2", "name": "book_appointment", "arguments": d.bookArgsFor(d.Customer(d.tenant), second)},
 		},
 	}}))
 	if len(a) != 2 || a[0].Outcome != "confirmed" || a[1].Outcome != "confirmed" || a[0].ActionID == a[1].ActionID {

@@ -111,6 +111,7 @@ func (e ConfirmedOutcome) Valid() bool {
 
 // Defines values for DashaReason.
 const (
+	AlreadyBookedInCall         DashaReason = "already_booked_in_call"
 	AmountExceedsIntent         DashaReason = "amount_exceeds_intent"
 	AppointmentChangeInProgress DashaReason = "appointment_change_in_progress"
 	AppointmentNotActive        DashaReason = "appointment_not_active"
@@ -161,6 +162,8 @@ const (
 // Valid indicates whether the value is a known member of the DashaReason enum.
 func (e DashaReason) Valid() bool {
 	switch e {
+	case AlreadyBookedInCall:
+		return true
 	case AmountExceedsIntent:
 		return true
 	case AppointmentChangeInProgress:
@@ -514,6 +517,7 @@ func (e ProblemOutcome) Valid() bool {
 // Defines values for ProblemCode.
 const (
 	ACTIONINFLIGHT              ProblemCode = "ACTION_IN_FLIGHT"
+	ALREADYBOOKEDINCALL         ProblemCode = "ALREADY_BOOKED_IN_CALL"
 	AMOUNTEXCEEDSINTENT         ProblemCode = "AMOUNT_EXCEEDS_INTENT"
 	APPOINTMENTCHANGEINPROGRESS ProblemCode = "APPOINTMENT_CHANGE_IN_PROGRESS"
 	APPOINTMENTNOTACTIVE        ProblemCode = "APPOINTMENT_NOT_ACTIVE"
@@ -576,6 +580,8 @@ const (
 func (e ProblemCode) Valid() bool {
 	switch e {
 	case ACTIONINFLIGHT:
+		return true
+	case ALREADYBOOKEDINCALL:
 		return true
 	case AMOUNTEXCEEDSINTENT:
 		return true
@@ -1011,6 +1017,9 @@ type AppointmentStatus string
 
 // BookAppointmentInput defines model for BookAppointmentInput.
 type BookAppointmentInput struct {
+	// BookingRef Optional: a call books one appointment per customer; a new value books a second, separate one on purpose (the caller wants both). Leave it unchanged when retrying; to change the time of the one booked, use reschedule_appointment.
+	BookingRef *string `json:"booking_ref,omitempty"`
+
 	// CustomerId The customer's id.
 	CustomerId openapi_types.UUID `json:"customer_id"`
 
@@ -5539,7 +5548,12 @@ type ClientInterface interface {
 	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-	// `id` moves and cancels it.
+	// `id` moves and cancels it. A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5560,7 +5574,12 @@ type ClientInterface interface {
 	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-	// `id` moves and cancels it.
+	// `id` moves and cancels it. A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6639,7 +6658,12 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 // the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 // refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-// `id` moves and cancels it.
+// `id` moves and cancels it. A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6670,7 +6694,12 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 // the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 // refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-// `id` moves and cancels it.
+// `id` moves and cancels it. A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11337,7 +11366,12 @@ type ClientWithResponsesInterface interface {
 	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-	// `id` moves and cancels it.
+	// `id` moves and cancels it. A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11358,7 +11392,12 @@ type ClientWithResponsesInterface interface {
 	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-	// `id` moves and cancels it.
+	// `id` moves and cancels it. A local `starts_at` is read
+	// as the instant it names before the key is looked up, so the same booking spelt either way under one
+	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18786,7 +18825,12 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 // the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 // refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-// `id` moves and cancels it.
+// `id` moves and cancels it. A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18813,7 +18857,12 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
 // the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
 // refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-// `id` moves and cancels it.
+// `id` moves and cancels it. A local `starts_at` is read
+// as the instant it names before the key is looked up, so the same booking spelt either way under one
+// key is a replay; one that names no single instant (no `location_id` while the service is booked in
+// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -22,9 +22,11 @@ type Claim struct {
 	// LeaseOwner is the claiming attempt's token: only its holder may
 	// drive the action while the lease lasts.
 	LeaseOwner uuid.UUID
-	// CallID is the Dasha callId of the tool call that claims the action;
-	// empty for REST requests.
-	CallID string
+	// CallPlatform and CallID are the voice call whose tool call claims
+	// the action (the platform, and the platform's id of the call); empty
+	// for REST requests.
+	CallPlatform string
+	CallID       string
 }
 
 // Completion is the known outcome of an action.
@@ -85,7 +87,7 @@ func action(r dbsqlc.Action) oncecall.Action {
 		Fingerprint: r.Fingerprint, State: oncecall.State(r.State), NeedsOperator: r.NeedsOperator,
 		Outcome: oncecall.Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
 		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, CompletedAt: deref(r.CompletedAt),
-		Request: r.Request, CallID: deref(r.CallID),
+		Request: r.Request, CallPlatform: deref(r.CallPlatform), CallID: deref(r.CallID),
 	}
 	if r.HTTPStatus != nil {
 		a.Status = int(*r.HTTPStatus)

@@ -27,7 +27,7 @@ func (q queries) RequestCallback(ctx context.Context, c oncecall.NewCallback) (o
 	row, err := q.q.RequestCallback(ctx, dbsqlc.RequestCallbackParams{
 		ID: id, TenantID: c.TenantID, CustomerID: ptr(c.CustomerID), Phone: ptr(c.Phone), Subject: subject,
 		WindowStart: c.WindowStart, WindowEnd: c.WindowEnd, Timezone: c.Timezone, Reason: c.Reason,
-		ActionID: c.ActionID, CallID: ptr(c.CallID), CallbackRef: c.CallbackRef,
+		ActionID: c.ActionID, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform), CallbackRef: c.CallbackRef,
 	})
 	if err != nil {
 		return oncecall.Callback{}, err
@@ -80,7 +80,7 @@ func callback(r dbsqlc.Callback) oncecall.Callback {
 	return oncecall.Callback{
 		ID: r.ID, TenantID: r.TenantID, CustomerID: deref(r.CustomerID), Phone: deref(r.Phone),
 		WindowStart: r.WindowStart.UTC(), WindowEnd: r.WindowEnd.UTC(), Timezone: r.Timezone, Reason: r.Reason,
-		CallID: deref(r.CallID), CallbackRef: r.CallbackRef, Status: oncecall.CallbackStatus(r.Status),
+		CallPlatform: deref(r.CallPlatform), CallID: deref(r.CallID), CallbackRef: r.CallbackRef, Status: oncecall.CallbackStatus(r.Status),
 		CreatedAt: r.CreatedAt.UTC(), AmendedAt: utc(r.AmendedAt), CancelledAt: utc(r.CancelledAt),
 	}
 }

@@ -9,10 +9,11 @@ import (
 )
 
 // NudgeCall makes the open steps of the tenant's unfinished actions claimed
-// by a Dasha call due for the reconciler now, recording event in their
-// timelines, and returns how many actions it nudged.
-func (q queries) NudgeCall(ctx context.Context, tenant uuid.UUID, callID, event string) (int, error) {
-	ids, err := q.q.NudgeCall(ctx, dbsqlc.NudgeCallParams{TenantID: tenant, CallID: &callID, Event: event})
+// by a voice call (the platform's call callID) due for the reconciler now,
+// recording event in their timelines, and returns how many actions it
+// nudged.
+func (q queries) NudgeCall(ctx context.Context, tenant uuid.UUID, platform, callID, event string) (int, error) {
+	ids, err := q.q.NudgeCall(ctx, dbsqlc.NudgeCallParams{TenantID: tenant, CallID: &callID, CallPlatform: &platform, Event: event})
 	if err != nil {
 		return 0, err
 	}

@@ -305,3 +305,13 @@ func (q queries) PractitionerByID(ctx context.Context, tenant, id uuid.UUID) (on
 	}
 	return oncecall.Practitioner{ID: row.ID, TenantID: row.TenantID, Name: row.Name, CreatedAt: row.CreatedAt.UTC()}, nil
 }
+
+// BookingZones are the timezones a local time of a booking of service is
+// read in: location's (uuid.Nil: none named), else those of the tenant's
+// locations where a practitioner who performs the service works (only
+// practitioner, unless uuid.Nil), without repeats.
+func (q queries) BookingZones(ctx context.Context, tenant, service, practitioner, location uuid.UUID) ([]string, error) {
+	return q.q.BookingZones(ctx, dbsqlc.BookingZonesParams{
+		TenantID: tenant, ServiceID: service, PractitionerID: ptr(practitioner), LocationID: ptr(location),
+	})
+}

@@ -67,9 +67,10 @@ func (q queries) ActionsByKey(ctx context.Context, key string) ([]oncecall.Actio
 	return actions(q.q.ConsoleActionsByKey(ctx, key))
 }
 
-// ActionsByCall finds the actions claimed by a voice call's tool calls.
-func (q queries) ActionsByCall(ctx context.Context, callID string) ([]oncecall.Action, error) {
-	return actions(q.q.ConsoleActionsByCall(ctx, &callID))
+// ActionsByCall finds the actions claimed by a voice call's tool calls: by
+// the call's id, of any platform, or written <platform>:<id>.
+func (q queries) ActionsByCall(ctx context.Context, call string) ([]oncecall.Action, error) {
+	return actions(q.q.ConsoleActionsByCall(ctx, call))
 }
 
 // CustomerHit is a customer as a search result shows it: no phone or e-mail.

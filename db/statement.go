@@ -70,8 +70,16 @@ func (st *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action
 }
 
 // Book makes st a booking of slot for customer: confirmed with the
-// appointment, or rejected as a customer or slot missing, or a slot past or taken.
+// appointment, or rejected as a customer or slot missing, or a slot past or
+// taken, or, in a voice call, as BookRef.
 func (st *Statement) Book(customer, slot uuid.UUID, service string) {
+	st.BookRef(customer, slot, service, "")
+}
+
+// BookRef is Book of the booking bookingRef names among the customer's
+// bookings in the claim's voice call: refused while another booking of the
+// customer in that call under bookingRef stands (ALREADY_BOOKED_IN_CALL).
+func (st *Statement) BookRef(customer, slot uuid.UUID, service, bookingRef string) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		appointment, err := uuid.NewV7()
 		if err != nil {
@@ -79,8 +87,8 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 		}
 		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			Service: service, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			Service: service, BookingRef: bookingRef, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -88,17 +96,20 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 
 // ServiceBooking is a booking of a service at a time: Start (an instant)
 // or StartLocal (a wall-clock time, YYYY-MM-DDTHH:MM:SS, in the location's
-// timezone), optionally of one practitioner or at one location.
+// timezone), optionally of one practitioner or at one location. BookingRef
+// names it among the customer's bookings in the claim's voice call.
 type ServiceBooking struct {
 	Customer, Service      uuid.UUID
 	Start                  time.Time
 	StartLocal             string
 	Practitioner, Location uuid.UUID
+	BookingRef             string
 }
 
 // BookService makes st a booking of b's service at b's time with the first
 // free practitioner (by name, then id): confirmed with the appointment, or
-// rejected as a customer or service missing, or no practitioner free then.
+// rejected as a customer or service missing, no practitioner free then, or
+// the customer's booking in the claim's voice call that stands (see Book).
 // A concurrent booking of the slot it picked makes it fail as a lost race
 // (Retryable), to be run again with a fresh snapshot.
 func (st *Statement) BookService(b ServiceBooking) {
@@ -110,8 +121,8 @@ func (st *Statement) BookService(b ServiceBooking) {
 		p := dbsqlc.ClaimAndBookServiceParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
 			StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
-			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, BookingRef: b.BookingRef, Operation: c.Operation,
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		}
 		if !b.Start.IsZero() {
 			p.StartsAt = &b.Start
@@ -128,7 +139,7 @@ func (st *Statement) Reschedule(appointment, slot uuid.UUID) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -140,7 +151,7 @@ func (st *Statement) Cancel(appointment uuid.UUID) {
 	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
 		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -158,7 +169,7 @@ func (st *Statement) CreateCustomer(c NewCustomer) {
 		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
 			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
-			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
+			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -173,7 +184,7 @@ func (st *Statement) UpdateCustomer(c CustomerChange) {
 			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
 			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
 			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
-			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID),
+			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -191,7 +202,7 @@ func (st *Statement) AppendNote(customer uuid.UUID, text, ref string) {
 		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text, NoteRef: ref,
 			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
-			Request: c.Request, CallID: ptr(c.CallID),
+			Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}
@@ -209,7 +220,7 @@ func (st *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
 		row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
 			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
 			EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID),
+			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
 		})
 		return dbsqlc.Action(row), err
 	}

@@ -100,10 +100,17 @@ WHERE NOT EXISTS (
 -- nothing and returns the stored action. Otherwise it books the slot unless
 -- it is taken (the partial unique index decides between concurrent
 -- bookings) and inserts the action already completed: confirmed with the
--- appointment, or rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or
--- SLOT_UNAVAILABLE. A concurrent attempt of the same key makes the action's
--- INSERT fail on the key's unique index, which rolls the booking back with
--- it. The claim's lock wait is bounded by the shorter of claim_wait and the
+-- appointment, or rejected with CUSTOMER_NOT_FOUND, ALREADY_BOOKED_IN_CALL
+-- (see stands), SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent attempt of
+-- the same key makes the action's INSERT fail on the key's unique index,
+-- which rolls the booking back with it.
+--
+-- A booking in a voice call (call_id set) records the call and its
+-- booking_ref, and is refused while the customer has an active appointment
+-- booked in the same call under the same booking_ref (stands): the answer
+-- is that appointment. Two such bookings at once both find none; the second
+-- INSERT then fails on appointments_per_call, and the idempotency core runs
+-- the statement again with a fresh snapshot, which finds the first. The claim's lock wait is bounded by the shorter of claim_wait and the
 -- connection's lock_timeout.
 --
 -- The answer's JSON is written here, in the statement's text, as every
@@ -120,11 +127,20 @@ WITH prior AS (
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
+), stands AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND sqlc.narg(call_id)::text IS NOT NULL
+      AND a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id)
+      AND a.call_platform = sqlc.narg(call_platform)::text AND a.call_id = sqlc.narg(call_id)::text
+      AND a.booking_ref = sqlc.arg(booking_ref) AND a.status = 'active'
+    LIMIT 1
 ), booked AS (
-    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(id)
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id, call_platform, call_id, booking_ref)
+    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(id),
+           sqlc.narg(call_platform), sqlc.narg(call_id), sqlc.arg(booking_ref)
     FROM customers c, slots s
-    WHERE (SELECT yes FROM fresh)
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM stands)
       AND c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
       AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
     ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
@@ -141,24 +157,33 @@ WITH prior AS (
                     ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
                     ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
                 WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                WHEN r.reason = 'ALREADY_BOOKED_IN_CALL' THEN
+                    '{"appointment_id":' || to_json(st.id) || ',"customer_id":' || to_json(st.customer_id) ||
+                    ',"slot_id":' || to_json(st.slot_id) || ',"service":' || to_json(st.service) ||
+                    ',"status":' || to_json(st.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(st.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(st.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"booking_ref":' || to_json(st.booking_ref) || '}'
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
                     WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
                         THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN st.id IS NOT NULL THEN 'ALREADY_BOOKED_IN_CALL'
                     WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id))
                         THEN 'SLOT_NOT_FOUND'
                     ELSE 'SLOT_UNAVAILABLE' END AS reason
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -231,10 +256,10 @@ WITH prior AS (
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM decided
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -292,10 +317,10 @@ WITH prior AS (
     ) AS cur ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -313,8 +338,9 @@ SELECT * FROM prior;
 -- practitioner or at one location; of those, the first by practitioner name
 -- and id, then location name and id. It books it, recording the service and
 -- its name, and inserts the action already completed: confirmed with the
--- appointment, or rejected with CUSTOMER_NOT_FOUND, SERVICE_NOT_FOUND or
--- NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
+-- appointment, or rejected with CUSTOMER_NOT_FOUND, ALREADY_BOOKED_IN_CALL
+-- (one booking per customer, call and booking_ref, as ClaimAndBook),
+-- SERVICE_NOT_FOUND or NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
 -- booking takes the picked slot first, the partial unique index fails and
 -- the idempotency core runs the statement again with a fresh snapshot, which
 -- picks the next free practitioner or finds none.
@@ -345,11 +371,21 @@ WITH prior AS (
       AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
     ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
     LIMIT 1
+), stands AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND sqlc.narg(call_id)::text IS NOT NULL
+      AND a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id)
+      AND a.call_platform = sqlc.narg(call_platform)::text AND a.call_id = sqlc.narg(call_id)::text
+      AND a.booking_ref = sqlc.arg(booking_ref) AND a.status = 'active'
+    LIMIT 1
 ), booked AS (
-    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id)
-    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, pick.id, svc.name, svc.id, sqlc.arg(id)
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id,
+                              call_platform, call_id, booking_ref)
+    SELECT sqlc.arg(appointment_id), sqlc.arg(tenant_id), c.id, pick.id, svc.name, svc.id, sqlc.arg(id),
+           sqlc.narg(call_platform), sqlc.narg(call_id), sqlc.arg(booking_ref)
     FROM customers c, pick, svc
-    WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
+    WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id) AND NOT EXISTS (SELECT 1 FROM stands)
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
@@ -364,23 +400,32 @@ WITH prior AS (
                     ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
                     ',"service_id":' || to_json(sqlc.arg(service_id)::uuid) || '}'
                 WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json(sqlc.arg(customer_id)::uuid) || '}'
+                WHEN r.reason = 'ALREADY_BOOKED_IN_CALL' THEN
+                    '{"appointment_id":' || to_json(st.id) || ',"customer_id":' || to_json(st.customer_id) ||
+                    ',"slot_id":' || to_json(st.slot_id) || ',"service":' || to_json(st.service) ||
+                    ',"status":' || to_json(st.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(st.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(st.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"booking_ref":' || to_json(st.booking_ref) || '}'
                 ELSE '{"service_id":' || to_json(sqlc.arg(service_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
                     WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id))
                         THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN st.id IS NOT NULL THEN 'ALREADY_BOOKED_IN_CALL'
                     WHEN NOT EXISTS (SELECT 1 FROM svc) THEN 'SERVICE_NOT_FOUND'
                     ELSE 'NO_PRACTITIONER_FREE' END AS reason
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *

@@ -4,11 +4,11 @@
 -- window and contact stand, and a cancelled one is requested again
 -- (migration 0020).
 INSERT INTO callbacks (id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason,
-                       action_id, call_id, callback_ref)
+                       action_id, call_id, call_platform, callback_ref)
 VALUES (sqlc.arg(id), sqlc.arg(tenant_id), sqlc.narg(customer_id), sqlc.narg(phone), sqlc.arg(subject),
         sqlc.arg(window_start), sqlc.arg(window_end), sqlc.arg(timezone), sqlc.arg(reason),
-        sqlc.arg(action_id), sqlc.narg(call_id), sqlc.arg(callback_ref))
-ON CONFLICT (tenant_id, subject, call_id, callback_ref) WHERE call_id IS NOT NULL
+        sqlc.arg(action_id), sqlc.narg(call_id), sqlc.narg(call_platform), sqlc.arg(callback_ref))
+ON CONFLICT (tenant_id, subject, call_platform, call_id, callback_ref) WHERE call_id IS NOT NULL
 DO UPDATE SET customer_id = EXCLUDED.customer_id, phone = EXCLUDED.phone, window_start = EXCLUDED.window_start,
               window_end = EXCLUDED.window_end, timezone = EXCLUDED.timezone, reason = EXCLUDED.reason,
               action_id = EXCLUDED.action_id, status = 'requested', cancelled_at = NULL, amended_at = now()

@@ -134,3 +134,17 @@ FROM slots s
 WHERE s.tenant_id = sqlc.arg(tenant_id) AND s.practitioner_id = sqlc.arg(practitioner_id)
   AND s.starts_at < sqlc.arg(ends) AND s.ends_at > sqlc.arg(starts)
 ORDER BY s.starts_at, s.id;
+
+-- name: BookingZones :many
+-- The timezones a local time of a booking by service is read in: the
+-- location's when one is named, else those of the tenant's locations where
+-- a practitioner who performs the service (that one, when named) works.
+SELECT DISTINCT l.timezone FROM locations l
+WHERE l.tenant_id = sqlc.arg(tenant_id)
+  AND (sqlc.narg(location_id)::uuid IS NULL OR l.id = sqlc.narg(location_id)::uuid)
+  AND (sqlc.narg(location_id)::uuid IS NOT NULL OR EXISTS (
+      SELECT 1 FROM practitioner_locations pl
+      JOIN practitioner_services ps ON ps.practitioner_id = pl.practitioner_id
+      WHERE pl.tenant_id = sqlc.arg(tenant_id) AND pl.location_id = l.id AND ps.service_id = sqlc.arg(service_id)
+        AND (sqlc.narg(practitioner_id)::uuid IS NULL OR pl.practitioner_id = sqlc.narg(practitioner_id)::uuid)))
+ORDER BY 1;

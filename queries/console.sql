@@ -40,7 +40,12 @@ ORDER BY created_at DESC
 LIMIT 50;
 
 -- name: ConsoleActionsByCall :many
-SELECT * FROM actions WHERE call_id = $1 ORDER BY created_at DESC LIMIT 50;
+-- A voice call's id, of any platform, or one platform's call written
+-- <platform>:<id> as the console shows it.
+SELECT * FROM actions
+WHERE call_id = sqlc.arg(call)::text OR call_platform || ':' || call_id = sqlc.arg(call)::text
+ORDER BY created_at DESC
+LIMIT 50;
 
 -- name: ConsoleCustomers :many
 -- Customers matching an id, a phone number or e-mail address exactly, or a

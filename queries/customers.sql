@@ -93,10 +93,10 @@ WITH prior AS (
     LEFT JOIN created c ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -169,10 +169,10 @@ WITH prior AS (
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -194,13 +194,13 @@ WITH prior AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), noted AS (
-    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, call_platform, note_ref)
     SELECT sqlc.arg(note_id), sqlc.arg(tenant_id), customers.id, sqlc.arg(text), sqlc.arg(id),
-           sqlc.narg(call_id), sqlc.arg(note_ref)
+           sqlc.narg(call_id), sqlc.narg(call_platform), sqlc.arg(note_ref)
     FROM customers
     WHERE (SELECT yes FROM fresh)
       AND customers.tenant_id = sqlc.arg(tenant_id) AND customers.id = sqlc.arg(customer_id)
-    ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+    ON CONFLICT (tenant_id, customer_id, call_platform, call_id, note_ref) WHERE call_id IS NOT NULL
     DO UPDATE SET text = EXCLUDED.text, amended_at = now()
     RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
 ), answer AS (
@@ -216,10 +216,10 @@ WITH prior AS (
     LEFT JOIN noted n ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *
@@ -275,10 +275,10 @@ WITH prior AS (
     ) AS cu ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(operation), sqlc.arg(fingerprint),
-           sqlc.arg(request), sqlc.narg(call_id), 'completed', answer.outcome, answer.reason, answer.http_status,
+           sqlc.arg(request), sqlc.narg(call_id), sqlc.narg(call_platform), 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
     RETURNING *

@@ -186,7 +186,12 @@ export interface paths {
          *     time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
          *     the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
          *     refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
-         *     `id` moves and cancels it.
+         *     `id` moves and cancels it. A local `starts_at` is read
+         *     as the instant it names before the key is looked up, so the same booking spelt either way under one
+         *     key is a replay; one that names no single instant (no `location_id` while the service is booked in
+         *     more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
+         *     `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
+         *     `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
          */
         post: operations["bookAppointment"];
         delete?: never;
@@ -1856,7 +1861,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS" | "CALENDAR_NOT_MAPPED" | "CALENDAR_CHANGED" | "APPOINTMENT_CHANGE_IN_PROGRESS" | "SLOT_OTHER_CALENDAR";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "ALREADY_BOOKED_IN_CALL" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS" | "CALENDAR_NOT_MAPPED" | "CALENDAR_CHANGED" | "APPOINTMENT_CHANGE_IN_PROGRESS" | "SLOT_OTHER_CALENDAR";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -2104,7 +2109,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -2238,6 +2243,8 @@ export interface components {
              * @enum {string}
              */
             notify?: "sms" | "email";
+            /** @description Optional: a call books one appointment per customer; a new value books a second, separate one on purpose (the caller wants both). Leave it unchanged when retrying; to change the time of the one booked, use reschedule_appointment. */
+            booking_ref?: string;
         };
         /** @description The appointment comes from the URL. */
         RescheduleAppointmentInput: {

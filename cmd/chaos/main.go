@@ -8,6 +8,11 @@
 // three PostgreSQL nodes in synchronous strict mode, two replicas on a
 // multi-host URL) and kills, switches over and cuts off the leader; see
 // docs/high-availability.md.
+//
+// With --calls N it plays N whole phone calls instead, on Dasha, Vapi,
+// Retell and ElevenLabs, each a script of a caller's intents played by a
+// simulated model, under the same kills and faults, and audits every
+// answer's claim against the settled state; see docs/chaos.md.
 package main
 
 import (
@@ -55,8 +60,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
 	fs.BoolVar(&cfg.Twilio, "twilio", false, "serve SMS with the Twilio adapter against the simulator's Twilio mode (with --stripe: both)")
 	fs.BoolVar(&cfg.Calendars, "calendars", false, "add tenants whose appointments live in Google Calendar, Microsoft 365 and Cal.com (fakes run as processes, with faults)")
+	calls := fs.Int("calls", 0, "play this many whole calls on the four voice platforms and audit what was said (make chaos-calls)")
+	concurrency := fs.Int("concurrency", 24, "with --calls: calls at once")
+	tenants := fs.Int("tenants", 6, "with --calls: businesses the calls are spread over")
+	only := fs.String("only", "", "with --calls: play only these calls of the seed's scripts (comma-separated numbers), to replay a history")
+	histories := fs.Int("histories", 5, "with --calls: print the whole history of at most this many calls with a violation (all are in DIR/histories.txt)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *calls > 0 {
+		switch {
+		case fs.NArg() > 0:
+			return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		case *failover || cfg.Stripe || cfg.Twilio:
+			return errors.New("--calls runs payments and messaging on the simulator's own protocol: --failover, --stripe and --twilio are for the request-level runs")
+		}
+		cc := chaos.CallsConfig{
+			Calls: *calls, Concurrency: *concurrency, Tenants: *tenants, Replicas: cfg.Replicas, KillEvery: cfg.KillEvery,
+			PGOutage: cfg.PGOutage, Settle: cfg.Settle, Seed: cfg.Seed, Binary: cfg.Binary, Dir: cfg.Dir, Out: stdout,
+		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "duration" {
+				cc.Duration = cfg.Duration // otherwise every call is played
+			}
+		})
+		var err error
+		if cc.Only, err = chaos.ParseOnly(*only); err != nil {
+			return err
+		}
+		return runCalls(ctx, cc, *histories, stdout)
 	}
 	if *failover {
 		clients := 12
@@ -116,6 +148,41 @@ func runFailover(ctx context.Context, cfg chaos.FailoverConfig, minFailovers int
 	}
 	return nil
 }
+
+// runCalls runs the calls and prints their audit: the problems, the
+// histories of the calls with a violation, then the figures; the last line
+// is the one summary line.
+func runCalls(ctx context.Context, cfg chaos.CallsConfig, histories int, stdout io.Writer) error {
+	if cfg.Calls <= 0 || cfg.Concurrency <= 0 || cfg.Tenants <= 0 {
+		return errors.New("--calls, --concurrency and --tenants must be positive")
+	}
+	start := time.Now()
+	rep, err := chaos.RunCalls(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	for _, p := range rep.Problems {
+		fmt.Fprintln(stdout, "calls: problem:", p)
+	}
+	for i, h := range rep.Histories {
+		if i == histories {
+			fmt.Fprintf(stdout, "calls: %d more histories in the run's histories.txt\n", len(rep.Histories)-histories)
+			break
+		}
+		fmt.Fprint(stdout, h, "\n")
+	}
+	fmt.Fprintf(stdout, "calls: took %v\n", time.Since(start).Round(time.Second))
+	fmt.Fprintln(stdout, rep.Details())
+	fmt.Fprintln(stdout, rep.String())
+	if !rep.OK() {
+		return errSpoken
+	}
+	return nil
+}
+
+// errSpoken: a caller heard something false, or an intent was doubled,
+// lost, left pending, or a call was locked out; the last line says which.
+var errSpoken = errors.New("the audit of speech found violations")
 
 // errBroken: the audit found a broken promise; the last line says which.
 var errBroken = errors.New("the audit found duplicated, lost or falsely confirmed actions")

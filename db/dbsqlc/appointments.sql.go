@@ -159,18 +159,27 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 
 const claimAndBook = `-- name: ClaimAndBook :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free($1, $2, $3) END AS yes
+), stands AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND $4::text IS NOT NULL
+      AND a.tenant_id = $1 AND a.customer_id = $5
+      AND a.call_platform = $6::text AND a.call_id = $4::text
+      AND a.booking_ref = $7 AND a.status = 'active'
+    LIMIT 1
 ), booked AS (
-    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
-    SELECT $4, $1, c.id, s.id, $5, $6
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id, call_platform, call_id, booking_ref)
+    SELECT $8, $1, c.id, s.id, $9, $10,
+           $6, $4, $7
     FROM customers c, slots s
-    WHERE (SELECT yes FROM fresh)
-      AND c.tenant_id = $1 AND c.id = $7
-      AND s.tenant_id = $1 AND s.id = $8 AND s.starts_at > now()
+    WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM stands)
+      AND c.tenant_id = $1 AND c.id = $5
+      AND s.tenant_id = $1 AND s.id = $11 AND s.starts_at > now()
     ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
@@ -184,47 +193,58 @@ WITH prior AS (
                     ',"status":' || to_json(ap.status) ||
                     ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
                     ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
-                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($7::uuid) || '}'
-                ELSE '{"slot_id":' || to_json($8::uuid) || '}' END AS body
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($5::uuid) || '}'
+                WHEN r.reason = 'ALREADY_BOOKED_IN_CALL' THEN
+                    '{"appointment_id":' || to_json(st.id) || ',"customer_id":' || to_json(st.customer_id) ||
+                    ',"slot_id":' || to_json(st.slot_id) || ',"service":' || to_json(st.service) ||
+                    ',"status":' || to_json(st.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(st.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(st.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"booking_ref":' || to_json(st.booking_ref) || '}'
+                ELSE '{"slot_id":' || to_json($11::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
-                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $7)
+                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $5)
                         THEN 'CUSTOMER_NOT_FOUND'
-                    WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $1 AND s.id = $8)
+                    WHEN st.id IS NOT NULL THEN 'ALREADY_BOOKED_IN_CALL'
+                    WHEN NOT EXISTS (SELECT 1 FROM slots s WHERE s.tenant_id = $1 AND s.id = $11)
                         THEN 'SLOT_NOT_FOUND'
                     ELSE 'SLOT_UNAVAILABLE' END AS reason
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $9, $10,
-           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+    SELECT $10, $1, $2, $12, $13,
+           $14, $4, $6, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndBookParams struct {
 	TenantID       uuid.UUID
 	IdempotencyKey string
 	ClaimWait      string
+	CallID         *string
+	CustomerID     uuid.UUID
+	CallPlatform   *string
+	BookingRef     string
 	AppointmentID  uuid.UUID
 	Service        string
 	ID             uuid.UUID
-	CustomerID     uuid.UUID
 	SlotID         uuid.UUID
 	Operation      string
 	Fingerprint    string
 	Request        json.RawMessage
-	CallID         *string
 }
 
 type ClaimAndBookRow struct {
@@ -247,6 +267,7 @@ type ClaimAndBookRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A booking's one round trip (see db.Statement): claim, booking, completion
@@ -255,10 +276,17 @@ type ClaimAndBookRow struct {
 // nothing and returns the stored action. Otherwise it books the slot unless
 // it is taken (the partial unique index decides between concurrent
 // bookings) and inserts the action already completed: confirmed with the
-// appointment, or rejected with CUSTOMER_NOT_FOUND, SLOT_NOT_FOUND or
-// SLOT_UNAVAILABLE. A concurrent attempt of the same key makes the action's
-// INSERT fail on the key's unique index, which rolls the booking back with
-// it. The claim's lock wait is bounded by the shorter of claim_wait and the
+// appointment, or rejected with CUSTOMER_NOT_FOUND, ALREADY_BOOKED_IN_CALL
+// (see stands), SLOT_NOT_FOUND or SLOT_UNAVAILABLE. A concurrent attempt of
+// the same key makes the action's INSERT fail on the key's unique index,
+// which rolls the booking back with it.
+//
+// A booking in a voice call (call_id set) records the call and its
+// booking_ref, and is refused while the customer has an active appointment
+// booked in the same call under the same booking_ref (stands): the answer
+// is that appointment. Two such bookings at once both find none; the second
+// INSERT then fails on appointments_per_call, and the idempotency core runs
+// the statement again with a fresh snapshot, which finds the first. The claim's lock wait is bounded by the shorter of claim_wait and the
 // connection's lock_timeout.
 //
 // The answer's JSON is written here, in the statement's text, as every
@@ -274,15 +302,17 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		arg.TenantID,
 		arg.IdempotencyKey,
 		arg.ClaimWait,
+		arg.CallID,
+		arg.CustomerID,
+		arg.CallPlatform,
+		arg.BookingRef,
 		arg.AppointmentID,
 		arg.Service,
 		arg.ID,
-		arg.CustomerID,
 		arg.SlotID,
 		arg.Operation,
 		arg.Fingerprint,
 		arg.Request,
-		arg.CallID,
 	)
 	var i ClaimAndBookRow
 	err := row.Scan(
@@ -305,13 +335,14 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndBookService = `-- name: ClaimAndBookService :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -337,11 +368,21 @@ WITH prior AS (
       AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
     ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
     LIMIT 1
+), stands AS (
+    SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
+    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    WHERE (SELECT yes FROM fresh) AND $9::text IS NOT NULL
+      AND a.tenant_id = $1 AND a.customer_id = $10
+      AND a.call_platform = $11::text AND a.call_id = $9::text
+      AND a.booking_ref = $12 AND a.status = 'active'
+    LIMIT 1
 ), booked AS (
-    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id)
-    SELECT $9, $1, c.id, pick.id, svc.name, svc.id, $10
+    INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, service_id, action_id,
+                              call_platform, call_id, booking_ref)
+    SELECT $13, $1, c.id, pick.id, svc.name, svc.id, $14,
+           $11, $9, $12
     FROM customers c, pick, svc
-    WHERE c.tenant_id = $1 AND c.id = $11
+    WHERE c.tenant_id = $1 AND c.id = $10 AND NOT EXISTS (SELECT 1 FROM stands)
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
@@ -355,31 +396,40 @@ WITH prior AS (
                     ',"starts_at":' || to_json(rtrim(rtrim(to_char(sl.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
                     ',"ends_at":' || to_json(rtrim(rtrim(to_char(sl.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
                     ',"service_id":' || to_json($4::uuid) || '}'
-                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($11::uuid) || '}'
+                WHEN r.reason = 'CUSTOMER_NOT_FOUND' THEN '{"customer_id":' || to_json($10::uuid) || '}'
+                WHEN r.reason = 'ALREADY_BOOKED_IN_CALL' THEN
+                    '{"appointment_id":' || to_json(st.id) || ',"customer_id":' || to_json(st.customer_id) ||
+                    ',"slot_id":' || to_json(st.slot_id) || ',"service":' || to_json(st.service) ||
+                    ',"status":' || to_json(st.status) ||
+                    ',"starts_at":' || to_json(rtrim(rtrim(to_char(st.starts_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"ends_at":' || to_json(rtrim(rtrim(to_char(st.ends_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') ||
+                    ',"booking_ref":' || to_json(st.booking_ref) || '}'
                 ELSE '{"service_id":' || to_json($4::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
     LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
-                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $11)
+                    WHEN NOT EXISTS (SELECT 1 FROM customers c WHERE c.tenant_id = $1 AND c.id = $10)
                         THEN 'CUSTOMER_NOT_FOUND'
+                    WHEN st.id IS NOT NULL THEN 'ALREADY_BOOKED_IN_CALL'
                     WHEN NOT EXISTS (SELECT 1 FROM svc) THEN 'SERVICE_NOT_FOUND'
                     ELSE 'NO_PRACTITIONER_FREE' END AS reason
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $10, $1, $2, $12, $13,
-           $14, $15, 'completed', answer.outcome, answer.reason, answer.http_status,
+    SELECT $14, $1, $2, $15, $16,
+           $17, $9, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndBookServiceParams struct {
@@ -391,13 +441,15 @@ type ClaimAndBookServiceParams struct {
 	StartsLocal    *string
 	PractitionerID *uuid.UUID
 	LocationID     *uuid.UUID
+	CallID         *string
+	CustomerID     uuid.UUID
+	CallPlatform   *string
+	BookingRef     string
 	AppointmentID  uuid.UUID
 	ID             uuid.UUID
-	CustomerID     uuid.UUID
 	Operation      string
 	Fingerprint    string
 	Request        json.RawMessage
-	CallID         *string
 }
 
 type ClaimAndBookServiceRow struct {
@@ -420,6 +472,7 @@ type ClaimAndBookServiceRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A booking of a service at a time (see ClaimAndBook): when the key is not
@@ -430,8 +483,9 @@ type ClaimAndBookServiceRow struct {
 // practitioner or at one location; of those, the first by practitioner name
 // and id, then location name and id. It books it, recording the service and
 // its name, and inserts the action already completed: confirmed with the
-// appointment, or rejected with CUSTOMER_NOT_FOUND, SERVICE_NOT_FOUND or
-// NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
+// appointment, or rejected with CUSTOMER_NOT_FOUND, ALREADY_BOOKED_IN_CALL
+// (one booking per customer, call and booking_ref, as ClaimAndBook),
+// SERVICE_NOT_FOUND or NO_PRACTITIONER_FREE. The booking has no ON CONFLICT: when a concurrent
 // booking takes the picked slot first, the partial unique index fails and
 // the idempotency core runs the statement again with a fresh snapshot, which
 // picks the next free practitioner or finds none.
@@ -445,13 +499,15 @@ func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServi
 		arg.StartsLocal,
 		arg.PractitionerID,
 		arg.LocationID,
+		arg.CallID,
+		arg.CustomerID,
+		arg.CallPlatform,
+		arg.BookingRef,
 		arg.AppointmentID,
 		arg.ID,
-		arg.CustomerID,
 		arg.Operation,
 		arg.Fingerprint,
 		arg.Request,
-		arg.CallID,
 	)
 	var i ClaimAndBookServiceRow
 	err := row.Scan(
@@ -474,13 +530,14 @@ func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServi
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndCancel = `-- name: ClaimAndCancel :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -521,17 +578,17 @@ WITH prior AS (
     ) AS cur ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $5, $1, $2, $6, $7,
-           $8, $9, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $8, $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndCancelParams struct {
@@ -544,6 +601,7 @@ type ClaimAndCancelParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndCancelRow struct {
@@ -566,6 +624,7 @@ type ClaimAndCancelRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A cancellation's one round trip, as ClaimAndBook: when the key is not
@@ -585,6 +644,7 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndCancelRow
 	err := row.Scan(
@@ -607,13 +667,14 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndReschedule = `-- name: ClaimAndReschedule :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -666,17 +727,17 @@ WITH prior AS (
                 ELSE '{"slot_id":' || to_json($5::uuid) || '}' END AS body
     FROM decided
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $6, $1, $2, $7, $8,
-           $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $9, $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndRescheduleParams struct {
@@ -690,6 +751,7 @@ type ClaimAndRescheduleParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndRescheduleRow struct {
@@ -712,6 +774,7 @@ type ClaimAndRescheduleRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A move's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -735,6 +798,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndRescheduleRow
 	err := row.Scan(
@@ -757,6 +821,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }

@@ -13,7 +13,7 @@ import (
 )
 
 const callbackByID = `-- name: CallbackByID :one
-SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at FROM callbacks WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at, call_platform FROM callbacks WHERE tenant_id = $1 AND id = $2
 `
 
 type CallbackByIDParams struct {
@@ -41,12 +41,13 @@ func (q *Queries) CallbackByID(ctx context.Context, arg CallbackByIDParams) (Cal
 		&i.CreatedAt,
 		&i.AmendedAt,
 		&i.CancelledAt,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const callbacksOfCustomer = `-- name: CallbacksOfCustomer :many
-SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at FROM callbacks WHERE tenant_id = $1 AND customer_id = $2
+SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at, call_platform FROM callbacks WHERE tenant_id = $1 AND customer_id = $2
 ORDER BY window_start, id
 LIMIT $3
 `
@@ -84,6 +85,7 @@ func (q *Queries) CallbacksOfCustomer(ctx context.Context, arg CallbacksOfCustom
 			&i.CreatedAt,
 			&i.AmendedAt,
 			&i.CancelledAt,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}
@@ -96,7 +98,7 @@ func (q *Queries) CallbacksOfCustomer(ctx context.Context, arg CallbacksOfCustom
 }
 
 const callbacksOfPhone = `-- name: CallbacksOfPhone :many
-SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at FROM callbacks WHERE tenant_id = $1 AND phone = $2
+SELECT id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at, call_platform FROM callbacks WHERE tenant_id = $1 AND phone = $2
 ORDER BY window_start, id
 LIMIT $3
 `
@@ -134,6 +136,7 @@ func (q *Queries) CallbacksOfPhone(ctx context.Context, arg CallbacksOfPhonePara
 			&i.CreatedAt,
 			&i.AmendedAt,
 			&i.CancelledAt,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}
@@ -149,7 +152,7 @@ const cancelCallback = `-- name: CancelCallback :one
 UPDATE callbacks
 SET status = 'cancelled', cancelled_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'requested'
-RETURNING id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at
+RETURNING id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at, call_platform
 `
 
 type CancelCallbackParams struct {
@@ -179,36 +182,38 @@ func (q *Queries) CancelCallback(ctx context.Context, arg CancelCallbackParams) 
 		&i.CreatedAt,
 		&i.AmendedAt,
 		&i.CancelledAt,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const requestCallback = `-- name: RequestCallback :one
 INSERT INTO callbacks (id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason,
-                       action_id, call_id, callback_ref)
+                       action_id, call_id, call_platform, callback_ref)
 VALUES ($1, $2, $3, $4, $5,
         $6, $7, $8, $9,
-        $10, $11, $12)
-ON CONFLICT (tenant_id, subject, call_id, callback_ref) WHERE call_id IS NOT NULL
+        $10, $11, $12, $13)
+ON CONFLICT (tenant_id, subject, call_platform, call_id, callback_ref) WHERE call_id IS NOT NULL
 DO UPDATE SET customer_id = EXCLUDED.customer_id, phone = EXCLUDED.phone, window_start = EXCLUDED.window_start,
               window_end = EXCLUDED.window_end, timezone = EXCLUDED.timezone, reason = EXCLUDED.reason,
               action_id = EXCLUDED.action_id, status = 'requested', cancelled_at = NULL, amended_at = now()
-RETURNING id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at
+RETURNING id, tenant_id, customer_id, phone, subject, window_start, window_end, timezone, reason, action_id, call_id, callback_ref, status, created_at, amended_at, cancelled_at, call_platform
 `
 
 type RequestCallbackParams struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	CustomerID  *uuid.UUID
-	Phone       *string
-	Subject     string
-	WindowStart time.Time
-	WindowEnd   time.Time
-	Timezone    string
-	Reason      string
-	ActionID    uuid.UUID
-	CallID      *string
-	CallbackRef string
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   *uuid.UUID
+	Phone        *string
+	Subject      string
+	WindowStart  time.Time
+	WindowEnd    time.Time
+	Timezone     string
+	Reason       string
+	ActionID     uuid.UUID
+	CallID       *string
+	CallPlatform *string
+	CallbackRef  string
 }
 
 // Records a callback, or, for a call that already has its callback of the
@@ -228,6 +233,7 @@ func (q *Queries) RequestCallback(ctx context.Context, arg RequestCallbackParams
 		arg.Reason,
 		arg.ActionID,
 		arg.CallID,
+		arg.CallPlatform,
 		arg.CallbackRef,
 	)
 	var i Callback
@@ -248,6 +254,7 @@ func (q *Queries) RequestCallback(ctx context.Context, arg RequestCallbackParams
 		&i.CreatedAt,
 		&i.AmendedAt,
 		&i.CancelledAt,
+		&i.CallPlatform,
 	)
 	return i, err
 }

@@ -16,7 +16,8 @@ WITH due AS (
     UPDATE action_steps s
     SET next_check_at = now()
     FROM actions a
-    WHERE a.tenant_id = $2 AND a.call_id = $3 AND a.state <> 'completed'
+    WHERE a.tenant_id = $2 AND a.call_id = $3 AND a.call_platform = $4
+      AND a.state <> 'completed'
       AND s.action_id = a.id AND s.state IN ('pending', 'unknown') AND s.next_check_at > now()
     RETURNING s.action_id, s.name
 )
@@ -26,16 +27,22 @@ RETURNING action_id
 `
 
 type NudgeCallParams struct {
-	Event    string
-	TenantID uuid.UUID
-	CallID   *string
+	Event        string
+	TenantID     uuid.UUID
+	CallID       *string
+	CallPlatform *string
 }
 
-// Makes the open steps of a Dasha call's unfinished actions due now, so the
+// Makes the open steps of a voice call's unfinished actions due now, so the
 // reconciler's next pass looks at them, and notes it in their timelines.
 // updated_at is left alone: nothing new is known about the steps.
 func (q *Queries) NudgeCall(ctx context.Context, arg NudgeCallParams) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, nudgeCall, arg.Event, arg.TenantID, arg.CallID)
+	rows, err := q.db.Query(ctx, nudgeCall,
+		arg.Event,
+		arg.TenantID,
+		arg.CallID,
+		arg.CallPlatform,
+	)
 	if err != nil {
 		return nil, err
 	}

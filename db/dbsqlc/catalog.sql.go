@@ -12,6 +12,53 @@ import (
 	"github.com/google/uuid"
 )
 
+const bookingZones = `-- name: BookingZones :many
+SELECT DISTINCT l.timezone FROM locations l
+WHERE l.tenant_id = $1
+  AND ($2::uuid IS NULL OR l.id = $2::uuid)
+  AND ($2::uuid IS NOT NULL OR EXISTS (
+      SELECT 1 FROM practitioner_locations pl
+      JOIN practitioner_services ps ON ps.practitioner_id = pl.practitioner_id
+      WHERE pl.tenant_id = $1 AND pl.location_id = l.id AND ps.service_id = $3
+        AND ($4::uuid IS NULL OR pl.practitioner_id = $4::uuid)))
+ORDER BY 1
+`
+
+type BookingZonesParams struct {
+	TenantID       uuid.UUID
+	LocationID     *uuid.UUID
+	ServiceID      uuid.UUID
+	PractitionerID *uuid.UUID
+}
+
+// The timezones a local time of a booking by service is read in: the
+// location's when one is named, else those of the tenant's locations where
+// a practitioner who performs the service (that one, when named) works.
+func (q *Queries) BookingZones(ctx context.Context, arg BookingZonesParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, bookingZones,
+		arg.TenantID,
+		arg.LocationID,
+		arg.ServiceID,
+		arg.PractitionerID,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var timezone string
+		if err := rows.Scan(&timezone); err != nil {
+			return nil, err
+		}
+		items = append(items, timezone)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const createLocation = `-- name: CreateLocation :one
 
 INSERT INTO locations (id, tenant_id, name, timezone, address)

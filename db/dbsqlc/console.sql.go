@@ -12,11 +12,16 @@ import (
 )
 
 const consoleActionsByCall = `-- name: ConsoleActionsByCall :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions WHERE call_id = $1 ORDER BY created_at DESC LIMIT 50
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+WHERE call_id = $1::text OR call_platform || ':' || call_id = $1::text
+ORDER BY created_at DESC
+LIMIT 50
 `
 
-func (q *Queries) ConsoleActionsByCall(ctx context.Context, callID *string) ([]Action, error) {
-	rows, err := q.db.Query(ctx, consoleActionsByCall, callID)
+// A voice call's id, of any platform, or one platform's call written
+// <platform>:<id> as the console shows it.
+func (q *Queries) ConsoleActionsByCall(ctx context.Context, call string) ([]Action, error) {
+	rows, err := q.db.Query(ctx, consoleActionsByCall, call)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +49,7 @@ func (q *Queries) ConsoleActionsByCall(ctx context.Context, callID *string) ([]A
 			&i.CompletedAt,
 			&i.LeaseOwner,
 			&i.CallID,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}
@@ -56,7 +62,7 @@ func (q *Queries) ConsoleActionsByCall(ctx context.Context, callID *string) ([]A
 }
 
 const consoleActionsByKey = `-- name: ConsoleActionsByKey :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
 WHERE idempotency_key = $1::text
    OR left(idempotency_key, length($1::text) + 1) = $1::text || '~'
    OR (length($1::text) = 12
@@ -97,6 +103,7 @@ func (q *Queries) ConsoleActionsByKey(ctx context.Context, key string) ([]Action
 			&i.CompletedAt,
 			&i.LeaseOwner,
 			&i.CallID,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}
@@ -109,7 +116,7 @@ func (q *Queries) ConsoleActionsByKey(ctx context.Context, key string) ([]Action
 }
 
 const consoleActionsOfCustomers = `-- name: ConsoleActionsOfCustomers :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
 WHERE request->>'customer_id' = ANY ($1::text[])
 ORDER BY created_at DESC
 LIMIT 50
@@ -144,6 +151,7 @@ func (q *Queries) ConsoleActionsOfCustomers(ctx context.Context, customerIds []s
 			&i.CompletedAt,
 			&i.LeaseOwner,
 			&i.CallID,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}
@@ -194,7 +202,7 @@ func (q *Queries) ConsoleCustomers(ctx context.Context, q_ string) ([]ConsoleCus
 }
 
 const consoleQueue = `-- name: ConsoleQueue :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
 WHERE (needs_operator OR state <> 'completed')
   AND ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::text IS NULL OR operation = $2)
@@ -252,6 +260,7 @@ func (q *Queries) ConsoleQueue(ctx context.Context, arg ConsoleQueueParams) ([]A
 			&i.CompletedAt,
 			&i.LeaseOwner,
 			&i.CallID,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}

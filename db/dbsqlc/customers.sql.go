@@ -64,7 +64,7 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 
 const claimAndAddPoints = `-- name: ClaimAndAddPoints :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -103,17 +103,17 @@ WITH prior AS (
     ) AS cu ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $8, $1, $2, $9, $10,
-           $11, $12, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $11, $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndAddPointsParams struct {
@@ -129,6 +129,7 @@ type ClaimAndAddPointsParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndAddPointsRow struct {
@@ -151,6 +152,7 @@ type ClaimAndAddPointsRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A points change's one round trip, as ClaimAndBook: when the key is not
@@ -173,6 +175,7 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndAddPointsRow
 	err := row.Scan(
@@ -195,25 +198,26 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndAppendNote = `-- name: ClaimAndAppendNote :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
                 ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), noted AS (
-    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, note_ref)
+    INSERT INTO customer_notes (id, tenant_id, customer_id, text, action_id, call_id, call_platform, note_ref)
     SELECT $4, $1, customers.id, $5, $6,
-           $7, $8
+           $7, $8, $9
     FROM customers
     WHERE (SELECT yes FROM fresh)
-      AND customers.tenant_id = $1 AND customers.id = $9
-    ON CONFLICT (tenant_id, customer_id, call_id, note_ref) WHERE call_id IS NOT NULL
+      AND customers.tenant_id = $1 AND customers.id = $10
+    ON CONFLICT (tenant_id, customer_id, call_platform, call_id, note_ref) WHERE call_id IS NOT NULL
     DO UPDATE SET text = EXCLUDED.text, amended_at = now()
     RETURNING customer_notes.id, customer_notes.customer_id, customer_notes.text, customer_notes.created_at
 ), answer AS (
@@ -224,22 +228,22 @@ WITH prior AS (
            CASE WHEN n.id IS NOT NULL THEN
                     '{"id":' || to_json(n.id) || ',"customer_id":' || to_json(n.customer_id) ||
                     ',"text":' || to_json(n.text) || ',"created_at":' || to_json(rtrim(rtrim(to_char(n.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US'), '0'), '.') || 'Z') || '}'
-                ELSE '{"customer_id":' || to_json($9::uuid) || '}' END AS body
+                ELSE '{"customer_id":' || to_json($10::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN noted n ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
-    SELECT $6, $1, $2, $10, $11,
-           $12, $7, 'completed', answer.outcome, answer.reason, answer.http_status,
+    SELECT $6, $1, $2, $11, $12,
+           $13, $7, $8, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndAppendNoteParams struct {
@@ -250,6 +254,7 @@ type ClaimAndAppendNoteParams struct {
 	Text           string
 	ID             uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 	NoteRef        string
 	CustomerID     uuid.UUID
 	Operation      string
@@ -277,6 +282,7 @@ type ClaimAndAppendNoteRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -293,6 +299,7 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		arg.Text,
 		arg.ID,
 		arg.CallID,
+		arg.CallPlatform,
 		arg.NoteRef,
 		arg.CustomerID,
 		arg.Operation,
@@ -320,13 +327,14 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndCreateCustomer = `-- name: ClaimAndCreateCustomer :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -367,17 +375,17 @@ WITH prior AS (
     LEFT JOIN created c ON true
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $9, $1, $2, $10, $11,
-           $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $12, $13, $14, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndCreateCustomerParams struct {
@@ -394,6 +402,7 @@ type ClaimAndCreateCustomerParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndCreateCustomerRow struct {
@@ -416,6 +425,7 @@ type ClaimAndCreateCustomerRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A customer's creation in one round trip, as ClaimAndBook: when the key is
@@ -441,6 +451,7 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndCreateCustomerRow
 	err := row.Scan(
@@ -463,13 +474,14 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
 
 const claimAndUpdateCustomer = `-- name: ClaimAndUpdateCustomer :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -523,17 +535,17 @@ WITH prior AS (
     ) AS r
     WHERE fresh.yes
 ), claimed AS (
-    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id,
+    INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, call_id, call_platform,
                          state, outcome, reason, http_status, resource_id, result, completed_at)
     SELECT $13, $1, $2, $14, $15,
-           $16, $17, 'completed', answer.outcome, answer.reason, answer.http_status,
+           $16, $17, $18, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
 `
 
 type ClaimAndUpdateCustomerParams struct {
@@ -554,6 +566,7 @@ type ClaimAndUpdateCustomerParams struct {
 	Fingerprint    string
 	Request        json.RawMessage
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ClaimAndUpdateCustomerRow struct {
@@ -576,6 +589,7 @@ type ClaimAndUpdateCustomerRow struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 // A customer's change in one round trip, as ClaimAndBook: when the key is
@@ -605,6 +619,7 @@ func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdate
 		arg.Fingerprint,
 		arg.Request,
 		arg.CallID,
+		arg.CallPlatform,
 	)
 	var i ClaimAndUpdateCustomerRow
 	err := row.Scan(
@@ -627,6 +642,7 @@ func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdate
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }

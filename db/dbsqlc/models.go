@@ -31,6 +31,7 @@ type Action struct {
 	CompletedAt    *time.Time
 	LeaseOwner     *uuid.UUID
 	CallID         *string
+	CallPlatform   *string
 }
 
 type ActionEvent struct {
@@ -78,16 +79,19 @@ type ApiKey struct {
 }
 
 type Appointment struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	CustomerID uuid.UUID
-	SlotID     uuid.UUID
-	Service    string
-	Status     string
-	ActionID   uuid.UUID
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
-	ServiceID  *uuid.UUID
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   uuid.UUID
+	SlotID       uuid.UUID
+	Service      string
+	Status       string
+	ActionID     uuid.UUID
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	ServiceID    *uuid.UUID
+	CallPlatform *string
+	CallID       *string
+	BookingRef   string
 }
 
 type CalendarAppointment struct {
@@ -131,22 +135,23 @@ type CalendarMapping struct {
 }
 
 type Callback struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	CustomerID  *uuid.UUID
-	Phone       *string
-	Subject     string
-	WindowStart time.Time
-	WindowEnd   time.Time
-	Timezone    string
-	Reason      string
-	ActionID    uuid.UUID
-	CallID      *string
-	CallbackRef string
-	Status      string
-	CreatedAt   time.Time
-	AmendedAt   *time.Time
-	CancelledAt *time.Time
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   *uuid.UUID
+	Phone        *string
+	Subject      string
+	WindowStart  time.Time
+	WindowEnd    time.Time
+	Timezone     string
+	Reason       string
+	ActionID     uuid.UUID
+	CallID       *string
+	CallbackRef  string
+	Status       string
+	CreatedAt    time.Time
+	AmendedAt    *time.Time
+	CancelledAt  *time.Time
+	CallPlatform *string
 }
 
 type Customer struct {
@@ -162,15 +167,16 @@ type Customer struct {
 }
 
 type CustomerNote struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	CustomerID uuid.UUID
-	Text       string
-	ActionID   uuid.UUID
-	CreatedAt  time.Time
-	CallID     *string
-	NoteRef    string
-	AmendedAt  *time.Time
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	CustomerID   uuid.UUID
+	Text         string
+	ActionID     uuid.UUID
+	CreatedAt    time.Time
+	CallID       *string
+	NoteRef      string
+	AmendedAt    *time.Time
+	CallPlatform *string
 }
 
 type Location struct {

@@ -15,7 +15,7 @@ import (
 )
 
 const actionByIDAnyTenant = `-- name: ActionByIDAnyTenant :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions WHERE id = $1
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
@@ -41,6 +41,7 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 		&i.CompletedAt,
 		&i.LeaseOwner,
 		&i.CallID,
+		&i.CallPlatform,
 	)
 	return i, err
 }
@@ -386,7 +387,7 @@ func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueR
 }
 
 const listActions = `-- name: ListActions :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
   AND ($3::uuid IS NULL OR tenant_id = $3)
@@ -435,6 +436,7 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 			&i.CompletedAt,
 			&i.LeaseOwner,
 			&i.CallID,
+			&i.CallPlatform,
 		); err != nil {
 			return nil, err
 		}

@@ -132,7 +132,7 @@ Book another slot as a Dasha BlackBox tool call (run it twice, or with another c
 curl -s -X POST %[1]s/v1/dasha/tools/book_appointment \
   -H 'Authorization: Bearer %[2]s' \
   -H 'Content-Type: application/json' \
-  -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_abc123","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[5]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
+  -d '{"type":"ToolWebHookPayload","status":"Running","callId":"call_%[5]s","agentId":"agent_xyz789","orgId":"org_123","toolName":"book_appointment","arguments":{"customer_id":"%[3]s","slot_id":"%[5]s"},"callAdditionalData":{},"agentAdditionalData":{}}'
 
 Send the demo customer an SMS reminder (run it twice: one message):
 

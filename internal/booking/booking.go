@@ -30,7 +30,14 @@ const (
 	SlotUnavailable      = "SLOT_UNAVAILABLE"
 	AppointmentNotFound  = "APPOINTMENT_NOT_FOUND"
 	AppointmentNotActive = "APPOINTMENT_NOT_ACTIVE"
+	// AlreadyBookedInCall refuses a second booking of a customer in one
+	// voice call under the same booking_ref: the details are the
+	// appointment that stands.
+	AlreadyBookedInCall = "ALREADY_BOOKED_IN_CALL"
 )
+
+// maxBookingRef bounds booking_ref, like note_ref and points_ref.
+const maxBookingRef = 100
 
 // Operations returns the appointment operations.
 func Operations() []op.Operation {
@@ -47,6 +54,7 @@ type BookInput struct {
 	LocationID     string `json:"location_id,omitempty" format:"uuid" desc:"Optional, with service_id: only at this location."`
 	Service        string `json:"service" maxLength:"200" desc:"Optional, with slot_id: the service booked."`
 	Notify         string `json:"notify" enum:"sms,email" desc:"Optional: also send the customer a confirmation by sms or email."`
+	BookingRef     string `json:"booking_ref,omitempty" maxLength:"100" desc:"Optional: a call books one appointment per customer; a new value books a second, separate one on purpose (the caller wants both). Leave it unchanged when retrying; to change the time of the one booked, use reschedule_appointment."`
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
@@ -61,13 +69,23 @@ var Book = op.Define(op.Spec[BookInput]{
 			return fault.Field("notify", "must be sms or email")
 		}
 		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("service", &in.Service, 200, false),
-			normalizeServiceForm(in))
+			op.Text("booking_ref", &in.BookingRef, maxBookingRef, false), normalizeServiceForm(in))
 	},
+	// A local starts_at is read in its location's timezone: the instant is
+	// the identity, however it was said.
+	Resolve: resolveStart,
+	// A booking's identity is not per call (the same booking from another
+	// call is a re-plan of it); one call books one appointment per customer
+	// and booking_ref, which the statement checks.
 	Identity: func(in BookInput) []string {
+		id := []string{in.CustomerID, in.SlotID}
 		if in.ServiceID != "" {
-			return []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
+			id = []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
 		}
-		return []string{in.CustomerID, in.SlotID}
+		if in.BookingRef != "" {
+			id = append(id, "booking_ref", in.BookingRef)
+		}
+		return id
 	},
 	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
 		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
@@ -78,7 +96,7 @@ var Book = op.Define(op.Spec[BookInput]{
 			bookService(s, x, in)
 			return
 		}
-		s.Book(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service)
+		s.BookRef(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service, in.BookingRef)
 		if in.Notify != "" {
 			// The confirmation message is rendered in Go: a follow-up in
 			// the booking's transaction.
@@ -103,6 +121,10 @@ var Book = op.Define(op.Spec[BookInput]{
 				"record has neither: nothing was booked. Ask for one, update the customer, then book again.",
 			NoPractitionerFree: "No practitioner is free for that service at that time: it is NOT booked. Offer the caller the " +
 				"alternatives in details (each by its when, with the practitioner and location), and book the one they choose.",
+			AlreadyBookedInCall: "Nothing new was booked: the caller already has an appointment booked earlier in this call, the one in " +
+				"details (its time is details.when). Tell them that is the appointment they have. If they want another time " +
+				"instead, offer to move it with reschedule_appointment and details.appointment_id. Only if they want a second, " +
+				"separate appointment as well, call book_appointment again with a new booking_ref.",
 			"": "The appointment was not booked. Tell the caller it could not be booked.",
 		},
 		Pending: "The booking is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the caller " +

@@ -3,8 +3,11 @@ package booking
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api/wire"
@@ -79,6 +82,47 @@ func normalizeServiceForm(in *BookInput) error {
 	return nil
 }
 
+// resolveStart reads a local starts_at in the timezone of the booking's
+// location, so that a booking said in local time and the same booking said
+// as the instant (a slot's starts_at, as find_available_slots gives it) are
+// one input, one fingerprint and one identity. Without location_id the
+// zone is that of every location where the service (by that practitioner,
+// when named) can be booked: when they are in more than one zone, a local
+// time names no one instant and is refused. With no such location it stays
+// local (the booking is refused: nobody performs the service anywhere).
+func resolveStart(ctx context.Context, s *db.Store, tenant uuid.UUID, in *BookInput) (bool, error) {
+	if in.ServiceID == "" {
+		return false, nil
+	}
+	if _, ok := in.startInstant(); ok {
+		return false, nil
+	}
+	zones, err := s.BookingZones(ctx, tenant, op.MustUUID(in.ServiceID), op.OptionalUUID(in.PractitionerID), op.OptionalUUID(in.LocationID))
+	switch {
+	case err != nil:
+		return false, err
+	case len(zones) == 0:
+		return false, nil
+	case len(zones) > 1:
+		return false, fault.Field("starts_at", "is a local time, and this service is booked at locations in more than one "+
+			"timezone (%s): give location_id, or the time with its offset (a slot's starts_at)", strings.Join(zones, ", "))
+	}
+	loc, err := schedule.ParseZone(zones[0])
+	if err != nil {
+		loc = time.UTC // a zone the zone database lacks is read as UTC, as the read tools do
+	}
+	wall, err := time.Parse("2006-01-02T15:04:05", in.StartsAt)
+	if err != nil {
+		return false, fmt.Errorf("booking: unnormalised local time %q", in.StartsAt)
+	}
+	t, err := schedule.Instant(wall, loc)
+	if err != nil {
+		return false, fault.Field("starts_at", "%s is not one time in %s: %v; give the time with its offset", in.StartsAt, zones[0], err)
+	}
+	in.StartsAt = t.UTC().Format(time.RFC3339Nano)
+	return true, nil
+}
+
 // startInstant is starts_at as an instant; ok is false for a local time.
 func (in BookInput) startInstant() (time.Time, bool) {
 	t, err := time.Parse(time.RFC3339Nano, in.StartsAt)
@@ -91,7 +135,7 @@ func (in BookInput) startInstant() (time.Time, bool) {
 // free, the next free times for the same service, practitioner and
 // location.
 func bookService(s *db.Statement, x idem.Exec, in BookInput) {
-	b := db.ServiceBooking{Customer: op.MustUUID(in.CustomerID), Service: op.MustUUID(in.ServiceID)}
+	b := db.ServiceBooking{Customer: op.MustUUID(in.CustomerID), Service: op.MustUUID(in.ServiceID), BookingRef: in.BookingRef}
 	if t, ok := in.startInstant(); ok {
 		b.Start = t
 	} else {

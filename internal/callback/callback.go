@@ -110,7 +110,7 @@ var Request = op.Define(op.Spec[RequestInput]{
 		}
 		c, err := tx.RequestCallback(ctx, oncecall.NewCallback{
 			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Phone: in.Phone,
-			WindowStart: start, WindowEnd: end, Timezone: zone, Reason: in.Reason, CallID: x.CallID, CallbackRef: in.CallbackRef,
+			WindowStart: start, WindowEnd: end, Timezone: zone, Reason: in.Reason, CallPlatform: x.CallPlatform, CallID: x.CallID, CallbackRef: in.CallbackRef,
 		})
 		if err != nil {
 			return idem.Result{}, err

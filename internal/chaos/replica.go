@@ -194,6 +194,18 @@ func (rs *replicas) pick(rng *rand.Rand) string {
 	return ""
 }
 
+// serves reports whether url is a live replica's.
+func (rs *replicas) serves(url string) bool {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for _, r := range rs.slots {
+		if r != nil && r.url == url {
+			return true
+		}
+	}
+	return false
+}
+
 func (rs *replicas) live() int {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

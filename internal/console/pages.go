@@ -121,8 +121,18 @@ func tenantName(tenants map[uuid.UUID]string, id uuid.UUID) string {
 
 // platform is where an action's request came from.
 func platform(a oncecall.Action) string {
-	if a.CallID != "" || strings.HasPrefix(a.Key, "derived:") {
+	switch a.CallPlatform {
+	case "vapi":
+		return "Vapi"
+	case "retell":
+		return "Retell"
+	case "elevenlabs":
+		return "ElevenLabs"
+	case "dasha":
 		return "Dasha"
+	}
+	if strings.HasPrefix(a.Key, "derived:") {
+		return "a voice platform" // a tool call without a call id
 	}
 	return "REST API"
 }

@@ -109,10 +109,13 @@ func Schema(o op.Operation) map[string]any {
 		s["properties"] = props
 	}
 	props["action_id"] = map[string]any{
-		"type":        "string",
-		"maxLength":   255,
-		"pattern":     "^[ -~]*$",
-		"description": "Optional: the action_id from an earlier answer to this same request, when you retry or re-plan it. Omit it for a new request.",
+		"type":      "string",
+		"maxLength": 36,
+		// A UUID or empty (as absent): the schema keywords every model
+		// provider takes have no "format or empty".
+		"pattern": "^([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})?$",
+		"description": "Optional: the action_id from an earlier answer to this same request, exactly as given, when you retry or " +
+			"re-plan it. Omit it for a new request; never make one up.",
 	}
 	return s
 }

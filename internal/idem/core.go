@@ -49,8 +49,10 @@ type Result struct {
 type Exec struct {
 	TenantID uuid.UUID
 	ActionID uuid.UUID
-	// CallID is the voice call the action was claimed in; empty outside one.
-	CallID string
+	// CallPlatform and CallID are the voice call the action was claimed in
+	// (see oncecall.Action); empty outside one.
+	CallPlatform string
+	CallID       string
 	// Remote reports whether a capability is served by a remote provider
 	// (nil: none is): a local operation's follow-up on a remote capability
 	// (a booking's confirmation message) is recorded as a step of the
@@ -93,8 +95,10 @@ type Request struct {
 	// fingerprint) recorded less than Config.RejectionHold ago: that
 	// rejection is the request's answer.
 	Stale func(ctx context.Context, a oncecall.Action) (bool, error)
-	// CallID is the Dasha callId of a tool call, kept with the action.
-	CallID string
+	// CallPlatform and CallID are the voice call of a tool call (its
+	// platform, and the platform's id of the call), kept with the action.
+	CallPlatform string
+	CallID       string
 	// Named, when set, is the action the request names (a tool call's
 	// action_id): the request is answered for that action only, read by
 	// its id, never by Key, which a concurrent request may have retired
@@ -376,11 +380,11 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	}
 	claim := db.Claim{
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
-		Fingerprint: req.Fingerprint, Request: req.Input, CallID: req.CallID,
+		Fingerprint: req.Fingerprint, Request: req.Input, CallPlatform: req.CallPlatform, CallID: req.CallID,
 	}
 	if req.Statement != nil && len(req.Steps) == 0 {
 		st := db.NewStatement(req.TenantID)
-		req.Statement(st, Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID, Remote: c.remote})
+		req.Statement(st, Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote})
 		return c.claimOnce(ctx, claim, c.claimWait(req), st)
 	}
 	// Only an action claimed running has a lease, with its owner's token.
@@ -392,7 +396,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id, CallID: req.CallID, Remote: c.remote}
+		x := Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)
@@ -421,7 +425,8 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 			ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 			Fingerprint: req.Fingerprint, State: oncecall.Completed,
 			Outcome: done.Outcome, Reason: done.Reason, Status: done.Status,
-			ResourceID: done.ResourceID, Result: done.Result, Request: req.Input, CallID: req.CallID,
+			ResourceID: done.ResourceID, Result: done.Result, Request: req.Input,
+			CallPlatform: req.CallPlatform, CallID: req.CallID,
 		}}
 		return &done, nil
 	})
@@ -593,7 +598,14 @@ func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Repl
 // Config.RejectionHold). A completion time ahead of this process's clock
 // counts as now.
 func (c *Core) held(req *Request, a oncecall.Action) bool {
-	return a.Outcome == oncecall.Rejected && req.made(a) && !a.CompletedAt.IsZero() &&
+	return req.made(a) && c.Holds(a)
+}
+
+// Holds reports whether a is a rejection recorded less than RejectionHold
+// ago: a request that only restates the rejected one in other words (an
+// operation's own judgement, op.Spec.Restates) is answered with it too.
+func (c *Core) Holds(a oncecall.Action) bool {
+	return a.Outcome == oncecall.Rejected && !a.CompletedAt.IsZero() &&
 		time.Since(a.CompletedAt) < c.cfg.RejectionHold
 }
 

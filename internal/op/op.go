@@ -41,6 +41,13 @@ type Spec[In any] struct {
 	// Normalize validates the decoded input and normalises it in place. It
 	// returns a *fault.Error naming the field for bad input.
 	Normalize func(in *In) error
+	// Resolve, when set, settles with the tenant's data what Normalize
+	// cannot settle alone, so that two spellings of one meaning are one
+	// input (a booking's local time becomes the instant it names in its
+	// location's timezone). It rewrites in and reports whether it changed
+	// it; it runs before the fingerprint and the identity are taken (see
+	// Prepared.Resolve). A *fault.Error names a bad field.
+	Resolve func(ctx context.Context, s *db.Store, tenant uuid.UUID, in *In) (changed bool, err error)
 	// Identity returns the fields that identify the intent when a voice call
 	// gives no key (docs/identity-and-leases.md); nil means every input
 	// field.
@@ -219,9 +226,15 @@ type Prepared struct {
 	RemoteIdentity []string
 	// PerCall: the call id is part of the derived identity of this input.
 	PerCall bool
+	// Resolve returns this request as Spec.Resolve settles it with the
+	// tenant's data: itself when nothing changes, else a new Prepared whose
+	// input, fingerprint and identity are the settled ones. nil when the
+	// operation has nothing to settle. The REST and voice surfaces call it
+	// before they pick the request's key.
+	Resolve func(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error)
 	// Restates reports whether this request asks for exactly what the
-	// completed action a did (see Spec.Restates); nil when only an equal
-	// fingerprint does.
+	// completed action a asked (see Spec.Restates), whether it was
+	// confirmed or rejected; nil when only an equal fingerprint does.
 	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
 	// Run performs the operation's writes in the claim's transaction (see
 	// Spec.Execute); nil when Statement is set.
@@ -291,6 +304,26 @@ func (o spec[In]) prepare(in In) (*Prepared, error) {
 			return nil, err
 		}
 	}
+	p, err := o.build(in)
+	if err != nil || o.s.Resolve == nil {
+		return p, err
+	}
+	p.Resolve = func(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error) {
+		settled := in
+		changed, err := o.s.Resolve(ctx, s, tenant, &settled)
+		switch {
+		case err != nil:
+			return nil, err
+		case !changed:
+			return p, nil
+		}
+		return o.build(settled)
+	}
+	return p, nil
+}
+
+// build makes the Prepared request of a normalised input.
+func (o spec[In]) build(in In) (*Prepared, error) {
 	input, err := o.enc.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s input: %w", o.s.Name, err)
@@ -333,7 +366,7 @@ func (o spec[In]) prepare(in In) (*Prepared, error) {
 	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
 	if o.s.Restates != nil {
 		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
+			if a.Operation != o.s.Name || a.State != oncecall.Completed {
 				return false, nil
 			}
 			var stored In

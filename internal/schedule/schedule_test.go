@@ -1,6 +1,7 @@
 package schedule_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -301,5 +302,39 @@ func TestLocalesSayTimes(t *testing.T) {
 	// What only SQL can store is read as UTC and en-GB, and reported.
 	if c, ok := schedule.NewClock("Mars/Olympus", "tlh"); ok || c.Zone != "UTC" || c.Locale != schedule.EnGB {
 		t.Errorf("NewClock of unknown names = %+v, %v", c, ok)
+	}
+}
+
+// A local time is read in its zone: one instant, or none when the clocks
+// skip it, or two when they repeat it.
+func TestInstantReadsAWallTimeInItsZone(t *testing.T) {
+	t.Parallel()
+	ny := zone(t, "America/New_York")
+	wall := func(s string) time.Time {
+		w, err := time.Parse("2006-01-02T15:04", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	for _, c := range []struct {
+		wall, want string
+		err        error
+	}{
+		{"2031-03-07T15:00", "2031-03-07T20:00:00Z", nil}, // EST
+		{"2031-07-07T15:00", "2031-07-07T19:00:00Z", nil}, // EDT
+		{"2031-03-09T01:59", "2031-03-09T06:59:00Z", nil}, // just before the clocks go forward
+		{"2031-03-09T02:30", "", schedule.ErrSkipped},
+		{"2031-03-09T03:00", "2031-03-09T07:00:00Z", nil},
+		{"2031-11-02T01:30", "", schedule.ErrRepeated},
+		{"2031-11-02T02:00", "2031-11-02T07:00:00Z", nil},
+	} {
+		got, err := schedule.Instant(wall(c.wall), ny)
+		if !errors.Is(err, c.err) || (c.err == nil && got.UTC().Format(time.RFC3339) != c.want) {
+			t.Errorf("%s in New York: %v %v, want %s %v", c.wall, got.UTC(), err, c.want, c.err)
+		}
+	}
+	if got, err := schedule.Instant(wall("2031-03-07T15:00"), time.UTC); err != nil || !got.Equal(utc("2031-03-07T15:00:00Z")) {
+		t.Errorf("in UTC: %v %v", got, err)
 	}
 }

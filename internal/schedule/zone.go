@@ -4,6 +4,7 @@
 package schedule
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -39,4 +40,37 @@ type Local struct {
 	// When is the start as a person says it, e.g. "Friday 5 July at 14:30"
 	// (see Clock.Spoken).
 	When string `json:"when"`
+}
+
+// The wall-clock times that name no single instant in a zone.
+var (
+	// ErrSkipped: the clocks go forward past it, so it never shows.
+	ErrSkipped = errors.New("the clocks go forward past it that day")
+	// ErrRepeated: the clocks go back over it, so it shows twice.
+	ErrRepeated = errors.New("the clocks go back over it that day, so it is said twice")
+)
+
+// Instant is the instant at which loc's clock shows wall (its date and
+// clock, whatever its own zone): a local time read in the zone it is said
+// in. A wall time the clocks skip or repeat is ErrSkipped or ErrRepeated.
+func Instant(wall time.Time, loc *time.Location) (time.Time, error) {
+	w := clock(wall)
+	// The offsets in force well before and after: a clock change near w
+	// lies between them (see At).
+	_, before := w.Add(-48 * time.Hour).In(loc).Zone()
+	_, after := w.Add(48 * time.Hour).In(loc).Zone()
+	var found []time.Time
+	for _, o := range []int{before, after} {
+		t := w.Add(-time.Duration(o) * time.Second).In(loc)
+		if clock(t).Equal(w) && (len(found) == 0 || !found[0].Equal(t)) {
+			found = append(found, t)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return time.Time{}, ErrSkipped
+	case 2:
+		return time.Time{}, ErrRepeated
+	}
+	return found[0], nil
 }
