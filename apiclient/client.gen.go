@@ -117,6 +117,7 @@ const (
 	AppointmentNotActive        DashaReason = "appointment_not_active"
 	AppointmentNotFound         DashaReason = "appointment_not_found"
 	AuthenticationRequired      DashaReason = "authentication_required"
+	BookingInProgress           DashaReason = "booking_in_progress"
 	CalendarChanged             DashaReason = "calendar_changed"
 	CalendarNotMapped           DashaReason = "calendar_not_mapped"
 	CallbackNotActive           DashaReason = "callback_not_active"
@@ -173,6 +174,8 @@ func (e DashaReason) Valid() bool {
 	case AppointmentNotFound:
 		return true
 	case AuthenticationRequired:
+		return true
+	case BookingInProgress:
 		return true
 	case CalendarChanged:
 		return true
@@ -523,6 +526,7 @@ const (
 	APPOINTMENTNOTACTIVE        ProblemCode = "APPOINTMENT_NOT_ACTIVE"
 	APPOINTMENTNOTFOUND         ProblemCode = "APPOINTMENT_NOT_FOUND"
 	AUTHENTICATIONREQUIRED      ProblemCode = "AUTHENTICATION_REQUIRED"
+	BOOKINGINPROGRESS           ProblemCode = "BOOKING_IN_PROGRESS"
 	CALENDARCHANGED             ProblemCode = "CALENDAR_CHANGED"
 	CALENDARNOTMAPPED           ProblemCode = "CALENDAR_NOT_MAPPED"
 	CALLBACKNOTACTIVE           ProblemCode = "CALLBACK_NOT_ACTIVE"
@@ -592,6 +596,8 @@ func (e ProblemCode) Valid() bool {
 	case APPOINTMENTNOTFOUND:
 		return true
 	case AUTHENTICATIONREQUIRED:
+		return true
+	case BOOKINGINPROGRESS:
 		return true
 	case CALENDARCHANGED:
 		return true
@@ -5554,6 +5560,8 @@ type ClientInterface interface {
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5580,6 +5588,8 @@ type ClientInterface interface {
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6664,6 +6674,8 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6700,6 +6712,8 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11372,6 +11386,8 @@ type ClientWithResponsesInterface interface {
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11398,6 +11414,8 @@ type ClientWithResponsesInterface interface {
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18831,6 +18849,8 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18863,6 +18883,8 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -153,6 +153,9 @@ type NewCalendarAppointment struct {
 	Service                                       string
 	Provider, CalendarID                          string
 	StartsAt, EndsAt                              time.Time
+	// CallPlatform and CallID are the voice call it is booked in (empty
+	// outside one), BookingRef the booking_ref it is booked under.
+	CallPlatform, CallID, BookingRef string
 }
 
 // InsertCalendarBooking records a booking about to be sent: it holds its
@@ -162,7 +165,21 @@ func (q queries) InsertCalendarBooking(ctx context.Context, a NewCalendarAppoint
 		TenantID: a.TenantID, ID: a.ID, CustomerID: a.CustomerID, Service: a.Service, Provider: a.Provider,
 		CalendarID: a.CalendarID, StartsAt: a.StartsAt, EndsAt: a.EndsAt, SlotID: optionalID(a.SlotID),
 		PractitionerID: optionalID(a.PractitionerID), LocationID: optionalID(a.LocationID), ServiceID: optionalID(a.ServiceID),
+		CallPlatform: ptr(a.CallPlatform), CallID: ptr(a.CallID), BookingRef: a.BookingRef,
 	})
+}
+
+// CalendarBookingInCall is the customer's appointment booked in a voice
+// call under bookingRef that stands or is still waiting for the
+// calendar's answer; ErrNotFound when there is none.
+func (q queries) CalendarBookingInCall(ctx context.Context, tenant, customer uuid.UUID, platform, call, bookingRef string) (oncecall.CalendarAppointment, error) {
+	row, err := q.q.CalendarBookingInCall(ctx, dbsqlc.CalendarBookingInCallParams{
+		TenantID: tenant, CustomerID: customer, CallPlatform: &platform, CallID: &call, BookingRef: bookingRef,
+	})
+	if err != nil {
+		return oncecall.CalendarAppointment{}, notFound(err)
+	}
+	return calendarAppointment(row), nil
 }
 
 // CalendarAppointment is an appointment booked in a remote calendar;
@@ -296,7 +313,7 @@ func calendarAppointment(r dbsqlc.CalendarAppointment) oncecall.CalendarAppointm
 		ID: r.ID, CustomerID: r.CustomerID, SlotID: deref(r.SlotID), PractitionerID: deref(r.PractitionerID),
 		LocationID: deref(r.LocationID), ServiceID: deref(r.ServiceID), Service: r.Service, Provider: r.Provider,
 		CalendarID: r.CalendarID, EventID: deref(r.EventID), ETag: deref(r.Etag), StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		Status: r.Status, HeldBy: deref(r.HeldBy), ReadAt: deref(r.ReadAt),
+		Status: r.Status, HeldBy: deref(r.HeldBy), ReadAt: deref(r.ReadAt), BookingRef: r.BookingRef,
 	}
 }
 

@@ -44,9 +44,9 @@ ORDER BY p.name NULLS FIRST, l.name NULLS FIRST;
 -- A booking about to be sent: it holds its time on its calendar until the
 -- calendar's answer (CalendarBookingsInFlight).
 INSERT INTO calendar_appointments (tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id,
-                                   service, provider, calendar_id, starts_at, ends_at, status)
+                                   service, provider, calendar_id, starts_at, ends_at, status, call_platform, call_id, booking_ref)
 VALUES ($1, $2, $3, sqlc.narg(slot_id), sqlc.narg(practitioner_id), sqlc.narg(location_id), sqlc.narg(service_id),
-        $4, $5, $6, $7, $8, 'booking');
+        $4, $5, $6, $7, $8, 'booking', sqlc.narg(call_platform), sqlc.narg(call_id), sqlc.arg(booking_ref));
 
 -- name: CalendarAppointment :one
 SELECT * FROM calendar_appointments WHERE tenant_id = $1 AND id = $2;
@@ -120,3 +120,11 @@ ORDER BY starts_at;
 -- sees the first's booking in flight (a practitioner's slots never
 -- overlap, so this orders every booking of their time).
 SELECT id FROM slots WHERE tenant_id = $1 AND id = $2 FOR UPDATE;
+
+-- name: CalendarBookingInCall :one
+-- The customer's appointment booked in a voice call under booking_ref that
+-- stands or is still waiting for the calendar's answer.
+SELECT * FROM calendar_appointments
+WHERE tenant_id = $1 AND customer_id = $2 AND call_platform = $3 AND call_id = $4 AND booking_ref = $5
+  AND status IN ('booking', 'active')
+LIMIT 1;

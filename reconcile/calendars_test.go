@@ -637,3 +637,56 @@ func TestOnlyAServerWithTheCalendarsSecretBooksThere(t *testing.T) {
 		t.Fatalf("the calendar holds %+v, want one event of action %s", ours, id)
 	}
 }
+
+// A call books one appointment per customer in a remote calendar too, as
+// in oncecall's own: a second booking in the same call is refused while
+// the first stands (already_booked_in_call, naming it) or is still
+// waiting for the calendar (booking_in_progress), and nothing is sent; a
+// new booking_ref books a second one on purpose; another call books anew.
+func TestCalendarsBookOncePerCustomerAndCall(t *testing.T) {
+	t.Parallel()
+	f := startCalendarFake(t, oncecall.CalendarGoogle)
+	e := inProcess(t, f)
+	c := newCalendarClinic(t, e.Store, f, "per-call")
+	f.sim.Fault(simRule("drop_response", "write"))
+	first := c.tool(t, e.URL, "book_appointment", "call-one", c.book(0))
+	if first.Outcome != "pending" {
+		t.Fatalf("the first booking, its answer lost: %+v", first)
+	}
+	waiting := c.tool(t, e.URL, "book_appointment", "call-one", c.book(1))
+	if waiting.Outcome != "rejected" || waiting.Reason != "booking_in_progress" || !strings.Contains(string(waiting.Details), first.ActionID) {
+		t.Fatalf("a second booking while the first waits: %+v; want rejected booking_in_progress naming %s", waiting, first.ActionID)
+	}
+	waitFor(t, "the first booking to be settled", 20*time.Second, func() bool {
+		if _, err := e.Main.Reconciler().RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return e.Count("SELECT count(*) FROM actions WHERE id = $1 AND outcome = 'confirmed'", first.ActionID) == 1
+	})
+	again := c.tool(t, e.URL, "book_appointment", "call-one", c.book(2))
+	var d struct {
+		AppointmentID string `json:"appointment_id"`
+		When          string `json:"when"`
+	}
+	if err := json.Unmarshal(again.Details, &d); err != nil || again.Reason != "already_booked_in_call" || d.AppointmentID != first.ActionID {
+		t.Fatalf("a second booking once the first stands: %+v; want rejected already_booked_in_call naming %s", again, first.ActionID)
+	}
+	if n := len(f.ours(t)); n != 1 {
+		t.Fatalf("the calendar holds %d events of oncecall's, want 1: nothing may be sent for a refused booking", n)
+	}
+	args := c.book(2)
+	args["booking_ref"] = "second"
+	if second := c.tool(t, e.URL, "book_appointment", "call-one", args); second.Outcome != "confirmed" {
+		t.Fatalf("a second booking asked for by name: %+v", second)
+	}
+	// (Its own booking_ref: the slot's refusal in call-one, moments ago, is
+	// held for duplicates of that request.)
+	args = c.book(1)
+	args["booking_ref"] = "call-two"
+	if other := c.tool(t, e.URL, "book_appointment", "call-two", args); other.Outcome != "confirmed" {
+		t.Fatalf("a booking in another call: %+v", other)
+	}
+	if n := len(f.ours(t)); n != 3 {
+		t.Fatalf("the calendar holds %d events of oncecall's, want 3", n)
+	}
+}

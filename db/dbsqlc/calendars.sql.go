@@ -14,7 +14,7 @@ import (
 )
 
 const calendarAppointment = `-- name: CalendarAppointment :one
-SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at FROM calendar_appointments WHERE tenant_id = $1 AND id = $2
+SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at, call_platform, call_id, booking_ref FROM calendar_appointments WHERE tenant_id = $1 AND id = $2
 `
 
 type CalendarAppointmentParams struct {
@@ -45,12 +45,15 @@ func (q *Queries) CalendarAppointment(ctx context.Context, arg CalendarAppointme
 		&i.ReadAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.CallPlatform,
+		&i.CallID,
+		&i.BookingRef,
 	)
 	return i, err
 }
 
 const calendarAppointmentsByEvent = `-- name: CalendarAppointmentsByEvent :many
-SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at FROM calendar_appointments
+SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at, call_platform, call_id, booking_ref FROM calendar_appointments
 WHERE tenant_id = $1 AND provider = $2 AND calendar_id = $3 AND event_id = ANY($4::text[])
 `
 
@@ -95,6 +98,9 @@ func (q *Queries) CalendarAppointmentsByEvent(ctx context.Context, arg CalendarA
 			&i.ReadAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.CallPlatform,
+			&i.CallID,
+			&i.BookingRef,
 		); err != nil {
 			return nil, err
 		}
@@ -136,6 +142,59 @@ func (q *Queries) CalendarBooked(ctx context.Context, arg CalendarBookedParams) 
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const calendarBookingInCall = `-- name: CalendarBookingInCall :one
+SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at, call_platform, call_id, booking_ref FROM calendar_appointments
+WHERE tenant_id = $1 AND customer_id = $2 AND call_platform = $3 AND call_id = $4 AND booking_ref = $5
+  AND status IN ('booking', 'active')
+LIMIT 1
+`
+
+type CalendarBookingInCallParams struct {
+	TenantID     uuid.UUID
+	CustomerID   uuid.UUID
+	CallPlatform *string
+	CallID       *string
+	BookingRef   string
+}
+
+// The customer's appointment booked in a voice call under booking_ref that
+// stands or is still waiting for the calendar's answer.
+func (q *Queries) CalendarBookingInCall(ctx context.Context, arg CalendarBookingInCallParams) (CalendarAppointment, error) {
+	row := q.db.QueryRow(ctx, calendarBookingInCall,
+		arg.TenantID,
+		arg.CustomerID,
+		arg.CallPlatform,
+		arg.CallID,
+		arg.BookingRef,
+	)
+	var i CalendarAppointment
+	err := row.Scan(
+		&i.TenantID,
+		&i.ID,
+		&i.CustomerID,
+		&i.SlotID,
+		&i.PractitionerID,
+		&i.LocationID,
+		&i.ServiceID,
+		&i.Service,
+		&i.Provider,
+		&i.CalendarID,
+		&i.EventID,
+		&i.Etag,
+		&i.StartsAt,
+		&i.EndsAt,
+		&i.Status,
+		&i.HeldBy,
+		&i.ReadAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.CallPlatform,
+		&i.CallID,
+		&i.BookingRef,
+	)
+	return i, err
 }
 
 const calendarCancelled = `-- name: CalendarCancelled :execrows
@@ -408,7 +467,7 @@ func (q *Queries) CalendarTimesHeld(ctx context.Context, arg CalendarTimesHeldPa
 }
 
 const customerCalendarAppointments = `-- name: CustomerCalendarAppointments :many
-SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at FROM calendar_appointments
+SELECT tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id, service, provider, calendar_id, event_id, etag, starts_at, ends_at, status, held_by, read_at, created_at, updated_at, call_platform, call_id, booking_ref FROM calendar_appointments
 WHERE tenant_id = $1 AND customer_id = $2 AND ends_at > $3 AND status IN ('active', 'booking')
 ORDER BY starts_at, id
 LIMIT $4
@@ -457,6 +516,9 @@ func (q *Queries) CustomerCalendarAppointments(ctx context.Context, arg Customer
 			&i.ReadAt,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.CallPlatform,
+			&i.CallID,
+			&i.BookingRef,
 		); err != nil {
 			return nil, err
 		}
@@ -530,9 +592,9 @@ func (q *Queries) HoldCalendarAppointment(ctx context.Context, arg HoldCalendarA
 
 const insertCalendarAppointment = `-- name: InsertCalendarAppointment :exec
 INSERT INTO calendar_appointments (tenant_id, id, customer_id, slot_id, practitioner_id, location_id, service_id,
-                                   service, provider, calendar_id, starts_at, ends_at, status)
+                                   service, provider, calendar_id, starts_at, ends_at, status, call_platform, call_id, booking_ref)
 VALUES ($1, $2, $3, $9, $10, $11, $12,
-        $4, $5, $6, $7, $8, 'booking')
+        $4, $5, $6, $7, $8, 'booking', $13, $14, $15)
 `
 
 type InsertCalendarAppointmentParams struct {
@@ -548,6 +610,9 @@ type InsertCalendarAppointmentParams struct {
 	PractitionerID *uuid.UUID
 	LocationID     *uuid.UUID
 	ServiceID      *uuid.UUID
+	CallPlatform   *string
+	CallID         *string
+	BookingRef     string
 }
 
 // A booking about to be sent: it holds its time on its calendar until the
@@ -566,6 +631,9 @@ func (q *Queries) InsertCalendarAppointment(ctx context.Context, arg InsertCalen
 		arg.PractitionerID,
 		arg.LocationID,
 		arg.ServiceID,
+		arg.CallPlatform,
+		arg.CallID,
+		arg.BookingRef,
 	)
 	return err
 }

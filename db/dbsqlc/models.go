@@ -114,6 +114,9 @@ type CalendarAppointment struct {
 	ReadAt         *time.Time
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	CallPlatform   *string
+	CallID         *string
+	BookingRef     string
 }
 
 type CalendarConnection struct {

@@ -125,6 +125,9 @@ var Book = op.Define(op.Spec[BookInput]{
 				"details (its time is details.when). Tell them that is the appointment they have. If they want another time " +
 				"instead, offer to move it with reschedule_appointment and details.appointment_id. Only if they want a second, " +
 				"separate appointment as well, call book_appointment again with a new booking_ref.",
+			BookingInProgress: "Nothing new was booked: a booking for this caller made earlier in this call is still waiting " +
+				"for the calendar's answer (details.action_id); it is NOT confirmed yet. Check it with check_action_status before " +
+				"booking again; only for a second, separate appointment, call book_appointment with a new booking_ref.",
 			"": "The appointment was not booked. Tell the caller it could not be booked.",
 		},
 		Pending: "The booking is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the caller " +

@@ -45,6 +45,10 @@ const (
 	// SlotOtherCalendar: the new slot is in another calendar than the
 	// appointment (another practitioner's).
 	SlotOtherCalendar = "SLOT_OTHER_CALENDAR"
+	// BookingInProgress: the customer's booking made earlier in the same
+	// voice call (under the same booking_ref) is still waiting for the
+	// calendar's answer.
+	BookingInProgress = "BOOKING_IN_PROGRESS"
 )
 
 // httpProvider names the http provider in an appointment's record.
@@ -187,6 +191,9 @@ func reserveCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in Book
 	if err != nil {
 		return op.Reservation{}, err
 	}
+	if rejected, err := bookedInCall(ctx, tx, x, cust.ID, in.BookingRef); err != nil || rejected != nil {
+		return deref(rejected), err
+	}
 	s, rejected, err := slotFor(ctx, tx, x.TenantID, in.SlotID)
 	if err != nil || rejected != nil {
 		return deref(rejected), err
@@ -204,12 +211,44 @@ func reserveCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in Book
 	err = tx.InsertCalendarBooking(ctx, db.NewCalendarAppointment{
 		TenantID: x.TenantID, ID: x.ActionID, CustomerID: cust.ID, SlotID: s.ID, PractitionerID: s.PractitionerID,
 		LocationID: s.LocationID, Service: in.Service, Provider: where.provider, CalendarID: where.calendarID,
-		StartsAt: s.StartsAt, EndsAt: s.EndsAt,
+		StartsAt: s.StartsAt, EndsAt: s.EndsAt, CallPlatform: x.CallPlatform, CallID: x.CallID, BookingRef: in.BookingRef,
 	})
 	if err != nil {
 		return op.Reservation{}, err
 	}
 	return op.Reservation{Payload: payloadAt(x, cust, s, where.calendarID, in.Service), Provider: where.identity}, nil
+}
+
+// bookedInCall refuses a second booking of the customer in one voice call
+// under the same booking_ref, as oncecall's own calendar does: while the
+// first stands (ALREADY_BOOKED_IN_CALL, with it), or while it is still
+// waiting for the calendar's answer (BOOKING_IN_PROGRESS). A booking
+// outside a call is never refused so.
+func bookedInCall(ctx context.Context, tx *db.Tx, x idem.Exec, customer uuid.UUID, bookingRef string) (*op.Reservation, error) {
+	if x.CallID == "" {
+		return nil, nil
+	}
+	first, err := tx.CalendarBookingInCall(ctx, x.TenantID, customer, x.CallPlatform, x.CallID, bookingRef)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	details := map[string]string{
+		"appointment_id": first.ID.String(), "customer_id": first.CustomerID.String(), "service": first.Service,
+		"status": oncecall.CalendarActive, "starts_at": first.StartsAt.UTC().Format(time.RFC3339),
+		"ends_at": first.EndsAt.UTC().Format(time.RFC3339), "booking_ref": first.BookingRef,
+	}
+	if first.SlotID != uuid.Nil {
+		details["slot_id"] = first.SlotID.String()
+	}
+	code := AlreadyBookedInCall
+	if first.Status == oncecall.CalendarBooking {
+		code, details["status"], details["action_id"] = BookingInProgress, first.Status, first.ID.String()
+	}
+	r, err := reject(code, details)
+	return &r, err
 }
 
 // CalendarAppointment is an appointment a remote calendar holds, as an
