@@ -155,6 +155,11 @@ func (s *Server) refreshCalendar(ctx context.Context, a oncecall.Action) error {
 	if err != nil {
 		return nil //nolint:nilerr // not an appointment of oncecall's
 	}
+	// Only a connected calendar can be read; a tenant without one has
+	// nothing to read again.
+	if connected, err := s.cfg.Calendars.Connected(ctx, a.TenantID); err != nil || !connected {
+		return db.Fault(err)
+	}
 	_, err = s.cfg.Calendars.Refresh(ctx, a.TenantID, id)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil
