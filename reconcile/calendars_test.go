@@ -690,3 +690,55 @@ func TestCalendarsBookOncePerCustomerAndCall(t *testing.T) {
 		t.Fatalf("the calendar holds %d events of oncecall's, want 3", n)
 	}
 }
+
+// While a move waits for the calendar's answer, another change of the
+// appointment is refused and nothing is sent; and a move of an appointment
+// someone edited in the calendar since oncecall last saw it is refused
+// EVENT_CHANGED: the person's change stands, never overwritten.
+func TestCalendarsChangesOfOneAppointmentNeverRace(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{oncecall.CalendarGoogle, oncecall.CalendarMicrosoft} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := startCalendarFake(t, name)
+			e := inProcess(t, f)
+			c := newCalendarClinic(t, e.Store, f, "race-"+name)
+			booked := c.tool(t, e.URL, "book_appointment", "call-race", c.book(0))
+			if booked.Outcome != "confirmed" {
+				t.Fatalf("booking: %+v", booked)
+			}
+			f.sim.Fault(simRule("drop_response", "write"))
+			moving := c.tool(t, e.URL, "reschedule_appointment", "call-race", map[string]any{"appointment_id": booked.ActionID, "slot_id": c.slots[1]})
+			if moving.Outcome != "pending" {
+				t.Fatalf("a move whose answer was lost: %+v", moving)
+			}
+			cancel := c.tool(t, e.URL, "cancel_appointment", "call-race", map[string]any{"appointment_id": booked.ActionID})
+			if cancel.Outcome != "rejected" || cancel.Reason != "appointment_change_in_progress" {
+				t.Fatalf("a cancel while the move waits: %+v", cancel)
+			}
+			if ours := f.ours(t); len(ours) != 1 || !ours[0].Start.Equal(c.starts[1]) {
+				t.Fatalf("the calendar holds %+v, want the one event, moved and not cancelled", ours)
+			}
+			waitFor(t, "the move to be settled", 20*time.Second, func() bool {
+				if _, err := e.Main.Reconciler().RunOnce(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				return e.Count("SELECT count(*) FROM actions WHERE id = $1 AND outcome = 'confirmed'", moving.ActionID) == 1
+			})
+
+			// The clinic drags the appointment in the calendar; oncecall has
+			// not read it since: a move now is refused, and the clinic's
+			// time stands.
+			ours := f.ours(t)
+			theirs := c.starts[0].Add(5 * time.Hour)
+			f.move(t, ours[0].ID, theirs, theirs.Add(30*time.Minute))
+			stale := c.tool(t, e.URL, "reschedule_appointment", "call-race-2", map[string]any{"appointment_id": booked.ActionID, "slot_id": c.slots[2]})
+			if stale.Outcome != "rejected" || stale.Reason != "event_changed" {
+				t.Fatalf("a move of an appointment changed in the calendar: %+v; want rejected event_changed", stale)
+			}
+			if ours := f.ours(t); len(ours) != 1 || !ours[0].Start.Equal(theirs) {
+				t.Fatalf("the calendar holds %+v, want the clinic's time %s kept", ours, theirs)
+			}
+		})
+	}
+}

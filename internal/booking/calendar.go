@@ -296,7 +296,7 @@ func settleCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, res idem
 	if res.Outcome != oncecall.Confirmed {
 		return tx.DeleteCalendarBooking(ctx, x.TenantID, x.ActionID)
 	}
-	ev, err := answeredEvent(res, ref)
+	ev, err := answeredEvent(ctx, tx, x, res, ref)
 	if err != nil {
 		return err
 	}
@@ -304,8 +304,10 @@ func settleCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, res idem
 	return err
 }
 
-// answeredEvent reads the event and its time from a calendar write's answer.
-func answeredEvent(res idem.Result, ref string) (db.CalendarEvent, error) {
+// answeredEvent is the event a calendar write made or changed and its
+// time, from the answer, and its version from what the calendar gave the
+// step (an operator's evidence names the event only).
+func answeredEvent(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, ref string) (db.CalendarEvent, error) {
 	var v CalendarAppointment
 	if err := json.Unmarshal(res.Body, &v); err != nil {
 		return db.CalendarEvent{}, err
@@ -316,6 +318,15 @@ func answeredEvent(res idem.Result, ref string) (db.CalendarEvent, error) {
 	}
 	ev.StartsAt, _ = time.Parse(time.RFC3339, v.StartsAt)
 	ev.EndsAt, _ = time.Parse(time.RFC3339, v.EndsAt)
+	steps, err := tx.Steps(ctx, x.ActionID)
+	if err != nil {
+		return ev, err
+	}
+	for _, st := range steps {
+		if st.Required && st.Capability == provider.Calendar && st.Result["event_id"] == ev.EventID {
+			ev.ETag = st.Result["etag"]
+		}
+	}
 	return ev, nil
 }
 
@@ -444,7 +455,7 @@ func calendarMoveRemote() *op.Remote[RescheduleInput] {
 			if res.Outcome != oncecall.Confirmed {
 				return tx.ReleaseCalendarAppointment(ctx, x.TenantID, appt, x.ActionID)
 			}
-			ev, err := answeredEvent(res, ref)
+			ev, err := answeredEvent(ctx, tx, x, res, ref)
 			if err != nil {
 				return err
 			}
