@@ -77,6 +77,8 @@ type CalendarAppointment struct {
 	// ReadAt is when a read of the calendar last showed it; zero when none
 	// has since oncecall wrote it.
 	ReadAt time.Time
+	// WrittenAt is when oncecall last wrote it (booked, moved, held).
+	WrittenAt time.Time
 	// BookingRef is the booking_ref it was booked under in a voice call.
 	BookingRef string
 }

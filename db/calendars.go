@@ -313,7 +313,7 @@ func calendarAppointment(r dbsqlc.CalendarAppointment) oncecall.CalendarAppointm
 		ID: r.ID, CustomerID: r.CustomerID, SlotID: deref(r.SlotID), PractitionerID: deref(r.PractitionerID),
 		LocationID: deref(r.LocationID), ServiceID: deref(r.ServiceID), Service: r.Service, Provider: r.Provider,
 		CalendarID: r.CalendarID, EventID: deref(r.EventID), ETag: deref(r.Etag), StartsAt: r.StartsAt, EndsAt: r.EndsAt,
-		Status: r.Status, HeldBy: deref(r.HeldBy), ReadAt: deref(r.ReadAt), BookingRef: r.BookingRef,
+		Status: r.Status, HeldBy: deref(r.HeldBy), ReadAt: deref(r.ReadAt), BookingRef: r.BookingRef, WrittenAt: r.UpdatedAt,
 	}
 }
 

@@ -90,9 +90,10 @@ WHERE tenant_id = $1 AND id = $2 AND held_by = sqlc.arg(action_id);
 -- name: CalendarRead :execrows
 -- What a read of the calendar showed of an appointment: its time and
 -- version now, or that it is gone (status cancelled). An appointment a
--- move or cancel holds is left to that action.
+-- move or cancel holds is left to that action. updated_at stays when
+-- oncecall last wrote the appointment.
 UPDATE calendar_appointments SET event_id = $3, etag = sqlc.narg(etag), starts_at = $4, ends_at = $5,
-    status = $6, read_at = now(), updated_at = now()
+    status = $6, read_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND held_by IS NULL;
 
 -- name: CustomerCalendarAppointments :many

@@ -742,3 +742,35 @@ func TestCalendarsChangesOfOneAppointmentNeverRace(t *testing.T) {
 		})
 	}
 }
+
+// A read of the calendar that lags behind oncecall's own write (the
+// provider's visibility delay: the event is not there yet) is not taken
+// for the event's deletion: the same tool call again hears the booking
+// confirmed (not a new booking, rejected because the first holds the
+// slot), and the appointment is listed.
+func TestCalendarsALaggingReadIsNotADeletion(t *testing.T) {
+	t.Parallel()
+	for _, name := range calendarProviders {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := startCalendarFake(t, name)
+			e := inProcess(t, f)
+			c := newCalendarClinic(t, e.Store, f, "lag-"+name)
+			booked := c.tool(t, e.URL, "book_appointment", "call-lag", c.book(0))
+			if booked.Outcome != "confirmed" {
+				t.Fatalf("booking: %+v", booked)
+			}
+			f.sim.Fault(simkit.Rule{Fault: "lookup_lag=30s", On: simkit.OnRead})
+			again := c.tool(t, e.URL, "book_appointment", "call-lag", c.book(0))
+			if again.Outcome != "confirmed" || again.ActionID != booked.ActionID {
+				t.Fatalf("the same call again while reads lag: %+v; want the booking %s confirmed", again, booked.ActionID)
+			}
+			if got := c.listed(t, e.URL); len(got) != 1 || got[0].ID != booked.ActionID {
+				t.Fatalf("listed while reads lag: %+v; want the booking", got)
+			}
+			if n := e.Count("SELECT count(*) FROM calendar_appointments WHERE id = $1 AND status = 'active'", booked.ActionID); n != 1 {
+				t.Fatal("a lagging read marked the appointment cancelled")
+			}
+		})
+	}
+}

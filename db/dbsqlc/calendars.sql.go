@@ -373,7 +373,7 @@ func (q *Queries) CalendarMoved(ctx context.Context, arg CalendarMovedParams) (i
 
 const calendarRead = `-- name: CalendarRead :execrows
 UPDATE calendar_appointments SET event_id = $3, etag = $7, starts_at = $4, ends_at = $5,
-    status = $6, read_at = now(), updated_at = now()
+    status = $6, read_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status = 'active' AND held_by IS NULL
 `
 
@@ -389,7 +389,8 @@ type CalendarReadParams struct {
 
 // What a read of the calendar showed of an appointment: its time and
 // version now, or that it is gone (status cancelled). An appointment a
-// move or cancel holds is left to that action.
+// move or cancel holds is left to that action. updated_at stays when
+// oncecall last wrote the appointment.
 func (q *Queries) CalendarRead(ctx context.Context, arg CalendarReadParams) (int64, error) {
 	result, err := q.db.Exec(ctx, calendarRead,
 		arg.TenantID,

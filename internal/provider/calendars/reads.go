@@ -137,7 +137,15 @@ func (s *Service) seen(ctx context.Context, tenant uuid.UUID, t Tenant, r onceca
 		}
 	}
 	gone := ev.Status == calendar.Cancelled
-	if !gone && ev.ID == r.EventID && ev.Start.Equal(r.StartsAt) && ev.End.Equal(r.EndsAt) && ev.ETag == r.ETag && !r.ReadAt.IsZero() {
+	same := !gone && ev.ID == r.EventID && ev.Start.Equal(r.StartsAt) && ev.End.Equal(r.EndsAt)
+	if same && ev.ETag == r.ETag && !r.ReadAt.IsZero() {
+		return r, nil
+	}
+	if !same && r.ReadAt.IsZero() && time.Since(r.WrittenAt) < calendar.WrittenHold {
+		// oncecall wrote it moments ago and no read has shown it yet: a
+		// read may lag behind the write (the provider's visibility
+		// delay), so one that misses it or shows it elsewhere is not
+		// believed until the hold has passed.
 		return r, nil
 	}
 	now := db.CalendarEvent{EventID: r.EventID, ETag: r.ETag, StartsAt: r.StartsAt, EndsAt: r.EndsAt}
