@@ -44,6 +44,7 @@ Usage:
                                                         require Retell's signature, made with the tenant's Retell key
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
+  oncecall calendar connect|check|show|disconnect ...   book a tenant in its Google, Microsoft 365 or Cal.com calendar
   oncecall tools export --base-url URL [--platform dasha|vapi|retell|elevenlabs] [--api-key-placeholder TEXT] [--out DIR]
                                                         print a voice platform's tool definitions
   oncecall prune [--dry-run]                            prune expired response bodies and actions now
@@ -109,6 +110,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return reconcileCmd(ctx, rest, stdout, stderr)
 	case "actions":
 		return actionsCmd(ctx, rest, stdout, stderr)
+	case "calendar":
+		return calendarCmd(ctx, rest, stdout, stderr)
 	case "tools":
 		return tools(ctx, rest, stdout, stderr)
 	case "prune":

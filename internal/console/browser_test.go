@@ -211,9 +211,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("outcome on the page after resolving: %q", msg)
 	}
 	shoot("resolved")
+	// The appointment's id is the booking action's; the provider's
+	// reference is its event.
 	if n := s.e.Count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'completed' AND outcome = 'confirmed'
-		AND resource_id = $2 AND NOT needs_operator`, first, ref); n != 1 {
-		t.Fatal("the action is not confirmed with the provider's reference")
+		AND resource_id = $1::text AND NOT needs_operator`, first); n != 1 {
+		t.Fatal("the action is not confirmed with the appointment's id")
+	}
+	if n := s.e.Count(`SELECT count(*) FROM calendar_appointments WHERE id = $1 AND status = 'active' AND event_id = $2`, first, ref); n != 1 {
+		t.Fatal("the appointment is not recorded with the provider's reference")
 	}
 	if n := s.e.Count(`SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'resolved_by_operator'
 		AND detail->>'by' = 'Ana' AND detail->>'provider_ref' = $2 AND detail->>'evidence' = 'booking found in the calendar admin'`, first, ref); n != 1 {
