@@ -103,9 +103,11 @@ chaos:
 	go run ./cmd/chaos --duration $(DURATION)
 
 # The chaos run with payments through the Stripe adapter and SMS through the Twilio adapter,
-# against the simulator's Stripe and Twilio modes.
+# against the simulator's Stripe and Twilio modes, and bookings of three more tenants in their
+# own calendars through the Google Calendar, Microsoft 365 and Cal.com adapters, against the
+# calendar fakes (cmd/calendarsim).
 chaos-providers:
-	go run ./cmd/chaos --stripe --twilio --duration $(DURATION)
+	go run ./cmd/chaos --stripe --twilio --calendars --duration $(DURATION)
 
 # oncecall on a Patroni cluster (etcd, three PostgreSQL nodes, synchronous
 # strict mode): leader crashes, a switchover and an etcd pause, then the
@@ -146,7 +148,7 @@ help:
 	@echo 'make bench-short     a short load benchmark'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
-	@echo 'make chaos-providers the chaos run with payments through Stripe and SMS through Twilio (simulated; DURATION)'
+	@echo 'make chaos-providers the chaos run with payments through Stripe, SMS through Twilio and bookings in Google Calendar, Microsoft 365 and Cal.com (simulated; DURATION)'
 	@echo 'make chaos-failover  oncecall on a Patroni cluster through leader crashes, a switchover and an etcd pause (DURATION)'
 	@echo 'make chaos-calls     CALLS whole calls on the four voice platforms under kills and faults, then the audit of speech (SEED)'
 	@echo 'make screenshots     a PNG of each operator console page under testdata/screenshots/ (chromium)'

@@ -106,7 +106,14 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 		TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
 		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Run: p.Run, Statement: p.Statement,
 	}
-	if p.Steps != nil && s.cfg.Remote != nil && s.cfg.Remote(p.Capability) {
+	remote := false
+	if p.Steps != nil {
+		var err error
+		if remote, err = s.remoteFor(r.Context(), req.TenantID, p.Capability); err != nil {
+			return idem.Request{}, err
+		}
+	}
+	if remote {
 		steps, err := p.Steps(s.cfg.Remote)
 		if err != nil {
 			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)

@@ -75,7 +75,7 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	q.OnlyAvailable, q.Limit = onlyAvailable, limit+1
-	slots, err := s.cfg.Store.FindOpenSlots(ctx, tenant, q)
+	slots, err := s.openSlots(ctx, tenant, q)
 	if err != nil {
 		writeError(w, r, db.Fault(err))
 		return
@@ -97,5 +97,5 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAppointment(w http.ResponseWriter, r *http.Request) {
-	getRecord(s, "appointment_id", "appointment", viewed(s.cfg.Store.AppointmentByID, wire.FromAppointment))(w, r)
+	getRecord(s, "appointment_id", "appointment", viewed(s.appointmentByID, wire.FromAppointment))(w, r)
 }

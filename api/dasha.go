@@ -296,6 +296,9 @@ func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (b
 		if p.Standing == nil {
 			return false, nil
 		}
+		if err := s.refreshCalendar(ctx, a); err != nil {
+			return false, err
+		}
 		now, err := p.Standing(ctx, s.cfg.Store, a)
 		return now != "", err
 	}
@@ -303,6 +306,9 @@ func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (b
 
 // changed adds to ans what became of a confirmed action's object since.
 func (s *Server) changed(ctx context.Context, ans dashatool.Answer, a oncecall.Action, p op.Phrases) (dashatool.Answer, error) {
+	if err := s.refreshCalendar(ctx, a); err != nil {
+		return dashatool.Answer{}, err
+	}
 	current, err := s.cfg.Ops.Standing(ctx, s.cfg.Store, a)
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
@@ -355,8 +361,14 @@ func (s *Server) toolKey(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		parts = append(parts, c.CallID)
 	}
 	identity := prep.Identity
-	if prep.RemoteIdentity != nil && s.cfg.Remote != nil && s.cfg.Remote(prep.Capability) {
-		identity = prep.RemoteIdentity
+	if prep.RemoteIdentity != nil {
+		remote, err := s.remoteFor(r.Context(), tenant.ID, prep.Capability)
+		if err != nil {
+			return "", false, uuid.Nil, err
+		}
+		if remote {
+			identity = prep.RemoteIdentity
+		}
 	}
 	return idem.DeriveKey(append(parts, identity...)...), true, uuid.Nil, nil
 }
@@ -404,7 +416,7 @@ func (s *Server) findAvailableSlots(ctx context.Context, tenant oncecall.Tenant,
 		return invalid(err)
 	}
 	q.Limit++ // one more: is there more to hear?
-	slots, err := s.cfg.Store.FindOpenSlots(ctx, tenant.ID, q)
+	slots, err := s.openSlots(ctx, tenant.ID, q)
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}

@@ -73,7 +73,7 @@ func (s *Server) listAppointmentsTool(ctx context.Context, tenant oncecall.Tenan
 		return dashatool.Answer{}, err
 	}
 	now := time.Now()
-	list, err := s.cfg.Store.ListCustomerAppointments(ctx, tenant.ID, customer, now, in.N())
+	list, err := s.customerAppointments(ctx, tenant.ID, customer, now, in.N())
 	if err != nil {
 		return dashatool.Answer{}, db.Fault(err)
 	}

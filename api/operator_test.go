@@ -97,19 +97,25 @@ func TestGeneratedClientResolvesAStuckRemoteBooking(t *testing.T) {
 		t.Fatalf("resolve: %s", res.Body)
 	}
 
-	// The caller's retry hears the resolved outcome: the remote booking.
+	// The caller's retry hears the resolved outcome: the appointment in the
+	// remote calendar, whose id is the booking action's, with the event the
+	// operator named.
 	r, err = c.BookAppointmentWithResponse(ctx, params, book)
 	replay := must(t, http.StatusCreated, r, err)
-	remote, err := replay.JSON201.Result.AsRemoteResult()
-	if err != nil || remote.ProviderRef != ref || remote.Request["slot_id"] != book.SlotId.String() || replay.Headers201.IdempotentReplayed == nil {
+	remote, err := replay.JSON201.Result.AsCalendarAppointment()
+	if err != nil || remote.ProviderRef != ref || remote.SlotId == nil || *remote.SlotId != book.SlotId || remote.Id != id ||
+		replay.Headers201.IdempotentReplayed == nil {
 		t.Fatalf("retry after resolution: %s", r.Body)
+	}
+	if n := e.Count(`SELECT count(*) FROM calendar_appointments WHERE id = $1 AND status = 'active' AND event_id = $2`, id, ref); n != 1 {
+		t.Fatalf("the appointment's record does not hold the operator's event")
 	}
 	r2, err := c.BookAppointmentWithResponse(ctx, params, book)
 	if must(t, http.StatusCreated, r2, err); !bytes.Equal(r2.Body, r.Body) {
 		t.Fatalf("replays differ:\n%s\n%s", r.Body, r2.Body)
 	}
-	if n := e.Count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'completed' AND outcome = 'confirmed' AND resource_id = $2`, id, ref); n != 1 {
-		t.Fatalf("action row not confirmed with the provider's reference")
+	if n := e.Count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'completed' AND outcome = 'confirmed' AND resource_id = $1::text`, id); n != 1 {
+		t.Fatalf("action row not confirmed with the appointment's id")
 	}
 	if n := e.Count(`SELECT count(*) FROM action_events WHERE action_id = $1 AND kind = 'resolved_by_operator' AND detail->>'by' = 'ana'`, id); n != 1 {
 		t.Fatalf("resolution not in the timeline")

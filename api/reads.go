@@ -212,7 +212,7 @@ func (s *Server) listAppointments(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// One more than asked tells whether there are more.
-	list, err := s.cfg.Store.ListCustomerAppointments(r.Context(), tenant, uuid.MustParse(customer), from, limit+1)
+	list, err := s.customerAppointments(r.Context(), tenant, uuid.MustParse(customer), from, limit+1)
 	if err != nil {
 		writeError(w, r, db.Fault(err))
 		return

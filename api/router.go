@@ -40,6 +40,10 @@ type Config struct {
 	// Remote reports whether a capability is served by a remote provider;
 	// nil means every capability is local.
 	Remote func(capability string) bool
+	// Calendars, when set, are the tenants' own calendars: a connected
+	// tenant's bookings go there, and what callers hear of them is read
+	// there (calendars.go).
+	Calendars Calendars
 	// OperatorToken guards the operator API, /v1/ops (operator.go); empty
 	// disables those routes. OperatorGuard checks it and slows down
 	// guessing it; the console's sign-in shares it (default: a guard of

@@ -111,48 +111,53 @@ func (e ConfirmedOutcome) Valid() bool {
 
 // Defines values for DashaReason.
 const (
-	AlreadyBookedInCall       DashaReason = "already_booked_in_call"
-	AmountExceedsIntent       DashaReason = "amount_exceeds_intent"
-	AppointmentNotActive      DashaReason = "appointment_not_active"
-	AppointmentNotFound       DashaReason = "appointment_not_found"
-	AuthenticationRequired    DashaReason = "authentication_required"
-	CallbackNotActive         DashaReason = "callback_not_active"
-	CallbackNotFound          DashaReason = "callback_not_found"
-	ConflictingRequest        DashaReason = "conflicting_request"
-	CustomerExists            DashaReason = "customer_exists"
-	CustomerHasNoEmail        DashaReason = "customer_has_no_email"
-	CustomerHasNoPhone        DashaReason = "customer_has_no_phone"
-	CustomerNotFound          DashaReason = "customer_not_found"
-	InsufficientPoints        DashaReason = "insufficient_points"
-	IntentAlreadyCaptured     DashaReason = "intent_already_captured"
-	IntentChargeInProgress    DashaReason = "intent_charge_in_progress"
-	IntentHeldOnCard          DashaReason = "intent_held_on_card"
-	IntentHoldExpired         DashaReason = "intent_hold_expired"
-	IntentPaidByLink          DashaReason = "intent_paid_by_link"
-	IntentWithdrawn           DashaReason = "intent_withdrawn"
-	InvalidArguments          DashaReason = "invalid_arguments"
-	LocationExists            DashaReason = "location_exists"
-	LocationNotFound          DashaReason = "location_not_found"
-	MessagingNotConfigured    DashaReason = "messaging_not_configured"
-	NeedsOperator             DashaReason = "needs_operator"
-	NoPractitionerFree        DashaReason = "no_practitioner_free"
-	PaymentDeclined           DashaReason = "payment_declined"
-	PaymentIntentNotFound     DashaReason = "payment_intent_not_found"
-	PaymentLinkExpired        DashaReason = "payment_link_expired"
-	PaymentLinksNeedStripe    DashaReason = "payment_links_need_stripe"
-	PaymentsNotConfigured     DashaReason = "payments_not_configured"
-	PractitionerExists        DashaReason = "practitioner_exists"
-	PractitionerNotAtLocation DashaReason = "practitioner_not_at_location"
-	PractitionerNotFound      DashaReason = "practitioner_not_found"
-	SavedCardsNeedStripe      DashaReason = "saved_cards_need_stripe"
-	ServiceExists             DashaReason = "service_exists"
-	ServiceNotFound           DashaReason = "service_not_found"
-	SlotNotFound              DashaReason = "slot_not_found"
-	SlotOverlaps              DashaReason = "slot_overlaps"
-	SlotUnavailable           DashaReason = "slot_unavailable"
-	TemplateExists            DashaReason = "template_exists"
-	TemplateNotFound          DashaReason = "template_not_found"
-	UnknownAction             DashaReason = "unknown_action"
+	AlreadyBookedInCall         DashaReason = "already_booked_in_call"
+	AmountExceedsIntent         DashaReason = "amount_exceeds_intent"
+	AppointmentChangeInProgress DashaReason = "appointment_change_in_progress"
+	AppointmentNotActive        DashaReason = "appointment_not_active"
+	AppointmentNotFound         DashaReason = "appointment_not_found"
+	AuthenticationRequired      DashaReason = "authentication_required"
+	BookingInProgress           DashaReason = "booking_in_progress"
+	CalendarChanged             DashaReason = "calendar_changed"
+	CalendarNotMapped           DashaReason = "calendar_not_mapped"
+	CallbackNotActive           DashaReason = "callback_not_active"
+	CallbackNotFound            DashaReason = "callback_not_found"
+	ConflictingRequest          DashaReason = "conflicting_request"
+	CustomerExists              DashaReason = "customer_exists"
+	CustomerHasNoEmail          DashaReason = "customer_has_no_email"
+	CustomerHasNoPhone          DashaReason = "customer_has_no_phone"
+	CustomerNotFound            DashaReason = "customer_not_found"
+	InsufficientPoints          DashaReason = "insufficient_points"
+	IntentAlreadyCaptured       DashaReason = "intent_already_captured"
+	IntentChargeInProgress      DashaReason = "intent_charge_in_progress"
+	IntentHeldOnCard            DashaReason = "intent_held_on_card"
+	IntentHoldExpired           DashaReason = "intent_hold_expired"
+	IntentPaidByLink            DashaReason = "intent_paid_by_link"
+	IntentWithdrawn             DashaReason = "intent_withdrawn"
+	InvalidArguments            DashaReason = "invalid_arguments"
+	LocationExists              DashaReason = "location_exists"
+	LocationNotFound            DashaReason = "location_not_found"
+	MessagingNotConfigured      DashaReason = "messaging_not_configured"
+	NeedsOperator               DashaReason = "needs_operator"
+	NoPractitionerFree          DashaReason = "no_practitioner_free"
+	PaymentDeclined             DashaReason = "payment_declined"
+	PaymentIntentNotFound       DashaReason = "payment_intent_not_found"
+	PaymentLinkExpired          DashaReason = "payment_link_expired"
+	PaymentLinksNeedStripe      DashaReason = "payment_links_need_stripe"
+	PaymentsNotConfigured       DashaReason = "payments_not_configured"
+	PractitionerExists          DashaReason = "practitioner_exists"
+	PractitionerNotAtLocation   DashaReason = "practitioner_not_at_location"
+	PractitionerNotFound        DashaReason = "practitioner_not_found"
+	SavedCardsNeedStripe        DashaReason = "saved_cards_need_stripe"
+	ServiceExists               DashaReason = "service_exists"
+	ServiceNotFound             DashaReason = "service_not_found"
+	SlotNotFound                DashaReason = "slot_not_found"
+	SlotOtherCalendar           DashaReason = "slot_other_calendar"
+	SlotOverlaps                DashaReason = "slot_overlaps"
+	SlotUnavailable             DashaReason = "slot_unavailable"
+	TemplateExists              DashaReason = "template_exists"
+	TemplateNotFound            DashaReason = "template_not_found"
+	UnknownAction               DashaReason = "unknown_action"
 )
 
 // Valid indicates whether the value is a known member of the DashaReason enum.
@@ -162,11 +167,19 @@ func (e DashaReason) Valid() bool {
 		return true
 	case AmountExceedsIntent:
 		return true
+	case AppointmentChangeInProgress:
+		return true
 	case AppointmentNotActive:
 		return true
 	case AppointmentNotFound:
 		return true
 	case AuthenticationRequired:
+		return true
+	case BookingInProgress:
+		return true
+	case CalendarChanged:
+		return true
+	case CalendarNotMapped:
 		return true
 	case CallbackNotActive:
 		return true
@@ -231,6 +244,8 @@ func (e DashaReason) Valid() bool {
 	case ServiceNotFound:
 		return true
 	case SlotNotFound:
+		return true
+	case SlotOtherCalendar:
 		return true
 	case SlotOverlaps:
 		return true
@@ -504,60 +519,65 @@ func (e ProblemOutcome) Valid() bool {
 
 // Defines values for ProblemCode.
 const (
-	ACTIONINFLIGHT            ProblemCode = "ACTION_IN_FLIGHT"
-	ALREADYBOOKEDINCALL       ProblemCode = "ALREADY_BOOKED_IN_CALL"
-	AMOUNTEXCEEDSINTENT       ProblemCode = "AMOUNT_EXCEEDS_INTENT"
-	APPOINTMENTNOTACTIVE      ProblemCode = "APPOINTMENT_NOT_ACTIVE"
-	APPOINTMENTNOTFOUND       ProblemCode = "APPOINTMENT_NOT_FOUND"
-	AUTHENTICATIONREQUIRED    ProblemCode = "AUTHENTICATION_REQUIRED"
-	CALLBACKNOTACTIVE         ProblemCode = "CALLBACK_NOT_ACTIVE"
-	CALLBACKNOTFOUND          ProblemCode = "CALLBACK_NOT_FOUND"
-	CUSTOMEREXISTS            ProblemCode = "CUSTOMER_EXISTS"
-	CUSTOMERHASNOEMAIL        ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
-	CUSTOMERHASNOPHONE        ProblemCode = "CUSTOMER_HAS_NO_PHONE"
-	CUSTOMERNOTFOUND          ProblemCode = "CUSTOMER_NOT_FOUND"
-	FORBIDDEN                 ProblemCode = "FORBIDDEN"
-	IDEMPOTENCYINPROGRESS     ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
-	IDEMPOTENCYKEYINVALID     ProblemCode = "IDEMPOTENCY_KEY_INVALID"
-	IDEMPOTENCYKEYMISSING     ProblemCode = "IDEMPOTENCY_KEY_MISSING"
-	IDEMPOTENCYKEYREUSED      ProblemCode = "IDEMPOTENCY_KEY_REUSED"
-	INSUFFICIENTPOINTS        ProblemCode = "INSUFFICIENT_POINTS"
-	INTENTALREADYCAPTURED     ProblemCode = "INTENT_ALREADY_CAPTURED"
-	INTENTCHARGEINPROGRESS    ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
-	INTENTHELDONCARD          ProblemCode = "INTENT_HELD_ON_CARD"
-	INTENTHOLDEXPIRED         ProblemCode = "INTENT_HOLD_EXPIRED"
-	INTENTPAIDBYLINK          ProblemCode = "INTENT_PAID_BY_LINK"
-	INTENTWITHDRAWN           ProblemCode = "INTENT_WITHDRAWN"
-	INTERNAL                  ProblemCode = "INTERNAL"
-	INVALIDINPUT              ProblemCode = "INVALID_INPUT"
-	INVALIDJSON               ProblemCode = "INVALID_JSON"
-	LOCATIONEXISTS            ProblemCode = "LOCATION_EXISTS"
-	LOCATIONNOTFOUND          ProblemCode = "LOCATION_NOT_FOUND"
-	MESSAGINGNOTCONFIGURED    ProblemCode = "MESSAGING_NOT_CONFIGURED"
-	METHODNOTALLOWED          ProblemCode = "METHOD_NOT_ALLOWED"
-	NOPRACTITIONERFREE        ProblemCode = "NO_PRACTITIONER_FREE"
-	NOTFOUND                  ProblemCode = "NOT_FOUND"
-	PAYLOADTOOLARGE           ProblemCode = "PAYLOAD_TOO_LARGE"
-	PAYMENTDECLINED           ProblemCode = "PAYMENT_DECLINED"
-	PAYMENTINTENTNOTFOUND     ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
-	PAYMENTLINKEXPIRED        ProblemCode = "PAYMENT_LINK_EXPIRED"
-	PAYMENTLINKSNEEDSTRIPE    ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
-	PAYMENTSNOTCONFIGURED     ProblemCode = "PAYMENTS_NOT_CONFIGURED"
-	PRACTITIONEREXISTS        ProblemCode = "PRACTITIONER_EXISTS"
-	PRACTITIONERNOTATLOCATION ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
-	PRACTITIONERNOTFOUND      ProblemCode = "PRACTITIONER_NOT_FOUND"
-	RATELIMITED               ProblemCode = "RATE_LIMITED"
-	SAVEDCARDSNEEDSTRIPE      ProblemCode = "SAVED_CARDS_NEED_STRIPE"
-	SERVICEEXISTS             ProblemCode = "SERVICE_EXISTS"
-	SERVICENOTFOUND           ProblemCode = "SERVICE_NOT_FOUND"
-	SERVICEUNAVAILABLE        ProblemCode = "SERVICE_UNAVAILABLE"
-	SLOTNOTFOUND              ProblemCode = "SLOT_NOT_FOUND"
-	SLOTOVERLAPS              ProblemCode = "SLOT_OVERLAPS"
-	SLOTUNAVAILABLE           ProblemCode = "SLOT_UNAVAILABLE"
-	TEMPLATEEXISTS            ProblemCode = "TEMPLATE_EXISTS"
-	TEMPLATENOTFOUND          ProblemCode = "TEMPLATE_NOT_FOUND"
-	UNAUTHORIZED              ProblemCode = "UNAUTHORIZED"
-	UNSUPPORTEDMEDIATYPE      ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	ACTIONINFLIGHT              ProblemCode = "ACTION_IN_FLIGHT"
+	ALREADYBOOKEDINCALL         ProblemCode = "ALREADY_BOOKED_IN_CALL"
+	AMOUNTEXCEEDSINTENT         ProblemCode = "AMOUNT_EXCEEDS_INTENT"
+	APPOINTMENTCHANGEINPROGRESS ProblemCode = "APPOINTMENT_CHANGE_IN_PROGRESS"
+	APPOINTMENTNOTACTIVE        ProblemCode = "APPOINTMENT_NOT_ACTIVE"
+	APPOINTMENTNOTFOUND         ProblemCode = "APPOINTMENT_NOT_FOUND"
+	AUTHENTICATIONREQUIRED      ProblemCode = "AUTHENTICATION_REQUIRED"
+	BOOKINGINPROGRESS           ProblemCode = "BOOKING_IN_PROGRESS"
+	CALENDARCHANGED             ProblemCode = "CALENDAR_CHANGED"
+	CALENDARNOTMAPPED           ProblemCode = "CALENDAR_NOT_MAPPED"
+	CALLBACKNOTACTIVE           ProblemCode = "CALLBACK_NOT_ACTIVE"
+	CALLBACKNOTFOUND            ProblemCode = "CALLBACK_NOT_FOUND"
+	CUSTOMEREXISTS              ProblemCode = "CUSTOMER_EXISTS"
+	CUSTOMERHASNOEMAIL          ProblemCode = "CUSTOMER_HAS_NO_EMAIL"
+	CUSTOMERHASNOPHONE          ProblemCode = "CUSTOMER_HAS_NO_PHONE"
+	CUSTOMERNOTFOUND            ProblemCode = "CUSTOMER_NOT_FOUND"
+	FORBIDDEN                   ProblemCode = "FORBIDDEN"
+	IDEMPOTENCYINPROGRESS       ProblemCode = "IDEMPOTENCY_IN_PROGRESS"
+	IDEMPOTENCYKEYINVALID       ProblemCode = "IDEMPOTENCY_KEY_INVALID"
+	IDEMPOTENCYKEYMISSING       ProblemCode = "IDEMPOTENCY_KEY_MISSING"
+	IDEMPOTENCYKEYREUSED        ProblemCode = "IDEMPOTENCY_KEY_REUSED"
+	INSUFFICIENTPOINTS          ProblemCode = "INSUFFICIENT_POINTS"
+	INTENTALREADYCAPTURED       ProblemCode = "INTENT_ALREADY_CAPTURED"
+	INTENTCHARGEINPROGRESS      ProblemCode = "INTENT_CHARGE_IN_PROGRESS"
+	INTENTHELDONCARD            ProblemCode = "INTENT_HELD_ON_CARD"
+	INTENTHOLDEXPIRED           ProblemCode = "INTENT_HOLD_EXPIRED"
+	INTENTPAIDBYLINK            ProblemCode = "INTENT_PAID_BY_LINK"
+	INTENTWITHDRAWN             ProblemCode = "INTENT_WITHDRAWN"
+	INTERNAL                    ProblemCode = "INTERNAL"
+	INVALIDINPUT                ProblemCode = "INVALID_INPUT"
+	INVALIDJSON                 ProblemCode = "INVALID_JSON"
+	LOCATIONEXISTS              ProblemCode = "LOCATION_EXISTS"
+	LOCATIONNOTFOUND            ProblemCode = "LOCATION_NOT_FOUND"
+	MESSAGINGNOTCONFIGURED      ProblemCode = "MESSAGING_NOT_CONFIGURED"
+	METHODNOTALLOWED            ProblemCode = "METHOD_NOT_ALLOWED"
+	NOPRACTITIONERFREE          ProblemCode = "NO_PRACTITIONER_FREE"
+	NOTFOUND                    ProblemCode = "NOT_FOUND"
+	PAYLOADTOOLARGE             ProblemCode = "PAYLOAD_TOO_LARGE"
+	PAYMENTDECLINED             ProblemCode = "PAYMENT_DECLINED"
+	PAYMENTINTENTNOTFOUND       ProblemCode = "PAYMENT_INTENT_NOT_FOUND"
+	PAYMENTLINKEXPIRED          ProblemCode = "PAYMENT_LINK_EXPIRED"
+	PAYMENTLINKSNEEDSTRIPE      ProblemCode = "PAYMENT_LINKS_NEED_STRIPE"
+	PAYMENTSNOTCONFIGURED       ProblemCode = "PAYMENTS_NOT_CONFIGURED"
+	PRACTITIONEREXISTS          ProblemCode = "PRACTITIONER_EXISTS"
+	PRACTITIONERNOTATLOCATION   ProblemCode = "PRACTITIONER_NOT_AT_LOCATION"
+	PRACTITIONERNOTFOUND        ProblemCode = "PRACTITIONER_NOT_FOUND"
+	RATELIMITED                 ProblemCode = "RATE_LIMITED"
+	SAVEDCARDSNEEDSTRIPE        ProblemCode = "SAVED_CARDS_NEED_STRIPE"
+	SERVICEEXISTS               ProblemCode = "SERVICE_EXISTS"
+	SERVICENOTFOUND             ProblemCode = "SERVICE_NOT_FOUND"
+	SERVICEUNAVAILABLE          ProblemCode = "SERVICE_UNAVAILABLE"
+	SLOTNOTFOUND                ProblemCode = "SLOT_NOT_FOUND"
+	SLOTOTHERCALENDAR           ProblemCode = "SLOT_OTHER_CALENDAR"
+	SLOTOVERLAPS                ProblemCode = "SLOT_OVERLAPS"
+	SLOTUNAVAILABLE             ProblemCode = "SLOT_UNAVAILABLE"
+	TEMPLATEEXISTS              ProblemCode = "TEMPLATE_EXISTS"
+	TEMPLATENOTFOUND            ProblemCode = "TEMPLATE_NOT_FOUND"
+	UNAUTHORIZED                ProblemCode = "UNAUTHORIZED"
+	UNSUPPORTEDMEDIATYPE        ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -569,11 +589,19 @@ func (e ProblemCode) Valid() bool {
 		return true
 	case AMOUNTEXCEEDSINTENT:
 		return true
+	case APPOINTMENTCHANGEINPROGRESS:
+		return true
 	case APPOINTMENTNOTACTIVE:
 		return true
 	case APPOINTMENTNOTFOUND:
 		return true
 	case AUTHENTICATIONREQUIRED:
+		return true
+	case BOOKINGINPROGRESS:
+		return true
+	case CALENDARCHANGED:
+		return true
+	case CALENDARNOTMAPPED:
 		return true
 	case CALLBACKNOTACTIVE:
 		return true
@@ -658,6 +686,8 @@ func (e ProblemCode) Valid() bool {
 	case SERVICEUNAVAILABLE:
 		return true
 	case SLOTNOTFOUND:
+		return true
+	case SLOTOTHERCALENDAR:
 		return true
 	case SLOTOVERLAPS:
 		return true
@@ -1026,7 +1056,7 @@ type BookAppointmentInputNotify string
 
 // BookingAction The envelope of a confirmed `appointment.book`. Its `result` is the appointment; with `notify`,
 // the appointment and the fate of its confirmation message; with a remote calendar, the
-// provider's reference.
+// appointment with the provider's event (`CalendarAppointment`).
 type BookingAction struct {
 	ActionId openapi_types.UUID `json:"action_id"`
 
@@ -1052,6 +1082,29 @@ type BookingAction struct {
 // BookingAction_Result defines model for BookingAction.Result.
 type BookingAction_Result struct {
 	union json.RawMessage
+}
+
+// CalendarAppointment An appointment booked, moved or cancelled in a remote calendar (the tenant's own Google Calendar,
+// Microsoft 365 or Cal.com, or the http calendar provider): its `id` (the booking action's id, by
+// which it is moved and cancelled and read at `GET /v1/appointments/{appointment_id}`), the slot,
+// and the provider's event (`provider_ref`). `starts_at` and `ends_at` are the time the calendar
+// answered; an answer an operator confirmed from evidence may lack them. A move answers without
+// `customer_id`; a cancel without `slot_id`.
+type CalendarAppointment struct {
+	CustomerId *openapi_types.UUID `json:"customer_id,omitempty"`
+	EndsAt     *time.Time          `json:"ends_at,omitempty"`
+	Id         openapi_types.UUID  `json:"id"`
+
+	// ProviderRef The calendar's id of the event (Cal.com's booking uid, the latest after a reschedule).
+	ProviderRef string `json:"provider_ref"`
+
+	// Service The service booked; may be empty.
+	Service  string              `json:"service"`
+	SlotId   *openapi_types.UUID `json:"slot_id,omitempty"`
+	StartsAt *time.Time          `json:"starts_at,omitempty"`
+
+	// Status `active`, or `cancelled` (its slot is free again).
+	Status AppointmentStatus `json:"status"`
 }
 
 // Callback A caller's request to be called back, with its window in UTC and on the tenant's wall clock.
@@ -4077,6 +4130,32 @@ func (t *AppointmentAction_Result) MergeAppointment(v Appointment) error {
 	return err
 }
 
+// AsCalendarAppointment returns the union data inside the AppointmentAction_Result as a CalendarAppointment
+func (t AppointmentAction_Result) AsCalendarAppointment() (CalendarAppointment, error) {
+	var body CalendarAppointment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCalendarAppointment overwrites any union data inside the AppointmentAction_Result as the provided CalendarAppointment
+func (t *AppointmentAction_Result) FromCalendarAppointment(v CalendarAppointment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCalendarAppointment performs a merge with any union data inside the AppointmentAction_Result, using the provided CalendarAppointment
+func (t *AppointmentAction_Result) MergeCalendarAppointment(v CalendarAppointment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 // AsResourceRef returns the union data inside the AppointmentAction_Result as a ResourceRef
 func (t AppointmentAction_Result) AsResourceRef() (ResourceRef, error) {
 	var body ResourceRef
@@ -4181,6 +4260,32 @@ func (t *BookingAction_Result) FromServiceAppointment(v ServiceAppointment) erro
 
 // MergeServiceAppointment performs a merge with any union data inside the BookingAction_Result, using the provided ServiceAppointment
 func (t *BookingAction_Result) MergeServiceAppointment(v ServiceAppointment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsCalendarAppointment returns the union data inside the BookingAction_Result as a CalendarAppointment
+func (t BookingAction_Result) AsCalendarAppointment() (CalendarAppointment, error) {
+	var body CalendarAppointment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromCalendarAppointment overwrites any union data inside the BookingAction_Result as the provided CalendarAppointment
+func (t *BookingAction_Result) FromCalendarAppointment(v CalendarAppointment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeCalendarAppointment performs a merge with any union data inside the BookingAction_Result, using the provided CalendarAppointment
+func (t *BookingAction_Result) MergeCalendarAppointment(v CalendarAppointment) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -5428,7 +5533,9 @@ type ClientInterface interface {
 	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
 	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
 	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
-	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it. Appointments in a
+	// remote calendar are listed as the calendar shows them now: one moved there at its new time, one
+	// deleted there not at all.
 	//
 	// Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
 	ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5441,12 +5548,20 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+	// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+	// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+	// `id` moves and cancels it. A local `starts_at` is read
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5461,12 +5576,20 @@ type ClientInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+	// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+	// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+	// `id` moves and cancels it. A local `starts_at` is read
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5475,13 +5598,18 @@ type ClientInterface interface {
 
 	// GetAppointment Get an appointment
 	//
+	// One of the tenant's appointments: oncecall's own, or one booked in a remote calendar, as the
+	// calendar shows it now (deleted there: `status: cancelled`).
+	//
 	// Corresponds with GET /v1/appointments/{appointment_id} (the `GetAppointment` operationId).
 	GetAppointment(ctx context.Context, appointmentId AppointmentID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelAppointmentWithBody Cancel an appointment
 	//
 	// Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+	// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+	// `CalendarAppointment`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5491,7 +5619,9 @@ type ClientInterface interface {
 	// CancelAppointment Cancel an appointment
 	//
 	// Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+	// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+	// `CalendarAppointment`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -5502,7 +5632,11 @@ type ClientInterface interface {
 	//
 	// Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 	// own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+	// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+	// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+	// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+	// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5513,7 +5647,11 @@ type ClientInterface interface {
 	//
 	// Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 	// own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+	// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+	// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+	// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+	// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6310,7 +6448,9 @@ type ClientInterface interface {
 	// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
 	// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
 	// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
-	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
+	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page. For a
+	// tenant that books in a remote calendar, a slot its calendar shows taken, or that a booking of
+	// oncecall's holds, is left out (as find_available_slots leaves it out).
 	//
 	// Corresponds with GET /v1/slots (the `ListSlots` operationId).
 	ListSlots(ctx context.Context, params *ListSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -6497,7 +6637,9 @@ func (c *Client) GetAction(ctx context.Context, actionId ActionID, reqEditors ..
 // the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
 // `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
 // skip the ids already seen). The id of another tenant's customer, or of no customer, lists
-// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it. Appointments in a
+// remote calendar are listed as the calendar shows them now: one moved there at its new time, one
+// deleted there not at all.
 //
 // Corresponds with GET /v1/appointments (the `ListAppointments` operationId).
 func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6520,12 +6662,20 @@ func (c *Client) ListAppointments(ctx context.Context, params *ListAppointmentsP
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+// `id` moves and cancels it. A local `starts_at` is read
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes any type of body and a specified content type.
 //
@@ -6550,12 +6700,20 @@ func (c *Client) BookAppointmentWithBody(ctx context.Context, params *BookAppoin
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+// `id` moves and cancels it. A local `starts_at` is read
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6574,6 +6732,9 @@ func (c *Client) BookAppointment(ctx context.Context, params *BookAppointmentPar
 
 // GetAppointment Get an appointment
 //
+// One of the tenant's appointments: oncecall's own, or one booked in a remote calendar, as the
+// calendar shows it now (deleted there: `status: cancelled`).
+//
 // Corresponds with GET /v1/appointments/{appointment_id} (the `GetAppointment` operationId).
 func (c *Client) GetAppointment(ctx context.Context, appointmentId AppointmentID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetAppointmentRequest(c.Server, appointmentId)
@@ -6590,7 +6751,9 @@ func (c *Client) GetAppointment(ctx context.Context, appointmentId AppointmentID
 // CancelAppointmentWithBody Cancel an appointment
 //
 // Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+// `CalendarAppointment`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6610,7 +6773,9 @@ func (c *Client) CancelAppointmentWithBody(ctx context.Context, appointmentId Ap
 // CancelAppointment Cancel an appointment
 //
 // Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+// `CalendarAppointment`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6631,7 +6796,11 @@ func (c *Client) CancelAppointment(ctx context.Context, appointmentId Appointmen
 //
 // Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 // own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6652,7 +6821,11 @@ func (c *Client) RescheduleAppointmentWithBody(ctx context.Context, appointmentI
 //
 // Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 // own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8069,7 +8242,9 @@ func (c *Client) CreateService(ctx context.Context, params *CreateServiceParams,
 // The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
 // tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
 // the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
-// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
+// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page. For a
+// tenant that books in a remote calendar, a slot its calendar shows taken, or that a booking of
+// oncecall's holds, is left out (as find_available_slots leaves it out).
 //
 // Corresponds with GET /v1/slots (the `ListSlots` operationId).
 func (c *Client) ListSlots(ctx context.Context, params *ListSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -11182,7 +11357,9 @@ type ClientWithResponsesInterface interface {
 	// the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
 	// `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
 	// skip the ids already seen). The id of another tenant's customer, or of no customer, lists
-	// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+	// nothing. A query parameter not listed here, or given twice, is a `400` naming it. Appointments in a
+	// remote calendar are listed as the calendar shows them now: one moved there at its new time, one
+	// deleted there not at all.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11197,12 +11374,20 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+	// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+	// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+	// `id` moves and cancels it. A local `starts_at` is read
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11217,12 +11402,20 @@ type ClientWithResponsesInterface interface {
 	// name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 	// `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 	// whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-	// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+	// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+	// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+	// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+	// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+	// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+	// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+	// `id` moves and cancels it. A local `starts_at` is read
 	// as the instant it names before the key is looked up, so the same booking spelt either way under one
 	// key is a replay; one that names no single instant (no `location_id` while the service is booked in
 	// more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 	// `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 	// `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+	// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+	// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11230,6 +11423,9 @@ type ClientWithResponsesInterface interface {
 	BookAppointmentWithResponse(ctx context.Context, params *BookAppointmentParams, body BookAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*BookAppointmentResponse, error)
 
 	// GetAppointmentWithResponse Get an appointment
+	//
+	// One of the tenant's appointments: oncecall's own, or one booked in a remote calendar, as the
+	// calendar shows it now (deleted there: `status: cancelled`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11239,7 +11435,9 @@ type ClientWithResponsesInterface interface {
 	// CancelAppointmentWithBodyWithResponse Cancel an appointment
 	//
 	// Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+	// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+	// `CalendarAppointment`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11249,7 +11447,9 @@ type ClientWithResponsesInterface interface {
 	// CancelAppointmentWithResponse Cancel an appointment
 	//
 	// Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+	// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+	// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+	// `CalendarAppointment`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11260,7 +11460,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 	// own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+	// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+	// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+	// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+	// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11271,7 +11475,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 	// own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+	// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+	// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+	// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+	// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+	// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12092,7 +12300,9 @@ type ClientWithResponsesInterface interface {
 	// The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
 	// tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
 	// the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
-	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
+	// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page. For a
+	// tenant that books in a remote calendar, a slot its calendar shows taken, or that a booking of
+	// oncecall's holds, is left out (as find_available_slots leaves it out).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -18604,7 +18814,9 @@ func (c *ClientWithResponses) GetActionWithResponse(ctx context.Context, actionI
 // the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
 // `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
 // skip the ids already seen). The id of another tenant's customer, or of no customer, lists
-// nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+// nothing. A query parameter not listed here, or given twice, is a `400` naming it. Appointments in a
+// remote calendar are listed as the calendar shows them now: one moved there at its new time, one
+// deleted there not at all.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18625,12 +18837,20 @@ func (c *ClientWithResponses) ListAppointmentsWithResponse(ctx context.Context, 
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+// `id` moves and cancels it. A local `starts_at` is read
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18651,12 +18871,20 @@ func (c *ClientWithResponses) BookAppointmentWithBodyWithResponse(ctx context.Co
 // name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
 // `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
 // whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-// A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+// A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+// books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+// the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+// time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+// the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+// refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+// `id` moves and cancels it. A local `starts_at` is read
 // as the instant it names before the key is looked up, so the same booking spelt either way under one
 // key is a replay; one that names no single instant (no `location_id` while the service is booked in
 // more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
 // `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
 // `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+// In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+// `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18670,6 +18898,9 @@ func (c *ClientWithResponses) BookAppointmentWithResponse(ctx context.Context, p
 }
 
 // GetAppointmentWithResponse Get an appointment
+//
+// One of the tenant's appointments: oncecall's own, or one booked in a remote calendar, as the
+// calendar shows it now (deleted there: `status: cancelled`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -18685,7 +18916,9 @@ func (c *ClientWithResponses) GetAppointmentWithResponse(ctx context.Context, ap
 // CancelAppointmentWithBodyWithResponse Cancel an appointment
 //
 // Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+// `CalendarAppointment`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18701,7 +18934,9 @@ func (c *ClientWithResponses) CancelAppointmentWithBodyWithResponse(ctx context.
 // CancelAppointmentWithResponse Cancel an appointment
 //
 // Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+// object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+// also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+// `CalendarAppointment`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18718,7 +18953,11 @@ func (c *ClientWithResponses) CancelAppointmentWithResponse(ctx context.Context,
 //
 // Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 // own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18735,7 +18974,11 @@ func (c *ClientWithResponses) RescheduleAppointmentWithBodyWithResponse(ctx cont
 //
 // Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
 // own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+// `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+// `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+// `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+// another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+// was read, and is not overwritten); the result is then a `CalendarAppointment`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19928,7 +20171,9 @@ func (c *ClientWithResponses) CreateServiceWithResponse(ctx context.Context, par
 // The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
 // tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
 // the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
-// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
+// slots follow, `next_after` is the last slot's id: pass it as `after` for the next page. For a
+// tenant that books in a remote calendar, a slot its calendar shows taken, or that a booking of
+// oncecall's holds, is left out (as find_available_slots leaves it out).
 //
 // Returns a wrapper object for the known response body format(s).
 //

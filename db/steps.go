@@ -30,7 +30,8 @@ type NewStep struct {
 }
 
 // StepPlanner names, on the steps of an action being claimed (in order),
-// the provider each is sent to: the process's configuration decides it.
+// the provider each is sent to: the process's configuration decides it. It
+// leaves a step that is already named as it is.
 type StepPlanner func(steps []NewStep)
 
 // StepProvider is a provider a server is configured for: the capability it
@@ -96,10 +97,11 @@ type ActionFilter struct {
 }
 
 // InsertSteps records an action's remote steps with their provider keys
-// and the providers they are sent to (named by the Store's planner when the
-// caller did not); called in the claim's transaction, before any dispatch.
+// and the providers they are sent to (named by the Store's planner for the
+// steps the caller did not name); called in the claim's transaction,
+// before any dispatch.
 func (q queries) InsertSteps(ctx context.Context, action uuid.UUID, steps []NewStep) error {
-	if q.plan != nil && !slices.ContainsFunc(steps, func(s NewStep) bool { return s.ProviderKind != "" }) {
+	if q.plan != nil && slices.ContainsFunc(steps, func(s NewStep) bool { return s.ProviderKind == "" }) {
 		steps = slices.Clone(steps)
 		q.plan(steps)
 	}

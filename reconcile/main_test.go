@@ -6,6 +6,13 @@ import (
 
 	"github.com/oncecall/oncecall/internal/buildtest"
 	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(buildtest.Main(m, pgtest.Main)) }
+func TestMain(m *testing.M) {
+	os.Exit(buildtest.Main(m, func(m *testing.M) int {
+		code := pgtest.Main(m)
+		calsimtest.Remove()
+		return code
+	}))
+}

@@ -93,7 +93,10 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 	owner := uuid.New()
 	// Only actions whose next step goes to a provider this process is
 	// configured for: another server's are left to it.
-	served := r.driver.Serves()
+	served, err := r.driver.Serves(ctx)
+	if err != nil {
+		return st, err
+	}
 	abandoned, err := r.store.LeaseAbandoned(ctx, owner, r.cfg.Lease, r.cfg.Batch, served)
 	if err != nil {
 		return st, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,9 @@ type remoteEnv struct {
 	sim    *simtest.Sim
 	key    string
 	tenant uuid.UUID
+	// hours counts the slots writeOf books: each at its own hour, as a
+	// calendar holds one appointment at a time.
+	hours *atomic.Int64
 }
 
 const operatorToken = "ops-secret-token-5a8c0e3f19b7d246"
@@ -55,7 +59,7 @@ func setupRemoteWith(t *testing.T, simCfg providersim.Config, traits provider.Tr
 		}
 	})
 	tenant, key := e.Tenant("remote")
-	return remoteEnv{Env: e, sim: sim, key: key, tenant: tenant.ID}
+	return remoteEnv{Env: e, sim: sim, key: key, tenant: tenant.ID, hours: &atomic.Int64{}}
 }
 
 // pass runs one reconciler pass.
@@ -80,7 +84,7 @@ func (r remoteEnv) writeOf(t *testing.T, capability, key string) apptest.Respons
 	t.Helper()
 	switch capability {
 	case provider.Calendar:
-		return r.Post("/v1/appointments", r.key, key, map[string]any{"customer_id": r.Customer(r.tenant), "slot_id": r.Slot(r.tenant, 1)})
+		return r.Post("/v1/appointments", r.key, key, map[string]any{"customer_id": r.Customer(r.tenant), "slot_id": r.Slot(r.tenant, int(r.hours.Add(1)))})
 	case provider.Payments:
 		return r.Post("/v1/payments", r.key, key, map[string]any{"payment_intent_id": r.intent(t, 500), "amount": 500})
 	case provider.Messaging:

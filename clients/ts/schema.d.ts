@@ -103,7 +103,9 @@ export interface paths {
          * @description The tenant's slots in start order, from a time on, with the filters of the `find_available_slots`
          *     tool (see docs/scheduling.md, "Finding time"). A slot of a practitioner also gives who, where and
          *     the timezone it is spoken in; a slot of the single calendar has the shape it always had. When more
-         *     slots follow, `next_after` is the last slot's id: pass it as `after` for the next page.
+         *     slots follow, `next_after` is the last slot's id: pass it as `after` for the next page. For a
+         *     tenant that books in a remote calendar, a slot its calendar shows taken, or that a booking of
+         *     oncecall's holds, is left out (as find_available_slots leaves it out).
          */
         get: operations["listSlots"];
         put?: never;
@@ -164,7 +166,9 @@ export interface paths {
          *     the tenant's timezone as well (`starts_at_local`, `ends_at_local`, `when`). At most `limit`;
          *     `has_more` says whether more follow (ask again with `from` set to the last one's `starts_at` and
          *     skip the ids already seen). The id of another tenant's customer, or of no customer, lists
-         *     nothing. A query parameter not listed here, or given twice, is a `400` naming it.
+         *     nothing. A query parameter not listed here, or given twice, is a `400` naming it. Appointments in a
+         *     remote calendar are listed as the calendar shows them now: one moved there at its new time, one
+         *     deleted there not at all.
          */
         get: operations["listAppointments"];
         put?: never;
@@ -176,12 +180,20 @@ export interface paths {
          *     name, then id, is booked (docs/scheduling.md, "Booking a service"). Rejections: `CUSTOMER_NOT_FOUND`,
          *     `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`; by service, `SERVICE_NOT_FOUND` and `NO_PRACTITIONER_FREE`,
          *     whose `details` hold the next free `alternatives` for the same service, practitioner and location.
-         *     A remote calendar books by `slot_id` only (a `400` names `service_id`). A local `starts_at` is read
+         *     A remote calendar (the tenant's own Google Calendar, Microsoft 365 or Cal.com, or the http provider)
+         *     books by `slot_id` only (a `400` names `service_id`); before anything is sent, the customer must be
+         *     the tenant's, the slot a future one of the tenant's and no other booking of oncecall's may hold its
+         *     time (`SLOT_UNAVAILABLE`), its practitioner's calendar must be connected (`CALENDAR_NOT_MAPPED`), and
+         *     the calendar, read right before the write, must show it free (`SLOT_UNAVAILABLE`); the calendar's own
+         *     refusals come as their codes (`RejectionCode`). The result is then a `CalendarAppointment`, whose
+         *     `id` moves and cancels it. A local `starts_at` is read
          *     as the instant it names before the key is looked up, so the same booking spelt either way under one
          *     key is a replay; one that names no single instant (no `location_id` while the service is booked in
          *     more than one timezone, or a time the location's clocks skip or repeat) is a `400` naming `starts_at`.
          *     `ALREADY_BOOKED_IN_CALL` refuses a second booking of a customer in one voice call (the same
          *     `booking_ref`) while the first stands; a REST booking belongs to no call and is never refused so.
+         *     In a remote calendar, while the first is still waiting for the calendar's answer, the second is
+         *     `BOOKING_IN_PROGRESS` (`details.action_id` is the first's).
          */
         post: operations["bookAppointment"];
         delete?: never;
@@ -197,7 +209,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get an appointment */
+        /**
+         * Get an appointment
+         * @description One of the tenant's appointments: oncecall's own, or one booked in a remote calendar, as the
+         *     calendar shows it now (deleted there: `status: cancelled`).
+         */
         get: operations["getAppointment"];
         put?: never;
         post?: never;
@@ -220,7 +236,11 @@ export interface paths {
          * Reschedule an appointment
          * @description Moves a booking to a new slot (operation `appointment.reschedule`): an action of its own with its
          *     own key, never a retry of the booking. Rejections: `APPOINTMENT_NOT_FOUND`,
-         *     `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`.
+         *     `APPOINTMENT_NOT_ACTIVE`, `SLOT_NOT_FOUND`, `SLOT_UNAVAILABLE`. In a remote calendar also
+         *     `APPOINTMENT_CHANGE_IN_PROGRESS` (another move or cancel of it waits for the calendar's answer),
+         *     `SLOT_OTHER_CALENDAR` (the new slot is in another calendar), `CALENDAR_CHANGED` (the tenant books in
+         *     another calendar now), and the calendar's own codes (`EVENT_CHANGED`: it was edited there since it
+         *     was read, and is not overwritten); the result is then a `CalendarAppointment`.
          */
         post: operations["rescheduleAppointment"];
         delete?: never;
@@ -241,7 +261,9 @@ export interface paths {
         /**
          * Cancel an appointment
          * @description Cancels a booking and frees its slot (operation `appointment.cancel`). The body is an empty
-         *     object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`.
+         *     object or none. Rejections: `APPOINTMENT_NOT_FOUND`, `APPOINTMENT_NOT_ACTIVE`; in a remote calendar
+         *     also `APPOINTMENT_CHANGE_IN_PROGRESS` and `CALENDAR_CHANGED`, and the result is a
+         *     `CalendarAppointment`.
          */
         post: operations["cancelAppointment"];
         delete?: never;
@@ -1123,7 +1145,7 @@ export interface components {
         /**
          * @description The envelope of a confirmed `appointment.book`. Its `result` is the appointment; with `notify`,
          *     the appointment and the fate of its confirmation message; with a remote calendar, the
-         *     provider's reference.
+         *     appointment with the provider's event (`CalendarAppointment`).
          */
         BookingAction: {
             /** Format: uuid */
@@ -1131,7 +1153,7 @@ export interface components {
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Appointment"] | components["schemas"]["NotifiedAppointment"] | components["schemas"]["ServiceAppointment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Appointment"] | components["schemas"]["NotifiedAppointment"] | components["schemas"]["ServiceAppointment"] | components["schemas"]["CalendarAppointment"] | components["schemas"]["RemoteResult"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1143,7 +1165,7 @@ export interface components {
             operation: components["schemas"]["OperationName"];
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
-            result: components["schemas"]["Appointment"] | components["schemas"]["ResourceRef"];
+            result: components["schemas"]["Appointment"] | components["schemas"]["CalendarAppointment"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -1426,6 +1448,31 @@ export interface components {
             starts_at: string;
             /** Format: date-time */
             ends_at: string;
+        };
+        /**
+         * @description An appointment booked, moved or cancelled in a remote calendar (the tenant's own Google Calendar,
+         *     Microsoft 365 or Cal.com, or the http calendar provider): its `id` (the booking action's id, by
+         *     which it is moved and cancelled and read at `GET /v1/appointments/{appointment_id}`), the slot,
+         *     and the provider's event (`provider_ref`). `starts_at` and `ends_at` are the time the calendar
+         *     answered; an answer an operator confirmed from evidence may lack them. A move answers without
+         *     `customer_id`; a cancel without `slot_id`.
+         */
+        CalendarAppointment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id?: string;
+            /** Format: uuid */
+            slot_id?: string;
+            /** @description The service booked; may be empty. */
+            service: string;
+            status: components["schemas"]["AppointmentStatus"];
+            /** Format: date-time */
+            starts_at?: string;
+            /** Format: date-time */
+            ends_at?: string;
+            /** @description The calendar's id of the event (Cal.com's booking uid, the latest after a reschedule). */
+            provider_ref: string;
         };
         /** @description An appointment with its times as the business's callers say them: in its location's timezone for a slot of a practitioner (which the appointment then names, with who and where), else in the tenant's, in the tenant's locale. */
         LocalAppointment: {
@@ -1816,7 +1863,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "ALREADY_BOOKED_IN_CALL" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "ALREADY_BOOKED_IN_CALL" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS" | "CALENDAR_NOT_MAPPED" | "CALENDAR_CHANGED" | "APPOINTMENT_CHANGE_IN_PROGRESS" | "SLOT_OTHER_CALENDAR" | "BOOKING_IN_PROGRESS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -2064,7 +2111,7 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps";
+        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";
         CreateSlotInput: {
             /**
              * Format: date-time

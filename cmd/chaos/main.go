@@ -59,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	minFailovers := fs.Int("min-failovers", 2, "with --failover: fail a run with fewer failovers (lengthen --duration)")
 	fs.BoolVar(&cfg.Stripe, "stripe", false, "serve payments with the Stripe adapter against the simulator's Stripe mode")
 	fs.BoolVar(&cfg.Twilio, "twilio", false, "serve SMS with the Twilio adapter against the simulator's Twilio mode (with --stripe: both)")
+	fs.BoolVar(&cfg.Calendars, "calendars", false, "add tenants whose appointments live in Google Calendar, Microsoft 365 and Cal.com (fakes run as processes, with faults)")
 	calls := fs.Int("calls", 0, "play this many whole calls on the four voice platforms and audit what was said (make chaos-calls)")
 	concurrency := fs.Int("concurrency", 24, "with --calls: calls at once")
 	tenants := fs.Int("tenants", 6, "with --calls: businesses the calls are spread over")

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 )
 
 // asCommand makes this test binary run as the oncecall command itself
@@ -27,7 +28,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(pgtest.Main(m))
+	code := pgtest.Main(m)
+	calsimtest.Remove()
+	os.Exit(code)
 }
 
 func TestHealthcheckFollowsReadyz(t *testing.T) {

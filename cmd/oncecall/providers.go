@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
 	"github.com/oncecall/oncecall/internal/step"
@@ -111,6 +112,24 @@ func twilioStatusToken(getenv func(string) string) string {
 		return ""
 	}
 	return getenv("TWILIO_AUTH_TOKEN")
+}
+
+// calendarsConfig reads how this server reaches the tenants' own calendars
+// (their connections are in the database; their secrets in this server's
+// files and environment).
+func calendarsConfig(getenv func(string) string) (calendars.Config, error) {
+	var c calendars.Config
+	var err error
+	if c.Tuning.Timeout, err = durationVar(getenv, "ONCECALL_CALENDAR_TIMEOUT", 0); err != nil {
+		return c, err
+	}
+	if c.Tuning.VisibilityDelay, err = durationVar(getenv, "ONCECALL_CALENDAR_VISIBILITY_DELAY", 0); err != nil {
+		return c, err
+	}
+	if c.ReadTTL, err = durationVar(getenv, "ONCECALL_CALENDAR_READ_TTL", calendars.DefaultReadTTL); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // stepConfig reads how unresolved remote steps are re-checked.

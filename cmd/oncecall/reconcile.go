@@ -9,6 +9,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -35,6 +36,10 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	cc, err := calendarsConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
 	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 4)
 	if err != nil {
 		return err
@@ -46,6 +51,9 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// The local provider too, as serve has it: a write before an action's
 	// required one that no remote provider serves is made by it.
 	driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
+	// The tenants' own calendars whose secrets this server reads.
+	cc.Store, cc.Log = store, log
+	driver.Accounts = calendars.New(cc)
 	r := reconcile.New(store, driver, rc, log)
 	if !*once {
 		return r.Run(ctx)

@@ -111,6 +111,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cc, err := calendarsConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
 	if *lease <= 0 {
 		return errors.New("--lease must be positive")
 	}
@@ -136,7 +140,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
-		Providers:     providers, Simulate: simulate, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
+		Providers:     providers, Simulate: simulate, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: operatorToken, Console: console, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})

@@ -94,6 +94,49 @@ type Appointment struct {
 	BookingRef   string
 }
 
+type CalendarAppointment struct {
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	CustomerID     uuid.UUID
+	SlotID         *uuid.UUID
+	PractitionerID *uuid.UUID
+	LocationID     *uuid.UUID
+	ServiceID      *uuid.UUID
+	Service        string
+	Provider       string
+	CalendarID     string
+	EventID        *string
+	Etag           *string
+	StartsAt       time.Time
+	EndsAt         time.Time
+	Status         string
+	HeldBy         *uuid.UUID
+	ReadAt         *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CallPlatform   *string
+	CallID         *string
+	BookingRef     string
+}
+
+type CalendarConnection struct {
+	TenantID    uuid.UUID
+	ID          uuid.UUID
+	Provider    string
+	Credentials string
+	BaseUrl     string
+	Settings    json.RawMessage
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type CalendarMapping struct {
+	TenantID       uuid.UUID
+	PractitionerID *uuid.UUID
+	LocationID     *uuid.UUID
+	CalendarID     string
+}
+
 type Callback struct {
 	ID           uuid.UUID
 	TenantID     uuid.UUID

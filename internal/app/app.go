@@ -35,6 +35,7 @@ import (
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/staff"
@@ -86,6 +87,11 @@ type Config struct {
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
+	// Calendars configures the tenants' own calendars (connected with
+	// `oncecall calendar connect`): where their secrets are read, each
+	// call's bound, how long reads are reused. Its Store and Log are the
+	// program's.
+	Calendars calendars.Config
 	// Simulate lists capabilities that the provider simulator, started in
 	// this process, serves when Providers does not (DemoSimulated for
 	// `make run`'s demo). Its ledger is kept in DataDir with the embedded
@@ -162,6 +168,7 @@ type Main struct {
 	cfg        Config
 	ops        *op.Registry
 	driver     *step.Driver
+	calendars  *calendars.Service
 	reconciler *reconcile.Reconciler
 	core       *idem.Core
 	pg         *pgembed.Postgres
@@ -281,6 +288,11 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	}
 	m.driver = step.NewDriver(m.store, m.ops, providers, cfg.Steps, cfg.Log)
 	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
+	calCfg := cfg.Calendars
+	calCfg.Store, calCfg.Log = m.store, cfg.Log
+	m.calendars = calendars.New(calCfg)
+	// A tenant's own calendar is reached through its stored connection.
+	m.driver.Accounts = m.calendars
 	// Every step claimed here names the provider this configuration sends
 	// it to; only a server configured for it drives the step.
 	m.store.SetStepPlanner(m.driver.Plan)
@@ -324,7 +336,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
+		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 	})
 	m.srv = &http.Server{

@@ -25,6 +25,14 @@ func TestAgentPhrasing(t *testing.T) {
 		"customer.points.add":   {"CUSTOMER_NOT_FOUND", "INSUFFICIENT_POINTS"},
 		"callback.request":      {"CUSTOMER_NOT_FOUND"},
 		"callback.cancel":       {"CALLBACK_NOT_FOUND", "CALLBACK_NOT_ACTIVE"},
+		// What a remote calendar, or the checks before one is written to,
+		// may answer.
+		"appointment.book": {"CUSTOMER_NOT_FOUND", "SLOT_NOT_FOUND", "SLOT_UNAVAILABLE", "CALENDAR_NOT_MAPPED", "EVENT_CANCELLED",
+			"CUSTOMER_HAS_NO_CONTACT", "ALREADY_BOOKED_IN_CALL", "BOOKING_IN_PROGRESS"},
+		"appointment.reschedule": {"SLOT_UNAVAILABLE", "SLOT_NOT_FOUND", "APPOINTMENT_NOT_FOUND", "APPOINTMENT_NOT_ACTIVE",
+			"APPOINTMENT_CHANGE_IN_PROGRESS", "SLOT_OTHER_CALENDAR", "EVENT_CHANGED", "EVENT_CANCELLED", "EVENT_NOT_FOUND",
+			"CALENDAR_CHANGED"},
+		"appointment.cancel": {"APPOINTMENT_NOT_ACTIVE", "APPOINTMENT_CHANGE_IN_PROGRESS", "CALENDAR_CHANGED"},
 	}
 	for name, codes := range reasons {
 		o, ok := reg.Get(name)

@@ -20,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendar"
 )
 
 // Rejection reasons.
@@ -113,14 +114,24 @@ var Book = op.Define(op.Spec[BookInput]{
 			SlotNotFound:     "That slot does not exist. Do not say it is booked; look up available slots and offer one.",
 			CustomerNotFound: "The customer record was not found. Do not say it is booked; confirm who the caller is.",
 			ServiceNotFound:  "That service does not exist. Do not say it is booked; look the services up with list_services.",
+			CalendarNotMapped: "That practitioner's calendar is not connected, so nothing was booked. Do not say it is booked; " +
+				"offer a time with another practitioner, or take a message for the team.",
+			calendar.EventCancelled: "The calendar shows this booking cancelled. Do not say it is booked; offer the caller another time.",
+			"CUSTOMER_HAS_NO_CONTACT": "The booking system needs the caller's phone number or e-mail address, and the customer " +
+				"record has neither: nothing was booked. Ask for one, update the customer, then book again.",
 			NoPractitionerFree: "No practitioner is free for that service at that time: it is NOT booked. Offer the caller the " +
 				"alternatives in details (each by its when, with the practitioner and location), and book the one they choose.",
 			AlreadyBookedInCall: "Nothing new was booked: the caller already has an appointment booked earlier in this call, the one in " +
 				"details (its time is details.when). Tell them that is the appointment they have. If they want another time " +
 				"instead, offer to move it with reschedule_appointment and details.appointment_id. Only if they want a second, " +
 				"separate appointment as well, call book_appointment again with a new booking_ref.",
+			BookingInProgress: "Nothing new was booked: a booking for this caller made earlier in this call is still waiting " +
+				"for the calendar's answer (details.action_id); it is NOT confirmed yet. Check it with check_action_status before " +
+				"booking again; only for a second, separate appointment, call book_appointment with a new booking_ref.",
 			"": "The appointment was not booked. Tell the caller it could not be booked.",
 		},
+		Pending: "The booking is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the caller " +
+			"only that it is still being processed.",
 		Changed: "This booking was made, but since then the appointment was cancelled or moved (see current): it is not booked " +
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
@@ -157,40 +168,42 @@ type notifiedAppointment struct {
 	Confirmation string `json:"confirmation"`
 }
 
-// bookRemote books on a remote calendar and, when asked, sends the
-// confirmation through the messaging provider once the booking exists.
+// bookRemote books on a remote calendar (calendar.go) and, when asked,
+// sends the confirmation through the messaging provider once the booking
+// exists.
 func bookRemote() *op.Remote[BookInput] {
 	r := op.SendInput[BookInput](provider.Calendar, http.StatusCreated)
+	calendarBookRemote(r)
 	r.FollowUps = func(in BookInput) []op.FollowUp {
 		if in.Notify == "" {
 			return nil
 		}
 		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
 	}
-	// The confirmation is rendered when the booking is claimed, with the
-	// slot's time, so that every send of it carries the same text.
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
 		if in.ServiceID != "" {
-			// A remote calendar knows slots, not oncecall's practitioners.
+			// A remote calendar is booked by slot: the slot names the
+			// practitioner and their calendar.
 			return op.Reservation{}, fault.Field("service_id", "booking by service needs oncecall's own calendar; "+
 				"this business books on a remote calendar: give slot_id")
 		}
-		if in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
-			return op.Reservation{}, nil
+		res, err := reserveCalendarBooking(ctx, tx, x, in)
+		if err != nil || res.Reject != nil || in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
+			return res, err
 		}
+		// The confirmation is rendered when the booking is claimed, with
+		// the slot's time, so that every send of it carries the same text.
 		when, err := slotWhen(ctx, tx, x.TenantID, op.MustUUID(in.SlotID))
-		if errors.Is(err, db.ErrNotFound) {
-			return op.Reservation{}, nil
-		}
 		if err != nil {
 			return op.Reservation{}, err
 		}
 		f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
 		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, in.SlotID)
 		if err != nil || payload == nil {
-			return op.Reservation{}, err
+			return res, err
 		}
-		return op.Reservation{FollowUps: map[string]any{f.Name: payload}}, nil
+		res.FollowUps = map[string]any{f.Name: payload}
+		return res, nil
 	}
 	return r
 }
@@ -220,14 +233,29 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 	Statement: func(s *db.Statement, _ idem.Exec, in RescheduleInput) {
 		s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
 	},
+	Remote: calendarMoveRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.when (the local time where " +
 			"it takes place).",
 		Rejected: map[string]string{
 			SlotUnavailable:      "The new slot is not available; the appointment keeps its old time. Offer another time.",
+			SlotNotFound:         "That slot does not exist; the appointment keeps its old time. Look up available slots and offer one.",
+			AppointmentNotFound:  "That appointment was not found; nothing was moved. Use list_appointments to see what the caller has.",
 			AppointmentNotActive: "That appointment is cancelled and cannot be moved. Offer to book a new one.",
-			"":                   "The appointment was not moved; it keeps its old time.",
+			AppointmentChanging: "Another change of this appointment is still being made; it was not moved now. Check what became " +
+				"of it with list_appointments before offering the move again.",
+			SlotOtherCalendar: "The new slot is with another practitioner, whose calendar is another one; the appointment keeps its " +
+				"old time. Offer times with the same practitioner, or cancel it and book the new one.",
+			calendar.EventChanged: "The appointment was changed in the calendar since it was read; it was not moved. Use " +
+				"list_appointments to hear its time now, then offer the move again.",
+			calendar.EventCancelled: "The calendar shows this appointment cancelled; it was not moved. Offer to book a new one.",
+			calendar.EventNotFound:  "The appointment is no longer in the calendar; it was not moved. Offer to book a new one.",
+			CalendarChanged: "The appointment is in a calendar this business no longer books in; it was not moved. Take a " +
+				"message for the team.",
+			"": "The appointment was not moved; it keeps its old time.",
 		},
+		Pending: "The move is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the caller only " +
+			"that it is still being processed; the appointment may still be at its old time.",
 		Changed: "This move was made, but since then the appointment was cancelled or moved again (see current): it is not " +
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
@@ -249,19 +277,28 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	Statement: func(s *db.Statement, _ idem.Exec, in CancelInput) {
 		s.Cancel(op.MustUUID(in.AppointmentID))
 	},
+	Remote: calendarCancelRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment is cancelled. You may tell the caller it has been cancelled.",
 		Rejected: map[string]string{
 			AppointmentNotActive: "That appointment was already cancelled.",
-			"":                   "The appointment was not cancelled. Tell the caller it could not be found.",
+			AppointmentChanging: "Another change of this appointment is still being made; it was not cancelled now. Check what " +
+				"became of it with list_appointments before cancelling again.",
+			CalendarChanged: "The appointment is in a calendar this business no longer books in; it was not cancelled. Take a " +
+				"message for the team.",
+			"": "The appointment was not cancelled. Tell the caller it could not be found.",
 		},
+		Pending: "The cancellation is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the " +
+			"caller only that it is still being processed; the appointment may still stand.",
 	},
 })
 
 // appointmentStanding tells whether the appointment a booking or a move
 // confirmed is still active in slot: "" if so, else "cancelled" or
-// "moved". An id that is not a local appointment (a remote calendar's
-// reference) cannot be checked here and stands as answered.
+// "moved". An appointment in a remote calendar stands as oncecall last
+// read it there (calendarStanding); an id that is neither (a provider's
+// reference from before remote appointments were recorded) cannot be
+// checked and stands as answered.
 func appointmentStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID, slot string) (string, error) {
 	id, err := uuid.Parse(resourceID)
 	if err != nil {
@@ -270,7 +307,8 @@ func appointmentStanding(ctx context.Context, s *db.Store, tenant uuid.UUID, res
 	a, err := s.AppointmentByID(ctx, tenant, id)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return "", nil
+		current, _, err := calendarStanding(ctx, s, tenant, id, slot)
+		return current, err
 	case err != nil:
 		return "", err
 	case a.Status != "active":

@@ -56,8 +56,9 @@ type Report struct {
 	// answer with an action id (every attempt failed).
 	Confirmed, Rejected, Pending, Unanswered int
 	// Writes are the provider's committed writes; Entries the rows of
-	// points_ledger.
-	Writes, Entries int
+	// points_ledger; CalendarEvents the events oncecall made in the
+	// calendar tenants' fakes (counted in Writes too).
+	Writes, Entries, CalendarEvents int
 
 	// Problems describes the first anomalies found, for investigation.
 	Problems []string
@@ -78,9 +79,9 @@ func (r Report) String() string {
 
 // Details is the line of further figures.
 func (r Report) Details() string {
-	return fmt.Sprintf("chaos: told confirmed=%d rejected=%d pending=%d unanswered=%d polls=%d provider_writes=%d points_entries=%d "+
+	return fmt.Sprintf("chaos: told confirmed=%d rejected=%d pending=%d unanswered=%d polls=%d provider_writes=%d calendar_events=%d points_entries=%d "+
 		"pg_restarts=%d contradictions=%d unattributed=%d protocol_errors=%d open_follow_ups=%d",
-		r.Confirmed, r.Rejected, r.Pending, r.Unanswered, r.Polls, r.Writes, r.Entries,
+		r.Confirmed, r.Rejected, r.Pending, r.Unanswered, r.Polls, r.Writes, r.CalendarEvents, r.Entries,
 		r.PGRestarts, r.Contradictions, r.Unattributed, r.ProtocolErrors, r.OpenFollowUps)
 }
 
@@ -210,9 +211,9 @@ func logicalOfWrite(step string, payload []byte) string {
 	return ""
 }
 
-// audit compares what callers were told with the provider's ledger and
-// oncecall's tables.
-func audit(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, ledger []providersim.LedgerEntry, actions []*logical) (Report, error) {
+// audit compares what callers were told with the providers' ledgers and
+// oncecall's tables, for the run's tenants.
+func audit(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID, ledger []providersim.LedgerEntry, actions []*logical) (Report, error) {
 	stored, err := loadActions(ctx, pool, tenant)
 	if err != nil {
 		return Report{}, err
@@ -402,9 +403,9 @@ func refs(es []effect) string {
 
 // loadActions reads the tenant's actions by id. The audit reads the tables
 // directly: it checks oncecall, so it does not go through oncecall's store.
-func loadActions(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (map[string]storedAction, error) {
+func loadActions(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID) (map[string]storedAction, error) {
 	rows, err := pool.Query(ctx, `SELECT id::text, operation, state, coalesce(outcome, ''), needs_operator, request
-		FROM actions WHERE tenant_id = $1`, tenant)
+		FROM actions WHERE tenant_id = ANY($1)`, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("read actions: %w", err)
 	}
@@ -424,12 +425,12 @@ func loadActions(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (map
 
 // loadPoints reads the tenant's points_ledger rows and its customers'
 // balances.
-func loadPoints(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (points, error) {
+func loadPoints(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID) (points, error) {
 	p := points{balances: map[string]int64{}}
 	e := effect{Step: stepPoints}
 	var customer string
 	rows, err := pool.Query(ctx, `SELECT id::text, action_id::text, customer_id::text, delta
-		FROM points_ledger WHERE tenant_id = $1`, tenant)
+		FROM points_ledger WHERE tenant_id = ANY($1)`, tenant)
 	if err == nil {
 		_, err = pgx.ForEachRow(rows, []any{&e.Ref, &e.ActionID, &customer, &e.Delta}, func() error {
 			e.Logical = kindPoints + ":" + customer
@@ -441,7 +442,7 @@ func loadPoints(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (poin
 		return p, fmt.Errorf("read points_ledger: %w", err)
 	}
 	var balance int64
-	rows, err = pool.Query(ctx, `SELECT id::text, points FROM customers WHERE tenant_id = $1`, tenant)
+	rows, err = pool.Query(ctx, `SELECT id::text, points FROM customers WHERE tenant_id = ANY($1)`, tenant)
 	if err == nil {
 		_, err = pgx.ForEachRow(rows, []any{&customer, &balance}, func() error {
 			p.balances[kindPoints+":"+customer] = balance
@@ -456,10 +457,10 @@ func loadPoints(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (poin
 
 // unsettled counts the tenant's actions still running or unknown without an
 // operator flag, and their unfinished follow-up steps.
-func unsettled(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (int, error) {
+func unsettled(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID) (int, error) {
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(*) FROM actions
-		WHERE tenant_id = $1 AND state IN ('running', 'unknown') AND NOT needs_operator`, tenant).Scan(&n)
+		WHERE tenant_id = ANY($1) AND state IN ('running', 'unknown') AND NOT needs_operator`, tenant).Scan(&n)
 	if err != nil {
 		return 0, err
 	}
@@ -467,9 +468,9 @@ func unsettled(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (int, 
 	return n + f, err
 }
 
-func openFollowUps(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID) (int, error) {
+func openFollowUps(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID) (int, error) {
 	var n int
 	err := pool.QueryRow(ctx, `SELECT count(*) FROM action_steps s JOIN actions a ON a.id = s.action_id
-		WHERE a.tenant_id = $1 AND NOT s.required AND s.state IN ('pending', 'unknown') AND NOT a.needs_operator`, tenant).Scan(&n)
+		WHERE a.tenant_id = ANY($1) AND NOT s.required AND s.state IN ('pending', 'unknown') AND NOT a.needs_operator`, tenant).Scan(&n)
 	return n, err
 }

@@ -464,7 +464,7 @@ func unsettledCalls(ctx context.Context, pool *pgxpool.Pool, w *callWorld) (int,
 		if err != nil {
 			return 0, err
 		}
-		k, err := unsettled(ctx, pool, id)
+		k, err := unsettled(ctx, pool, []uuid.UUID{id})
 		if err != nil {
 			return 0, err
 		}

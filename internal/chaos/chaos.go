@@ -83,6 +83,12 @@ type Config struct {
 	// simulator's Twilio mode, with the same faults and duplicated, early
 	// and stray status callbacks; the audit counts Twilio's messages.
 	Twilio bool
+	// Calendars adds three tenants whose appointments live in their own
+	// calendars (Google Calendar, Microsoft 365, Cal.com), each a fake run
+	// as a process with faults (cmd/calendarsim); half the bookings go to
+	// them, through oncecall's calendar adapters, and the audit counts the
+	// fakes' events.
+	Calendars bool
 }
 
 func (c *Config) defaults() {
@@ -199,6 +205,13 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	if err != nil {
 		return rep, fmt.Errorf("seed the database: %w", err)
 	}
+	if cfg.Calendars {
+		logf("starting the calendar fakes")
+		if w.calendars, err = startCalendars(ctx, dir, db.New(pool)); err != nil {
+			return rep, err
+		}
+		defer stopCalendars(w.calendars)
+	}
 
 	// The provider simulator, in this process, with its ledger on disk.
 	sim, stopSim, err := startSimulator(ctx, dir, "127.0.0.1:0")
@@ -217,6 +230,9 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	}
 	rs := &replicas{bin: bin, dir: dir, env: replicaEnv(dbURL, sim.URL(), cfg.TrustMessagingKeys, cfg.Stripe), slots: make([]*replica, cfg.Replicas)}
 	defer rs.stopAll()
+	if cfg.Calendars {
+		rs.env = append(rs.env, calendarEnv(w.calendars)...)
+	}
 	var callbacks *callbackProxy
 	if cfg.Twilio {
 		if callbacks, err = startCallbackProxy(cfg.Seed); err != nil {
@@ -239,6 +255,14 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		customers: w.customers, slots: w.slots, members: w.members,
 	}
 	defer f.hc.CloseIdleConnections()
+	for _, side := range w.calendars {
+		for _, id := range side.slots {
+			f.calSlots = append(f.calSlots, calSlot{id: id, acct: side.acct})
+		}
+	}
+	// The calendar tenants' slots in a random order, so that every
+	// provider's get booked.
+	rand.New(rand.NewPCG(cfg.Seed, 1<<35)).Shuffle(len(f.calSlots), func(i, j int) { f.calSlots[i], f.calSlots[j] = f.calSlots[j], f.calSlots[i] })
 
 	// The run phase.
 	var faultIDs []int64
@@ -248,6 +272,13 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			return rep, err
 		}
 		faultIDs = append(faultIDs, got.ID)
+	}
+	for _, side := range w.calendars {
+		for _, r := range calendarFaults() {
+			if _, err := side.fault(ctx, r); err != nil {
+				return rep, err
+			}
+		}
 	}
 	stop := make(chan struct{})
 	var clients sync.WaitGroup
@@ -330,6 +361,11 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 			return rep, fmt.Errorf("clear faults: %w", err)
 		}
 	}
+	for _, side := range w.calendars {
+		if err := side.clearFaults(ctx); err != nil {
+			return rep, err
+		}
+	}
 	close(stop)
 	logf("run phase over after %d kills: faults cleared, callers finishing", rs.killCount())
 	clients.Wait()
@@ -339,7 +375,7 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 	end := settled.Add(cfg.Settle)
 	left := -1
 	for time.Now().Before(end) {
-		if left, err = unsettled(ctx, pool, w.tenant); err == nil && left == 0 {
+		if left, err = unsettled(ctx, pool, w.tenants()); err == nil && left == 0 {
 			break
 		}
 		if !sleep(ctx, 250*time.Millisecond) {
@@ -365,16 +401,26 @@ func Run(ctx context.Context, cfg Config) (rep Report, err error) {
 		if err != nil {
 			return rep, err
 		}
-		sends, err := twilioSends(ctx, pool, w.tenant, msgs)
+		sends, err := twilioSends(ctx, pool, w.tenants(), msgs)
 		if err != nil {
 			return rep, err
 		}
 		ledger = append(ledger, sends...)
 	}
-	rep, err = audit(ctx, pool, w.tenant, ledger, f.all())
+	calendarEvents := 0
+	for _, side := range w.calendars {
+		events, err := side.writes(ctx)
+		if err != nil {
+			return rep, err
+		}
+		ledger = append(ledger, events...)
+		calendarEvents += len(events)
+	}
+	rep, err = audit(ctx, pool, w.tenants(), ledger, f.all())
 	if err != nil {
 		return rep, err
 	}
+	rep.CalendarEvents = calendarEvents
 	rep.Kills, rep.PGRestarts = rs.killCount(), pgRestarts
 	return rep, nil
 }
@@ -455,7 +501,8 @@ func replicaEnv(dbURL, simURL string, trustMessagingKeys, stripe bool) []string 
 }
 
 // world is what the callers use: the tenant's API key, its customers, its
-// free slots and the customers kept for points changes.
+// free slots and the customers kept for points changes; with calendars,
+// the tenants whose appointments live in their own calendars.
 type world struct {
 	tenant    uuid.UUID
 	apiKey    string
@@ -463,6 +510,16 @@ type world struct {
 	customers []string
 	slots     []string
 	members   []string
+	calendars []*calendarSide
+}
+
+// tenants are the run's tenants: the main one and the calendar tenants.
+func (w world) tenants() []uuid.UUID {
+	out := []uuid.UUID{w.tenant}
+	for _, c := range w.calendars {
+		out = append(out, c.tenant)
+	}
+	return out
 }
 
 func seed(ctx context.Context, store *db.Store, slots, members int) (world, error) {

@@ -255,7 +255,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	settled := time.Now()
 	left := -1
 	for end := settled.Add(cfg.Settle); time.Now().Before(end); {
-		if left, err = unsettled(ctx, pool, w.tenant); err == nil && left == 0 {
+		if left, err = unsettled(ctx, pool, w.tenants()); err == nil && left == 0 {
 			break
 		}
 		if !sleep(ctx, 250*time.Millisecond) {
@@ -271,11 +271,11 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	}
 	// The pool connects only to a server that accepts writes: the final
 	// leader.
-	rep.Report, err = audit(ctx, pool, w.tenant, ledger, f.all())
+	rep.Report, err = audit(ctx, pool, w.tenants(), ledger, f.all())
 	if err != nil {
 		return rep, err
 	}
-	stored, err := loadActions(ctx, pool, w.tenant)
+	stored, err := loadActions(ctx, pool, w.tenants())
 	if err != nil {
 		return rep, err
 	}

@@ -67,6 +67,16 @@ type logical struct {
 	// Failure is an answer the fleet did not expect (a protocol error);
 	// the audit reports it.
 	Failure string
+	// Acct is the tenant it is asked as: nil for the run's main tenant, a
+	// calendar tenant's for a booking in its own calendar.
+	Acct *account
+}
+
+// account is a tenant the fleet asks as: its API key, Dasha org and
+// customers.
+type account struct {
+	key, org  string
+	customers []string
 }
 
 // key names the logical action the way the ledger and the actions table
@@ -111,7 +121,11 @@ type fleet struct {
 	nextSlot   atomic.Int64
 	members    []string // customers made for points changes, one per change
 	nextMember atomic.Int64
-	seq        atomic.Int64
+	// calSlots are the slots of the tenants whose appointments live in
+	// their own calendars (Config.Calendars), each booked once.
+	calSlots []calSlot
+	nextCal  atomic.Int64
+	seq      atomic.Int64
 
 	attempts atomic.Int64 // write requests of logical actions
 	polls    atomic.Int64 // status checks
@@ -171,6 +185,29 @@ type caller struct {
 	rng *rand.Rand
 	// unknown: the last call was answered "outcome unknown".
 	unknown bool
+	// acct is the tenant the current logical action is asked as (nil: the
+	// main one).
+	acct *account
+}
+
+// calSlot is a slot of a calendar tenant.
+type calSlot struct {
+	id   string
+	acct *account
+}
+
+func (c *caller) apiKey() string {
+	if c.acct != nil {
+		return c.acct.key
+	}
+	return c.f.apiKey
+}
+
+func (c *caller) org() string {
+	if c.acct != nil {
+		return c.acct.org
+	}
+	return c.f.org
 }
 
 // plan picks the next logical action: its kind, its style and its own slot,
@@ -183,6 +220,13 @@ func (c *caller) plan(ctx context.Context) *logical {
 	}
 	switch r := c.rng.IntN(20); {
 	case r < 6:
+		if len(c.f.calSlots) > 0 && c.rng.IntN(2) == 0 {
+			if i := c.f.nextCal.Add(1) - 1; i < int64(len(c.f.calSlots)) {
+				s := c.f.calSlots[i]
+				l.Kind, l.Identity, l.Notify, l.Acct = kindBook, s.id, c.rng.IntN(4) == 0, s.acct
+				return l
+			}
+		}
 		if id, ok := take(&c.f.nextSlot, c.f.slots); ok {
 			l.Kind, l.Identity, l.Notify = kindBook, id, c.rng.IntN(4) == 0
 			return l
@@ -215,7 +259,12 @@ func take(next *atomic.Int64, ids []string) (string, bool) {
 	return "", false
 }
 
-func (c *caller) customer() string { return c.f.customers[c.rng.IntN(len(c.f.customers))] }
+func (c *caller) customer() string {
+	if c.acct != nil {
+		return c.acct.customers[c.rng.IntN(len(c.acct.customers))]
+	}
+	return c.f.customers[c.rng.IntN(len(c.f.customers))]
+}
 
 // arguments is the operation's input: the tool arguments, and the REST path
 // and body (the arguments less those the path carries).
@@ -245,6 +294,8 @@ func (c *caller) arguments(l *logical) (tool, path string, args, body map[string
 }
 
 func (c *caller) perform(ctx context.Context, l *logical) {
+	c.acct = l.Acct
+	defer func() { c.acct = nil }()
 	tool, path, args, restArgs := c.arguments(l)
 	deadline := time.Now().Add(c.f.actionBudget())
 	if l.Style == styleREST {
@@ -257,7 +308,7 @@ func (c *caller) perform(ctx context.Context, l *logical) {
 		return
 	}
 	callID := fmt.Sprintf("chaos-%s-call-%d", c.f.run, l.N)
-	body := toolPayload(c.f.org, callID, tool, args)
+	body := toolPayload(c.org(), callID, tool, args)
 	send := func(ctx context.Context, c *caller) reply { return c.dashaOnce(ctx, tool, body) }
 	if id := c.write(ctx, l, send, deadline); id != "" {
 		c.dashaFollow(ctx, l, tool, callID, args, id, deadline)
@@ -282,7 +333,7 @@ type reply struct {
 func (c *caller) write(ctx context.Context, l *logical, send func(context.Context, *caller) reply, deadline time.Time) (pending string) {
 	var racer chan reply
 	if c.rng.IntN(8) == 0 {
-		twin := &caller{f: c.f, rng: rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64()))}
+		twin := &caller{f: c.f, rng: rand.New(rand.NewPCG(c.rng.Uint64(), c.rng.Uint64())), acct: c.acct}
 		racer = make(chan reply, 1)
 		l.Attempts++
 		c.f.attempts.Add(1)
@@ -429,13 +480,13 @@ var notBusiness = map[string]bool{"invalid_arguments": true, "conflicting_reques
 // the action's status and now and then calls the tool again with the
 // action_id, as the tool's description tells the model to.
 func (c *caller) dashaFollow(ctx context.Context, l *logical, tool, callID string, args map[string]any, id string, deadline time.Time) {
-	status := toolPayload(c.f.org, callID, "check_action_status", map[string]any{"action_id": id})
+	status := toolPayload(c.org(), callID, "check_action_status", map[string]any{"action_id": id})
 	again := make(map[string]any, len(args)+1)
 	for k, v := range args {
 		again[k] = v
 	}
 	again["action_id"] = id
-	retry := toolPayload(c.f.org, callID, tool, again)
+	retry := toolPayload(c.org(), callID, tool, again)
 	for try := 0; l.Polls < c.f.maxPolls() && time.Now().Before(deadline) && ctx.Err() == nil; {
 		if !sleep(ctx, pollEvery) {
 			return
@@ -551,7 +602,7 @@ func (c *caller) call(ctx context.Context, method, path string, body []byte, key
 	if err != nil {
 		return 0, nil, 0, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.f.apiKey)
+	req.Header.Set("Authorization", "Bearer "+c.apiKey())
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -616,6 +667,7 @@ func (f *fleet) lateCheck(ctx context.Context, rng *rand.Rand) {
 		if id == "" || last.Outcome == "confirmed" || last.Outcome == "rejected" {
 			continue
 		}
+		c.acct = l.Acct
 		for try := 0; try < 10 && ctx.Err() == nil; try++ {
 			var a answer
 			var ok bool
@@ -624,7 +676,7 @@ func (f *fleet) lateCheck(ctx context.Context, rng *rand.Rand) {
 				a, ok, failure = c.restStatus(ctx, l, id)
 			} else {
 				var ans toolAnswer
-				body := toolPayload(f.org, fmt.Sprintf("chaos-%s-call-%d", f.run, l.N), "check_action_status", map[string]any{"action_id": id})
+				body := toolPayload(c.org(), fmt.Sprintf("chaos-%s-call-%d", f.run, l.N), "check_action_status", map[string]any{"action_id": id})
 				l.Polls++
 				f.polls.Add(1)
 				ans, ok, failure = c.dashaCall(ctx, "check_action_status", body)

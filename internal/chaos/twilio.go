@@ -89,10 +89,10 @@ func (p *callbackProxy) strayCallback(ctx context.Context, admin providersim.Adm
 // action and step from the StatusCallback each message was sent with, and
 // the step's payload (what the adapter turned into the message) from
 // oncecall's tables, to name the logical action. A message whose callback
-// names no step of the tenant's is unattributed.
-func twilioSends(ctx context.Context, pool *pgxpool.Pool, tenant uuid.UUID, msgs []providersim.TwilioMessage) ([]providersim.LedgerEntry, error) {
+// names no step of the run's tenants is unattributed.
+func twilioSends(ctx context.Context, pool *pgxpool.Pool, tenant []uuid.UUID, msgs []providersim.TwilioMessage) ([]providersim.LedgerEntry, error) {
 	rows, err := pool.Query(ctx, `SELECT s.action_id::text || '/' || s.name, s.payload FROM action_steps s
-		JOIN actions a ON a.id = s.action_id WHERE a.tenant_id = $1 AND s.capability = $2`, tenant, provider.Messaging)
+		JOIN actions a ON a.id = s.action_id WHERE a.tenant_id = ANY($1) AND s.capability = $2`, tenant, provider.Messaging)
 	if err != nil {
 		return nil, err
 	}

@@ -338,9 +338,14 @@ func TestConsoleInABrowser(t *testing.T) {
 		t.Fatalf("the action's page does not name who resolved it:\n%s", a)
 	}
 	shoot("resolved")
+	// The appointment's id is the booking action's; the provider's
+	// reference is its event.
 	if n := s.e.Count(`SELECT count(*) FROM actions WHERE id = $1 AND state = 'completed' AND outcome = 'confirmed'
-		AND resource_id = $2 AND NOT needs_operator`, first, ref); n != 1 {
-		t.Fatal("the action is not confirmed with the provider's reference")
+		AND resource_id = $1::text AND NOT needs_operator`, first); n != 1 {
+		t.Fatal("the action is not confirmed with the appointment's id")
+	}
+	if n := s.e.Count(`SELECT count(*) FROM calendar_appointments WHERE id = $1 AND status = 'active' AND event_id = $2`, first, ref); n != 1 {
+		t.Fatal("the appointment is not recorded with the provider's reference")
 	}
 	if n := s.e.Count(`SELECT count(*) FROM operator_audit WHERE action_id = $1 AND kind = 'resolved' AND operator_name = 'Ana Ruiz'`, first); n != 1 {
 		t.Fatal("the resolution is not in the audit trail under the signed-in person")

@@ -148,6 +148,10 @@ type Reservation struct {
 	// Payload, when set, replaces Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
+	// Provider, when set, names the provider the required write is sent to
+	// (a tenant's own calendar, stored with the tenant): the step is planned
+	// for it, not by the server's configuration.
+	Provider provider.Identity
 	// FollowUps, by step name, replace the payloads the follow-ups and the
 	// writes before the required one declared (a confirmation's text,
 	// rendered now).
@@ -538,6 +542,9 @@ func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In],
 	for i := range steps {
 		f := &steps[i]
 		if f.Required {
+			if res.Provider.Kind != "" {
+				f.ProviderKind, f.ProviderAccount = res.Provider.Kind, res.Provider.Account
+			}
 			if res.Payload != nil {
 				payload, err := json.Marshal(res.Payload)
 				if err != nil {

@@ -76,6 +76,9 @@ func (p *httpProvider) Write(ctx context.Context, w Write) (Record, error) {
 		return Record{}, &Rejected{Code: rej.Code, Message: rej.Message}
 	case httpprovider.ClassNotSent:
 		return Record{}, fmt.Errorf("%w: %w", ErrNotSent, err)
+	case httpprovider.ClassPending:
+		// Accepted, decided later: checked again with backoff.
+		return Record{}, fmt.Errorf("%w: %w", ErrWaiting, err)
 	}
 	if amb, ok := errors.AsType[*httpprovider.Ambiguous](err); ok && amb.Code == httpprovider.CodeKeyReused {
 		return Record{}, fmt.Errorf("%w: %w", ErrKeyConflict, err)
@@ -83,20 +86,30 @@ func (p *httpProvider) Write(ctx context.Context, w Write) (Record, error) {
 	return Record{}, fmt.Errorf("%w: %w", ErrAmbiguous, err)
 }
 
+// LookupByKey finds the write stored under key; one the provider has not
+// decided yet (pending) is ErrWaiting.
 func (p *httpProvider) LookupByKey(ctx context.Context, capability, key string) (Record, bool, error) {
 	rec, found, err := p.c.LookupByKey(ctx, capability, key)
+	if err == nil && found && rec.Status == httpprovider.StatusPending {
+		return Record{}, false, fmt.Errorf("%w: write %s is pending at the provider", ErrWaiting, rec.ID)
+	}
 	return record(rec), found, err
 }
 
+// LookupByRef lists the writes with ref; while one is pending, the answer
+// is ErrWaiting.
 func (p *httpProvider) LookupByRef(ctx context.Context, capability, ref string) ([]Record, error) {
 	recs, err := p.c.LookupByRef(ctx, capability, ref)
 	out := make([]Record, len(recs))
 	for i, r := range recs {
+		if r.Status == httpprovider.StatusPending {
+			return nil, fmt.Errorf("%w: write %s is pending at the provider", ErrWaiting, r.ID)
+		}
 		out[i] = record(r)
 	}
 	return out, err
 }
 
 func record(r httpprovider.Record) Record {
-	return Record{ID: r.ID, ExternalRef: r.ExternalRef, Status: r.Status, Code: r.Code}
+	return Record{ID: r.ID, ExternalRef: r.ExternalRef, Status: r.Status, Code: r.Code, Data: r.Data}
 }

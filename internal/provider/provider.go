@@ -234,3 +234,23 @@ type Query struct {
 	// match that is taken is not this write.
 	Taken func(ctx context.Context, id string) (bool, error)
 }
+
+// Accounts reaches providers that a process's configuration does not list
+// but stores with a tenant (a tenant's own calendar: its connection is in
+// oncecall's database, its secret where this server reads it). A step
+// planned for one of them names it by Identity; a server drives the step
+// only when Reach finds it here.
+type Accounts interface {
+	// Reach returns the provider of capability at id; false when this
+	// process cannot reach it (no such account, or its credentials are not
+	// readable here).
+	Reach(ctx context.Context, capability string, id Identity) (Provider, bool, error)
+	// Reachable lists the accounts this process can reach, by capability.
+	Reachable(ctx context.Context) ([]Reached, error)
+}
+
+// Reached is an account a process can reach for a capability.
+type Reached struct {
+	Capability string
+	Identity
+}

@@ -21,12 +21,15 @@ const (
 	FaultLookupLag        = "lookup_lag"
 	FaultDown             = "down"
 	FaultReject           = "reject"
+	// FaultPending: the write is accepted and decided (committed) after
+	// the duration, as a provider that confirms later by webhook does.
+	FaultPending = "pending"
 )
 
 // faults is the set of faults in effect for one request.
 type faults struct {
 	drop, failBefore, failAfter, ignoreKeys, down bool
-	delay, lookupLag                              time.Duration
+	delay, lookupLag, pending                     time.Duration
 	reject                                        string
 }
 
@@ -61,7 +64,7 @@ func parseFault(s string) (faults, error) {
 		}
 		return d, nil
 	}
-	if hasValue != slices.Contains([]string{FaultDelay, FaultLookupLag, FaultReject}, name) {
+	if hasValue != slices.Contains([]string{FaultDelay, FaultLookupLag, FaultReject, FaultPending}, name) {
 		if hasValue {
 			return faults{}, fmt.Errorf("fault %s takes no value", name)
 		}
@@ -83,13 +86,18 @@ func parseFault(s string) (faults, error) {
 		f.delay, err = duration()
 	case FaultLookupLag:
 		f.lookupLag, err = duration()
+	case FaultPending:
+		f.pending, err = duration()
+		if err == nil && f.pending == 0 {
+			err = errors.New("fault pending needs a positive duration, e.g. pending=2s")
+		}
 	case FaultReject:
 		if !rejectCode.MatchString(value) {
 			err = errors.New("fault reject needs an upper-case code, e.g. reject=CARD_EXPIRED")
 		}
 		f.reject = value
 	default:
-		err = fmt.Errorf("unknown fault %q (known: drop_response, fail_before_commit, fail_after_commit, delay=D, ignore_keys, lookup_lag=D, down, reject=CODE)", name)
+		err = fmt.Errorf("unknown fault %q (known: drop_response, fail_before_commit, fail_after_commit, delay=D, ignore_keys, lookup_lag=D, down, reject=CODE, pending=D)", name)
 	}
 	return f, err
 }
@@ -102,6 +110,7 @@ func (f faults) merge(o faults) faults {
 	f.down = f.down || o.down
 	f.delay = max(f.delay, o.delay)
 	f.lookupLag = max(f.lookupLag, o.lookupLag)
+	f.pending = max(f.pending, o.pending)
 	if f.reject == "" {
 		f.reject = o.reject
 	}
@@ -118,6 +127,7 @@ func (f faults) names() []string {
 		{f.down, FaultDown}, {f.delay > 0, FaultDelay}, {f.ignoreKeys, FaultIgnoreKeys},
 		{f.failBefore, FaultFailBeforeCommit}, {f.reject != "", FaultReject},
 		{f.failAfter, FaultFailAfterCommit}, {f.drop, FaultDropResponse}, {f.lookupLag > 0, FaultLookupLag},
+		{f.pending > 0, FaultPending},
 	} {
 		if b.on {
 			n = append(n, b.name)
@@ -146,6 +156,9 @@ func (f faults) check(kind string) error {
 	}
 	if f.reject != "" {
 		return errors.New("fault reject applies to writes only")
+	}
+	if f.pending > 0 {
+		return errors.New("fault pending applies to writes only")
 	}
 	return nil
 }

@@ -22,7 +22,8 @@ type Write struct {
 	Operation   string `json:"operation"`
 	// Payload is the request's payload as received (compacted).
 	Payload json.RawMessage `json:"payload"`
-	// Status is "committed" or "rejected".
+	// Status is "committed" or "rejected", or "pending" for a write
+	// accepted and decided later (DecidedAt; the pending fault).
 	Status    string    `json:"status"`
 	Code      string    `json:"code,omitempty"`
 	Message   string    `json:"message,omitempty"`
@@ -30,13 +31,27 @@ type Write struct {
 	// VisibleAt is when lookups start to see the write (CreatedAt plus the
 	// lookup lag in effect when it was written).
 	VisibleAt time.Time `json:"visible_at"`
+	// DecidedAt is when a pending write is committed.
+	DecidedAt time.Time `json:"decided_at,omitzero"`
+	// Data is what the write gives back (a calendar write's event).
+	Data map[string]string `json:"data,omitempty"`
 }
 
 // Statuses of a stored write.
 const (
 	StatusCommitted = "committed"
 	StatusRejected  = "rejected"
+	StatusPending   = "pending"
 )
+
+// at is the write as it stands at now: a pending write whose decision time
+// has come is committed.
+func (w Write) at(now time.Time) Write {
+	if w.Status == StatusPending && !now.Before(w.DecidedAt) {
+		w.Status = StatusCommitted
+	}
+	return w
+}
 
 // event is one line of the ledger file. A "write" stores a write (and counts
 // as one request on its key); a "hit" counts a further write request on a key

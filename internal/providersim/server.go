@@ -272,7 +272,8 @@ func (m *Main) postWrite(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if res == claimReplay {
-		m.answer(w, r, prior, true, f)
+		v := prior.at(m.cfg.Now())
+		m.answer(w, r, &v, true, f)
 		return
 	}
 	if f.failBefore {
@@ -314,8 +315,11 @@ func (m *Main) answer(w http.ResponseWriter, r *http.Request, wr *Write, replaye
 		w.Header().Set("Idempotent-Replayed", "true")
 		status = http.StatusOK
 	}
-	if wr.Status == StatusRejected {
+	switch wr.Status {
+	case StatusRejected:
 		status = http.StatusUnprocessableEntity
+	case StatusPending:
+		status = http.StatusAccepted
 	}
 	writeJSON(w, status, wr)
 }
@@ -476,7 +480,7 @@ func (m *Main) getLedger(w http.ResponseWriter, r *http.Request) {
 		writeProblem(w, http.StatusBadRequest, "UNKNOWN_CAPABILITY", "capability must be one of "+capabilityList)
 		return
 	}
-	writeJSON(w, http.StatusOK, writeList[LedgerEntry]{m.st.ledger(c)})
+	writeJSON(w, http.StatusOK, writeList[LedgerEntry]{m.st.ledger(c, m.cfg.Now())})
 }
 
 func (m *Main) healthz(w http.ResponseWriter, r *http.Request) {

@@ -25,6 +25,7 @@ type state struct {
 	byKey    map[capKey][]*Write
 	byRef    map[capRef][]*Write
 	slots    map[string]*Write
+	events   map[string]*calEvent
 	hits     map[capKey]int
 	inflight map[capKey]bool
 	closed   bool
@@ -36,6 +37,7 @@ func newState(file *ledgerFile, events []event) *state {
 		byKey:    map[capKey][]*Write{},
 		byRef:    map[capRef][]*Write{},
 		slots:    map[string]*Write{},
+		events:   map[string]*calEvent{},
 		hits:     map[capKey]int{},
 		inflight: map[capKey]bool{},
 	}
@@ -60,7 +62,8 @@ func (st *state) apply(ev event) {
 	}
 	cr := capRef{w.Capability, w.ExternalRef}
 	st.byRef[cr] = append(st.byRef[cr], w)
-	if slot := slotOf(w); slot != "" && w.Status == StatusCommitted {
+	st.applyCalendar(w)
+	if slot := slotOf(w); slot != "" && w.Status != StatusRejected {
 		if _, taken := st.slots[slot]; !taken {
 			st.slots[slot] = w
 		}
@@ -188,9 +191,13 @@ func (st *state) commit(req writeRequest, claimed bool, f faults, now time.Time,
 		Status: StatusCommitted, CreatedAt: now, VisibleAt: now.Add(lag),
 	}
 	w.Code, w.Message = st.rejection(req, f)
-	if w.Code != "" {
+	switch {
+	case w.Code != "":
 		w.Status = StatusRejected
+	case f.pending > 0:
+		w.Status, w.DecidedAt = StatusPending, now.Add(f.pending)
 	}
+	w.Data = st.calendarData(w)
 	if err := st.record(event{Event: "write", Write: w}); err != nil {
 		return nil, err
 	}
@@ -210,6 +217,7 @@ func (st *state) rejection(req writeRequest, f faults) (code, message string) {
 				return "SLOT_UNAVAILABLE", "the slot is already booked"
 			}
 		}
+		return st.calendarRejection(req)
 	}
 	return "", ""
 }
@@ -248,7 +256,8 @@ func (st *state) lookupKey(ck capKey, now time.Time, lag, retention time.Duratio
 	defer st.mu.Unlock()
 	for _, w := range st.byKey[ck] {
 		if now.Sub(w.CreatedAt) < retention && visible(w, now, lag) {
-			return w
+			v := w.at(now)
+			return &v
 		}
 	}
 	return nil
@@ -261,7 +270,7 @@ func (st *state) lookupRef(cr capRef, now time.Time, lag time.Duration) []Write 
 	out := []Write{}
 	for _, w := range st.byRef[cr] {
 		if visible(w, now, lag) {
-			out = append(out, *w)
+			out = append(out, w.at(now))
 		}
 	}
 	return out
@@ -276,12 +285,14 @@ type LedgerEntry struct {
 	Requests int `json:"requests"`
 }
 
-// ledger lists the committed writes, oldest first, of one capability or all.
-func (st *state) ledger(capability string) []LedgerEntry {
+// ledger lists the committed writes, oldest first, of one capability or
+// all: pending writes once they are decided.
+func (st *state) ledger(capability string, now time.Time) []LedgerEntry {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	out := []LedgerEntry{}
-	for _, w := range st.writes {
+	for _, stored := range st.writes {
+		w := stored.at(now)
 		if w.Status != StatusCommitted || (capability != "" && w.Capability != capability) {
 			continue
 		}
@@ -289,7 +300,7 @@ func (st *state) ledger(capability string) []LedgerEntry {
 		if w.Key != "" {
 			n = st.hits[capKey{w.Capability, w.Key}]
 		}
-		out = append(out, LedgerEntry{Write: *w, Requests: n})
+		out = append(out, LedgerEntry{Write: w, Requests: n})
 	}
 	return out
 }

@@ -48,6 +48,9 @@ type Driver struct {
 	// op.Remote.Before) whose capability no remote provider serves: an
 	// SMS queued in oncecall's outbox.
 	Local provider.Set
+	// Accounts, when set, reaches the providers stored with tenants (a
+	// tenant's own calendar) that steps are planned for by name.
+	Accounts provider.Accounts
 }
 
 // NewDriver returns a Driver with defaults applied to cfg.
@@ -86,11 +89,15 @@ func (d *Driver) providerOf(capability string, before bool) (provider.Provider, 
 
 // Plan names, on the steps of an action being claimed (in order), the
 // provider each is sent to (provider.IdentityOf), from this process's
-// configuration; a step no provider here serves is left unnamed. The Store
-// calls it for every step it records (db.Store.SetStepPlanner).
+// configuration; a step no provider here serves is left unnamed, and one
+// the operation already named (a tenant's own calendar) is left as it is.
+// The Store calls it for every step it records (db.Store.SetStepPlanner).
 func (d *Driver) Plan(steps []db.NewStep) {
 	first := slices.IndexFunc(steps, func(s db.NewStep) bool { return s.Required })
 	for i := range steps {
+		if steps[i].ProviderKind != "" {
+			continue
+		}
 		if p, ok := d.providerOf(steps[i].Capability, i < first); ok {
 			id := provider.IdentityOf(p)
 			steps[i].ProviderKind, steps[i].ProviderAccount = id.Kind, id.Account
@@ -99,9 +106,9 @@ func (d *Driver) Plan(steps []db.NewStep) {
 }
 
 // Serves lists the providers this process is configured for, by
-// capability (the local ones too): the steps the reconciler's leases may
-// take (db.Store.LeaseDue).
-func (d *Driver) Serves() []db.StepProvider {
+// capability (the local ones too, and the tenants' own it can reach): the
+// steps the reconciler's leases may take (db.Store.LeaseDue).
+func (d *Driver) Serves(ctx context.Context) ([]db.StepProvider, error) {
 	var out []db.StepProvider
 	for _, set := range []provider.Set{d.providers, d.Local} {
 		for capability := range set {
@@ -111,23 +118,38 @@ func (d *Driver) Serves() []db.StepProvider {
 			}
 		}
 	}
-	return out
+	if d.Accounts == nil {
+		return out, nil
+	}
+	reached, err := d.Accounts.Reachable(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the accounts this server reaches: %w", err)
+	}
+	for _, r := range reached {
+		out = append(out, db.StepProvider{Capability: r.Capability, Kind: r.Kind, Account: r.Account})
+	}
+	return out, nil
 }
 
 // serving is the provider of step s if this process is configured for the
-// one s was planned for (its kind and account); a step claimed before steps
-// named their provider is served as it was then (providerOf).
-func (d *Driver) serving(s *oncecall.Step, before bool) (provider.Provider, bool) {
+// one s was planned for (its kind and account), or reaches it among the
+// tenants' own (Accounts); a step claimed before steps named their
+// provider is served as it was then (providerOf).
+func (d *Driver) serving(ctx context.Context, s *oncecall.Step, before bool) (provider.Provider, bool, error) {
 	if s.ProviderKind == "" {
-		return d.providerOf(s.Capability, before)
+		p, ok := d.providerOf(s.Capability, before)
+		return p, ok, nil
 	}
 	want := provider.Identity{Kind: s.ProviderKind, Account: s.ProviderAccount}
 	for _, set := range []provider.Set{d.providers, d.Local} {
 		if p, ok := set.Remote(s.Capability); ok && provider.IdentityOf(p) == want {
-			return p, true
+			return p, true, nil
 		}
 	}
-	return nil, false
+	if d.Accounts == nil {
+		return nil, false, nil
+	}
+	return d.Accounts.Reach(ctx, s.Capability, want)
 }
 
 // Drive advances every due step of a, in order, and settles the action:
@@ -154,7 +176,10 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 			break // follow-ups wait for the write they follow
 		}
 		if !resolved(s) && s.Due() {
-			p, ok := d.serving(s, before)
+			p, ok, err := d.serving(ctx, s, before)
+			if err != nil {
+				return a, fmt.Errorf("step %s: reach its provider: %w", s.Name, err)
+			}
 			if !ok {
 				// Planned for a provider this process is not configured
 				// for: left as it is to a server that is (or an operator).

@@ -225,3 +225,8 @@ type Calendar interface {
 	// visibility delay).
 	Written(ctx context.Context, op Op, w Write) (Event, bool, error)
 }
+
+// WrittenHold is how long oncecall counts a time it wrote to a calendar as
+// taken in its own records, until a read of the calendar shows the event:
+// past the longest visibility delay of the adapters.
+const WrittenHold = time.Minute

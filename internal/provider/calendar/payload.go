@@ -23,6 +23,9 @@ type Payload struct {
 	StepKey string `json:"step_key,omitempty"`
 	Start   When   `json:"start"`
 	End     When   `json:"end"`
+	// SlotID is oncecall's id of the slot the time is, for reference (a
+	// bridge needs nothing of it to make the write).
+	SlotID string `json:"slot_id,omitempty"`
 	// Practitioner's CalendarID names the provider's calendar: a Google
 	// calendar id, a Microsoft 365 mailbox (user id or principal name), a
 	// Cal.com event type id.

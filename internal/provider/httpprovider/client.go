@@ -55,12 +55,16 @@ type Record struct {
 	ExternalRef string          `json:"external_ref"`
 	Operation   string          `json:"operation"`
 	Payload     json.RawMessage `json:"payload,omitempty"`
-	// Status is "committed" or "rejected".
+	// Status is "committed", "rejected", or "pending" (version 2: accepted,
+	// decided later).
 	Status string `json:"status"`
 	// Code and Message explain a rejection.
 	Code      string    `json:"code,omitempty"`
 	Message   string    `json:"message,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Data is what the write gave back (version 2: a calendar write's
+	// event_id, calendar_id, start, end, status).
+	Data map[string]string `json:"data,omitempty"`
 	// Replayed is set when the provider answered a write from its key
 	// memory (header Idempotent-Replayed: true) instead of performing it.
 	Replayed bool `json:"-"`
@@ -74,13 +78,19 @@ const CodeKeyReused = "IDEMPOTENCY_KEY_REUSED"
 const (
 	StatusCommitted = "committed"
 	StatusRejected  = "rejected"
+	StatusPending   = "pending"
 )
+
+// ProtocolVersion is the version of the protocol the client speaks, sent
+// as the Oncecall-Protocol-Version header of every request.
+const ProtocolVersion = "2"
 
 // Write performs a write on capability with the provider key (empty only
 // for providers that do not take keys). externalRef is the unique business
 // reference lookups can find it by. A committed write returns its record; a
-// business rejection returns *Rejected; anything else is *NotSent or
-// *Ambiguous.
+// business rejection returns *Rejected; a write the provider accepted and
+// decides later returns its record and *Pending; anything else is *NotSent
+// or *Ambiguous.
 func (c *Client) Write(ctx context.Context, capability, key, externalRef, operation string, payload any) (Record, error) {
 	if payload == nil {
 		payload = struct{}{}
@@ -102,7 +112,7 @@ func (c *Client) Write(ctx context.Context, capability, key, externalRef, operat
 		return Record{}, err
 	}
 	switch {
-	case a.status == http.StatusOK || a.status == http.StatusCreated:
+	case a.status == http.StatusOK || a.status == http.StatusCreated || a.status == http.StatusAccepted:
 		rec, err := a.record()
 		if err != nil {
 			return Record{}, err
@@ -110,8 +120,11 @@ func (c *Client) Write(ctx context.Context, capability, key, externalRef, operat
 		if err := rec.answers(key, externalRef); err != nil {
 			return Record{}, &Ambiguous{Status: a.status, Err: err}
 		}
-		if rec.Status == StatusRejected {
+		switch rec.Status {
+		case StatusRejected:
 			return Record{}, &Rejected{Status: a.status, Code: rec.Code, Message: rec.Message, ID: rec.ID}
+		case StatusPending:
+			return rec, &Pending{ID: rec.ID}
 		}
 		return rec, nil
 	case a.status == http.StatusUnprocessableEntity:
@@ -201,7 +214,7 @@ func (a answer) record() (Record, error) {
 	if err := json.Unmarshal(a.body, &rec); err != nil {
 		return Record{}, &Ambiguous{Status: a.status, Err: fmt.Errorf("unreadable answer: %w", err)}
 	}
-	if rec.ID == "" || (rec.Status != StatusCommitted && rec.Status != StatusRejected) {
+	if rec.ID == "" || (rec.Status != StatusCommitted && rec.Status != StatusRejected && rec.Status != StatusPending) {
 		return Record{}, &Ambiguous{Status: a.status, Err: fmt.Errorf("answer without id or known status")}
 	}
 	rec.Replayed = strings.EqualFold(a.header.Get("Idempotent-Replayed"), "true")
@@ -279,6 +292,7 @@ func (c *Client) do(ctx context.Context, method, path string, header http.Header
 		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Oncecall-Protocol-Version", ProtocolVersion)
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}

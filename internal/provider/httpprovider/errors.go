@@ -7,7 +7,7 @@ import (
 	"net"
 )
 
-// Every error the client returns is one of these three. They say what the
+// Every error the client returns is one of these. They say what the
 // caller may conclude about the write, not what went wrong on the wire.
 
 // Rejected is a definitive business refusal (422, or a 400 for a malformed
@@ -67,7 +67,18 @@ func (e *Ambiguous) Error() string {
 
 func (e *Ambiguous) Unwrap() error { return e.Err }
 
-// Class names the three kinds of error.
+// Pending means the provider accepted the write and decides it later (an
+// asynchronous confirmation, version 2): it is neither done nor refused
+// yet, and lookups tell when it is decided. Sending it again with the same
+// key is safe.
+type Pending struct {
+	// ID is the provider's reference of the write.
+	ID string
+}
+
+func (e *Pending) Error() string { return "the provider accepted the write and decides it later" }
+
+// Class names the kinds of error.
 type Class int
 
 // The classes; ClassNone is a nil error.
@@ -76,6 +87,7 @@ const (
 	ClassRejected
 	ClassNotSent
 	ClassAmbiguous
+	ClassPending
 )
 
 func (c Class) String() string {
@@ -86,6 +98,8 @@ func (c Class) String() string {
 		return "rejected"
 	case ClassNotSent:
 		return "not_sent"
+	case ClassPending:
+		return "pending"
 	}
 	return "ambiguous"
 }
@@ -101,6 +115,9 @@ func ClassOf(err error) Class {
 	}
 	if _, ok := errors.AsType[*NotSent](err); ok {
 		return ClassNotSent
+	}
+	if _, ok := errors.AsType[*Pending](err); ok {
+		return ClassPending
 	}
 	return ClassAmbiguous
 }

@@ -182,3 +182,14 @@ func (p *Process) Call(method, path string, body any, status int, out any) {
 		}
 	}
 }
+
+// WritesDelayed is how many writes are waiting out a delay fault (GET
+// /sim/healthz): they reached the simulator and will be done.
+func (p *Process) WritesDelayed() int {
+	p.t.Helper()
+	var h struct {
+		WritesDelayed int `json:"writes_delayed"`
+	}
+	p.Call(http.MethodGet, "/sim/healthz", nil, http.StatusOK, &h)
+	return h.WritesDelayed
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,6 +29,10 @@ type Kit struct {
 	Log   zerolog.Logger
 	// Done is closed at shutdown: delays end early.
 	Done <-chan struct{}
+	// delayed counts the writes waiting out a delay, which they do before
+	// their work (GET /sim/healthz tells it: a test that kills the client
+	// meanwhile knows the write reached the provider).
+	delayed atomic.Int64
 }
 
 // Begin starts a request of kind (OnWrite or OnRead): it reads the faults
@@ -49,6 +54,10 @@ func (k *Kit) Begin(w http.ResponseWriter, r *http.Request, kind string) (Faults
 		return f, false
 	}
 	if f.Delay > 0 {
+		if kind == OnWrite {
+			k.delayed.Add(1)
+			defer k.delayed.Add(-1)
+		}
 		select {
 		case <-time.After(f.Delay):
 		case <-k.Done:
@@ -138,7 +147,7 @@ func (k *Kit) ControlRoutes(mux *http.ServeMux) {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	mux.HandleFunc("GET /sim/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "writes_delayed": k.delayed.Load()})
 	})
 }
 
