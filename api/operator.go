@@ -158,8 +158,12 @@ func (s *Server) operatorResolveAction(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
+	// The shared operator token is break-glass: its resolutions are logged
+	// as such, and audited under the name given with "api".
+	s.cfg.Log.Warn().Str("action_id", id.String()).Msg("operator API: resolution with the shared operator token (break-glass)")
 	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
-		Outcome: oncecall.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note, By: in.By,
+		Outcome: oncecall.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note,
+		Actor: oncecall.Actor{Name: in.By, Via: oncecall.ViaAPI},
 	})
 	if err != nil {
 		writeError(w, r, readErr(err, "action"))

@@ -22,7 +22,21 @@ type Resolution struct {
 	ProviderRef string           // the provider's reference of the write (required to confirm)
 	Reason      string           // the rejection code; default OPERATOR_REJECTED
 	Note        string           // the evidence, in the operator's words
-	By          string           // who resolved it
+	By          string           // who resolved it, when Actor is not given
+	// Actor is who resolved it: the signed-in person, or the holder of the
+	// operator token or of the database, by name. Default: By, through
+	// the operator API.
+	Actor oncecall.Actor
+	// Bulk names the bulk run the resolution is part of, in the audit trail.
+	Bulk string
+}
+
+// actor is who resolved it.
+func (r Resolution) actor() oncecall.Actor {
+	if r.Actor.Name == "" {
+		return oncecall.Actor{Name: r.By, Via: oncecall.ViaAPI}
+	}
+	return r.Actor
 }
 
 // Detail is an action with its steps and timeline, for operators.
@@ -77,7 +91,7 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 		return oncecall.Action{}, fault.Field("provider_ref", "is required to confirm: the provider's reference of the write is the evidence")
 	case r.Note == "":
 		return oncecall.Action{}, fault.Field("note", "is required: record the evidence")
-	case r.By == "":
+	case r.actor().Name == "":
 		return oncecall.Action{}, fault.Field("by", "is required: who resolved it")
 	}
 	a, err := store.ActionAnyTenant(ctx, id)
@@ -149,7 +163,10 @@ func resolveAction(ctx context.Context, store *db.Store, ops *op.Registry, a onc
 		if err := ops.Settle(ctx, tx, a, res, r.ProviderRef); err != nil {
 			return err
 		}
-		return addDecision(ctx, tx, a.ID, "", r, res.Reason)
+		if err := addDecision(ctx, tx, a.ID, "", r, res.Reason); err != nil {
+			return err
+		}
+		return audit(ctx, tx, a, "", r, res.Reason)
 	})
 	if err != nil {
 		return fmt.Errorf("resolve action: %w", err)
@@ -170,6 +187,9 @@ func resolveFollowUps(ctx context.Context, store *db.Store, a oncecall.Action, o
 				return err
 			}
 			if err := addDecision(ctx, tx, a.ID, s.Name, r, reason); err != nil {
+				return err
+			}
+			if err := audit(ctx, tx, a, s.Name, r, reason); err != nil {
 				return err
 			}
 		}
@@ -202,6 +222,25 @@ func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s o
 
 func addDecision(ctx context.Context, tx *db.Tx, action uuid.UUID, step string, r Resolution, reason string) error {
 	return tx.AddEvent(ctx, action, "resolved_by_operator", step, map[string]string{
-		"by": r.By, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": reason, "evidence": r.Note,
+		"by": r.actor().Name, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": reason, "evidence": r.Note,
 	})
+}
+
+// audit records the resolution in the audit trail, in its transaction:
+// with the decision, or not at all.
+func audit(ctx context.Context, tx *db.Tx, a oncecall.Action, step string, r Resolution, reason string) error {
+	detail := map[string]string{"outcome": string(r.Outcome), "note": r.Note}
+	if r.ProviderRef != "" {
+		detail["provider_ref"] = r.ProviderRef
+	}
+	if r.Outcome == oncecall.Rejected {
+		detail["reason"] = reason
+	}
+	if step != "" {
+		detail["step"] = step
+	}
+	if r.Bulk != "" {
+		detail["bulk"] = r.Bulk
+	}
+	return tx.AddAudit(ctx, oncecall.AuditEntry{Actor: r.actor(), TenantID: a.TenantID, ActionID: a.ID, Kind: "resolved"}, detail)
 }

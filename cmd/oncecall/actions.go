@@ -176,7 +176,8 @@ func actionsResolve(ctx context.Context, open func() (*pgxpool.Pool, error), arg
 	}
 	defer pool.Close()
 	a, err := reconcile.Resolve(ctx, dbStore(pool), app.Operations(), id, reconcile.Resolution{
-		Outcome: oncecall.Outcome(*outcome), ProviderRef: *ref, Reason: *reason, Note: *note, By: *by,
+		Outcome: oncecall.Outcome(*outcome), ProviderRef: *ref, Reason: *reason, Note: *note,
+		Actor: oncecall.Actor{Name: *by, Via: oncecall.ViaCommand},
 	})
 	if err != nil {
 		return err

@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/internal/staff"
 )
 
 // envDefaults reads flag defaults from environment variables and remembers
@@ -159,4 +163,34 @@ func (f *fairness) check(maxConns int) error {
 		return errors.New("--tenant-db-wait must be between 1ms and 1m")
 	}
 	return nil
+}
+
+// consoleConfig reads the operator console's settings: the zone of times
+// that belong to no tenant, and the identity provider for signing in
+// (docs/console.md#signing-in-through-the-identity-provider).
+func consoleConfig(getenv func(string) string) (app.ConsoleConfig, error) {
+	var c app.ConsoleConfig
+	if z := getenv("ONCECALL_CONSOLE_TIMEZONE"); z != "" {
+		loc, err := schedule.ParseZone(z)
+		if err != nil {
+			return c, fmt.Errorf("ONCECALL_CONSOLE_TIMEZONE=%q: %w", z, err)
+		}
+		c.Zone = loc
+	}
+	issuer := getenv("ONCECALL_OIDC_ISSUER")
+	if issuer == "" {
+		return c, nil
+	}
+	public := strings.TrimRight(getenv("ONCECALL_PUBLIC_URL"), "/")
+	if public == "" {
+		return c, errors.New("ONCECALL_OIDC_ISSUER is set but ONCECALL_PUBLIC_URL is not: the identity provider sends people back to ONCECALL_PUBLIC_URL/console/oidc/callback")
+	}
+	if getenv("ONCECALL_OIDC_CLIENT_ID") == "" {
+		return c, errors.New("ONCECALL_OIDC_ISSUER is set but ONCECALL_OIDC_CLIENT_ID is not: register oncecall at the identity provider and give its client id")
+	}
+	c.OIDC = staff.OIDCConfig{
+		Issuer: issuer, ClientID: getenv("ONCECALL_OIDC_CLIENT_ID"), ClientSecret: getenv("ONCECALL_OIDC_CLIENT_SECRET"),
+		RedirectURL: public + "/console/oidc/callback", Name: getenv("ONCECALL_OIDC_NAME"),
+	}
+	return c, nil
 }

@@ -200,7 +200,7 @@ func TestEverySubcommandIsInTheUsageAndReadme(t *testing.T) {
 	}
 	usage, inReadme := named(top.String()), named(strings.ReplaceAll(table, `\|`, "|"))
 	subcommands := 0
-	for _, group := range []string{"tenant", "key", "actions", "tools"} {
+	for _, group := range []string{"tenant", "key", "actions", "operator", "calendar", "tools"} {
 		var out bytes.Buffer
 		if err := run(t.Context(), []string{group, "--help"}, &out, &out); err != nil {
 			t.Fatalf("%s --help: %v", group, err)

@@ -33,7 +33,9 @@ func TestEveryCommandsHelpExitsZeroWithoutADatabase(t *testing.T) {
 	for _, cmd := range []string{
 		"serve", "migrate", "tenant", "tenant create", "tenant stripe-account", "tenant twilio-sender",
 		"key", "key create", "key retell", "reconcile", "actions", "actions list", "actions show",
-		"actions resolve", "tools", "tools export", "prune", "healthcheck",
+		"actions resolve", "operator", "operator add", "operator link", "operator list", "operator end-sessions",
+		"operator disable", "calendar", "calendar connect", "calendar check", "calendar show", "calendar disconnect",
+		"tools", "tools export", "prune", "healthcheck",
 	} {
 		for _, help := range []string{"--help", "-h"} {
 			args := append(strings.Fields(cmd), help)

@@ -44,6 +44,8 @@ Usage:
                                                         require Retell's signature, made with the tenant's Retell key
   oncecall reconcile [--once]                           resolve unknown and abandoned actions from provider evidence
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
+  oncecall operator add|link|list|end-sessions|disable ...
+                                                        the operator console's named staff (docs/console.md)
   oncecall calendar connect|check|show|disconnect ...   book a tenant in its Google, Microsoft 365 or Cal.com calendar
   oncecall tools export --base-url URL [--platform dasha|vapi|retell|elevenlabs] [--api-key-placeholder TEXT] [--out DIR]
                                                         print a voice platform's tool definitions
@@ -67,7 +69,10 @@ Environment:
   ONCECALL_TENANT_DB_REQUESTS, ONCECALL_TENANT_DB_WAIT
                     requests of one tenant at once (half the pool) and the wait for a turn (1s)
   LOG_LEVEL         debug, info, warn or error (default info)
-  ONCECALL_OPERATOR_TOKEN           enables /v1/ops and the console for this token (at least 32 characters)
+  ONCECALL_OPERATOR_TOKEN           enables /v1/ops and break-glass sign-in to the console (at least 32 characters)
+  ONCECALL_OIDC_ISSUER, ONCECALL_OIDC_CLIENT_ID, ONCECALL_OIDC_CLIENT_SECRET, ONCECALL_OIDC_NAME
+                    console sign-in through the clinic's identity provider (needs ONCECALL_PUBLIC_URL)
+  ONCECALL_CONSOLE_TIMEZONE         the console's zone for times of no tenant (default: the machine's)
   ONCECALL_PROVIDER_<CAP>_URL       serve capability CAP (CALENDAR, PAYMENTS, MESSAGING, CRM) by a remote provider
   ONCECALL_PROVIDER_PAYMENTS=stripe payments through Stripe (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET; docs/providers/stripe.md)
   ONCECALL_PROVIDER_MESSAGING=twilio SMS through Twilio (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_FROM; docs/providers/twilio.md)
@@ -112,6 +117,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return actionsCmd(ctx, rest, stdout, stderr)
 	case "calendar":
 		return calendarCmd(ctx, rest, stdout, stderr)
+	case "operator":
+		return operatorCmd(ctx, rest, stdout, stderr)
 	case "tools":
 		return tools(ctx, rest, stdout, stderr)
 	case "prune":

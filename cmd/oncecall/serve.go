@@ -124,6 +124,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		// the card processor and the SMS gateway that are not configured.
 		simulate = app.DemoSimulated
 	}
+	console, err := consoleConfig(os.Getenv)
+	if err != nil {
+		return err
+	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
@@ -137,7 +141,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
 		Providers:     providers, Simulate: simulate, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
-		OperatorToken: operatorToken, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		OperatorToken: operatorToken, Console: console, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
 	})
 	if err != nil {

@@ -7,21 +7,29 @@ package dbsqlc
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/google/uuid"
 )
 
-const consoleActionsByCall = `-- name: ConsoleActionsByCall :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
-WHERE call_id = $1::text OR call_platform || ':' || call_id = $1::text
-ORDER BY created_at DESC
+const actionsOfProviderRef = `-- name: ActionsOfProviderRef :many
+SELECT a.id, a.tenant_id, a.idempotency_key, a.operation, a.fingerprint, a.request, a.state, a.needs_operator, a.outcome, a.reason, a.http_status, a.resource_id, a.result, a.lease_until, a.created_at, a.updated_at, a.completed_at, a.lease_owner, a.call_id, a.call_platform FROM action_steps s
+JOIN actions a ON a.id = s.action_id
+WHERE s.provider_ref = $1::text AND a.tenant_id = ANY ($2::uuid[])
+ORDER BY a.created_at DESC, a.id
 LIMIT 50
 `
 
-// A voice call's id, of any platform, or one platform's call written
-// <platform>:<id> as the console shows it.
-func (q *Queries) ConsoleActionsByCall(ctx context.Context, call string) ([]Action, error) {
-	rows, err := q.db.Query(ctx, consoleActionsByCall, call)
+type ActionsOfProviderRefParams struct {
+	ProviderRef string
+	TenantIds   []uuid.UUID
+}
+
+// The actions whose step holds a provider's reference
+// (action_steps_provider_ref, migration 0026), in the given tenants.
+func (q *Queries) ActionsOfProviderRef(ctx context.Context, arg ActionsOfProviderRefParams) ([]Action, error) {
+	rows, err := q.db.Query(ctx, actionsOfProviderRef, arg.ProviderRef, arg.TenantIds)
 	if err != nil {
 		return nil, err
 	}
@@ -61,139 +69,32 @@ func (q *Queries) ConsoleActionsByCall(ctx context.Context, call string) ([]Acti
 	return items, nil
 }
 
-const consoleActionsByKey = `-- name: ConsoleActionsByKey :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
-WHERE idempotency_key = $1::text
-   OR left(idempotency_key, length($1::text) + 1) = $1::text || '~'
-   OR (length($1::text) = 12
-       AND left(encode(sha256(convert_to(idempotency_key, 'UTF8')), 'hex'), 12) = lower($1::text))
-ORDER BY created_at DESC
-LIMIT 50
+const callbacksToPhone = `-- name: CallbacksToPhone :many
+SELECT id::text AS id FROM callbacks
+WHERE tenant_id = ANY ($1::uuid[]) AND phone = $2::text
+LIMIT 100
 `
 
-// An idempotency key as the caller sent it (also after its action retired
-// it: key~action_id), or its hash as the logs print it (key_hash: the first
-// 12 hex digits of its SHA-256).
-func (q *Queries) ConsoleActionsByKey(ctx context.Context, key string) ([]Action, error) {
-	rows, err := q.db.Query(ctx, consoleActionsByKey, key)
+type CallbacksToPhoneParams struct {
+	TenantIds []uuid.UUID
+	Phone     string
+}
+
+// The callbacks to a phone number, in the given tenants: their
+// cancellations name the callback.
+func (q *Queries) CallbacksToPhone(ctx context.Context, arg CallbacksToPhoneParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, callbacksToPhone, arg.TenantIds, arg.Phone)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []Action
+	var items []string
 	for rows.Next() {
-		var i Action
-		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.IdempotencyKey,
-			&i.Operation,
-			&i.Fingerprint,
-			&i.Request,
-			&i.State,
-			&i.NeedsOperator,
-			&i.Outcome,
-			&i.Reason,
-			&i.HTTPStatus,
-			&i.ResourceID,
-			&i.Result,
-			&i.LeaseUntil,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.CompletedAt,
-			&i.LeaseOwner,
-			&i.CallID,
-			&i.CallPlatform,
-		); err != nil {
+		var id string
+		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const consoleActionsOfCustomers = `-- name: ConsoleActionsOfCustomers :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
-WHERE request->>'customer_id' = ANY ($1::text[])
-ORDER BY created_at DESC
-LIMIT 50
-`
-
-func (q *Queries) ConsoleActionsOfCustomers(ctx context.Context, customerIds []string) ([]Action, error) {
-	rows, err := q.db.Query(ctx, consoleActionsOfCustomers, customerIds)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []Action
-	for rows.Next() {
-		var i Action
-		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.IdempotencyKey,
-			&i.Operation,
-			&i.Fingerprint,
-			&i.Request,
-			&i.State,
-			&i.NeedsOperator,
-			&i.Outcome,
-			&i.Reason,
-			&i.HTTPStatus,
-			&i.ResourceID,
-			&i.Result,
-			&i.LeaseUntil,
-			&i.CreatedAt,
-			&i.UpdatedAt,
-			&i.CompletedAt,
-			&i.LeaseOwner,
-			&i.CallID,
-			&i.CallPlatform,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
-const consoleCustomers = `-- name: ConsoleCustomers :many
-SELECT id, tenant_id, name FROM customers
-WHERE id::text = lower($1::text)
-   OR phone = $1::text
-   OR lower(email) = lower($1::text)
-   OR (length($1::text) >= 2 AND name ILIKE '%' || replace(replace(replace($1::text, '\', '\\'), '%', '\%'), '_', '\_') || '%')
-ORDER BY name, id
-LIMIT 20
-`
-
-type ConsoleCustomersRow struct {
-	ID       uuid.UUID
-	TenantID uuid.UUID
-	Name     string
-}
-
-// Customers matching an id, a phone number or e-mail address exactly, or a
-// part of the name. Only what a result list may show: no phone or e-mail.
-func (q *Queries) ConsoleCustomers(ctx context.Context, q_ string) ([]ConsoleCustomersRow, error) {
-	rows, err := q.db.Query(ctx, consoleCustomers, q_)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ConsoleCustomersRow
-	for rows.Next() {
-		var i ConsoleCustomersRow
-		if err := rows.Scan(&i.ID, &i.TenantID, &i.Name); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
+		items = append(items, id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -210,8 +111,14 @@ WHERE (needs_operator OR state <> 'completed')
        OR ($3 = 'needs_operator' AND needs_operator)
        OR ($3 <> 'needs_operator' AND NOT needs_operator AND state = $3))
   AND created_at <= now() - make_interval(secs => $4::float8)
+  AND ($5::timestamptz IS NULL OR created_at <= $5)
+  AND ($6::text IS NULL
+       OR EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = actions.id AND s.provider_kind = $6))
+  AND ($7::text IS NULL
+       OR EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = actions.id
+                  AND strpos(lower(s.last_error), lower($7)) > 0))
 ORDER BY created_at, id
-LIMIT $5
+LIMIT $8
 `
 
 type ConsoleQueueParams struct {
@@ -219,18 +126,27 @@ type ConsoleQueueParams struct {
 	Operation     *string
 	QueueState    *string
 	MinAgeSeconds float64
+	CreatedBefore *time.Time
+	Provider      *string
+	Error         *string
 	MaxRows       int32
 }
 
 // The operator console's queue (docs/console.md): every action an operator
 // may have to settle, the ones flagged needs_operator and the unfinished
-// ones (running or unknown), oldest first.
+// ones (running or unknown), oldest first. provider and error keep actions
+// with a step of that provider kind, or whose last error contains the text;
+// created_before keeps those claimed by then (a bulk run acts on what its
+// dry run counted, not on what came later).
 func (q *Queries) ConsoleQueue(ctx context.Context, arg ConsoleQueueParams) ([]Action, error) {
 	rows, err := q.db.Query(ctx, consoleQueue,
 		arg.TenantID,
 		arg.Operation,
 		arg.QueueState,
 		arg.MinAgeSeconds,
+		arg.CreatedBefore,
+		arg.Provider,
+		arg.Error,
 		arg.MaxRows,
 	)
 	if err != nil {
@@ -279,6 +195,12 @@ WHERE (needs_operator OR state <> 'completed')
   AND ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::text IS NULL OR operation = $2)
   AND created_at <= now() - make_interval(secs => $3::float8)
+  AND ($4::timestamptz IS NULL OR created_at <= $4)
+  AND ($5::text IS NULL
+       OR EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = actions.id AND s.provider_kind = $5))
+  AND ($6::text IS NULL
+       OR EXISTS (SELECT 1 FROM action_steps s WHERE s.action_id = actions.id
+                  AND strpos(lower(s.last_error), lower($6)) > 0))
 GROUP BY 1
 `
 
@@ -286,6 +208,9 @@ type ConsoleQueueCountsParams struct {
 	TenantID      *uuid.UUID
 	Operation     *string
 	MinAgeSeconds float64
+	CreatedBefore *time.Time
+	Provider      *string
+	Error         *string
 }
 
 type ConsoleQueueCountsRow struct {
@@ -293,10 +218,17 @@ type ConsoleQueueCountsRow struct {
 	N          int64
 }
 
-// The queue by state, under the same tenant, operation and age filters: a
-// flagged action counts as needs_operator whatever its state.
+// The queue by state, under the same filters but the state: a flagged
+// action counts as needs_operator whatever its state.
 func (q *Queries) ConsoleQueueCounts(ctx context.Context, arg ConsoleQueueCountsParams) ([]ConsoleQueueCountsRow, error) {
-	rows, err := q.db.Query(ctx, consoleQueueCounts, arg.TenantID, arg.Operation, arg.MinAgeSeconds)
+	rows, err := q.db.Query(ctx, consoleQueueCounts,
+		arg.TenantID,
+		arg.Operation,
+		arg.MinAgeSeconds,
+		arg.CreatedBefore,
+		arg.Provider,
+		arg.Error,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -315,13 +247,40 @@ func (q *Queries) ConsoleQueueCounts(ctx context.Context, arg ConsoleQueueCounts
 	return items, nil
 }
 
+const consoleTenantIDs = `-- name: ConsoleTenantIDs :many
+SELECT id FROM tenants
+`
+
+// Every tenant's id: the tenants a search of a person of every tenant reads.
+func (q *Queries) ConsoleTenantIDs(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, consoleTenantIDs)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []uuid.UUID
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const consoleTenants = `-- name: ConsoleTenants :many
-SELECT id, name FROM tenants ORDER BY name, id LIMIT 1000
+SELECT id, name, timezone, locale FROM tenants ORDER BY name, id LIMIT 1000
 `
 
 type ConsoleTenantsRow struct {
-	ID   uuid.UUID
-	Name string
+	ID       uuid.UUID
+	Name     string
+	Timezone string
+	Locale   string
 }
 
 func (q *Queries) ConsoleTenants(ctx context.Context) ([]ConsoleTenantsRow, error) {
@@ -333,7 +292,197 @@ func (q *Queries) ConsoleTenants(ctx context.Context) ([]ConsoleTenantsRow, erro
 	var items []ConsoleTenantsRow
 	for rows.Next() {
 		var i ConsoleTenantsRow
-		if err := rows.Scan(&i.ID, &i.Name); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.Timezone,
+			&i.Locale,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const customerLinks = `-- name: CustomerLinks :many
+SELECT id::text AS id FROM appointments WHERE appointments.tenant_id = $1 AND appointments.customer_id = $2
+UNION ALL
+SELECT id::text FROM payment_intents WHERE payment_intents.tenant_id = $1 AND payment_intents.customer_id = $2
+UNION ALL
+SELECT id::text FROM callbacks WHERE callbacks.tenant_id = $1 AND callbacks.customer_id = $2
+LIMIT 500
+`
+
+type CustomerLinksParams struct {
+	TenantID   uuid.UUID
+	CustomerID uuid.UUID
+}
+
+// What a customer's actions name instead of her: her appointments, payment
+// intents and callbacks (their ids), in her tenant.
+func (q *Queries) CustomerLinks(ctx context.Context, arg CustomerLinksParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, customerLinks, arg.TenantID, arg.CustomerID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchActions = `-- name: SearchActions :many
+WITH hits AS MATERIALIZED (
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    WHERE action_search_terms(request, call_id, idempotency_key, resource_id) && $3::text[]
+    LIMIT 2000
+)
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM hits
+WHERE tenant_id = ANY ($1::uuid[])
+ORDER BY created_at DESC, id
+LIMIT $2
+`
+
+type SearchActionsParams struct {
+	TenantIds []uuid.UUID
+	MaxRows   int32
+	Terms     []string
+}
+
+type SearchActionsRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	IdempotencyKey string
+	Operation      string
+	Fingerprint    string
+	Request        json.RawMessage
+	State          string
+	NeedsOperator  bool
+	Outcome        *string
+	Reason         *string
+	HTTPStatus     *int32
+	ResourceID     *string
+	Result         []byte
+	LeaseUntil     *time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	CompletedAt    *time.Time
+	LeaseOwner     *uuid.UUID
+	CallID         *string
+	CallPlatform   *string
+}
+
+// Actions by their search terms (migration 0034: action_search_terms and
+// the GIN index actions_search), in the given tenants, newest first. The
+// terms are looked up first, on their own (MATERIALIZED), and only then
+// filtered by tenant: planned generically, a tenant filter alongside could
+// make the planner read every action of the tenants instead.
+func (q *Queries) SearchActions(ctx context.Context, arg SearchActionsParams) ([]SearchActionsRow, error) {
+	rows, err := q.db.Query(ctx, searchActions, arg.TenantIds, arg.MaxRows, arg.Terms)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SearchActionsRow
+	for rows.Next() {
+		var i SearchActionsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.IdempotencyKey,
+			&i.Operation,
+			&i.Fingerprint,
+			&i.Request,
+			&i.State,
+			&i.NeedsOperator,
+			&i.Outcome,
+			&i.Reason,
+			&i.HTTPStatus,
+			&i.ResourceID,
+			&i.Result,
+			&i.LeaseUntil,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+			&i.LeaseOwner,
+			&i.CallID,
+			&i.CallPlatform,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const searchCustomers = `-- name: SearchCustomers :many
+SELECT id, tenant_id, name, phone, email FROM customers
+WHERE tenant_id = ANY ($1::uuid[])
+  AND (id = ANY ($2::uuid[])
+       OR phone = $3::text
+       OR email = $4::text
+       OR ($5::text <> '' AND to_tsvector('simple', name) @@ to_tsquery('simple', $5::text)))
+ORDER BY name, id
+LIMIT 20
+`
+
+type SearchCustomersParams struct {
+	TenantIds []uuid.UUID
+	Ids       []uuid.UUID
+	Phone     string
+	Email     string
+	Words     string
+}
+
+type SearchCustomersRow struct {
+	ID       uuid.UUID
+	TenantID uuid.UUID
+	Name     string
+	Phone    *string
+	Email    *string
+}
+
+// Customers by id, exact phone number or e-mail address (lower-cased), or
+// the words of their name (words: a to_tsquery of prefixes, "mar:* &
+// lop:*"; empty for none), in the given tenants.
+func (q *Queries) SearchCustomers(ctx context.Context, arg SearchCustomersParams) ([]SearchCustomersRow, error) {
+	rows, err := q.db.Query(ctx, searchCustomers,
+		arg.TenantIds,
+		arg.Ids,
+		arg.Phone,
+		arg.Email,
+		arg.Words,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SearchCustomersRow
+	for rows.Next() {
+		var i SearchCustomersRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.Name,
+			&i.Phone,
+			&i.Email,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

@@ -182,6 +182,17 @@ type CustomerNote struct {
 	CallPlatform *string
 }
 
+type FollowUpsDone struct {
+	TenantID     uuid.UUID
+	Kind         string
+	SubjectID    uuid.UUID
+	OperatorID   *uuid.UUID
+	OperatorName string
+	Via          string
+	Note         string
+	DoneAt       time.Time
+}
+
 type Location struct {
 	ID        uuid.UUID
 	TenantID  uuid.UUID
@@ -218,6 +229,48 @@ type MessageTemplate struct {
 	Optional  []string
 	ActionID  uuid.UUID
 	CreatedAt time.Time
+}
+
+type Operator struct {
+	ID           uuid.UUID
+	Name         string
+	Email        string
+	Role         string
+	TenantID     *uuid.UUID
+	PasswordHash *string
+	CreatedAt    time.Time
+	DisabledAt   *time.Time
+}
+
+type OperatorAudit struct {
+	ID           int64
+	At           time.Time
+	OperatorID   *uuid.UUID
+	OperatorName string
+	Via          string
+	TenantID     *uuid.UUID
+	ActionID     *uuid.UUID
+	Kind         string
+	Detail       json.RawMessage
+}
+
+type OperatorLink struct {
+	TokenHash  []byte
+	OperatorID uuid.UUID
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	UsedAt     *time.Time
+}
+
+type OperatorSession struct {
+	TokenHash  []byte
+	ID         uuid.UUID
+	OperatorID *uuid.UUID
+	Name       string
+	Via        string
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	RevokedAt  *time.Time
 }
 
 type Payment struct {

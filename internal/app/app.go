@@ -38,6 +38,7 @@ import (
 	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/prune"
+	"github.com/oncecall/oncecall/internal/staff"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
@@ -102,11 +103,15 @@ type Config struct {
 	// running inside this process.
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
-	// OperatorToken enables /v1/ops for bearers of this token, and the
-	// operator console under /console/ for those who sign in with it; it
+	// OperatorToken enables /v1/ops for bearers of this token, and a
+	// break-glass admin sign-in to the operator console (/console/, where
+	// named staff sign in: docs/console.md); it
 	// must be at least MinOperatorTokenLen characters. Wrong tokens are
 	// slowed per client address and overall (internal/tokenguard).
 	OperatorToken string
+	// Console configures the operator console's staff: sessions, sign-in
+	// throttling, and the identity provider (OIDC) when its Issuer is set.
+	Console ConsoleConfig
 	// DashaWait bounds how long a Dasha tool call waits for a running
 	// attempt of the same action before answering pending. Default 5s.
 	DashaWait time.Duration
@@ -190,6 +195,18 @@ func Operations() *op.Registry {
 		ops = append(ops, family...)
 	}
 	return op.NewRegistry(ops...)
+}
+
+// ConsoleConfig configures the operator console.
+type ConsoleConfig struct {
+	// SessionTTL is how long a sign-in lasts. Default 8h.
+	SessionTTL time.Duration
+	// BcryptCost is the cost of password hashes. Default 12.
+	BcryptCost int
+	// OIDC is the clinic's identity provider; none when its Issuer is empty.
+	OIDC staff.OIDCConfig
+	// Zone shows times that belong to no tenant. Default time.Local.
+	Zone *time.Location
 }
 
 // MinOperatorTokenLen is the shortest operator token accepted: guessing
@@ -296,15 +313,21 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	// One guard of the operator token for /v1/ops and the console's
 	// sign-in: a guesser gains nothing by using both.
 	operators := tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
-	var consoleHandler http.Handler
-	if cfg.OperatorToken != "" {
-		consoleHandler, err = console.New(console.Config{
-			Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Resolve: resolve, Log: cfg.Log,
-		})
-		if err != nil {
-			m.Close()
-			return nil, err
-		}
+	oidcSignIn, err := staff.NewOIDC(cfg.Console.OIDC)
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	// The console is always served: named staff sign in to it; the
+	// operator token, when set, only opens a break-glass session.
+	consoleHandler, err := console.New(console.Config{
+		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Resolve: resolve, Log: cfg.Log,
+		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
+		OIDC:  oidcSignIn, Zone: cfg.Console.Zone,
+	})
+	if err != nil {
+		m.Close()
+		return nil, err
 	}
 	handler := api.NewRouter(api.Config{
 		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,

@@ -1,8 +1,11 @@
 // Package console is the operator console: server-rendered pages, embedded
-// in the binary, where staff list the actions waiting for a person, open
-// one, and resolve it with the same code path as /v1/ops and `oncecall
-// actions resolve` (reconcile.Resolve). It is mounted under /console/ only
-// when an operator token is configured (docs/console.md).
+// in the binary, where named staff list the actions waiting for a person,
+// read one in words, resolve or retry it (alone or in bulk, with the same
+// code path as /v1/ops and `oncecall actions resolve`: reconcile.Resolve),
+// find a customer's actions, work through follow-up calls and read the
+// audit trail of who did what (docs/console.md). People and sessions are
+// internal/staff's; the shared operator token only opens a break-glass
+// session.
 package console
 
 import (
@@ -13,7 +16,6 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -22,6 +24,8 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/internal/staff"
 	"github.com/oncecall/oncecall/internal/tokenguard"
 	"github.com/oncecall/oncecall/reconcile"
 )
@@ -36,7 +40,12 @@ var staticFS embed.FS
 type Config struct {
 	Store *db.Store
 	Ops   *op.Registry
-	// Token is the operator token that signs in; it must not be empty.
+	// Staff signs people in and keeps their sessions.
+	Staff *staff.Staff
+	// OIDC, when set, offers signing in through the identity provider.
+	OIDC *staff.OIDC
+	// Token is the shared operator token: it opens a break-glass admin
+	// session, logged and audited as such. Empty: no break-glass sign-in.
 	// Guard checks it and slows down guessing it (default: a guard of
 	// Token of its own; the app shares one with /v1/ops).
 	Token string
@@ -44,8 +53,9 @@ type Config struct {
 	// Resolve applies an operator's resolution: the same function /v1/ops
 	// calls (reconcile.Resolve).
 	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
-	// SessionTTL is how long a sign-in lasts. Default 8h.
-	SessionTTL time.Duration
+	// Zone is where times are shown that belong to no tenant (sign-ins in
+	// the audit trail). Default time.Local.
+	Zone *time.Location
 	// Refresh is how often the queue reloads its rows. Default 5s.
 	Refresh time.Duration
 	Log     zerolog.Logger
@@ -56,9 +66,9 @@ type Config struct {
 // Console serves the console's pages.
 type Console struct {
 	cfg   Config
-	key   []byte
 	pages map[string]*template.Template
 	now   func() time.Time
+	clock schedule.Clock // Zone's, for what belongs to no tenant
 }
 
 // csp allows only the console's own script and style: no inline code, no
@@ -69,11 +79,8 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 // New returns the console's handler; every path it serves starts with
 // /console/.
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Token == "" {
-		return nil, errors.New("the console needs the operator token")
-	}
-	if cfg.SessionTTL <= 0 {
-		cfg.SessionTTL = 8 * time.Hour
+	if cfg.Store == nil || cfg.Staff == nil || cfg.Ops == nil || cfg.Resolve == nil {
+		return nil, errors.New("the console needs the store, the staff, the operations and the resolution")
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 5 * time.Second
@@ -81,10 +88,13 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Guard == nil {
+	if cfg.Zone == nil {
+		cfg.Zone = time.Local
+	}
+	if cfg.Token != "" && cfg.Guard == nil {
 		cfg.Guard = tokenguard.New(cfg.Token, tokenguard.Config{})
 	}
-	c := &Console{cfg: cfg, key: sessionKey(cfg.Token), now: cfg.Now}
+	c := &Console{cfg: cfg, now: cfg.Now, clock: schedule.Clock{Zone: cfg.Zone.String(), Loc: cfg.Zone, Locale: schedule.EnGB}}
 	if err := c.parse(); err != nil {
 		return nil, err
 	}
@@ -92,16 +102,32 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	viewer, resolver, admin := oncecall.RoleViewer, oncecall.RoleResolver, oncecall.RoleAdmin
 	mux := http.NewServeMux()
 	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /console/signin", c.signInPage)
 	mux.HandleFunc("POST /console/signin", c.signIn)
+	mux.HandleFunc("GET /console/welcome", c.welcomePage)
+	mux.HandleFunc("POST /console/welcome", c.welcome)
+	mux.HandleFunc("GET /console/oidc/start", c.oidcStart)
+	mux.HandleFunc("GET /console/oidc/callback", c.oidcCallback)
 	mux.HandleFunc("POST /console/signout", c.signOut)
-	mux.Handle("GET /console/{$}", c.signedIn(c.queuePage))
-	mux.Handle("GET /console/queue", c.signedIn(c.queueRows))
-	mux.Handle("GET /console/search", c.signedIn(c.searchPage))
-	mux.Handle("GET /console/actions/{id}", c.signedIn(c.actionPage))
-	mux.Handle("POST /console/actions/{id}/resolve", c.signedIn(c.resolve))
+	mux.Handle("GET /console/{$}", c.allow(viewer, c.queuePage))
+	mux.Handle("GET /console/queue", c.allow(viewer, c.queueRows))
+	mux.Handle("GET /console/bulk", c.allow(resolver, c.bulkPreview))
+	mux.Handle("POST /console/bulk", c.allow(resolver, c.bulkApply))
+	mux.Handle("GET /console/search", c.allow(viewer, c.searchPage))
+	mux.Handle("GET /console/tasks", c.allow(viewer, c.tasksPage))
+	mux.Handle("POST /console/tasks/{kind}/{id}/done", c.allow(resolver, c.taskDone))
+	mux.Handle("GET /console/audit", c.allow(viewer, c.auditPage))
+	mux.Handle("GET /console/audit.csv", c.allow(viewer, c.auditCSV))
+	mux.Handle("GET /console/staff", c.allow(admin, c.staffPage))
+	mux.Handle("POST /console/staff/{id}/end-sessions", c.allow(admin, c.staffEndSessions))
+	mux.Handle("POST /console/staff/{id}/disable", c.allow(admin, c.staffDisable))
+	mux.Handle("GET /console/actions/{id}", c.allow(viewer, c.actionPage))
+	mux.Handle("POST /console/actions/{id}/resolve", c.allow(resolver, c.resolve))
+	mux.Handle("POST /console/actions/{id}/retry", c.allow(resolver, c.retry))
+	mux.Handle("POST /console/actions/{id}/note", c.allow(resolver, c.note))
 	mux.HandleFunc("/console/", func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "There is no such page in the console.")
 	})
@@ -135,66 +161,6 @@ func limitBody(next http.Handler) http.Handler {
 	})
 }
 
-type sessionHandler func(w http.ResponseWriter, r *http.Request, s session)
-
-// signedIn admits requests with a valid session; a page request without
-// one goes to the sign-in page, anything else gets 401.
-func (c *Console) signedIn(next sessionHandler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := c.current(r)
-		if !ok {
-			if r.Method == http.MethodGet && r.Header.Get("X-Console-Fetch") == "" {
-				http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
-				return
-			}
-			c.fail(w, r, http.StatusUnauthorized, "Your session has ended: sign in again.")
-			return
-		}
-		next(w, r, s)
-	})
-}
-
-func (c *Console) signInPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.current(r); ok {
-		http.Redirect(w, r, "/console/", http.StatusSeeOther)
-		return
-	}
-	c.render(w, r, http.StatusOK, "signin", page{Title: "Sign in"})
-}
-
-func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
-	token, name := r.PostFormValue("token"), r.PostFormValue("name")
-	p := page{Title: "Sign in", Form: map[string]string{"name": name}}
-	right, wait := c.cfg.Guard.Check(r.RemoteAddr, token)
-	if wait > 0 {
-		c.cfg.Log.Warn().Msg("console: sign-in refused after too many wrong operator tokens")
-		secs := max(1, int((wait+time.Second-1)/time.Second))
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		p.Error = fmt.Sprintf("Too many wrong operator tokens: try again in %d seconds.", secs)
-		c.render(w, r, http.StatusTooManyRequests, "signin", p)
-		return
-	}
-	if !right {
-		c.cfg.Log.Warn().Msg("console: sign-in with a wrong operator token")
-		p.Error = "That is not the operator token."
-		c.render(w, r, http.StatusUnauthorized, "signin", p)
-		return
-	}
-	if msg := validName(name); msg != "" {
-		p.Error = "Give your name: " + msg + ". It is recorded with each resolution."
-		c.render(w, r, http.StatusBadRequest, "signin", p)
-		return
-	}
-	c.setSession(w, r, session{Name: name, Expires: c.now().Add(c.cfg.SessionTTL)})
-	c.cfg.Log.Info().Msg("console: operator signed in")
-	http.Redirect(w, r, "/console/", http.StatusSeeOther)
-}
-
-func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
-	clearSession(w, r)
-	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
-}
-
 // fail answers with an error page (or, for the queue's refresh, the
 // message alone).
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
@@ -212,4 +178,14 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, status int, msg s
 func (c *Console) internal(w http.ResponseWriter, r *http.Request, err error) {
 	c.cfg.Log.Error().Err(err).Str("path", r.URL.Path).Msg("console")
 	c.fail(w, r, http.StatusInternalServerError, "Something went wrong reading the database; try again.")
+}
+
+// pathID reads the {id} of the URL; a malformed one is a 404.
+func (c *Console) pathID(w http.ResponseWriter, r *http.Request, what string) (uuid.UUID, bool) {
+	id, err := uuid.Parse(r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, http.StatusNotFound, fmt.Sprintf("No such %s.", what))
+		return uuid.UUID{}, false
+	}
+	return id, true
 }

@@ -16,7 +16,9 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/staff"
 	"github.com/oncecall/oncecall/internal/step"
+	"golang.org/x/crypto/bcrypt"
 )
 
 const operatorToken = "console-test-operator-token-7d2e94b1"
@@ -36,6 +38,12 @@ type stack struct {
 // to an operator.
 func startStack(t *testing.T, tenantName string, keyRetention time.Duration) *stack {
 	t.Helper()
+	return startStackWith(t, tenantName, keyRetention)
+}
+
+// startStackWith is startStack with more configuration.
+func startStackWith(t *testing.T, tenantName string, keyRetention time.Duration, more ...func(*app.Config)) *stack {
+	t.Helper()
 	sim := simtest.Start(t, providersim.Config{KeyRetention: keyRetention})
 	e := apptest.Start(t, func(c *app.Config) {
 		c.Providers = provider.Set{provider.Calendar: provider.NewHTTP(provider.HTTPConfig{
@@ -45,6 +53,9 @@ func startStack(t *testing.T, tenantName string, keyRetention time.Duration) *st
 		c.ReconcileDisabled = true // the test runs passes itself
 		c.Steps = step.Config{Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 		c.OperatorToken = operatorToken
+		for _, f := range more {
+			f(c)
+		}
 	})
 	tenant, key := e.Tenant(tenantName)
 	return &stack{e: e, sim: sim, tenant: tenant, key: key}
@@ -118,4 +129,48 @@ func (s *stack) reconcile(t *testing.T) {
 	if _, err := s.e.Main.Reconciler().RunOnce(t.Context()); err != nil {
 		t.Fatalf("reconcile: %v", err)
 	}
+}
+
+// strongPassword is a password the console accepts.
+const strongPassword = "correct horse battery staple 42"
+
+// person adds a member of staff with strongPassword (hashed at bcrypt's
+// least cost: a sign-in reads the cost from the hash) and returns their id.
+func (s *stack) person(t *testing.T, name, email string, role oncecall.Role, tenant uuid.UUID) uuid.UUID {
+	t.Helper()
+	o, _, err := staff.New(staff.Config{Store: s.e.Store, Cost: bcrypt.MinCost}).Add(t.Context(),
+		oncecall.Actor{Name: "test", Via: oncecall.ViaCommand},
+		staff.Person{Name: name, Email: email, Role: role, TenantID: tenant, Password: strongPassword})
+	if err != nil {
+		t.Fatalf("add %s: %v", email, err)
+	}
+	return o.ID
+}
+
+// signIn is a plain HTTP client signed in as the person with this e-mail.
+func (s *stack) signIn(t *testing.T, email string) *http.Client {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.PostForm(s.e.URL+"/console/signin", url.Values{"email": {email}, "password": {strongPassword}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in as %s: %d", email, resp.StatusCode)
+	}
+	return c
+}
+
+// stuckFor books for a customer of another tenant (with its API key) while
+// the simulator drops the answer.
+func (s *stack) stuckFor(t *testing.T, tenant uuid.UUID, key, idemKey string, slot int, customer uuid.UUID) uuid.UUID {
+	t.Helper()
+	s.sim.Fault(provider.Calendar, providersim.FaultDropResponse, 1)
+	r := s.e.Post("/v1/appointments", key, idemKey, map[string]any{"customer_id": customer, "slot_id": s.e.Slot(tenant, slot)})
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("booking with a dropped answer: %d %s", r.Status, r.Body)
+	}
+	return uuid.MustParse(r.JSON(t)["action_id"].(string))
 }

@@ -51,14 +51,21 @@ func noRedirect() *http.Client {
 	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// TestConsoleIsAbsentWithoutAnOperatorToken: no token, no console.
-func TestConsoleIsAbsentWithoutAnOperatorToken(t *testing.T) {
+// TestBreakGlassNeedsAnOperatorToken: without a token the console serves
+// its sign-in page (named staff sign in), but a sign-in with a token is
+// refused, and /v1/ops does not exist.
+func TestBreakGlassNeedsAnOperatorToken(t *testing.T) {
 	t.Parallel()
 	e := apptest.Start(t)
-	for _, path := range []string{"/console/", "/console/signin", "/console/static/console.js"} {
-		if a := send(t, noRedirect(), http.MethodGet, e.URL+path, nil); a.status != http.StatusNotFound {
-			t.Fatalf("GET %s without an operator token: %d", path, a.status)
-		}
+	if a := send(t, noRedirect(), http.MethodGet, e.URL+"/console/signin", nil); a.status != http.StatusOK || strings.Contains(a.body, "breakglass-signin") {
+		t.Fatalf("the sign-in page without an operator token: %d", a.status)
+	}
+	a := send(t, noRedirect(), http.MethodPost, e.URL+"/console/signin", url.Values{"how": {"token"}, "token": {"x"}, "name": {"Ana"}})
+	if a.status != http.StatusUnauthorized || a.header.Get("Set-Cookie") != "" || !strings.Contains(a.body, "no operator token is configured") {
+		t.Fatalf("break-glass without an operator token: %d %v", a.status, a.header)
+	}
+	if r := e.Get("/v1/ops/actions", "anything"); r.Status != http.StatusNotFound {
+		t.Fatalf("/v1/ops without an operator token: %d", r.Status)
 	}
 }
 

@@ -1,79 +1,93 @@
 package console
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
+	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/staff"
 )
 
-// cookieName is the session cookie; it lives under /console/ only.
+// cookieName is the session cookie; it lives under /console/ only and
+// holds a random secret whose hash is the session's row (internal/staff):
+// the session ends on every replica when its row is revoked.
 const cookieName = "oncecall_console"
 
-// session is a signed-in operator: the name they gave, recorded as "by" on
-// their resolutions, and when the session ends.
+// session is the signed-in person as the pages see them.
 type session struct {
-	Name    string
-	Expires time.Time
+	Actor    oncecall.Actor
+	Name     string // as shown: the person's name, "(break-glass)" added
+	Email    string
+	Role     oncecall.Role
+	TenantID uuid.UUID // uuid.Nil: every tenant
+	Expires  time.Time
+	secret   string
 }
 
-// sessionKey derives the cookie's HMAC key from the operator token: a
-// changed token ends every session, and every replica with the same token
-// accepts the same cookies without shared state.
-func sessionKey(token string) []byte {
-	m := hmac.New(sha256.New, []byte(token))
-	m.Write([]byte("oncecall console session v1"))
-	return m.Sum(nil)
+// BreakGlass reports whether the session was opened with the shared token.
+func (s session) BreakGlass() bool { return s.Actor.Via == oncecall.ViaBreakGlass }
+
+// Can reports whether the person may do what role may.
+func (s session) Can(role string) bool { return s.Role.Allows(oncecall.Role(role)) }
+
+// Scoped reports whether the person sees one tenant only.
+func (s session) Scoped() bool { return s.TenantID != uuid.Nil }
+
+// sees reports whether the person may see a tenant's records.
+func (s session) sees(tenant uuid.UUID) bool { return !s.Scoped() || s.TenantID == tenant }
+
+func sessionOf(d db.Session, secret string) session {
+	s := session{Actor: d.Actor, Name: d.Actor.Name, Email: d.Email, Role: d.Role, TenantID: d.TenantID, Expires: d.ExpiresAt, secret: secret}
+	if s.BreakGlass() {
+		s.Name += " (break-glass)"
+	}
+	return s
 }
 
-func (c *Console) sign(payload string) string {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// encode is name.expiry.mac, the name base64url-encoded.
-func (c *Console) encode(s session) string {
-	payload := base64.RawURLEncoding.EncodeToString([]byte(s.Name)) + "." + strconv.FormatInt(s.Expires.Unix(), 10)
-	return payload + "." + c.sign(payload)
-}
-
-// decode checks a cookie value's signature and expiry.
-func (c *Console) decode(v string, now time.Time) (session, bool) {
-	i := strings.LastIndexByte(v, '.')
-	if i < 0 {
-		return session{}, false
-	}
-	payload, mac := v[:i], v[i+1:]
-	if !hmac.Equal([]byte(mac), []byte(c.sign(payload))) {
-		return session{}, false
-	}
-	name64, exp, ok := strings.Cut(payload, ".")
-	if !ok {
-		return session{}, false
-	}
-	unix, err := strconv.ParseInt(exp, 10, 64)
-	if err != nil || !now.Before(time.Unix(unix, 0)) {
-		return session{}, false
-	}
-	name, err := base64.RawURLEncoding.DecodeString(name64)
-	if err != nil || validName(string(name)) != "" {
-		return session{}, false
-	}
-	return session{Name: string(name), Expires: time.Unix(unix, 0)}, true
-}
-
-// current is the request's session, if it has a valid one.
+// current is the request's session, if it has one still open.
 func (c *Console) current(r *http.Request) (session, bool) {
 	ck, err := r.Cookie(cookieName)
-	if err != nil {
+	if err != nil || ck.Value == "" {
 		return session{}, false
 	}
-	return c.decode(ck.Value, c.now())
+	d, err := c.cfg.Staff.Session(r.Context(), ck.Value)
+	if err != nil {
+		if !errors.Is(err, db.ErrNotFound) {
+			c.cfg.Log.Error().Err(err).Msg("console: read a session")
+		}
+		return session{}, false
+	}
+	return sessionOf(d, ck.Value), true
+}
+
+type sessionHandler func(w http.ResponseWriter, r *http.Request, s session)
+
+// allow admits requests with an open session whose role allows what need
+// does: a page request without a session goes to the sign-in page,
+// anything else gets 401; a role that does not allow it gets 403.
+func (c *Console) allow(need oncecall.Role, next sessionHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, ok := c.current(r)
+		if !ok {
+			if r.Method == http.MethodGet && r.Header.Get("X-Console-Fetch") == "" {
+				http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
+				return
+			}
+			c.fail(w, r, http.StatusUnauthorized, "Your session has ended: sign in again.")
+			return
+		}
+		if !s.Role.Allows(need) {
+			c.cfg.Log.Warn().Str("path", r.URL.Path).Str("role", string(s.Role)).Msg("console: refused to a role")
+			c.fail(w, r, http.StatusForbidden, "Your role ("+string(s.Role)+") does not allow this: it needs "+string(need)+". Ask an admin.")
+			return
+		}
+		next(w, r, s)
+	})
 }
 
 // secure reports whether the browser reached the console over TLS, directly
@@ -82,10 +96,10 @@ func secure(r *http.Request) bool {
 	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-func (c *Console) setSession(w http.ResponseWriter, r *http.Request, s session) {
+func (c *Console) setSession(w http.ResponseWriter, r *http.Request, sg staff.Signed) {
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: c.encode(s), Path: "/console/", Expires: s.Expires,
-		MaxAge: int(time.Until(s.Expires).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
+		Name: cookieName, Value: sg.Secret, Path: "/console/", Expires: sg.Session.ExpiresAt,
+		MaxAge: max(1, int(time.Until(sg.Session.ExpiresAt).Seconds())), HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
 	})
 }
 
@@ -94,18 +108,4 @@ func clearSession(w http.ResponseWriter, r *http.Request) {
 		Name: cookieName, Value: "", Path: "/console/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secure(r),
 	})
-}
-
-// validName checks an operator's name: 1 to 64 printable characters. It
-// returns what is wrong, or "".
-func validName(name string) string {
-	if name == "" || utf8.RuneCountInString(name) > 64 || !utf8.ValidString(name) {
-		return "your name must be 1 to 64 characters"
-	}
-	for _, r := range name {
-		if r < 0x20 || r == 0x7f {
-			return "your name must be printable characters"
-		}
-	}
-	return ""
 }

@@ -1,5 +1,7 @@
-// Package tokenguard checks a shared secret (the operator token of /v1/ops
-// and the console's sign-in) and slows down guessing it: wrong attempts
+// Package tokenguard slows down guessing secrets. Guard checks a shared
+// secret (the operator token of /v1/ops and the console's break-glass
+// sign-in); Throttle slows the console's password sign-ins per account,
+// per client address and overall. For a Guard, wrong attempts
 // are limited per client address and from every address together, with
 // token buckets (golang.org/x/time/rate). An address past its allowance,
 // or any address while the overall one is used up, is answered "wait"
