@@ -328,28 +328,36 @@ func (r *FailoverReport) share(g gap) string {
 		if e.at.After(g.start.Add(time.Second)) {
 			continue
 		}
-		if e.writable.IsZero() || e.writable.Before(g.start) || e.writable.After(g.end) {
+		if e.writable.IsZero() || e.writable.Before(g.start) {
 			return ""
 		}
+		// The probe polls every 50 ms on a fresh connection: it may see the
+		// database writable a little after oncecall's pool already did.
 		return fmt.Sprintf(" (database writable after %.1fs, oncecall and its callers %.1fs more)",
-			e.writable.Sub(g.start).Seconds(), g.end.Sub(e.writable).Seconds())
+			e.writable.Sub(g.start).Seconds(), max(0, g.end.Sub(e.writable)).Seconds())
 	}
 	return ""
 }
 
-// probeWritable commits a write that waits for the synchronous standby
-// through url, every 50 ms from now on, until one succeeds, and returns when
-// it did (zero if ctx ended first): when the cluster took writes again.
+// probeWritable commits a write through url, every 50 ms from now on, until
+// one succeeds on a primary with a synchronous standby streaming from it,
+// and returns when it did (zero if ctx ended first): when the cluster took
+// writes again as oncecall needs them (a commit confirmed by a standby).
 func probeWritable(ctx context.Context, url string) time.Time {
 	for {
 		attempt, cancel := context.WithTimeout(ctx, time.Second)
 		conn, err := pgx.Connect(attempt, url)
+		synced := false
 		if err == nil {
 			_, err = conn.Exec(attempt, "SELECT txid_current()")
+			if err == nil {
+				err = conn.QueryRow(attempt, `SELECT count(*) > 0 FROM pg_stat_replication
+					WHERE sync_state IN ('sync', 'quorum') AND state = 'streaming'`).Scan(&synced)
+			}
 			conn.Close(context.WithoutCancel(ctx))
 		}
 		cancel()
-		if err == nil {
+		if err == nil && synced {
 			return time.Now()
 		}
 		if !sleep(ctx, 50*time.Millisecond) {

@@ -30,7 +30,7 @@ import (
 // over the REST API: then a DCS outage demotes nobody. loop_wait + 2 ×
 // retry_timeout stays within ttl.
 const (
-	patroniTTL          = 6
+	patroniTTL          = 5
 	patroniLoopWait     = 1
 	patroniRetryTimeout = 2
 )
@@ -237,6 +237,7 @@ bootstrap:
         wal_keep_size: 256MB
         hot_standby: "on"
         synchronous_commit: "on"
+        wal_retrieve_retry_interval: 500ms
         fsync: "off"
   initdb:
     - encoding: UTF8
