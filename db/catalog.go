@@ -237,9 +237,9 @@ func (q queries) PractitionerWorksAt(ctx context.Context, tenant, practitioner, 
 }
 
 // LockPractitionerSlots serialises the slot creations of a practitioner (at
-// every location) until the transaction ends.
-func (tx *Tx) LockPractitionerSlots(ctx context.Context, practitioner uuid.UUID) error {
-	return tx.q.LockPractitionerSlots(ctx, practitioner)
+// every location) until the transaction ends: it locks the practitioner's row.
+func (tx *Tx) LockPractitionerSlots(ctx context.Context, tenant, practitioner uuid.UUID) error {
+	return tx.q.LockPractitionerSlots(ctx, dbsqlc.LockPractitionerSlotsParams{TenantID: tenant, PractitionerID: practitioner})
 }
 
 // InsertPractitionerSlots creates the given times, which must not overlap

@@ -18,10 +18,10 @@ type SlotTime struct {
 
 // ScheduleSlots creates the slots of a tenant's resource at times it does not
 // have a slot at yet (same start and end) and returns how many it created.
-// It locks the resource's schedule until the transaction ends, so that
-// concurrent schedules of the resource never create a time twice.
+// It locks the tenant's row until the transaction ends, so that concurrent
+// schedules of the resource never create a time twice.
 func (tx *Tx) ScheduleSlots(ctx context.Context, tenant uuid.UUID, resource string, times []SlotTime) (int, error) {
-	if err := tx.q.LockSlotSchedule(ctx, dbsqlc.LockSlotScheduleParams{TenantID: tenant, Resource: resource}); err != nil {
+	if err := tx.q.LockSlotSchedule(ctx, tenant); err != nil {
 		return 0, err
 	}
 	p := dbsqlc.InsertScheduledSlotsParams{

@@ -105,7 +105,7 @@ func TestConsoleSearchUsesIndexes(t *testing.T) {
 			_, err := q.SearchCustomers(ctx, dbsqlc.SearchCustomersParams{})
 			return err
 		}, []any{tenants, []uuid.UUID{customer}, "+15550000042", "c42@example.com", "mar:* & lop:*"},
-			[]string{"customers_phone", "customers_email", "customers_name_words", "customers_pkey"},
+			[]string{"customers_phone", "customers_email", "customers_name_words", "customers_id"},
 			fmt.Sprintf(`ARRAY['%s']::uuid[], ARRAY['%s']::uuid[], '+15550000042', 'c42@example.com', 'mar:*'`, tenant, customer)},
 		{"CustomerLinks", func(q *dbsqlc.Queries) error {
 			_, err := q.CustomerLinks(ctx, dbsqlc.CustomerLinksParams{})

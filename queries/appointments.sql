@@ -7,7 +7,7 @@ RETURNING *;
 -- Slots starting at or after from_time, optionally only those without an active booking.
 SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
 FROM slots s
-LEFT JOIN appointments a ON a.slot_id = s.id AND a.status = 'active'
+LEFT JOIN appointments a ON a.tenant_id = s.tenant_id AND a.slot_id = s.id AND a.status = 'active'
 WHERE s.tenant_id = $1
   AND s.starts_at >= sqlc.arg(from_time)
   AND (NOT sqlc.arg(only_available)::boolean OR a.id IS NULL)
@@ -29,7 +29,7 @@ WITH c AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
     SELECT sqlc.arg(id), sqlc.arg(tenant_id), c.id, s.id, sqlc.arg(service), sqlc.arg(action_id)
     FROM s, c
-    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    ON CONFLICT (tenant_id, slot_id) WHERE status = 'active' DO NOTHING
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 )
 SELECT EXISTS (SELECT 1 FROM c) AS customer_found,
@@ -40,7 +40,7 @@ LEFT JOIN s ON s.id = ins.slot_id;
 
 -- name: AppointmentByID :one
 SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-FROM appointments a JOIN slots s ON s.id = a.slot_id
+FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
 WHERE a.tenant_id = $1 AND a.id = $2;
 
 -- name: CancelAppointment :one
@@ -70,10 +70,12 @@ ORDER BY s.starts_at, a.id
 LIMIT sqlc.arg(max_rows);
 
 -- name: LockSlotSchedule :exec
--- Serialises the schedule applications of one resource of a tenant until the
--- transaction ends, so that two of them never both find a time free and
--- both insert it. A hash collision only makes unrelated schedules wait.
-SELECT pg_advisory_xact_lock(hashtextextended(CAST(sqlc.arg(tenant_id)::uuid AS text) || '/' || sqlc.arg(resource)::text, 0));
+-- Serialises the schedule applications of a tenant until the transaction
+-- ends, so that two of them never both find a time free and both insert it:
+-- a lock on the tenant's row (FOR NO KEY UPDATE, which the foreign keys'
+-- checks do not wait for), the same on every connection, through a
+-- transaction-pooling proxy and under Citus.
+SELECT 1 FROM tenants WHERE id = sqlc.arg(tenant_id) FOR NO KEY UPDATE;
 
 -- name: InsertScheduledSlots :execrows
 -- Inserts the given times as slots of one resource, except those the
@@ -129,7 +131,7 @@ WITH prior AS (
                 ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), stands AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND sqlc.narg(call_id)::text IS NOT NULL
       AND a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id)
       AND a.call_platform = sqlc.narg(call_platform)::text AND a.call_id = sqlc.narg(call_id)::text
@@ -143,7 +145,7 @@ WITH prior AS (
     WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM stands)
       AND c.tenant_id = sqlc.arg(tenant_id) AND c.id = sqlc.arg(customer_id)
       AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
-    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    ON CONFLICT (tenant_id, slot_id) WHERE status = 'active' DO NOTHING
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
@@ -210,7 +212,7 @@ WITH prior AS (
                 ELSE oncecall_key_free(sqlc.arg(tenant_id), sqlc.arg(idempotency_key), sqlc.arg(claim_wait)) END AS yes
 ), cur AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(appointment_id)
     FOR UPDATE OF a
 ), moved AS (
@@ -219,7 +221,7 @@ WITH prior AS (
     FROM slots s
     WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> sqlc.arg(slot_id)::uuid)
       AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
-      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = sqlc.arg(slot_id) AND o.status = 'active')
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.slot_id = sqlc.arg(slot_id) AND o.status = 'active')
     RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
 ), decided AS (
     SELECT cur.id AS cur_id, cur.status AS cur_status,
@@ -311,7 +313,7 @@ WITH prior AS (
     LEFT JOIN slots sl ON sl.id = ca.slot_id
     LEFT JOIN LATERAL (
         SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-        FROM appointments a JOIN slots s ON s.id = a.slot_id
+        FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
         WHERE ca.id IS NULL AND a.tenant_id = sqlc.arg(tenant_id) AND a.id = sqlc.arg(appointment_id)
         FOR SHARE OF a
     ) AS cur ON true
@@ -368,12 +370,12 @@ WITH prior AS (
       AND (sqlc.narg(practitioner_id)::uuid IS NULL OR p.id = sqlc.narg(practitioner_id)::uuid)
       AND (sqlc.narg(location_id)::uuid IS NULL OR l.id = sqlc.narg(location_id)::uuid)
       AND s.ends_at - s.starts_at >= make_interval(mins => svc.duration_minutes + svc.buffer_minutes)
-      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = s.tenant_id AND o.slot_id = s.id AND o.status = 'active')
     ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
     LIMIT 1
 ), stands AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND sqlc.narg(call_id)::text IS NOT NULL
       AND a.tenant_id = sqlc.arg(tenant_id) AND a.customer_id = sqlc.arg(customer_id)
       AND a.call_platform = sqlc.narg(call_platform)::text AND a.call_id = sqlc.narg(call_id)::text

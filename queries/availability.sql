@@ -16,7 +16,7 @@ SELECT s.id, s.starts_at, s.ends_at, s.resource, (a.id IS NULL)::boolean AS avai
 FROM slots s
 LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
 LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
-LEFT JOIN appointments a ON a.slot_id = s.id AND a.status = 'active'
+LEFT JOIN appointments a ON a.tenant_id = s.tenant_id AND a.slot_id = s.id AND a.status = 'active'
 WHERE s.tenant_id = sqlc.arg(tenant_id)
   AND s.starts_at >= sqlc.arg(from_time)
   AND (sqlc.narg(to_time)::timestamptz IS NULL OR s.starts_at < sqlc.narg(to_time)::timestamptz)

@@ -105,9 +105,9 @@ SELECT EXISTS (
 -- name: LockPractitionerSlots :exec
 -- Serialises the slot creations of one practitioner (at any location) until
 -- the transaction ends, so that two of them never both find a time free and
--- create overlapping slots. A hash collision only makes unrelated creations
--- wait.
-SELECT pg_advisory_xact_lock(hashtextextended('practitioner/' || CAST(sqlc.arg(practitioner_id)::uuid AS text), 0));
+-- create overlapping slots: a lock on the practitioner's row (FOR NO KEY
+-- UPDATE, which the slots' foreign key checks do not wait for).
+SELECT 1 FROM practitioners WHERE tenant_id = sqlc.arg(tenant_id) AND id = sqlc.arg(practitioner_id) FOR NO KEY UPDATE;
 
 -- name: InsertPractitionerSlots :many
 -- Inserts the given times, which do not overlap each other, as slots of a

@@ -60,7 +60,7 @@ SELECT sqlc.arg(action_id), sqlc.arg(tenant_id), sqlc.arg(customer_id), sqlc.arg
        coalesce((SELECT s.provider_until FROM action_steps s WHERE s.action_id = a.id AND s.required),
                 a.created_at + interval '7 days')
 FROM actions a WHERE a.id = sqlc.arg(action_id)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (tenant_id, id) DO NOTHING
 RETURNING *;
 
 -- name: PaymentIntentHold :one

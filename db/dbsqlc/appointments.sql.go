@@ -15,7 +15,7 @@ import (
 
 const appointmentByID = `-- name: AppointmentByID :one
 SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-FROM appointments a JOIN slots s ON s.id = a.slot_id
+FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
 WHERE a.tenant_id = $1 AND a.id = $2
 `
 
@@ -60,7 +60,7 @@ WITH c AS (
     INSERT INTO appointments (id, tenant_id, customer_id, slot_id, service, action_id)
     SELECT $4, $1, c.id, s.id, $5, $6
     FROM s, c
-    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    ON CONFLICT (tenant_id, slot_id) WHERE status = 'active' DO NOTHING
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 )
 SELECT EXISTS (SELECT 1 FROM c) AS customer_found,
@@ -166,7 +166,7 @@ WITH prior AS (
                 ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), stands AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND $4::text IS NOT NULL
       AND a.tenant_id = $1 AND a.customer_id = $5
       AND a.call_platform = $6::text AND a.call_id = $4::text
@@ -180,7 +180,7 @@ WITH prior AS (
     WHERE (SELECT yes FROM fresh) AND NOT EXISTS (SELECT 1 FROM stands)
       AND c.tenant_id = $1 AND c.id = $5
       AND s.tenant_id = $1 AND s.id = $11 AND s.starts_at > now()
-    ON CONFLICT (slot_id) WHERE status = 'active' DO NOTHING
+    ON CONFLICT (tenant_id, slot_id) WHERE status = 'active' DO NOTHING
     RETURNING appointments.id, appointments.customer_id, appointments.slot_id, appointments.service, appointments.status
 ), answer AS (
     SELECT CASE WHEN ap.id IS NULL THEN 'rejected' ELSE 'confirmed' END AS outcome,
@@ -365,12 +365,12 @@ WITH prior AS (
       AND ($7::uuid IS NULL OR p.id = $7::uuid)
       AND ($8::uuid IS NULL OR l.id = $8::uuid)
       AND s.ends_at - s.starts_at >= make_interval(mins => svc.duration_minutes + svc.buffer_minutes)
-      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = s.id AND o.status = 'active')
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = s.tenant_id AND o.slot_id = s.id AND o.status = 'active')
     ORDER BY lower(p.name), p.id, lower(l.name), l.id, s.id
     LIMIT 1
 ), stands AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at, a.booking_ref
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND $9::text IS NOT NULL
       AND a.tenant_id = $1 AND a.customer_id = $10
       AND a.call_platform = $11::text AND a.call_id = $9::text
@@ -572,7 +572,7 @@ WITH prior AS (
     LEFT JOIN slots sl ON sl.id = ca.slot_id
     LEFT JOIN LATERAL (
         SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-        FROM appointments a JOIN slots s ON s.id = a.slot_id
+        FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
         WHERE ca.id IS NULL AND a.tenant_id = $1 AND a.id = $4
         FOR SHARE OF a
     ) AS cur ON true
@@ -681,7 +681,7 @@ WITH prior AS (
                 ELSE oncecall_key_free($1, $2, $3) END AS yes
 ), cur AS (
     SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
-    FROM appointments a JOIN slots s ON s.id = a.slot_id
+    FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
     WHERE (SELECT yes FROM fresh) AND a.tenant_id = $1 AND a.id = $4
     FOR UPDATE OF a
 ), moved AS (
@@ -690,7 +690,7 @@ WITH prior AS (
     FROM slots s
     WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> $5::uuid)
       AND s.tenant_id = $1 AND s.id = $5 AND s.starts_at > now()
-      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.slot_id = $5 AND o.status = 'active')
+      AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = $1 AND o.slot_id = $5 AND o.status = 'active')
     RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
 ), decided AS (
     SELECT cur.id AS cur_id, cur.status AS cur_status,
@@ -986,7 +986,7 @@ func (q *Queries) ListCustomerAppointments(ctx context.Context, arg ListCustomer
 const listSlots = `-- name: ListSlots :many
 SELECT s.id, s.tenant_id, s.starts_at, s.ends_at, s.resource, s.created_at, (a.id IS NULL)::boolean AS available
 FROM slots s
-LEFT JOIN appointments a ON a.slot_id = s.id AND a.status = 'active'
+LEFT JOIN appointments a ON a.tenant_id = s.tenant_id AND a.slot_id = s.id AND a.status = 'active'
 WHERE s.tenant_id = $1
   AND s.starts_at >= $2
   AND (NOT $3::boolean OR a.id IS NULL)
@@ -1046,18 +1046,15 @@ func (q *Queries) ListSlots(ctx context.Context, arg ListSlotsParams) ([]ListSlo
 }
 
 const lockSlotSchedule = `-- name: LockSlotSchedule :exec
-SELECT pg_advisory_xact_lock(hashtextextended(CAST($1::uuid AS text) || '/' || $2::text, 0))
+SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE
 `
 
-type LockSlotScheduleParams struct {
-	TenantID uuid.UUID
-	Resource string
-}
-
-// Serialises the schedule applications of one resource of a tenant until the
-// transaction ends, so that two of them never both find a time free and
-// both insert it. A hash collision only makes unrelated schedules wait.
-func (q *Queries) LockSlotSchedule(ctx context.Context, arg LockSlotScheduleParams) error {
-	_, err := q.db.Exec(ctx, lockSlotSchedule, arg.TenantID, arg.Resource)
+// Serialises the schedule applications of a tenant until the transaction
+// ends, so that two of them never both find a time free and both insert it:
+// a lock on the tenant's row (FOR NO KEY UPDATE, which the foreign keys'
+// checks do not wait for), the same on every connection, through a
+// transaction-pooling proxy and under Citus.
+func (q *Queries) LockSlotSchedule(ctx context.Context, tenantID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, lockSlotSchedule, tenantID)
 	return err
 }

@@ -37,7 +37,7 @@ SELECT s.id, s.starts_at, s.ends_at, s.resource, (a.id IS NULL)::boolean AS avai
 FROM slots s
 LEFT JOIN practitioners p ON p.tenant_id = s.tenant_id AND p.id = s.practitioner_id
 LEFT JOIN locations l ON l.tenant_id = s.tenant_id AND l.id = s.location_id
-LEFT JOIN appointments a ON a.slot_id = s.id AND a.status = 'active'
+LEFT JOIN appointments a ON a.tenant_id = s.tenant_id AND a.slot_id = s.id AND a.status = 'active'
 WHERE s.tenant_id = $2
   AND s.starts_at >= $3
   AND ($4::timestamptz IS NULL OR s.starts_at < $4::timestamptz)

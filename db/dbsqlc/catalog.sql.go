@@ -451,15 +451,20 @@ func (q *Queries) LocationByName(ctx context.Context, arg LocationByNameParams) 
 }
 
 const lockPractitionerSlots = `-- name: LockPractitionerSlots :exec
-SELECT pg_advisory_xact_lock(hashtextextended('practitioner/' || CAST($1::uuid AS text), 0))
+SELECT 1 FROM practitioners WHERE tenant_id = $1 AND id = $2 FOR NO KEY UPDATE
 `
+
+type LockPractitionerSlotsParams struct {
+	TenantID       uuid.UUID
+	PractitionerID uuid.UUID
+}
 
 // Serialises the slot creations of one practitioner (at any location) until
 // the transaction ends, so that two of them never both find a time free and
-// create overlapping slots. A hash collision only makes unrelated creations
-// wait.
-func (q *Queries) LockPractitionerSlots(ctx context.Context, practitionerID uuid.UUID) error {
-	_, err := q.db.Exec(ctx, lockPractitionerSlots, practitionerID)
+// create overlapping slots: a lock on the practitioner's row (FOR NO KEY
+// UPDATE, which the slots' foreign key checks do not wait for).
+func (q *Queries) LockPractitionerSlots(ctx context.Context, arg LockPractitionerSlotsParams) error {
+	_, err := q.db.Exec(ctx, lockPractitionerSlots, arg.TenantID, arg.PractitionerID)
 	return err
 }
 

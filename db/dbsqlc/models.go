@@ -41,6 +41,7 @@ type ActionEvent struct {
 	Kind     string
 	Step     *string
 	Detail   json.RawMessage
+	TenantID uuid.UUID
 }
 
 type ActionStep struct {
@@ -67,6 +68,7 @@ type ActionStep struct {
 	Result          []byte
 	ProviderKind    *string
 	ProviderAccount *string
+	TenantID        uuid.UUID
 }
 
 type ApiKey struct {

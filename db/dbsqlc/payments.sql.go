@@ -60,7 +60,7 @@ SELECT $1, $2, $3, $4, $5,
        coalesce((SELECT s.provider_until FROM action_steps s WHERE s.action_id = a.id AND s.required),
                 a.created_at + interval '7 days')
 FROM actions a WHERE a.id = $1
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (tenant_id, id) DO NOTHING
 RETURNING id, tenant_id, customer_id, amount, currency, description, payment_method, status, captured_amount, action_id, created_at, updated_at, charging_action_id, hold_ref, hold_account, capture_before, hold_flagged_at
 `
 

@@ -153,7 +153,7 @@ func (q *Queries) ClearNeedsOperator(ctx context.Context, arg ClearNeedsOperator
 }
 
 const eventsOfAction = `-- name: EventsOfAction :many
-SELECT id, action_id, at, kind, step, detail FROM action_events WHERE action_id = $1 ORDER BY id
+SELECT id, action_id, at, kind, step, detail, tenant_id FROM action_events WHERE action_id = $1 ORDER BY id
 `
 
 func (q *Queries) EventsOfAction(ctx context.Context, actionID uuid.UUID) ([]ActionEvent, error) {
@@ -172,6 +172,7 @@ func (q *Queries) EventsOfAction(ctx context.Context, actionID uuid.UUID) ([]Act
 			&i.Kind,
 			&i.Step,
 			&i.Detail,
+			&i.TenantID,
 		); err != nil {
 			return nil, err
 		}
@@ -704,7 +705,7 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many
-SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, s.provider_kind, s.provider_account, a.created_at AS action_created_at, now()::timestamptz AS db_now
+SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, s.provider_kind, s.provider_account, s.tenant_id, a.created_at AS action_created_at, now()::timestamptz AS db_now
 FROM action_steps s JOIN actions a ON a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq
@@ -734,6 +735,7 @@ type StepsOfActionRow struct {
 	Result          []byte
 	ProviderKind    *string
 	ProviderAccount *string
+	TenantID        uuid.UUID
 	ActionCreatedAt time.Time
 	DbNow           time.Time
 }
@@ -774,6 +776,7 @@ func (q *Queries) StepsOfAction(ctx context.Context, actionID uuid.UUID) ([]Step
 			&i.Result,
 			&i.ProviderKind,
 			&i.ProviderAccount,
+			&i.TenantID,
 			&i.ActionCreatedAt,
 			&i.DbNow,
 		); err != nil {

@@ -104,7 +104,7 @@ func seedDemoCatalog(ctx context.Context, s *db.Store, t oncecall.Tenant) error 
 			if err != nil {
 				return err
 			}
-			if err := tx.LockPractitionerSlots(ctx, p.ID); err != nil {
+			if err := tx.LockPractitionerSlots(ctx, t.ID, p.ID); err != nil {
 				return err
 			}
 			_, err = tx.InsertPractitionerSlots(ctx, db.PractitionerSlots{TenantID: t.ID, PractitionerID: p.ID, LocationID: place.ID, Resource: p.Name}, times)

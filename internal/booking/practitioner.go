@@ -94,7 +94,7 @@ func placePractitionerSlots(ctx context.Context, tx *db.Tx, p db.PractitionerSlo
 	if len(times) == 0 {
 		return out, nil
 	}
-	if err := tx.LockPractitionerSlots(ctx, p.PractitionerID); err != nil {
+	if err := tx.LockPractitionerSlots(ctx, p.TenantID, p.PractitionerID); err != nil {
 		return out, err
 	}
 	first, last := times[0].StartsAt, times[0].EndsAt

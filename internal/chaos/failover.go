@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db"
@@ -71,10 +72,14 @@ type FailoverReport struct {
 	events []event
 }
 
-// event is one crash, switchover or DCS pause, and when it was caused.
+// event is one crash, switchover or DCS pause, and when it was caused;
+// writable is when the harness's own probe (a connection to the multi-host
+// URL and a commit that waits for the synchronous standby) first succeeded
+// after it, or zero.
 type event struct {
-	kind string
-	at   time.Time
+	kind     string
+	at       time.Time
+	writable time.Time
 }
 
 // OK reports whether every count the line prints is zero, and nothing else
@@ -298,7 +303,7 @@ func RunFailover(ctx context.Context, cfg FailoverConfig) (rep FailoverReport, e
 	rep.ReplicaExits = rs.exited()
 	rep.MaxWriteGap, _ = f.gaps.longest()
 	for _, g := range f.gaps.gaps() {
-		logf("write gap of %.1fs %s", g.end.Sub(g.start).Seconds(), rep.cause(g))
+		logf("write gap of %.1fs %s%s", g.end.Sub(g.start).Seconds(), rep.cause(g), rep.share(g))
 	}
 	return rep, nil
 }
@@ -312,6 +317,53 @@ func (r *FailoverReport) cause(g gap) string {
 		}
 	}
 	return "before any event"
+}
+
+// share splits g at the moment the database took a write again after the
+// event before it: what PostgreSQL and Patroni took, and what oncecall and its
+// callers took after that (reconnecting, the callers' retry delays).
+func (r *FailoverReport) share(g gap) string {
+	for i := len(r.events) - 1; i >= 0; i-- {
+		e := r.events[i]
+		if e.at.After(g.start.Add(time.Second)) {
+			continue
+		}
+		if e.writable.IsZero() || e.writable.Before(g.start) {
+			return ""
+		}
+		// The probe polls every 50 ms on a fresh connection: it may see the
+		// database writable a little after oncecall's pool already did.
+		return fmt.Sprintf(" (database writable after %.1fs, oncecall and its callers %.1fs more)",
+			e.writable.Sub(g.start).Seconds(), max(0, g.end.Sub(e.writable)).Seconds())
+	}
+	return ""
+}
+
+// probeWritable commits a write through url, every 50 ms from now on, until
+// one succeeds on a primary with a synchronous standby streaming from it,
+// and returns when it did (zero if ctx ended first): when the cluster took
+// writes again as oncecall needs them (a commit confirmed by a standby).
+func probeWritable(ctx context.Context, url string) time.Time {
+	for {
+		attempt, cancel := context.WithTimeout(ctx, time.Second)
+		conn, err := pgx.Connect(attempt, url)
+		synced := false
+		if err == nil {
+			_, err = conn.Exec(attempt, "SELECT txid_current()")
+			if err == nil {
+				err = conn.QueryRow(attempt, `SELECT count(*) > 0 FROM pg_stat_replication
+					WHERE sync_state IN ('sync', 'quorum') AND state = 'streaming'`).Scan(&synced)
+			}
+			conn.Close(context.WithoutCancel(ctx))
+		}
+		cancel()
+		if err == nil && synced {
+			return time.Now()
+		}
+		if !sleep(ctx, 50*time.Millisecond) {
+			return time.Time{}
+		}
+	}
 }
 
 func name(n *pnode) string {
@@ -343,6 +395,12 @@ func runEvents(run, chaos context.Context, cl *cluster, patroniBin string, rep *
 		}
 		ev := eventCycle[i%len(eventCycle)]
 		rep.events = append(rep.events, event{kind: ev, at: time.Now()})
+		// A probe of when the database takes writes again; it starts once the
+		// event is under way (a crash stalls the standby first).
+		probed := make(chan time.Time, 1)
+		probeCtx, stopProbe := context.WithTimeout(run, healTimeout)
+		defer stopProbe() // each event's ends with its own, below; this one covers the returns
+		startProbe := func() { go func() { probed <- probeWritable(probeCtx, cl.url()) }() }
 		switch ev {
 		case eventCrash:
 			// Commits are left waiting for the synchronous standby when
@@ -356,6 +414,7 @@ func runEvents(run, chaos context.Context, cl *cluster, patroniBin string, rep *
 			}
 			logf("crash: kill -9 of %s's Patroni and postmaster", leader.name)
 			err := cl.crash(leader)
+			startProbe()
 			if resume != nil {
 				resume()
 			}
@@ -368,10 +427,12 @@ func runEvents(run, chaos context.Context, cl *cluster, patroniBin string, rep *
 			if err := cl.switchover(leader); err != nil {
 				return err
 			}
+			startProbe()
 			rep.Switchovers++
 		case eventDCSPause:
 			logf("etcd paused for %v", dcsPause)
 			cl.etcd.signal(syscall.SIGSTOP)
+			startProbe()
 			sleep(run, dcsPause)
 			cl.etcd.signal(syscall.SIGCONT)
 			rep.DCSPauses++
@@ -388,6 +449,8 @@ func runEvents(run, chaos context.Context, cl *cluster, patroniBin string, rep *
 			rep.Failovers++
 			logf("%s leads", now.name)
 		}
+		rep.events[len(rep.events)-1].writable = <-probed
+		stopProbe()
 		if ev == eventCrash {
 			// The crashed machine comes back and rejoins as a standby.
 			if err := cl.startPatroni(leader, patroniBin); err != nil {

@@ -25,11 +25,14 @@ import (
 // Patroni's timing (see docs/high-availability.md). A killed leader's key
 // expires after ttl, and only then does a standby take over: ttl is most
 // of the write gap after a crash. Shorter is faster but demotes a healthy
-// leader whose loop or DCS stalls for longer than retry_timeout.
+// leader whose loop or DCS stalls for longer than retry_timeout, unless
+// failsafe_mode (in the configuration) finds every other member reachable
+// over the REST API: then a DCS outage demotes nobody. loop_wait + 2 ×
+// retry_timeout stays within ttl.
 const (
-	patroniTTL          = 10
+	patroniTTL          = 5
 	patroniLoopWait     = 1
-	patroniRetryTimeout = 4
+	patroniRetryTimeout = 2
 )
 
 // PatroniTiming is the timing the harness gives Patroni, for the output.
@@ -222,6 +225,7 @@ bootstrap:
     maximum_lag_on_failover: 1048576
     synchronous_mode: true
     synchronous_mode_strict: true
+    failsafe_mode: true
     postgresql:
       use_pg_rewind: true
       remove_data_directory_on_rewind_failure: true
@@ -233,6 +237,7 @@ bootstrap:
         wal_keep_size: 256MB
         hot_standby: "on"
         synchronous_commit: "on"
+        wal_retrieve_retry_interval: 500ms
         fsync: "off"
   initdb:
     - encoding: UTF8
