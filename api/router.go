@@ -241,6 +241,11 @@ func NewRouter(cfg Config) http.Handler {
 // tenant's share of the database. routes adds the platform's routes.
 func (s *Server) voiceRouter(platform, secretHeader string, routes func(r chi.Router)) http.Handler {
 	r := chi.NewRouter()
+	if platform == platformElevenLabs {
+		// ElevenLabs hides a webhook tool's errors from the agent: every
+		// refusal is answered 200 with outcome and say (refusals.go).
+		r.Use(answerRefusals)
+	}
 	r.Use(s.limitBody, s.voiceBudget)
 	if secretHeader != "" {
 		r.Use(keyFromHeader(secretHeader))

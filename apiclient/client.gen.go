@@ -5914,8 +5914,15 @@ type ClientInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5927,8 +5934,15 @@ type ClientInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7318,8 +7332,15 @@ func (c *Client) CallDashaToolByName(ctx context.Context, toolName ToolName, par
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7341,8 +7362,15 @@ func (c *Client) CallElevenLabsToolWithBody(ctx context.Context, tool ToolName, 
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11748,8 +11776,15 @@ type ClientWithResponsesInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11761,8 +11796,15 @@ type ClientWithResponsesInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15032,81 +15074,18 @@ type CallElevenLabsToolResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
-// CallElevenLabsToolResponse401Headers the declared response headers of an HTTP 401 response for CallElevenLabsTool
-type CallElevenLabsToolResponse401Headers struct {
-	WWWAuthenticate string
-}
-
-// CallElevenLabsToolResponse503Headers the declared response headers of an HTTP 503 response for CallElevenLabsTool
-type CallElevenLabsToolResponse503Headers struct {
-	RetryAfter int
-}
-
 type CallElevenLabsToolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DashaAnswer
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *DashaBadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *PlatformForbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *Internal
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CallElevenLabsToolResponse200Headers
-	// Headers401 the parsed response headers for an HTTP 401 response
-	Headers401 *CallElevenLabsToolResponse401Headers
-	// Headers503 the parsed response headers for an HTTP 503 response
-	Headers503 *CallElevenLabsToolResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CallElevenLabsToolResponse) GetJSON200() *DashaAnswer {
 	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON400() *DashaBadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON403() *PlatformForbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON500() *Internal {
-	return r.ApplicationproblemJSON500
-}
-
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19385,8 +19364,15 @@ func (c *ClientWithResponses) CallDashaToolByNameWithResponse(ctx context.Contex
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19404,8 +19390,15 @@ func (c *ClientWithResponses) CallElevenLabsToolWithBodyWithResponse(ctx context
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23140,55 +23133,6 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest DashaBadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest PlatformForbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest Internal
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest Unavailable
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON503 = &dest
-
 	}
 
 	switch {
@@ -23202,26 +23146,6 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
-	case rsp.StatusCode == 401:
-		var headers CallElevenLabsToolResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.WWWAuthenticate = value
-		}
-		response.Headers401 = &headers
-	case rsp.StatusCode == 503:
-		var headers CallElevenLabsToolResponse503Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = value
-		}
-		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -867,8 +867,15 @@ export interface paths {
          * @description An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
          *     plus the dynamic variables `system__conversation_id` (the identity of the call) and
          *     `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-         *     ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-         *     `DashaAnswer`; protocol errors are problem+json and claim nothing.
+         *     ignored. The key may also come in `X-Oncecall-Key`.
+         *
+         *     ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+         *     `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+         *     (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+         *     (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+         *     server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+         *     `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+         *     nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
          */
         post: operations["callElevenLabsTool"];
         delete?: never;
@@ -5391,13 +5398,6 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["DashaAnswer"];
-            400: components["responses"]["DashaBadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
         };
     };
     receiveDashaEvent: {
