@@ -374,4 +374,5 @@ type Tenant struct {
 	TwilioFrom             *string
 	TwilioMessagingService *string
 	Locale                 string
+	CallerConfirmation     bool
 }
