@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -92,6 +93,10 @@ type Config struct {
 	// /v1/providers/twilio/status (twilio_status.go); PublicURL is the base
 	// URL Twilio was given for them.
 	TwilioAuthToken, PublicURL string
+	// LateResultURL reports whether a Vapi call's control URL may be
+	// posted a late result (late.go); nil: https on vapi.ai and its
+	// subdomains only.
+	LateResultURL func(u *url.URL) bool
 }
 
 // Server holds the handlers' dependencies.

@@ -138,6 +138,7 @@ const (
 	LocationExists              DashaReason = "location_exists"
 	LocationNotFound            DashaReason = "location_not_found"
 	MessagingNotConfigured      DashaReason = "messaging_not_configured"
+	NeedsCallerConfirmation     DashaReason = "needs_caller_confirmation"
 	NeedsOperator               DashaReason = "needs_operator"
 	NoPractitionerFree          DashaReason = "no_practitioner_free"
 	PaymentDeclined             DashaReason = "payment_declined"
@@ -216,6 +217,8 @@ func (e DashaReason) Valid() bool {
 	case LocationNotFound:
 		return true
 	case MessagingNotConfigured:
+		return true
+	case NeedsCallerConfirmation:
 		return true
 	case NeedsOperator:
 		return true
@@ -1402,6 +1405,9 @@ type DashaEventPayload struct {
 
 // DashaReason Why a tool call was rejected, lower-case; absent when not rejected, except `needs_operator`: a
 // pending answer that is final for the call (a person will follow up; stop checking).
+// `needs_caller_confirmation`: the tenant's confirmation gate is on and the call did not carry the
+// caller's confirmation (`caller_confirmed`) of what it would do; `details.read_back` is the
+// sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
 type DashaReason string
 
 // DashaToolPayload Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
@@ -2659,11 +2665,19 @@ type VapiServerMessage struct {
 	AdditionalProperties map[string]interface{}    `json:"-"`
 }
 
+// VapiServerMessage_Message_Call_Monitor defines model for VapiServerMessage.Message.Call.Monitor.
+type VapiServerMessage_Message_Call_Monitor struct {
+	// ControlUrl The call's Live Call Control URL, where a pending result's settled answer is added (on `vapi.ai` only).
+	ControlUrl           *string                `json:"controlUrl,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // VapiServerMessage_Message_Call defines model for VapiServerMessage.Message.Call.
 type VapiServerMessage_Message_Call struct {
 	// Id Vapi's call id, the identity of the call's tool calls.
-	Id                   *string                `json:"id,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Id                   *string                                 `json:"id,omitempty"`
+	Monitor              *VapiServerMessage_Message_Call_Monitor `json:"monitor,omitempty"`
+	AdditionalProperties map[string]interface{}                  `json:"-"`
 }
 
 // VapiServerMessage_Message_ToolCallList_Function defines model for VapiServerMessage.Message.ToolCallList.Function.
@@ -3735,6 +3749,74 @@ func (a VapiServerMessage) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for VapiServerMessage_Message_Call_Monitor. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message_Call_Monitor) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message_Call_Monitor
+func (a *VapiServerMessage_Message_Call_Monitor) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call_Monitor to handle AdditionalProperties
+func (a *VapiServerMessage_Message_Call_Monitor) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["controlUrl"]; found {
+		err = json.Unmarshal(raw, &a.ControlUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'controlUrl': %w", err)
+		}
+		delete(object, "controlUrl")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call_Monitor to handle AdditionalProperties
+func (a VapiServerMessage_Message_Call_Monitor) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ControlUrl != nil {
+		object["controlUrl"], err = json.Marshal(a.ControlUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'controlUrl': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for VapiServerMessage_Message_Call. Returns the specified
 // element and whether it was found
 func (a VapiServerMessage_Message_Call) Get(fieldName string) (value interface{}, found bool) {
@@ -3768,6 +3850,14 @@ func (a *VapiServerMessage_Message_Call) UnmarshalJSON(b []byte) error {
 		delete(object, "id")
 	}
 
+	if raw, found := object["monitor"]; found {
+		err = json.Unmarshal(raw, &a.Monitor)
+		if err != nil {
+			return fmt.Errorf("error reading 'monitor': %w", err)
+		}
+		delete(object, "monitor")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -3791,6 +3881,13 @@ func (a VapiServerMessage_Message_Call) MarshalJSON() ([]byte, error) {
 		object["id"], err = json.Marshal(a.Id)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Monitor != nil {
+		object["monitor"], err = json.Marshal(a.Monitor)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'monitor': %w", err)
 		}
 	}
 
@@ -6545,6 +6642,13 @@ type ClientInterface interface {
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
 	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -6563,6 +6667,13 @@ type ClientInterface interface {
 	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
+	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8403,6 +8514,13 @@ func (c *Client) ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams,
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
 //
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -8431,6 +8549,13 @@ func (c *Client) ReceiveVapiMessageWithBody(ctx context.Context, contentType str
 // the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
+//
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12427,6 +12552,13 @@ type ClientWithResponsesInterface interface {
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
 	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -12445,6 +12577,13 @@ type ClientWithResponsesInterface interface {
 	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
+	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -20279,6 +20418,13 @@ func (c *ClientWithResponses) ScheduleSlotsWithResponse(ctx context.Context, par
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
 //
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -20303,6 +20449,13 @@ func (c *ClientWithResponses) ReceiveVapiMessageWithBodyWithResponse(ctx context
 // the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
+//
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -193,6 +193,17 @@ type FollowUpsDone struct {
 	DoneAt       time.Time
 }
 
+type LateResult struct {
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CallPlatform string
+	CallID       string
+	ControlUrl   string
+	CreatedAt    time.Time
+	CallEndedAt  *time.Time
+	DeliveredAt  *time.Time
+}
+
 type Location struct {
 	ID        uuid.UUID
 	TenantID  uuid.UUID
