@@ -28,8 +28,8 @@ import (
 // to another time or amount cannot book. The argument is not part of the
 // request's identity: the confirmed call is the same request, performed once.
 const (
-	callerConfirmedArg = dashatool.CallerConfirmed
-	cancelOperation    = "appointment.cancel"
+	callerConfirmedArg      = dashatool.CallerConfirmed
+	cancelOperation         = "appointment.cancel"
 	needsCallerConfirmation = dashatool.NeedsCallerConfirmation
 	maxConfirmation         = 200
 )
