@@ -123,7 +123,7 @@ func Schema(o op.Operation) map[string]any {
 			"maxLength": 200,
 			"description": "Only when an answer asked for the caller's confirmation (reason needs_caller_confirmation): after " +
 				"reading that answer's details.read_back to the caller and hearing them say yes to exactly that, the value of its " +
-				"details.caller_confirmed (the local time such as 2030-01-02T14:00, or the amount such as 45.00 USD). Never set it " +
+				"details.caller_confirmed (the local time such as 2030-01-02T14:00, or the amount such as 45.00 USD; at most 200 characters). Never set it " +
 				"without the caller's yes to that time or amount.",
 		}
 	}
