@@ -197,7 +197,11 @@ func invalid(err error) (dashatool.Answer, error) {
 // runTool performs an operation for a tool call through the idempotency core.
 func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
-	prep, given, ans, ok, err := prepareTool(o, c.Arguments)
+	confirmed, args, bad := cutConfirmation(c.Arguments)
+	if bad != nil {
+		return *bad, nil
+	}
+	prep, given, ans, ok, err := prepareTool(o, args)
 	if !ok {
 		return ans, err
 	}
@@ -212,6 +216,20 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		return dashatool.Answer{}, err
 	}
 	info.keyHash = idem.KeyHash(key)
+	if named == uuid.Nil && gated(prep.Operation) {
+		// The gate asks about a new request only: one that names its
+		// action, or whose key has one that did or may have happened, is
+		// answered for it.
+		a, err := s.cfg.Store.ActionByKey(ctx, tenant.ID, key)
+		switch {
+		case errors.Is(err, db.ErrNotFound) || (err == nil && a.State == oncecall.Completed && a.Outcome == oncecall.Rejected):
+			if ans, ok, err := s.confirmGate(ctx, tenant, prep, confirmed); !ok || err != nil {
+				return ans, err
+			}
+		case err != nil:
+			return dashatool.Answer{}, db.Fault(err)
+		}
+	}
 	req, err := s.request(r, prep, key, s.dashaWait(ctx))
 	if err != nil {
 		return dashatool.Answer{}, err

@@ -153,7 +153,8 @@ func TestOpenAPIEnumsAreComplete(t *testing.T) {
 	}
 	sameSet(t, "ProblemCode", enum("ProblemCode"), append(slices.Clone(faults), reasons...))
 
-	dasha := []string{dashatool.InvalidArguments, dashatool.ConflictingRequest, dashatool.UnknownAction, dashatool.NeedsOperator}
+	dasha := []string{dashatool.InvalidArguments, dashatool.ConflictingRequest, dashatool.UnknownAction, dashatool.NeedsOperator,
+		dashatool.NeedsCallerConfirmation}
 	for _, r := range reasons {
 		dasha = append(dasha, strings.ToLower(r))
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -92,6 +93,10 @@ type Config struct {
 	// /v1/providers/twilio/status (twilio_status.go); PublicURL is the base
 	// URL Twilio was given for them.
 	TwilioAuthToken, PublicURL string
+	// LateResultURL reports whether a Vapi call's control URL may be
+	// posted a late result (late.go); nil: https on vapi.ai and its
+	// subdomains only.
+	LateResultURL func(u *url.URL) bool
 }
 
 // Server holds the handlers' dependencies.
@@ -241,6 +246,11 @@ func NewRouter(cfg Config) http.Handler {
 // tenant's share of the database. routes adds the platform's routes.
 func (s *Server) voiceRouter(platform, secretHeader string, routes func(r chi.Router)) http.Handler {
 	r := chi.NewRouter()
+	if platform == platformElevenLabs {
+		// ElevenLabs hides a webhook tool's errors from the agent: every
+		// refusal is answered 200 with outcome and say (refusals.go).
+		r.Use(answerRefusals)
+	}
 	r.Use(s.limitBody, s.voiceBudget)
 	if secretHeader != "" {
 		r.Use(keyFromHeader(secretHeader))

@@ -32,6 +32,11 @@ type vapiMessage struct {
 type vapiCall struct {
 	ID       string          `json:"id"`
 	Customer json.RawMessage `json:"customer"`
+	// Monitor holds the call's controlUrl (Live Call Control), where a
+	// late result is delivered (late.go).
+	Monitor *struct {
+		ControlURL string `json:"controlUrl"`
+	} `json:"monitor"`
 }
 
 type vapiCustomer struct {
@@ -91,7 +96,7 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	callID, caller, err := vapiCallOf(m)
+	callID, caller, control, err := vapiCallOf(m)
 	if err != nil {
 		writeError(w, r, err)
 		return
@@ -100,6 +105,13 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case m.Type == "tool-calls":
 	case m.Type == "end-of-call-report" || (m.Type == "status-update" && m.Status == "ended"):
+		if callID != "" {
+			// No late result is delivered to an ended call.
+			if err := s.cfg.Store.EndLateResults(r.Context(), tenant.ID, platformVapi, callID); err != nil {
+				writeError(w, r, dashaError(db.Fault(err)))
+				return
+			}
+		}
 		s.voiceCallEnded(w, r, tenant, voiceCall{Platform: platformVapi, CallID: callID}, vapiCallEnded)
 		return
 	default:
@@ -115,6 +127,10 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 	// cannot name each one's action, so the identity rules alone apply.
 	r.Header.Del("Idempotency-Key")
 	ans := vapiAnswer{Results: make([]vapiResult, 0, len(calls))}
+	controlURL := ""
+	if callID != "" {
+		controlURL = s.lateControlURL(control)
+	}
 	for _, tc := range calls {
 		c := voiceCall{Platform: platformVapi, CallID: callID, Tool: tc.Name, Arguments: tc.Arguments, Caller: caller}
 		a, err := s.answerTool(r, tenant, c)
@@ -138,21 +154,27 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 			writeError(w, r, err)
 			return
 		}
+		s.deliverLate(r.Context(), tenant, c, controlURL, a)
 		ans.Results = append(ans.Results, vapiResult{ToolCallID: tc.ID, Result: string(line)})
 	}
 	writeJSON(w, http.StatusOK, ans)
 }
 
-// vapiCallOf reads the call id and the caller's number of a message.
-func vapiCallOf(m vapiMessage) (string, func() (string, bool), error) {
+// vapiCallOf reads the call id, the caller's number and the control URL
+// of a message.
+func vapiCallOf(m vapiMessage) (string, func() (string, bool), string, error) {
 	var c vapiCall
 	if len(m.Call) > 0 && string(m.Call) != "null" {
 		if err := decodePart(m.Call, &c, "message.call", "must be an object with the call's id"); err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 	}
 	if err := checkCallID(c.ID, "message.call.id"); err != nil {
-		return "", nil, err
+		return "", nil, "", err
+	}
+	control := ""
+	if c.Monitor != nil {
+		control = c.Monitor.ControlURL
 	}
 	customer, at := c.Customer, "message.call.customer."
 	if len(customer) == 0 || string(customer) == "null" {
@@ -162,7 +184,7 @@ func vapiCallOf(m vapiMessage) (string, func() (string, bool), error) {
 	// now: a message is refused whole or not at all.
 	if len(customer) > 0 {
 		if err := op.CheckFieldNamesAt(customer, &vapiCustomer{}, at); err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 	}
 	caller := func() (string, bool) {
@@ -176,7 +198,7 @@ func vapiCallOf(m vapiMessage) (string, func() (string, bool), error) {
 		}
 		return dashatool.CallerNumber(n)
 	}
-	return c.ID, caller, nil
+	return c.ID, caller, control, nil
 }
 
 // vapiToolCalls decodes toolCallList; every entry needs an id and a tool

@@ -30,7 +30,7 @@ func TestVoiceRequestWithTwoDifferentKeysIsRefused(t *testing.T) {
 			"another scheme in Authorization":       {"Authorization", "Basic " + d.key},
 		} {
 			r := d.Post(p.path, "", "", body, append(auth, p.secret, d.key)...)
-			if r.Status != http.StatusBadRequest || !strings.Contains(r.JSON(t)["detail"].(string), p.secret) {
+			if status, detail := refusalOf(t, p.name, r); status != http.StatusBadRequest || !strings.Contains(detail, p.secret) {
 				t.Errorf("%s: %s and %s: %d %s, want 400 naming %[3]s", p.name, name, p.secret, r.Status, r.Body)
 			}
 		}
@@ -120,8 +120,7 @@ func TestVoiceKeyScopedToOnePlatform(t *testing.T) {
 		}
 		for _, p := range voicePlatforms {
 			if p.name == platform {
-				r := d.Post(p.path, key, "", voicePayload(t, p.sample, f))
-				return r.Status, string(r.Body)
+				return refusalOf(t, platform, d.Post(p.path, key, "", voicePayload(t, p.sample, f)))
 			}
 		}
 		t.Fatalf("no platform %s", platform)

@@ -138,6 +138,7 @@ const (
 	LocationExists              DashaReason = "location_exists"
 	LocationNotFound            DashaReason = "location_not_found"
 	MessagingNotConfigured      DashaReason = "messaging_not_configured"
+	NeedsCallerConfirmation     DashaReason = "needs_caller_confirmation"
 	NeedsOperator               DashaReason = "needs_operator"
 	NoPractitionerFree          DashaReason = "no_practitioner_free"
 	PaymentDeclined             DashaReason = "payment_declined"
@@ -216,6 +217,8 @@ func (e DashaReason) Valid() bool {
 	case LocationNotFound:
 		return true
 	case MessagingNotConfigured:
+		return true
+	case NeedsCallerConfirmation:
 		return true
 	case NeedsOperator:
 		return true
@@ -1402,6 +1405,9 @@ type DashaEventPayload struct {
 
 // DashaReason Why a tool call was rejected, lower-case; absent when not rejected, except `needs_operator`: a
 // pending answer that is final for the call (a person will follow up; stop checking).
+// `needs_caller_confirmation`: the tenant's confirmation gate is on and the call did not carry the
+// caller's confirmation (`caller_confirmed`) of what it would do; `details.read_back` is the
+// sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
 type DashaReason string
 
 // DashaToolPayload Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the
@@ -2659,11 +2665,19 @@ type VapiServerMessage struct {
 	AdditionalProperties map[string]interface{}    `json:"-"`
 }
 
+// VapiServerMessage_Message_Call_Monitor defines model for VapiServerMessage.Message.Call.Monitor.
+type VapiServerMessage_Message_Call_Monitor struct {
+	// ControlUrl The call's Live Call Control URL, where a pending result's settled answer is added (on `vapi.ai` only).
+	ControlUrl           *string                `json:"controlUrl,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // VapiServerMessage_Message_Call defines model for VapiServerMessage.Message.Call.
 type VapiServerMessage_Message_Call struct {
 	// Id Vapi's call id, the identity of the call's tool calls.
-	Id                   *string                `json:"id,omitempty"`
-	AdditionalProperties map[string]interface{} `json:"-"`
+	Id                   *string                                 `json:"id,omitempty"`
+	Monitor              *VapiServerMessage_Message_Call_Monitor `json:"monitor,omitempty"`
+	AdditionalProperties map[string]interface{}                  `json:"-"`
 }
 
 // VapiServerMessage_Message_ToolCallList_Function defines model for VapiServerMessage.Message.ToolCallList.Function.
@@ -3735,6 +3749,74 @@ func (a VapiServerMessage) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// Getter for additional properties for VapiServerMessage_Message_Call_Monitor. Returns the specified
+// element and whether it was found
+func (a VapiServerMessage_Message_Call_Monitor) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for VapiServerMessage_Message_Call_Monitor
+func (a *VapiServerMessage_Message_Call_Monitor) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call_Monitor to handle AdditionalProperties
+func (a *VapiServerMessage_Message_Call_Monitor) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["controlUrl"]; found {
+		err = json.Unmarshal(raw, &a.ControlUrl)
+		if err != nil {
+			return fmt.Errorf("error reading 'controlUrl': %w", err)
+		}
+		delete(object, "controlUrl")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for VapiServerMessage_Message_Call_Monitor to handle AdditionalProperties
+func (a VapiServerMessage_Message_Call_Monitor) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.ControlUrl != nil {
+		object["controlUrl"], err = json.Marshal(a.ControlUrl)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'controlUrl': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // Getter for additional properties for VapiServerMessage_Message_Call. Returns the specified
 // element and whether it was found
 func (a VapiServerMessage_Message_Call) Get(fieldName string) (value interface{}, found bool) {
@@ -3768,6 +3850,14 @@ func (a *VapiServerMessage_Message_Call) UnmarshalJSON(b []byte) error {
 		delete(object, "id")
 	}
 
+	if raw, found := object["monitor"]; found {
+		err = json.Unmarshal(raw, &a.Monitor)
+		if err != nil {
+			return fmt.Errorf("error reading 'monitor': %w", err)
+		}
+		delete(object, "monitor")
+	}
+
 	if len(object) != 0 {
 		a.AdditionalProperties = make(map[string]interface{})
 		for fieldName, fieldBuf := range object {
@@ -3791,6 +3881,13 @@ func (a VapiServerMessage_Message_Call) MarshalJSON() ([]byte, error) {
 		object["id"], err = json.Marshal(a.Id)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'id': %w", err)
+		}
+	}
+
+	if a.Monitor != nil {
+		object["monitor"], err = json.Marshal(a.Monitor)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'monitor': %w", err)
 		}
 	}
 
@@ -5914,8 +6011,15 @@ type ClientInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5927,8 +6031,15 @@ type ClientInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6531,6 +6642,13 @@ type ClientInterface interface {
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
 	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -6549,6 +6667,13 @@ type ClientInterface interface {
 	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
+	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -7318,8 +7443,15 @@ func (c *Client) CallDashaToolByName(ctx context.Context, toolName ToolName, par
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes any type of body and a specified content type.
 //
@@ -7341,8 +7473,15 @@ func (c *Client) CallElevenLabsToolWithBody(ctx context.Context, tool ToolName, 
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8375,6 +8514,13 @@ func (c *Client) ScheduleSlots(ctx context.Context, params *ScheduleSlotsParams,
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
 //
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -8403,6 +8549,13 @@ func (c *Client) ReceiveVapiMessageWithBody(ctx context.Context, contentType str
 // the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
+//
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -11748,8 +11901,15 @@ type ClientWithResponsesInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11761,8 +11921,15 @@ type ClientWithResponsesInterface interface {
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 	// plus the dynamic variables `system__conversation_id` (the identity of the call) and
 	// `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-	// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-	// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+	// ignored. The key may also come in `X-Oncecall-Key`.
+	//
+	// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+	// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+	// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+	// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+	// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+	// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+	// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12385,6 +12552,13 @@ type ClientWithResponsesInterface interface {
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
 	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -12403,6 +12577,13 @@ type ClientWithResponsesInterface interface {
 	// the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 	// acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 	// and claims nothing.
+	//
+	// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+	// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+	// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+	// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+	// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+	// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -15032,81 +15213,18 @@ type CallElevenLabsToolResponse200Headers struct {
 	IdempotentReplayed *string
 }
 
-// CallElevenLabsToolResponse401Headers the declared response headers of an HTTP 401 response for CallElevenLabsTool
-type CallElevenLabsToolResponse401Headers struct {
-	WWWAuthenticate string
-}
-
-// CallElevenLabsToolResponse503Headers the declared response headers of an HTTP 503 response for CallElevenLabsTool
-type CallElevenLabsToolResponse503Headers struct {
-	RetryAfter int
-}
-
 type CallElevenLabsToolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *DashaAnswer
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *DashaBadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *PlatformForbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *Internal
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CallElevenLabsToolResponse200Headers
-	// Headers401 the parsed response headers for an HTTP 401 response
-	Headers401 *CallElevenLabsToolResponse401Headers
-	// Headers503 the parsed response headers for an HTTP 503 response
-	Headers503 *CallElevenLabsToolResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r CallElevenLabsToolResponse) GetJSON200() *DashaAnswer {
 	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON400() *DashaBadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON403() *PlatformForbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON500() *Internal {
-	return r.ApplicationproblemJSON500
-}
-
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CallElevenLabsToolResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19385,8 +19503,15 @@ func (c *ClientWithResponses) CallDashaToolByNameWithResponse(ctx context.Contex
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19404,8 +19529,15 @@ func (c *ClientWithResponses) CallElevenLabsToolWithBodyWithResponse(ctx context
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
 // plus the dynamic variables `system__conversation_id` (the identity of the call) and
 // `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-// ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-// `DashaAnswer`; protocol errors are problem+json and claim nothing.
+// ignored. The key may also come in `X-Oncecall-Key`.
+//
+// ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+// `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+// (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+// (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+// server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+// `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+// nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -20286,6 +20418,13 @@ func (c *ClientWithResponses) ScheduleSlotsWithResponse(ctx context.Context, par
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
 //
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
@@ -20310,6 +20449,13 @@ func (c *ClientWithResponses) ReceiveVapiMessageWithBodyWithResponse(ctx context
 // the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
 // acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
 // and claims nothing.
+//
+// Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+// Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+// `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+// true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+// the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+// call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -23140,55 +23286,6 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest DashaBadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest PlatformForbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest Internal
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest Unavailable
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON503 = &dest
-
 	}
 
 	switch {
@@ -23202,26 +23299,6 @@ func ParseCallElevenLabsToolResponse(rsp *http.Response) (*CallElevenLabsToolRes
 			headers.IdempotentReplayed = &value
 		}
 		response.Headers200 = &headers
-	case rsp.StatusCode == 401:
-		var headers CallElevenLabsToolResponse401Headers
-		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
-			var value string
-			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.WWWAuthenticate = value
-		}
-		response.Headers401 = &headers
-	case rsp.StatusCode == 503:
-		var headers CallElevenLabsToolResponse503Headers
-		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
-			var value int
-			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
-				return nil, err
-			}
-			headers.RetryAfter = value
-		}
-		response.Headers503 = &headers
 	}
 
 	return response, nil

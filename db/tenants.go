@@ -161,3 +161,21 @@ func (q queries) AddScopedAPIKey(ctx context.Context, tenant uuid.UUID, scope on
 	err := q.q.CreateAPIKey(ctx, dbsqlc.CreateAPIKeyParams{KeyHash: HashAPIKey(key), TenantID: tenant, Prefix: key[:7], Scope: string(scope)})
 	return key, err
 }
+
+// CallerConfirmation reports whether a tenant's voice tool calls that book,
+// move, cancel or charge need the caller's confirmation (the confirmation
+// gate); ErrNotFound when there is no such tenant.
+func (q queries) CallerConfirmation(ctx context.Context, tenant uuid.UUID) (bool, error) {
+	on, err := q.q.TenantCallerConfirmation(ctx, tenant)
+	return on, notFound(err)
+}
+
+// SetCallerConfirmation turns a tenant's confirmation gate on or off;
+// ErrNotFound when there is no such tenant.
+func (s *Store) SetCallerConfirmation(ctx context.Context, tenant uuid.UUID, on bool) error {
+	n, err := s.q.SetTenantCallerConfirmation(ctx, dbsqlc.SetTenantCallerConfirmationParams{ID: tenant, CallerConfirmation: on})
+	if err == nil && n == 0 {
+		return ErrNotFound
+	}
+	return err
+}

@@ -14,3 +14,21 @@ WITH due AS (
 INSERT INTO action_events (action_id, kind, step, detail)
 SELECT action_id, 'nudged', name, jsonb_build_object('by', sqlc.arg(event)::text) FROM due
 RETURNING action_id;
+
+-- name: RegisterLateResult :execrows
+-- Registers the delivery of an action's late result; a second
+-- registration of the same action is nothing (one delivery per action).
+INSERT INTO late_results (tenant_id, action_id, call_platform, call_id, control_url)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, action_id) DO NOTHING;
+
+-- name: EndLateResults :execrows
+-- A call has ended: none of its late results is delivered any more.
+UPDATE late_results SET call_ended_at = coalesce(call_ended_at, now())
+WHERE tenant_id = $1 AND call_platform = $2 AND call_id = $3;
+
+-- name: LateResultCallEnded :one
+SELECT (call_ended_at IS NOT NULL)::boolean AS ended FROM late_results WHERE tenant_id = $1 AND action_id = $2;
+
+-- name: LateResultDelivered :execrows
+UPDATE late_results SET delivered_at = now() WHERE tenant_id = $1 AND action_id = $2 AND delivered_at IS NULL;

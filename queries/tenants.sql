@@ -40,3 +40,9 @@ FROM tenants WHERE id = $1;
 -- name: SetTenantTwilioSender :execrows
 UPDATE tenants SET twilio_from = sqlc.narg(twilio_from), twilio_messaging_service = sqlc.narg(twilio_messaging_service)
 WHERE id = $1;
+
+-- name: TenantCallerConfirmation :one
+SELECT caller_confirmation FROM tenants WHERE id = $1;
+
+-- name: SetTenantCallerConfirmation :execrows
+UPDATE tenants SET caller_confirmation = $2 WHERE id = $1;

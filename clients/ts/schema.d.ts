@@ -820,6 +820,13 @@ export interface paths {
          *     the call's unfinished actions due for the reconciler (`nudged_actions`); other message types are
          *     acknowledged with `{}`. The key may also come in `X-Vapi-Secret`. A malformed message is `400`
          *     and claims nothing.
+         *
+         *     Late results: when a result is `pending` and the call object carries `monitor.controlUrl` (Live
+         *     Call Control, on `vapi.ai`), oncecall posts the settled answer to it once the action settles, as
+         *     `{"type": "add-message", "message": {"role": "system", "content": ...}, "triggerResponseEnabled":
+         *     true}` naming the `action_id`: once per action, retried while the control URL fails, recorded in
+         *     the action's timeline (`late_result_delivered` or `late_result_not_delivered`), never after the
+         *     call's `end-of-call-report` or `status-update` `ended`. The tool call's answer never waits for it.
          */
         post: operations["receiveVapiMessage"];
         delete?: never;
@@ -867,8 +874,15 @@ export interface paths {
          * @description An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
          *     plus the dynamic variables `system__conversation_id` (the identity of the call) and
          *     `system__caller_id` (the caller's number, for `find_customer`); other `system__` variables are
-         *     ignored. The key may also come in `X-Oncecall-Key`. Every business result is `200` with a
-         *     `DashaAnswer`; protocol errors are problem+json and claim nothing.
+         *     ignored. The key may also come in `X-Oncecall-Key`.
+         *
+         *     ElevenLabs hides a webhook tool's HTTP errors from its agent, so on this route every answer is
+         *     `200` with a `DashaAnswer`, refusals included: a malformed body, a missing or refused key
+         *     (`reason` `unauthorized` or `forbidden`), an unknown tool (`unknown_tool`), a body past the limit
+         *     (`payload_too_large`) and bad arguments (`invalid_arguments`) are `rejected`, a failure or a busy
+         *     server is `pending` with `reason` `no_answer` (nothing was stored: the same call again is safe).
+         *     `details` then names the error (`code`, `http_status`, `message`, `field`). Each claims
+         *     nothing; the REST API and the other platforms' routes answer the same mistakes with their 4xx.
          */
         post: operations["callElevenLabsTool"];
         delete?: never;
@@ -2006,6 +2020,12 @@ export interface components {
                 call?: {
                     /** @description Vapi's call id, the identity of the call's tool calls. */
                     id?: string;
+                    monitor?: {
+                        /** @description The call's Live Call Control URL, where a pending result's settled answer is added (on `vapi.ai` only). */
+                        controlUrl?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
                 } & {
                     [key: string]: unknown;
                 };
@@ -2109,9 +2129,12 @@ export interface components {
         /**
          * @description Why a tool call was rejected, lower-case; absent when not rejected, except `needs_operator`: a
          *     pending answer that is final for the call (a person will follow up; stop checking).
+         *     `needs_caller_confirmation`: the tenant's confirmation gate is on and the call did not carry the
+         *     caller's confirmation (`caller_confirmed`) of what it would do; `details.read_back` is the
+         *     sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";
+        DashaReason: "needs_operator" | "needs_caller_confirmation" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -5391,13 +5414,6 @@ export interface operations {
         };
         responses: {
             200: components["responses"]["DashaAnswer"];
-            400: components["responses"]["DashaBadRequest"];
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["PlatformForbidden"];
-            404: components["responses"]["NotFound"];
-            413: components["responses"]["PayloadTooLarge"];
-            500: components["responses"]["Internal"];
-            503: components["responses"]["Unavailable"];
         };
     };
     receiveDashaEvent: {

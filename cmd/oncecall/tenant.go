@@ -17,7 +17,7 @@ import (
 
 func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope SCOPE] [--stripe-account ACCT] [--json]\n" +
-		"       oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB]\n" +
+		"       oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB] [--caller-confirmation on|off]\n" +
 		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
 		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
 	if helpAsked(args, usage, stdout) {
@@ -101,6 +101,8 @@ func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	ref := fs.String("tenant", "", "the tenant: its id, or its name (the oldest tenant of that name) (required)")
 	zone := fs.String("timezone", "", "the business's IANA timezone, e.g. America/Chicago; leave it out to keep the tenant's")
 	localeName := fs.String("locale", "", "en-US or en-GB; leave it out to keep the tenant's (a new timezone does not change it)")
+	gate := fs.String("caller-confirmation", "", "on: a voice tool call that books, moves, cancels or charges needs the caller's confirmation "+
+		"echoing the time or amount (docs/voice-platforms.md); off (the default): it does not; leave it out to keep the tenant's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -121,8 +123,17 @@ func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		}
 		change.Locale = &locale
 	}
-	if change.Timezone == nil && change.Locale == nil {
-		return errors.New("give --timezone, --locale or both: nothing to change")
+	var gateOn *bool
+	switch *gate {
+	case "":
+	case "on", "off":
+		on := *gate == "on"
+		gateOn = &on
+	default:
+		return fmt.Errorf("--caller-confirmation: %q is neither on nor off", *gate)
+	}
+	if change.Timezone == nil && change.Locale == nil && gateOn == nil {
+		return errors.New("give --timezone, --locale or --caller-confirmation: nothing to change")
 	}
 	store, closeDB, err := openStore(ctx)
 	if err != nil {
@@ -133,6 +144,15 @@ func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	if gateOn != nil {
+		// Set before the clock: both are idempotent, and a failure of
+		// either is reported.
+		if err := store.SetCallerConfirmation(ctx, t.ID, *gateOn); errors.Is(err, db.ErrNotFound) {
+			return fmt.Errorf("no tenant %s", t.ID)
+		} else if err != nil {
+			return fmt.Errorf("update tenant: %w", err)
+		}
+	}
 	now, locale, err := store.UpdateTenantClock(ctx, t.ID, change)
 	if errors.Is(err, db.ErrNotFound) {
 		return fmt.Errorf("no tenant %s", t.ID)
@@ -140,7 +160,15 @@ func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return fmt.Errorf("update tenant: %w", err)
 	}
-	fmt.Fprintf(stdout, "tenant %s (%s): timezone %s, locale %s\n", t.Name, t.ID, now, locale)
+	on, err := store.CallerConfirmation(ctx, t.ID)
+	if err != nil {
+		return fmt.Errorf("update tenant: %w", err)
+	}
+	gateWord := "off"
+	if on {
+		gateWord = "on"
+	}
+	fmt.Fprintf(stdout, "tenant %s (%s): timezone %s, locale %s, caller confirmation %s\n", t.Name, t.ID, now, locale, gateWord)
 	return nil
 }
 

@@ -275,4 +275,27 @@ func TestTenantUpdateCommand(t *testing.T) {
 	if got := settings(chicago); got != "America/New_York en-US" {
 		t.Fatalf("refused updates changed the tenant: %s", got)
 	}
+
+	// The confirmation gate: off by default, on and off again by name.
+	gate := func() bool {
+		t.Helper()
+		var on bool
+		if err := conn.QueryRow(ctx, "SELECT caller_confirmation FROM tenants WHERE id = $1", uuid.MustParse(chicago)).Scan(&on); err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	if gate() {
+		t.Fatal("a new tenant's confirmation gate is on")
+	}
+	if _, err := update("--tenant", chicago, "--caller-confirmation", "yes"); err == nil || gate() {
+		t.Fatalf("--caller-confirmation yes: %v, gate %v", err, gate())
+	}
+	if out, err := update("--tenant", "chicago", "--caller-confirmation", "on"); err != nil || !gate() || !strings.Contains(out, "caller confirmation on") ||
+		settings(chicago) != "America/New_York en-US" {
+		t.Fatalf("--caller-confirmation on: %v %q, gate %v, now %s", err, out, gate(), settings(chicago))
+	}
+	if _, err := update("--tenant", chicago, "--caller-confirmation", "off"); err != nil || gate() {
+		t.Fatalf("--caller-confirmation off: %v, gate %v", err, gate())
+	}
 }

@@ -11,6 +11,59 @@ import (
 	"github.com/google/uuid"
 )
 
+const endLateResults = `-- name: EndLateResults :execrows
+UPDATE late_results SET call_ended_at = coalesce(call_ended_at, now())
+WHERE tenant_id = $1 AND call_platform = $2 AND call_id = $3
+`
+
+type EndLateResultsParams struct {
+	TenantID     uuid.UUID
+	CallPlatform string
+	CallID       string
+}
+
+// A call has ended: none of its late results is delivered any more.
+func (q *Queries) EndLateResults(ctx context.Context, arg EndLateResultsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endLateResults, arg.TenantID, arg.CallPlatform, arg.CallID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const lateResultCallEnded = `-- name: LateResultCallEnded :one
+SELECT (call_ended_at IS NOT NULL)::boolean AS ended FROM late_results WHERE tenant_id = $1 AND action_id = $2
+`
+
+type LateResultCallEndedParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+func (q *Queries) LateResultCallEnded(ctx context.Context, arg LateResultCallEndedParams) (bool, error) {
+	row := q.db.QueryRow(ctx, lateResultCallEnded, arg.TenantID, arg.ActionID)
+	var ended bool
+	err := row.Scan(&ended)
+	return ended, err
+}
+
+const lateResultDelivered = `-- name: LateResultDelivered :execrows
+UPDATE late_results SET delivered_at = now() WHERE tenant_id = $1 AND action_id = $2 AND delivered_at IS NULL
+`
+
+type LateResultDeliveredParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+func (q *Queries) LateResultDelivered(ctx context.Context, arg LateResultDeliveredParams) (int64, error) {
+	result, err := q.db.Exec(ctx, lateResultDelivered, arg.TenantID, arg.ActionID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const nudgeCall = `-- name: NudgeCall :many
 WITH due AS (
     UPDATE action_steps s
@@ -59,4 +112,34 @@ func (q *Queries) NudgeCall(ctx context.Context, arg NudgeCallParams) ([]uuid.UU
 		return nil, err
 	}
 	return items, nil
+}
+
+const registerLateResult = `-- name: RegisterLateResult :execrows
+INSERT INTO late_results (tenant_id, action_id, call_platform, call_id, control_url)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (tenant_id, action_id) DO NOTHING
+`
+
+type RegisterLateResultParams struct {
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CallPlatform string
+	CallID       string
+	ControlUrl   string
+}
+
+// Registers the delivery of an action's late result; a second
+// registration of the same action is nothing (one delivery per action).
+func (q *Queries) RegisterLateResult(ctx context.Context, arg RegisterLateResultParams) (int64, error) {
+	result, err := q.db.Exec(ctx, registerLateResult,
+		arg.TenantID,
+		arg.ActionID,
+		arg.CallPlatform,
+		arg.CallID,
+		arg.ControlUrl,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

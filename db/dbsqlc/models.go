@@ -195,6 +195,17 @@ type FollowUpsDone struct {
 	DoneAt       time.Time
 }
 
+type LateResult struct {
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CallPlatform string
+	CallID       string
+	ControlUrl   string
+	CreatedAt    time.Time
+	CallEndedAt  *time.Time
+	DeliveredAt  *time.Time
+}
+
 type Location struct {
 	ID        uuid.UUID
 	TenantID  uuid.UUID
@@ -376,4 +387,5 @@ type Tenant struct {
 	TwilioFrom             *string
 	TwilioMessagingService *string
 	Locale                 string
+	CallerConfirmation     bool
 }

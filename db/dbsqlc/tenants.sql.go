@@ -55,6 +55,23 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) erro
 	return err
 }
 
+const setTenantCallerConfirmation = `-- name: SetTenantCallerConfirmation :execrows
+UPDATE tenants SET caller_confirmation = $2 WHERE id = $1
+`
+
+type SetTenantCallerConfirmationParams struct {
+	ID                 uuid.UUID
+	CallerConfirmation bool
+}
+
+func (q *Queries) SetTenantCallerConfirmation(ctx context.Context, arg SetTenantCallerConfirmationParams) (int64, error) {
+	result, err := q.db.Exec(ctx, setTenantCallerConfirmation, arg.ID, arg.CallerConfirmation)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const setTenantStripeAccount = `-- name: SetTenantStripeAccount :execrows
 UPDATE tenants SET stripe_account = $2 WHERE id = $1
 `
@@ -148,6 +165,17 @@ func (q *Queries) TenantByName(ctx context.Context, name string) (TenantByNameRo
 	var i TenantByNameRow
 	err := row.Scan(&i.ID, &i.Name, &i.DashaOrgID)
 	return i, err
+}
+
+const tenantCallerConfirmation = `-- name: TenantCallerConfirmation :one
+SELECT caller_confirmation FROM tenants WHERE id = $1
+`
+
+func (q *Queries) TenantCallerConfirmation(ctx context.Context, id uuid.UUID) (bool, error) {
+	row := q.db.QueryRow(ctx, tenantCallerConfirmation, id)
+	var caller_confirmation bool
+	err := row.Scan(&caller_confirmation)
+	return caller_confirmation, err
 }
 
 const tenantClock = `-- name: TenantClock :one

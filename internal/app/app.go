@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"runtime"
 	"time"
@@ -84,6 +85,10 @@ type Config struct {
 	// sent to PublicURL (oncecall's public base URL) and the status route
 	// (see docs/providers/twilio.md).
 	TwilioAuthToken, PublicURL string
+	// LateResultURL, when set, replaces the check of the Vapi control URLs
+	// late results are posted to (default: https on vapi.ai); tests point
+	// it at a local fake.
+	LateResultURL func(u *url.URL) bool
 	// Providers maps capabilities to remote providers; a capability not in
 	// it is served by oncecall's own tables.
 	Providers provider.Set
@@ -338,6 +343,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
+		LateResultURL: cfg.LateResultURL,
 	})
 	m.srv = &http.Server{
 		Handler:           handler,

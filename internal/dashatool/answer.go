@@ -43,6 +43,10 @@ const (
 	// NeedsOperator marks a pending answer that is final for the call: the
 	// outcome could not be settled automatically and a person follows up.
 	NeedsOperator = "needs_operator"
+	// NeedsCallerConfirmation rejects a booking, move, cancellation or
+	// charge of a tenant with the confirmation gate on that does not carry
+	// the caller's confirmation of its time or amount (caller_confirmed).
+	NeedsCallerConfirmation = "needs_caller_confirmation"
 )
 
 // Default phrasing, used where an operation declares none. The pending

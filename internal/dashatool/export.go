@@ -117,7 +117,32 @@ func Schema(o op.Operation) map[string]any {
 		"description": "Optional: the action_id from an earlier answer to this same request, exactly as given, when you retry or " +
 			"re-plan it. Omit it for a new request; never make one up.",
 	}
+	if Gated(o.Name()) {
+		props[CallerConfirmed] = map[string]any{
+			"type":      "string",
+			"maxLength": 200,
+			"description": "Only when an answer asked for the caller's confirmation (reason needs_caller_confirmation): after " +
+				"reading that answer's details.read_back to the caller and hearing them say yes to exactly that, the value of its " +
+				"details.caller_confirmed (the local time such as 2030-01-02T14:00, or the amount such as 45.00 USD; at most 200 characters). Never set it " +
+				"without the caller's yes to that time or amount.",
+		}
+	}
 	return s
+}
+
+// CallerConfirmed is the argument that carries the caller's confirmation
+// through the confirmation gate (a tenant setting): the time or amount the
+// caller confirmed.
+const CallerConfirmed = "caller_confirmed"
+
+// Gated reports whether an operation is behind the confirmation gate: a
+// booking, a move, a cancellation, a charge.
+func Gated(operation string) bool {
+	switch operation {
+	case "appointment.book", "appointment.reschedule", "appointment.cancel", "payment.charge":
+		return true
+	}
+	return false
 }
 
 // Marshal renders one definition or a list of them as indented JSON ending

@@ -59,3 +59,32 @@ func group(n int64) string {
 	}
 	return b.String()
 }
+
+// MinorUnit is how many minor units make one unit of an ISO 4217 currency
+// (100 for most, 1 for yen, 1000 for dinars).
+func MinorUnit(currency string) int64 {
+	digits, ok := minorDigits[currency]
+	if !ok {
+		digits = 2
+	}
+	unit := int64(1)
+	for range digits {
+		unit *= 10
+	}
+	return unit
+}
+
+// DecimalAmount writes an amount in minor units as a plain decimal of the
+// currency's units: "45.00", "1000", "12.500".
+func DecimalAmount(minor int64, currency string) string {
+	unit := MinorUnit(currency)
+	sign := ""
+	if minor < 0 {
+		sign, minor = "-", -minor
+	}
+	if unit == 1 {
+		return fmt.Sprintf("%s%d", sign, minor)
+	}
+	digits := len(fmt.Sprint(unit)) - 1
+	return fmt.Sprintf("%s%d.%0*d", sign, minor/unit, digits, minor%unit)
+}
