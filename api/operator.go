@@ -15,11 +15,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/reconcile"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // operatorOnly admits requests bearing the operator token. Without a
