@@ -68,11 +68,25 @@ func Wrap(code Code, err error, message string) *Error {
 	return &Error{Code: code, Message: message, Err: err}
 }
 
-// As returns the *Error in err's chain, or an INTERNAL error wrapping err.
+// unavailable is a failure of a service the request needed, which could
+// not do the work (the database: db.UnavailableError, made by db.Fault);
+// Unavailable is what the client hears. Storage says what a failure means
+// without knowing the codes; As is the one place it gets its code.
+type unavailable interface {
+	error
+	Unavailable() string
+}
+
+// As returns the *Error in err's chain; else SERVICE_UNAVAILABLE for a
+// service that was unavailable; else an INTERNAL error wrapping err.
 func As(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var u unavailable
+	if errors.As(err, &u) {
+		return &Error{Code: Unavailable, Message: u.Unavailable(), Err: err}
 	}
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }
