@@ -5,7 +5,7 @@
 //
 // The domain types depend on the standard library and uuid only. They carry
 // no struct tags: package db fills them from its rows and takes them as
-// arguments, and each writer of JSON (api/wire for the HTTP answers and the
+// arguments, and each writer of JSON (wire for the HTTP answers and the
 // stored answers of operations) has its own shapes, so the wire format never
 // changes by accident when a field is added here.
 package oncecall

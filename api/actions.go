@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // write returns the REST handler of an operation. pathFields name URL
@@ -79,7 +80,7 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			writeError(w, r, err)
 			return
 		}
-		info.actionID, info.outcome, info.replayed = reply.Action.ID.String(), outcomeOf(reply.Action), reply.Replayed
+		info.actionID, info.outcome, info.replayed = reply.Action.ID.String(), wire.OutcomeOf(reply.Action), reply.Replayed
 		writeAction(w, reply.Action, reply.Replayed)
 	}
 }

@@ -5,10 +5,10 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // listedSlot is a slot as GET /v1/slots lists it: for a slot of a

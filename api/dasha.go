@@ -121,6 +121,14 @@ func canonicalWebhook(body []byte, v any, what string) ([]byte, error) {
 	if len(c) == 0 || c[0] != '{' {
 		return nil, fault.New(fault.InvalidJSON, "the request body must be %s (a JSON object)", what)
 	}
+	// An envelope of strings and raw JSON is checked and decoded in one
+	// walk over c (op.DecodeWebhook); any other shape in two passes.
+	if ok, err := op.DecodeWebhook(c, v); ok {
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 	if err := op.CheckFieldNames(c, v); err != nil {
 		return nil, err
 	}
@@ -276,13 +284,13 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 	if bad != nil {
 		return nil, "", *bad, false, nil
 	}
-	if id, rest, found := canon.Cut(args, "action_id"); found {
-		args = rest
-		if string(id) != "null" && json.Unmarshal(id, &given) != nil {
-			return nil, "", dashatool.Invalid("action_id", "action_id must be a string"), false, nil
-		}
+	// One walk takes out the action_id and checks and decodes the rest
+	// (op.Operation.PrepareCut); a bad action_id is answered first.
+	prep, id, err := o.PrepareCut(args, "action_id")
+	if id != nil && string(id) != "null" && json.Unmarshal(id, &given) != nil {
+		return nil, "", dashatool.Invalid("action_id", "action_id must be a string"), false, nil
 	}
-	if prep, err = o.PrepareCanonical(args); err != nil {
+	if err != nil {
 		ans, err := invalid(err)
 		return nil, "", ans, false, err
 	}

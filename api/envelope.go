@@ -5,51 +5,15 @@ import (
 	"net/http"
 
 	"github.com/oncecall/oncecall"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // Envelope is the answer to every write and to GET /v1/actions/{id}.
-type Envelope struct {
-	ActionID  string          `json:"action_id"`
-	Operation string          `json:"operation"`
-	Outcome   string          `json:"outcome"`
-	State     string          `json:"state"`
-	Result    json.RawMessage `json:"result"`
-	Reason    *string         `json:"reason"`
-	StatusURL string          `json:"status_url"`
-}
+type Envelope = wire.Envelope
 
-func statusURL(id string) string { return "/v1/actions/" + id }
+func statusURL(id string) string { return wire.StatusURL(id) }
 
-// outcomeOf is what a caller may be told: anything not completed is pending.
-func outcomeOf(a oncecall.Action) string {
-	if a.State == oncecall.Completed {
-		return string(a.Outcome)
-	}
-	return string(oncecall.Pending)
-}
-
-// result is the stored body, or the compact reference once the body is gone.
-func result(a oncecall.Action) json.RawMessage {
-	switch {
-	case a.Result != nil:
-		return a.Result
-	case a.ResourceID != "":
-		ref, _ := json.Marshal(map[string]string{"id": a.ResourceID})
-		return ref
-	}
-	return json.RawMessage("null")
-}
-
-func envelope(a oncecall.Action) Envelope {
-	e := Envelope{
-		ActionID: a.ID.String(), Operation: a.Operation, Outcome: outcomeOf(a), State: string(a.State),
-		Result: result(a), StatusURL: statusURL(a.ID.String()),
-	}
-	if a.Reason != "" {
-		e.Reason = &a.Reason
-	}
-	return e
-}
+func envelope(a oncecall.Action) Envelope { return wire.FromAction(a) }
 
 // writeAction answers with an action as the REST contract says: the stored
 // status and envelope when confirmed, 422 problem+json when rejected, 202
@@ -89,11 +53,11 @@ func writeEnvelope(w http.ResponseWriter, status int, a oncecall.Action) {
 	body = append(body, `,"operation":`...)
 	body = appendJSONString(body, a.Operation)
 	body = append(body, `,"outcome":`...)
-	body = appendJSONString(body, outcomeOf(a))
+	body = appendJSONString(body, wire.OutcomeOf(a))
 	body = append(body, `,"state":`...)
 	body = appendJSONString(body, string(a.State))
 	body = append(body, `,"result":`...)
-	body, err := appendRawJSON(body, result(a))
+	body, err := appendRawJSON(body, wire.ResultOf(a))
 	if err != nil {
 		http.Error(w, "encode response", http.StatusInternalServerError)
 		return

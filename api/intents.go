@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // A customer's open payment intents: how a caller of charge_payment (or of

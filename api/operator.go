@@ -15,11 +15,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
-	"github.com/oncecall/oncecall/reconcile"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // operatorOnly admits requests bearing the operator token. Without a
@@ -54,22 +53,8 @@ func (s *Server) operatorOnly(next http.Handler) http.Handler {
 	})
 }
 
-// OperatorAction is an action as operators see it.
-type OperatorAction struct {
-	Envelope
-	TenantID      string       `json:"tenant_id"`
-	NeedsOperator bool         `json:"needs_operator"`
-	CreatedAt     string       `json:"created_at"`
-	Steps         []wire.Step  `json:"steps,omitempty"`
-	Events        []wire.Event `json:"events,omitempty"`
-}
-
-func operatorAction(a oncecall.Action) OperatorAction {
-	return OperatorAction{
-		Envelope: envelope(a), TenantID: a.TenantID.String(), NeedsOperator: a.NeedsOperator,
-		CreatedAt: a.CreatedAt.UTC().Format("2006-01-02T15:04:05.999999Z07:00"),
-	}
-}
+// OperatorAction is an action as operators see it (wire.OperatorAction).
+type OperatorAction = wire.OperatorAction
 
 // operatorListActions answers GET /v1/ops/actions: the actions of every
 // tenant, filtered by state, needs_operator and limit.
@@ -103,9 +88,9 @@ func (s *Server) operatorListActions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, db.Fault(err))
 		return
 	}
-	out := make([]OperatorAction, len(actions))
+	out := make([]wire.OperatorAction, len(actions))
 	for i, a := range actions {
-		out[i] = operatorAction(a)
+		out[i] = wire.FromOperatorAction(a)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"actions": out})
 }
@@ -116,20 +101,12 @@ func (s *Server) operatorShowAction(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	d, err := reconcile.Show(r.Context(), s.cfg.Store, id)
+	d, err := s.cfg.Operator.Show(r.Context(), id)
 	if err != nil {
 		writeError(w, r, readErr(err, "action"))
 		return
 	}
-	writeJSON(w, http.StatusOK, OperatorView(d))
-}
-
-// OperatorView is an action with its steps and timeline as GET
-// /v1/ops/actions/{id} answers it; the operator console shows the same.
-func OperatorView(d reconcile.Detail) OperatorAction {
-	a := operatorAction(d.Action)
-	a.Steps, a.Events = wire.FromSteps(d.Steps), wire.FromEvents(d.Events)
-	return a
+	writeJSON(w, http.StatusOK, wire.FromActionDetail(d))
 }
 
 // ResolveRequest is an operator's resolution with its evidence.
@@ -142,7 +119,7 @@ type ResolveRequest struct {
 }
 
 // operatorResolveAction answers POST /v1/ops/actions/{action_id}/resolve:
-// an operator's resolution of an action (reconcile.Resolve).
+// an operator's resolution of an action (Config.Operator).
 func (s *Server) operatorResolveAction(w http.ResponseWriter, r *http.Request) {
 	id, ok := actionParam(w, r)
 	if !ok {
@@ -161,7 +138,7 @@ func (s *Server) operatorResolveAction(w http.ResponseWriter, r *http.Request) {
 	// The shared operator token is break-glass: its resolutions are logged
 	// as such, and audited under the name given with "api".
 	s.cfg.Log.Warn().Str("action_id", id.String()).Msg("operator API: resolution with the shared operator token (break-glass)")
-	a, err := s.cfg.Resolve(r.Context(), id, reconcile.Resolution{
+	a, err := s.cfg.Operator.Resolve(r.Context(), id, oncecall.Resolution{
 		Outcome: oncecall.Outcome(in.Outcome), ProviderRef: in.ProviderRef, Reason: in.Reason, Note: in.Note,
 		Actor: oncecall.Actor{Name: in.By, Via: oncecall.ViaAPI},
 	})
@@ -170,7 +147,7 @@ func (s *Server) operatorResolveAction(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	infoFrom(r.Context()).actionID = a.ID.String()
-	writeJSON(w, http.StatusOK, operatorAction(a))
+	writeJSON(w, http.StatusOK, wire.FromOperatorAction(a))
 }
 
 func actionParam(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {

@@ -31,39 +31,6 @@ type Problem struct {
 	Details   json.RawMessage `json:"details,omitempty"`
 }
 
-// statusOf is the one mapping from error codes to HTTP statuses.
-// StatusOf is the HTTP status of an error code; the operator console
-// answers its pages with the same statuses as the API.
-func StatusOf(code fault.Code) int { return statusOf(code) }
-
-func statusOf(code fault.Code) int {
-	switch code {
-	case fault.KeyMissing, fault.KeyInvalid, fault.InvalidJSON, fault.InvalidInput:
-		return http.StatusBadRequest
-	case fault.Unauthorized:
-		return http.StatusUnauthorized
-	case fault.Forbidden:
-		return http.StatusForbidden
-	case fault.NotFound:
-		return http.StatusNotFound
-	case fault.MethodNotAllowed:
-		return http.StatusMethodNotAllowed
-	case fault.InProgress, fault.InFlight:
-		return http.StatusConflict
-	case fault.PayloadTooLarge:
-		return http.StatusRequestEntityTooLarge
-	case fault.UnsupportedMedia:
-		return http.StatusUnsupportedMediaType
-	case fault.KeyReused:
-		return http.StatusUnprocessableEntity
-	case fault.RateLimited:
-		return http.StatusTooManyRequests
-	case fault.Unavailable:
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
 // writeError answers err as problem+json. Only 5xx are logged as errors, and
 // internal text never reaches the client.
 func writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -95,7 +62,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			retry = 5 * time.Second
 		}
 	}
-	p.Status = statusOf(fault.Code(p.Code))
+	p.Status = fault.Code(p.Code).HTTPStatus()
 	if p.ActionID != "" {
 		infoFrom(r.Context()).actionID = p.ActionID // the access log names the action the key maps to
 	}

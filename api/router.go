@@ -2,14 +2,12 @@ package api
 
 import (
 	"cmp"
-	"context"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall"
@@ -21,7 +19,6 @@ import (
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
 	"github.com/oncecall/oncecall/internal/tokenguard"
-	"github.com/oncecall/oncecall/reconcile"
 )
 
 // Config is what the router needs.
@@ -51,8 +48,9 @@ type Config struct {
 	// OperatorToken of its own).
 	OperatorToken string
 	OperatorGuard *tokenguard.Guard
-	// Resolve applies an operator's resolution (reconcile.Resolve).
-	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
+	// Operator shows and resolves actions for the operator API: the same
+	// service the console calls (reconcile.Operator).
+	Operator oncecall.OperatorService
 	// Console, when set, serves the operator console under /console/.
 	Console http.Handler
 	// DashaWait bounds how long a Dasha tool call waits for an attempt of

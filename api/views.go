@@ -7,7 +7,7 @@ import (
 )
 
 // viewed turns a lookup of a domain record into a lookup of its wire shape
-// (api/wire), which is what getRecord writes.
+// (package wire), which is what getRecord writes.
 func viewed[T, V any](find func(ctx context.Context, tenant, id uuid.UUID) (T, error), view func(T) V) func(ctx context.Context, tenant, id uuid.UUID) (V, error) {
 	return func(ctx context.Context, tenant, id uuid.UUID) (V, error) {
 		v, err := find(ctx, tenant, id)

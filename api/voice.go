@@ -38,7 +38,7 @@ type voiceCall struct {
 	// Tool is the tool's name, Arguments its arguments: an object, a JSON
 	// string holding one, or absent. They are canonical JSON (part of the
 	// canonicalised webhook body, see canonicalWebhook): tools decode them
-	// without canonicalising them again (op.Operation.PrepareCanonical).
+	// without canonicalising them again (op.Operation.PrepareCut).
 	Tool      string
 	Arguments json.RawMessage
 	// Caller returns the number the call comes from, if the platform says.

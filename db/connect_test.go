@@ -52,8 +52,8 @@ func TestConnectFailureIsNothingStored(t *testing.T) {
 				if db.OutcomeUnknown(err) {
 					t.Errorf("%s: a failed connect is answered as an unknown outcome: %v", what, err)
 				}
-				fe, ok := db.Fault(err).(*fault.Error)
-				if !ok || fe.Code != fault.Unavailable || !strings.Contains(fe.Message, "nothing was stored") {
+				fe := fault.As(db.Fault(err))
+				if fe.Code != fault.Unavailable || !strings.Contains(fe.Message, "nothing was stored") {
 					t.Errorf("%s: answered %v, want 503 saying nothing was stored", what, db.Fault(err))
 				}
 			}

@@ -8,8 +8,6 @@ import (
 	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/oncecall/oncecall/internal/fault"
 )
 
 // Retryable reports whether err means the whole transaction should be run
@@ -133,27 +131,45 @@ const (
 		"the retry answers with the stored result once it is replicated, or runs the request once if it was lost"
 )
 
-// Fault is the one mapping of storage failures to the client-facing
-// vocabulary. A lost COMMIT answer is SERVICE_UNAVAILABLE saying the
-// outcome is unknown; any other failure of the database (unreachable,
-// connection lost before COMMIT, a lock or statement timeout, no
-// resources) is SERVICE_UNAVAILABLE saying nothing was stored, which is
-// true because PostgreSQL rolls back a transaction whose COMMIT it never
-// got. Errors that already carry a code, cancellations and anything else
-// are returned as they are (internal errors stay internal).
+// UnavailableError is a failure of the database as a client hears it:
+// Message says whether the request may have been stored, Err is the cause
+// (logged, never shown). The error vocabulary (internal/fault: fault.As)
+// answers it SERVICE_UNAVAILABLE with Message, by its Unavailable method;
+// storage knows no codes.
+type UnavailableError struct {
+	Message string
+	Err     error
+}
+
+func (e *UnavailableError) Error() string { return e.Err.Error() }
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Unavailable is what the client hears: the database could not do the
+// work, and whether anything was stored.
+func (e *UnavailableError) Unavailable() string { return e.Message }
+
+// Fault says what a storage failure means for the request. A lost COMMIT
+// answer is an *UnavailableError saying the outcome is unknown; any other
+// failure of the database (unreachable, connection lost before COMMIT, a
+// lock or statement timeout, no resources) is one saying nothing was
+// stored, which is true because PostgreSQL rolls back a transaction whose
+// COMMIT it never got. An error already said so, cancellations and
+// anything else are returned as they are (an error that carries a code
+// keeps it: fault.As finds the code first; internal errors stay internal).
 func Fault(err error) error {
-	var fe *fault.Error
+	var ue *UnavailableError
 	switch {
-	case err == nil || errors.As(err, &fe):
+	case err == nil || errors.As(err, &ue):
 		return err
 	case OutcomeUnknown(err):
-		return fault.Wrap(fault.Unavailable, err, unknownMessage)
+		return &UnavailableError{Message: unknownMessage, Err: err}
 	case NotReplicated(err):
-		return fault.Wrap(fault.Unavailable, err, notReplicatedMessage)
+		return &UnavailableError{Message: notReplicatedMessage, Err: err}
 	case errors.Is(err, context.Canceled):
 		return err
 	case Unavailable(err):
-		return fault.Wrap(fault.Unavailable, err, unavailableMessage)
+		return &UnavailableError{Message: unavailableMessage, Err: err}
 	}
 	return err
 }

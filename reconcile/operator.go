@@ -16,34 +16,50 @@ import (
 	"github.com/oncecall/oncecall/internal/provider"
 )
 
-// Resolution is an operator's decision on a stuck action, with the evidence.
-type Resolution struct {
-	Outcome     oncecall.Outcome // confirmed or rejected
-	ProviderRef string           // the provider's reference of the write (required to confirm)
-	Reason      string           // the rejection code; default OPERATOR_REJECTED
-	Note        string           // the evidence, in the operator's words
-	By          string           // who resolved it, when Actor is not given
-	// Actor is who resolved it: the signed-in person, or the holder of the
-	// operator token or of the database, by name. Default: By, through
-	// the operator API.
-	Actor oncecall.Actor
-	// Bulk names the bulk run the resolution is part of, in the audit trail.
-	Bulk string
-}
+// Resolution is an operator's decision on a stuck action, with the evidence
+// (oncecall.Resolution).
+type Resolution = oncecall.Resolution
 
 // actor is who resolved it.
-func (r Resolution) actor() oncecall.Actor {
+func actor(r Resolution) oncecall.Actor {
 	if r.Actor.Name == "" {
 		return oncecall.Actor{Name: r.By, Via: oncecall.ViaAPI}
 	}
 	return r.Actor
 }
 
-// Detail is an action with its steps and timeline, for operators.
-type Detail struct {
-	Action oncecall.Action
-	Steps  []oncecall.Step
-	Events []oncecall.Event
+// Detail is an action with its steps and timeline, for operators
+// (oncecall.ActionDetail).
+type Detail = oncecall.ActionDetail
+
+// Operator is the operator service (oncecall.OperatorService) over the
+// store and the operation registry: the operator API, the console and the
+// command line take the same path through Show, Resolve, Retry and Note.
+type Operator struct {
+	Store *db.Store
+	Ops   *op.Registry
+}
+
+var _ oncecall.OperatorService = Operator{}
+
+// Show returns an action with its steps and timeline (Show).
+func (o Operator) Show(ctx context.Context, id uuid.UUID) (Detail, error) {
+	return Show(ctx, o.Store, id)
+}
+
+// Resolve records an operator's resolution (Resolve).
+func (o Operator) Resolve(ctx context.Context, id uuid.UUID, r Resolution) (oncecall.Action, error) {
+	return Resolve(ctx, o.Store, o.Ops, id, r)
+}
+
+// Retry gives an action back to the reconciler (Retry).
+func (o Operator) Retry(ctx context.Context, id uuid.UUID, who oncecall.Actor, bulk string) (oncecall.Action, error) {
+	return Retry(ctx, o.Store, id, who, bulk)
+}
+
+// Note adds an operator's note to the timeline (Note).
+func (o Operator) Note(ctx context.Context, id uuid.UUID, who oncecall.Actor, text string) error {
+	return Note(ctx, o.Store, id, who, text)
 }
 
 // Show returns an action with its steps and timeline.
@@ -91,7 +107,7 @@ func Resolve(ctx context.Context, store *db.Store, ops *op.Registry, id uuid.UUI
 		return oncecall.Action{}, fault.Field("provider_ref", "is required to confirm: the provider's reference of the write is the evidence")
 	case r.Note == "":
 		return oncecall.Action{}, fault.Field("note", "is required: record the evidence")
-	case r.actor().Name == "":
+	case actor(r).Name == "":
 		return oncecall.Action{}, fault.Field("by", "is required: who resolved it")
 	}
 	a, err := store.ActionAnyTenant(ctx, id)
@@ -222,7 +238,7 @@ func recordDecision(ctx context.Context, tx *db.Tx, action, owner uuid.UUID, s o
 
 func addDecision(ctx context.Context, tx *db.Tx, action uuid.UUID, step string, r Resolution, reason string) error {
 	return tx.AddEvent(ctx, action, "resolved_by_operator", step, map[string]string{
-		"by": r.actor().Name, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": reason, "evidence": r.Note,
+		"by": actor(r).Name, "outcome": string(r.Outcome), "provider_ref": r.ProviderRef, "reason": reason, "evidence": r.Note,
 	})
 }
 
@@ -242,5 +258,5 @@ func audit(ctx context.Context, tx *db.Tx, a oncecall.Action, step string, r Res
 	if r.Bulk != "" {
 		detail["bulk"] = r.Bulk
 	}
-	return tx.AddAudit(ctx, oncecall.AuditEntry{Actor: r.actor(), TenantID: a.TenantID, ActionID: a.ID, Kind: "resolved"}, detail)
+	return tx.AddAudit(ctx, oncecall.AuditEntry{Actor: actor(r), TenantID: a.TenantID, ActionID: a.ID, Kind: "resolved"}, detail)
 }

@@ -17,10 +17,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // The bare handler is the baseline a booking costs without idempotency. It

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db/dbsqlc"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // The peer is idempotency as a team would write it by hand from Stripe's

@@ -16,12 +16,10 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 
-	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
@@ -311,10 +309,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	core := idem.New(m.store, coreCfg)
 	core.SetDriver(m.driver)
 	m.core = core
-	// One resolution for /v1/ops and the console: reconcile.Resolve.
-	resolve := func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error) {
-		return reconcile.Resolve(ctx, m.store, m.ops, id, r)
-	}
+	// One operator service for /v1/ops and the console.
+	operator := reconcile.Operator{Store: m.store, Ops: m.ops}
 	// One guard of the operator token for /v1/ops and the console's
 	// sign-in: a guesser gains nothing by using both.
 	operators := tokenguard.New(cfg.OperatorToken, tokenguard.Config{})
@@ -326,7 +322,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	// The console is always served: named staff sign in to it; the
 	// operator token, when set, only opens a break-glass session.
 	consoleHandler, err := console.New(console.Config{
-		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Resolve: resolve, Log: cfg.Log,
+		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Operator: operator, Log: cfg.Log,
 		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
 		OIDC:  oidcSignIn, Zone: cfg.Console.Zone,
 	})
@@ -341,7 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Resolve: resolve, Console: consoleHandler,
+		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 		LateResultURL: cfg.LateResultURL,
 	})

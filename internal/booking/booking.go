@@ -13,7 +13,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -21,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendar"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // Rejection reasons.

@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -18,6 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // Rejection reasons of a booking by service.

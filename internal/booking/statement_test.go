@@ -10,27 +10,20 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
-// appointmentAnswer is the answer's JSON of an appointment.
-type appointmentAnswer struct {
-	ID         uuid.UUID `json:"id"`
-	CustomerID uuid.UUID `json:"customer_id"`
-	SlotID     uuid.UUID `json:"slot_id"`
-	Service    string    `json:"service"`
-	Status     string    `json:"status"`
-	StartsAt   time.Time `json:"starts_at"`
-	EndsAt     time.Time `json:"ends_at"`
-}
-
-// appointmentNow is the answer's JSON of appointment id as it is stored.
+// appointmentNow is the answer's JSON of appointment id as it is stored,
+// written by the wire converter the API answers with: the JSON the
+// ClaimAnd... statements spell in SQL (queries/appointments.sql) must be
+// that, byte for byte.
 func (e env) appointmentNow(t *testing.T, id string) []byte {
 	t.Helper()
 	a, err := e.Store.AppointmentByID(t.Context(), e.Tenant, op.MustUUID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return answerOf(t, appointmentAnswer{a.ID, a.CustomerID, a.SlotID, a.Service, a.Status, a.StartsAt.UTC(), a.EndsAt.UTC()})
+	return answerOf(t, wire.FromAppointment(a))
 }
 
 // check fails unless a is outcome with reason and status, and its body is

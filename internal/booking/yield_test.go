@@ -10,10 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // A booking in SQL (one statement) whose key another transaction holds

@@ -13,7 +13,6 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
-	"github.com/oncecall/oncecall/reconcile"
 )
 
 // bulkMax is the most actions one bulk run acts on; narrow the filters for
@@ -167,9 +166,9 @@ func (c *Console) bulkApply(w http.ResponseWriter, r *http.Request, s session) {
 	for _, a := range act {
 		var err error
 		if do == "retry" {
-			_, err = reconcile.Retry(r.Context(), c.cfg.Store, a.ID, s.Actor, res.Bulk)
+			_, err = c.cfg.Operator.Retry(r.Context(), a.ID, s.Actor, res.Bulk)
 		} else {
-			_, err = c.cfg.Resolve(r.Context(), a.ID, reconcile.Resolution{
+			_, err = c.cfg.Operator.Resolve(r.Context(), a.ID, oncecall.Resolution{
 				Outcome: oncecall.Rejected, Reason: form["reason"], Note: form["note"], Actor: s.Actor, Bulk: res.Bulk,
 			})
 		}

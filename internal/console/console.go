@@ -1,7 +1,7 @@
 // Package console is the operator console: server-rendered pages, embedded
 // in the binary, where named staff list the actions waiting for a person,
 // read one in words, resolve or retry it (alone or in bulk, with the same
-// code path as /v1/ops and `oncecall actions resolve`: reconcile.Resolve),
+// operator service as /v1/ops: oncecall.OperatorService),
 // find a customer's actions, work through follow-up calls and read the
 // audit trail of who did what (docs/console.md). People and sessions are
 // internal/staff's; the shared operator token only opens a break-glass
@@ -9,7 +9,6 @@
 package console
 
 import (
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -27,7 +26,6 @@ import (
 	"github.com/oncecall/oncecall/internal/schedule"
 	"github.com/oncecall/oncecall/internal/staff"
 	"github.com/oncecall/oncecall/internal/tokenguard"
-	"github.com/oncecall/oncecall/reconcile"
 )
 
 //go:embed templates/*.html
@@ -50,9 +48,9 @@ type Config struct {
 	// Token of its own; the app shares one with /v1/ops).
 	Token string
 	Guard *tokenguard.Guard
-	// Resolve applies an operator's resolution: the same function /v1/ops
-	// calls (reconcile.Resolve).
-	Resolve func(ctx context.Context, id uuid.UUID, r reconcile.Resolution) (oncecall.Action, error)
+	// Operator shows, resolves, retries and notes actions: the same
+	// service /v1/ops calls (reconcile.Operator).
+	Operator oncecall.OperatorService
 	// Zone is where times are shown that belong to no tenant (sign-ins in
 	// the audit trail). Default time.Local.
 	Zone *time.Location
@@ -79,8 +77,8 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 // New returns the console's handler; every path it serves starts with
 // /console/.
 func New(cfg Config) (http.Handler, error) {
-	if cfg.Store == nil || cfg.Staff == nil || cfg.Ops == nil || cfg.Resolve == nil {
-		return nil, errors.New("the console needs the store, the staff, the operations and the resolution")
+	if cfg.Store == nil || cfg.Staff == nil || cfg.Ops == nil || cfg.Operator == nil {
+		return nil, errors.New("the console needs the store, the staff, the operations and the operator service")
 	}
 	if cfg.Refresh <= 0 {
 		cfg.Refresh = 5 * time.Second

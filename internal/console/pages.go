@@ -15,12 +15,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/schedule"
-	"github.com/oncecall/oncecall/reconcile"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // page is what every template gets.
@@ -337,7 +336,7 @@ func (c *Console) queueRows(w http.ResponseWriter, r *http.Request, s session) {
 type actionData struct {
 	Now        time.Time
 	Clock      schedule.Clock
-	View       api.OperatorAction
+	View       wire.OperatorAction
 	Action     oncecall.Action
 	Tenant     string
 	Platform   string
@@ -367,7 +366,7 @@ type event struct {
 var evidenceKinds = []string{"evidence", "inconclusive", "needs_operator", "lease_expired", "nudged", "waiting"}
 
 func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionData, error) {
-	d, err := reconcile.Show(r.Context(), c.cfg.Store, id)
+	d, err := c.cfg.Operator.Show(r.Context(), id)
 	if err != nil {
 		return actionData{}, err
 	}
@@ -376,7 +375,7 @@ func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionDa
 		// Another tenant's action does not exist for this person.
 		return actionData{}, db.ErrNotFound
 	}
-	view := api.OperatorView(d)
+	view := wire.FromActionDetail(d)
 	ts, err := c.tenants(r, s)
 	if err != nil {
 		return actionData{}, err
@@ -482,7 +481,7 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 	for _, k := range []string{"outcome", "provider_ref", "reason", "note"} {
 		form[k] = strings.TrimSpace(r.PostFormValue(k))
 	}
-	a, err := c.cfg.Resolve(r.Context(), id, reconcile.Resolution{
+	a, err := c.cfg.Operator.Resolve(r.Context(), id, oncecall.Resolution{
 		Outcome: oncecall.Outcome(form["outcome"]), ProviderRef: form["provider_ref"], Reason: form["reason"],
 		Note: form["note"], Actor: s.Actor,
 	})
@@ -494,13 +493,13 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 	c.refused(w, r, s, id, form, "Not resolved", err)
 }
 
-// retry gives the action back to the reconciler (reconcile.Retry).
+// retry gives the action back to the reconciler (OperatorService.Retry).
 func (c *Console) retry(w http.ResponseWriter, r *http.Request, s session) {
 	id, ok := c.ownAction(w, r, s)
 	if !ok {
 		return
 	}
-	if _, err := reconcile.Retry(r.Context(), c.cfg.Store, id, s.Actor, ""); err != nil {
+	if _, err := c.cfg.Operator.Retry(r.Context(), id, s.Actor, ""); err != nil {
 		c.refused(w, r, s, id, nil, "Not retried", err)
 		return
 	}
@@ -508,14 +507,14 @@ func (c *Console) retry(w http.ResponseWriter, r *http.Request, s session) {
 	http.Redirect(w, r, "/console/actions/"+id.String()+"?done=retried", http.StatusSeeOther)
 }
 
-// note adds the operator's note to the timeline (reconcile.Note).
+// note adds the operator's note to the timeline (OperatorService.Note).
 func (c *Console) note(w http.ResponseWriter, r *http.Request, s session) {
 	id, ok := c.ownAction(w, r, s)
 	if !ok {
 		return
 	}
 	text := strings.TrimSpace(r.PostFormValue("text"))
-	if err := reconcile.Note(r.Context(), c.cfg.Store, id, s.Actor, text); err != nil {
+	if err := c.cfg.Operator.Note(r.Context(), id, s.Actor, text); err != nil {
 		c.refused(w, r, s, id, map[string]string{"text": text}, "Not noted", err)
 		return
 	}
@@ -529,7 +528,7 @@ func (c *Console) refused(w http.ResponseWriter, r *http.Request, s session, id 
 	if errors.Is(err, db.ErrNotFound) {
 		e = fault.New(fault.NotFound, "no such action")
 	}
-	status := api.StatusOf(e.Code)
+	status := e.Code.HTTPStatus()
 	switch {
 	case status >= 500:
 		c.internal(w, r, err)

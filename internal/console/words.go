@@ -17,7 +17,6 @@ import (
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/schedule"
-	"github.com/oncecall/oncecall/reconcile"
 )
 
 // words is an action as a person at the front desk reads it: who, what
@@ -208,7 +207,7 @@ func cmpOr(vals ...string) string {
 
 // words puts an action in words, on its tenant's clock (a slot's on its
 // location's).
-func (c *Console) words(r *http.Request, a oncecall.Action, d reconcile.Detail, t tenantInfo) (words, error) {
+func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDetail, t tenantInfo) (words, error) {
 	ctx := r.Context()
 	in := request(a)
 	w := words{Title: operationWords(a.Operation)}

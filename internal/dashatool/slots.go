@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // SlotsInput is the arguments of find_available_slots (and the query of

@@ -1,11 +1,13 @@
 // Package fault is oncecall's one error vocabulary: a stable code and a
-// message that is safe to show to a client. The api package maps codes to
-// HTTP statuses in one place; everything else only returns these errors.
+// message that is safe to show to a client. Code.HTTPStatus maps codes to
+// HTTP statuses in one place (the api package's problem+json and the
+// operator console's pages); everything else only returns these errors.
 package fault
 
 import (
 	"errors"
 	"fmt"
+	"net/http"
 )
 
 // Code is a stable, documented error code (the problem+json `code` member).
@@ -66,14 +68,58 @@ func Wrap(code Code, err error, message string) *Error {
 	return &Error{Code: code, Message: message, Err: err}
 }
 
-// As returns the *Error in err's chain, or an INTERNAL error wrapping err.
+// unavailable is a failure of a service the request needed, which could
+// not do the work (the database: db.UnavailableError, made by db.Fault);
+// Unavailable is what the client hears. Storage says what a failure means
+// without knowing the codes; As is the one place it gets its code.
+type unavailable interface {
+	error
+	Unavailable() string
+}
+
+// As returns the *Error in err's chain; else SERVICE_UNAVAILABLE for a
+// service that was unavailable; else an INTERNAL error wrapping err.
 func As(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
 		return e
+	}
+	var u unavailable
+	if errors.As(err, &u) {
+		return &Error{Code: Unavailable, Message: u.Unavailable(), Err: err}
 	}
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }
 
 // CodeOf returns the code of err, INTERNAL when err is not an *Error.
 func CodeOf(err error) Code { return As(err).Code }
+
+// HTTPStatus is the one mapping from error codes to HTTP statuses: the API's
+// problem+json and the operator console's pages answer with it.
+func (c Code) HTTPStatus() int {
+	switch c {
+	case KeyMissing, KeyInvalid, InvalidJSON, InvalidInput:
+		return http.StatusBadRequest
+	case Unauthorized:
+		return http.StatusUnauthorized
+	case Forbidden:
+		return http.StatusForbidden
+	case NotFound:
+		return http.StatusNotFound
+	case MethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case InProgress, InFlight:
+		return http.StatusConflict
+	case PayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case UnsupportedMedia:
+		return http.StatusUnsupportedMediaType
+	case KeyReused:
+		return http.StatusUnprocessableEntity
+	case RateLimited:
+		return http.StatusTooManyRequests
+	case Unavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}

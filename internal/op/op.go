@@ -211,6 +211,10 @@ type Operation interface {
 	// PrepareCanonical is Prepare for arguments that are already canonical
 	// JSON (see prepare_canonical.go): they are decoded as they are.
 	PrepareCanonical(c []byte) (*Prepared, error)
+	// PrepareCut is PrepareCanonical of c without its top-level member
+	// named cut, whose value it returns: a tool call's arguments with their
+	// action_id, read in one walk.
+	PrepareCut(c []byte, cut string) (p *Prepared, cutValue []byte, err error)
 }
 
 // Prepared is a validated, normalised request for an operation.

@@ -8,12 +8,12 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/message"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // Rejection reasons of payment.link.

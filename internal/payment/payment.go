@@ -19,12 +19,12 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // Rejection reasons.

@@ -12,7 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
-	"github.com/oncecall/oncecall/api/wire"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // The JSON of each wire shape is the JSON oncecall answered and stored
