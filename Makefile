@@ -28,9 +28,10 @@ test:
 	go vet ./...
 	go run ./cmd/testsummary -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-# The same tests under the race detector, every package (docs/testing.md says how long it takes). -race
-# needs cgo; RACE_PKGS names fewer packages (RACE_PKGS='./db ./api').
-RACE_PKGS ?= ./...
+# The same tests under the race detector, over the packages whose goroutines share state: the store and
+# its pools, the idempotency core, the step driver, the reconciler, the console and the HTTP API
+# (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
+RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api
 test-race:
 	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 
@@ -134,7 +135,7 @@ help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
 	@echo 'make sim             run the provider simulator (PROVIDERSIM_ADDR=HOST:PORT for another address)'
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
-	@echo 'make test-race       every test under the race detector (RACE_PKGS for fewer packages)'
+	@echo 'make test-race       the tests of the packages where goroutines share state under the race detector (RACE_PKGS)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
 	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
 	@echo 'make check-generated fail when generated Go code is stale or not committed'
