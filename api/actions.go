@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 )
 
 // write returns the REST handler of an operation. pathFields name URL
@@ -119,6 +120,12 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)
 		}
 		req.Steps, req.Reserve = steps, p.Reserve
+		if s.cfg.Calendars != nil && p.Capability == provider.Calendar {
+			tenant := req.TenantID
+			req.Offered = func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
+				return s.cfg.Calendars.Offered(ctx, tenant, slots, s.httpCalendar())
+			}
+		}
 	}
 	return req, nil
 }
