@@ -21,6 +21,10 @@ import (
 // what this server read of the calendar and is acknowledged 202 (a
 // validation request is answered with its token, text/plain).
 func (s *Server) calendarNotification(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Calendars == nil {
+		writeError(w, r, fault.New(fault.NotFound, "this server reaches no tenant's own calendar"))
+		return
+	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
