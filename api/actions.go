@@ -122,8 +122,10 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 		req.Steps, req.Reserve = steps, p.Reserve
 		if s.cfg.Calendars != nil && p.Capability == provider.Calendar {
 			tenant := req.TenantID
+			// The claim checks oncecall's own holds in its transaction:
+			// only the calendars are read here, through their cache.
 			req.Offered = func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
-				return s.cfg.Calendars.Offered(ctx, tenant, slots, s.httpCalendar())
+				return s.cfg.Calendars.Free(ctx, tenant, slots)
 			}
 		}
 	}
