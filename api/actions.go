@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/wire"
 )
 
@@ -120,6 +121,14 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)
 		}
 		req.Steps, req.Reserve = steps, p.Reserve
+		if s.cfg.Calendars != nil && p.Capability == provider.Calendar {
+			tenant := req.TenantID
+			// The claim checks oncecall's own holds in its transaction:
+			// only the calendars are read here, through their cache.
+			req.Offered = func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
+				return s.cfg.Calendars.Free(ctx, tenant, slots)
+			}
+		}
 	}
 	return req, nil
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -289,10 +290,14 @@ func TestDashaFindsACleaningWithDrOrtizTomorrowAfternoonAndBooksItOnce(t *testin
 	}
 }
 
-// TestARemoteCalendarBooksBySlotOnly: with the calendar on a remote
-// provider, a booking by service is a 400 naming service_id; nothing is
-// claimed or sent.
-func TestARemoteCalendarBooksBySlotOnly(t *testing.T) {
+// TestARemoteCalendarBooksByService: with the calendar on the http
+// provider (whose calendar oncecall cannot read), a booking by service
+// picks the first practitioner by name whom no booking of oncecall's
+// holds then and sends that slot, with the service, in the version 2
+// payload; a second booking of the time goes to the other practitioner,
+// a third is NO_PRACTITIONER_FREE with nothing sent; a made-up service is
+// SERVICE_NOT_FOUND with nothing sent.
+func TestARemoteCalendarBooksByService(t *testing.T) {
 	t.Parallel()
 	sim := simtest.Start(t, providersim.Config{})
 	e := apptest.Start(t, func(c *app.Config) {
@@ -301,15 +306,56 @@ func TestARemoteCalendarBooksBySlotOnly(t *testing.T) {
 			Traits: provider.Traits{HonoursKeys: true, KeyRetention: time.Hour, AuthoritativeLookup: true},
 		})}
 	})
-	tenant, key := e.Tenant("acme")
-	r := e.Post("/v1/appointments", key, "book-by-service", map[string]any{
-		"customer_id": e.Customer(tenant.ID), "service_id": uuid.New(), "starts_at": "2030-01-02T14:00:00Z",
-	})
-	if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"field":"service_id"`) {
-		t.Fatalf("by service on a remote calendar: %d %s", r.Status, r.Body)
+	c := newSlotClinic(t, e, "clinic", testOrg, "Europe/London")
+	downtown := c.location("Downtown", "Europe/London")
+	cleaning := c.service("Cleaning", 30, 0)
+	ortiz := c.practitioner("Dr. Ortiz", []uuid.UUID{downtown}, cleaning)
+	adams := c.practitioner("Dr. Adams", []uuid.UUID{downtown}, cleaning)
+	start := time.Date(2030, 1, 2, 14, 0, 0, 0, time.UTC)
+	slots := map[uuid.UUID]string{c.slot(ortiz, downtown, start, 30): "Dr. Ortiz", c.slot(adams, downtown, start, 30): "Dr. Adams"}
+	book := func(key string, service uuid.UUID) apptest.Response {
+		return c.bookService(key, map[string]any{"customer_id": e.Customer(c.tenant), "service_id": service, "starts_at": "2030-01-02T14:00:00Z"})
 	}
-	if n := e.Count("SELECT count(*) FROM actions") + e.Count("SELECT count(*) FROM action_steps"); n != 0 {
-		t.Fatalf("%d actions and steps written", n)
+	sent := func() []string {
+		var out []string
+		for _, l := range sim.Ledger(provider.Calendar) {
+			var p struct {
+				SlotID       string                    `json:"slot_id"`
+				Practitioner struct{ Name string }     `json:"practitioner"`
+				Service      struct{ ID, Name string } `json:"service"`
+			}
+			if err := json.Unmarshal(l.Payload, &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Service.ID != cleaning.String() || p.Service.Name != "Cleaning" {
+				t.Fatalf("payload sent: %s; want the service Cleaning", l.Payload)
+			}
+			out = append(out, p.Practitioner.Name+" "+p.SlotID)
+		}
+		return out
+	}
+	if r := book("by-service-unknown", uuid.New()); r.Status != http.StatusUnprocessableEntity || r.JSON(t)["code"] != "SERVICE_NOT_FOUND" {
+		t.Fatalf("a made-up service: %d %s; want 422 SERVICE_NOT_FOUND", r.Status, r.Body)
+	}
+	if got := sent(); len(got) != 0 {
+		t.Fatalf("sent %v for a made-up service, want nothing", got)
+	}
+	for i, want := range []string{"Dr. Adams", "Dr. Ortiz"} {
+		r := book("by-service-"+want, cleaning)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("booking %d by service: %d %s", i+1, r.Status, r.Body)
+		}
+		got := sent()
+		if len(got) != i+1 || !strings.HasPrefix(got[i], want+" ") || slots[uuid.MustParse(strings.TrimPrefix(got[i], want+" "))] != want {
+			t.Fatalf("booking %d sent %v; want %s's slot", i+1, got, want)
+		}
+	}
+	r := book("by-service-full", cleaning)
+	if r.Status != http.StatusUnprocessableEntity || r.JSON(t)["code"] != "NO_PRACTITIONER_FREE" {
+		t.Fatalf("a third booking of the time: %d %s; want 422 NO_PRACTITIONER_FREE", r.Status, r.Body)
+	}
+	if got := sent(); len(got) != 2 {
+		t.Fatalf("sent %v after the refusal, want the two bookings only", got)
 	}
 }
 

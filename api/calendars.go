@@ -13,6 +13,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/provider/calendars"
 )
 
 // Calendars is what the API reads of the tenants' own calendars
@@ -32,6 +33,12 @@ type Calendars interface {
 	// calendars.Service.Offered); httpRemote: the http provider serves the
 	// calendar of tenants without a connection.
 	Offered(ctx context.Context, tenant uuid.UUID, slots []oncecall.OpenSlot, httpRemote bool) ([]oncecall.OpenSlot, error)
+	// Free keeps the slots the calendars show free by their latest read,
+	// reading none of oncecall's records (calendars.Service.Free).
+	Free(ctx context.Context, tenant uuid.UUID, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
+	// Notify verifies a provider's change notification and drops what was
+	// read of the calendar it names (calendars.Service.Notify).
+	Notify(ctx context.Context, n calendars.Notification) (calendars.Noticed, error)
 }
 
 // remoteFor reports whether the tenant's writes of capability go to a

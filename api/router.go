@@ -164,6 +164,8 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.StripeWebhookSecret != "" {
 		r.With(s.limitBody).Post("/v1/providers/stripe/webhook", s.stripeWebhook)
 	}
+	// Verified by the connection's notification secret, not an API key.
+	r.With(s.limitBody).Post("/v1/calendar-notifications/{provider}/{connection}", s.calendarNotification)
 	if cfg.TwilioAuthToken != "" {
 		r.With(s.limitBody).Post(twilioprovider.StatusPath, s.twilioStatus)
 	}

@@ -895,6 +895,27 @@ func (e ToolName) Valid() bool {
 	}
 }
 
+// Defines values for ReceiveCalendarNotificationParamsProvider.
+const (
+	Calcom    ReceiveCalendarNotificationParamsProvider = "calcom"
+	Google    ReceiveCalendarNotificationParamsProvider = "google"
+	Microsoft ReceiveCalendarNotificationParamsProvider = "microsoft"
+)
+
+// Valid indicates whether the value is a known member of the ReceiveCalendarNotificationParamsProvider enum.
+func (e ReceiveCalendarNotificationParamsProvider) Valid() bool {
+	switch e {
+	case Calcom:
+		return true
+	case Google:
+		return true
+	case Microsoft:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListSlotsParamsPartOfDay.
 const (
 	Afternoon ListSlotsParamsPartOfDay = "afternoon"
@@ -2888,6 +2909,18 @@ type RescheduleAppointmentParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ReceiveCalendarNotificationJSONBody defines parameters for ReceiveCalendarNotification.
+type ReceiveCalendarNotificationJSONBody map[string]interface{}
+
+// ReceiveCalendarNotificationParams defines parameters for ReceiveCalendarNotification.
+type ReceiveCalendarNotificationParams struct {
+	// ValidationToken Microsoft Graph's validation request; echoed.
+	ValidationToken *string `form:"validationToken,omitempty" json:"validationToken,omitempty"`
+}
+
+// ReceiveCalendarNotificationParamsProvider defines parameters for ReceiveCalendarNotification.
+type ReceiveCalendarNotificationParamsProvider string
+
 // ListCallbacksParams defines parameters for ListCallbacks.
 type ListCallbacksParams struct {
 	// CustomerId The customer's id.
@@ -3225,6 +3258,9 @@ type CancelAppointmentJSONRequestBody = CancelAppointmentInput
 
 // RescheduleAppointmentJSONRequestBody defines body for RescheduleAppointment for application/json ContentType.
 type RescheduleAppointmentJSONRequestBody = RescheduleAppointmentInput
+
+// ReceiveCalendarNotificationJSONRequestBody defines body for ReceiveCalendarNotification for application/json ContentType.
+type ReceiveCalendarNotificationJSONRequestBody ReceiveCalendarNotificationJSONBody
 
 // RequestCallbackJSONRequestBody defines body for RequestCallback for application/json ContentType.
 type RequestCallbackJSONRequestBody = RequestCallbackInput
@@ -5755,6 +5791,48 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReceiveCalendarNotificationWithBody A calendar provider's change notifications
+	//
+	// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+	// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+	// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+	// each notification is verified with the connection's notification secret
+	// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+	// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+	// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+	// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+	// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+	// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+	// or unreadable notification is refused and changes nothing. A verified one makes this server read
+	// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+	// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+	ReceiveCalendarNotificationWithBody(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReceiveCalendarNotification A calendar provider's change notifications
+	//
+	// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+	// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+	// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+	// each notification is verified with the connection's notification secret
+	// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+	// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+	// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+	// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+	// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+	// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+	// or unreadable notification is refused and changes nothing. A verified one makes this server read
+	// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+	// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+	ReceiveCalendarNotification(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, body ReceiveCalendarNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListCallbacks List the callbacks of a customer or a number
 	//
 	// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
@@ -6957,6 +7035,68 @@ func (c *Client) RescheduleAppointmentWithBody(ctx context.Context, appointmentI
 // Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 func (c *Client) RescheduleAppointment(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRescheduleAppointmentRequest(c.Server, appointmentId, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveCalendarNotificationWithBody A calendar provider's change notifications
+//
+// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+// each notification is verified with the connection's notification secret
+// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+// or unreadable notification is refused and changes nothing. A verified one makes this server read
+// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+func (c *Client) ReceiveCalendarNotificationWithBody(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveCalendarNotificationRequestWithBody(c.Server, provider, connection, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReceiveCalendarNotification A calendar provider's change notifications
+//
+// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+// each notification is verified with the connection's notification secret
+// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+// or unreadable notification is refused and changes nothing. A verified one makes this server read
+// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+func (c *Client) ReceiveCalendarNotification(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, body ReceiveCalendarNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReceiveCalendarNotificationRequest(c.Server, provider, connection, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8997,6 +9137,87 @@ func NewRescheduleAppointmentRequestWithBody(server string, appointmentId Appoin
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewReceiveCalendarNotificationRequest calls the generic ReceiveCalendarNotification builder with application/json body
+func NewReceiveCalendarNotificationRequest(server string, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, body ReceiveCalendarNotificationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewReceiveCalendarNotificationRequestWithBody(server, provider, connection, params, "application/json", bodyReader)
+}
+
+// NewReceiveCalendarNotificationRequestWithBody constructs an http.Request for the ReceiveCalendarNotification method, with any body, and a specified content type
+func NewReceiveCalendarNotificationRequestWithBody(server string, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "provider", provider, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "connection", connection, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/calendar-notifications/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.ValidationToken != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "validationToken", *params.ValidationToken, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -11639,6 +11860,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/appointments/{appointment_id}/reschedule (the `RescheduleAppointment` operationId).
 	RescheduleAppointmentWithResponse(ctx context.Context, appointmentId AppointmentID, params *RescheduleAppointmentParams, body RescheduleAppointmentJSONRequestBody, reqEditors ...RequestEditorFn) (*RescheduleAppointmentResponse, error)
 
+	// ReceiveCalendarNotificationWithBodyWithResponse A calendar provider's change notifications
+	//
+	// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+	// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+	// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+	// each notification is verified with the connection's notification secret
+	// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+	// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+	// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+	// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+	// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+	// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+	// or unreadable notification is refused and changes nothing. A verified one makes this server read
+	// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+	// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+	ReceiveCalendarNotificationWithBodyWithResponse(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveCalendarNotificationResponse, error)
+
+	// ReceiveCalendarNotificationWithResponse A calendar provider's change notifications
+	//
+	// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+	// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+	// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+	// each notification is verified with the connection's notification secret
+	// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+	// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+	// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+	// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+	// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+	// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+	// or unreadable notification is refused and changes nothing. A verified one makes this server read
+	// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+	// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+	ReceiveCalendarNotificationWithResponse(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, body ReceiveCalendarNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveCalendarNotificationResponse, error)
+
 	// ListCallbacksWithResponse List the callbacks of a customer or a number
 	//
 	// The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
@@ -13551,6 +13814,104 @@ func (r RescheduleAppointmentResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r RescheduleAppointmentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReceiveCalendarNotificationResponse503Headers the declared response headers of an HTTP 503 response for ReceiveCalendarNotification
+type ReceiveCalendarNotificationResponse503Headers struct {
+	RetryAfter int
+}
+
+type ReceiveCalendarNotificationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *struct {
+		// Calendars How many calendars will be read anew.
+		Calendars int  `json:"calendars"`
+		Received  bool `json:"received"`
+	}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Problem
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ReceiveCalendarNotificationResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r ReceiveCalendarNotificationResponse) GetJSON202() *struct {
+	// Calendars How many calendars will be read anew.
+	Calendars int  `json:"calendars"`
+	Received  bool `json:"received"`
+} {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON401() *Problem {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON404() *Problem {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReceiveCalendarNotificationResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReceiveCalendarNotificationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReceiveCalendarNotificationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReceiveCalendarNotificationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReceiveCalendarNotificationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19109,6 +19470,60 @@ func (c *ClientWithResponses) RescheduleAppointmentWithResponse(ctx context.Cont
 	return ParseRescheduleAppointmentResponse(rsp)
 }
 
+// ReceiveCalendarNotificationWithBodyWithResponse A calendar provider's change notifications
+//
+// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+// each notification is verified with the connection's notification secret
+// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+// or unreadable notification is refused and changes nothing. A verified one makes this server read
+// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+func (c *ClientWithResponses) ReceiveCalendarNotificationWithBodyWithResponse(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReceiveCalendarNotificationResponse, error) {
+	rsp, err := c.ReceiveCalendarNotificationWithBody(ctx, provider, connection, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveCalendarNotificationResponse(rsp)
+}
+
+// ReceiveCalendarNotificationWithResponse A calendar provider's change notifications
+//
+// Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+// `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+// Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+// each notification is verified with the connection's notification secret
+// (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+// `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+// `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+// `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+// `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+// `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+// or unreadable notification is refused and changes nothing. A verified one makes this server read
+// the calendar it names again (every calendar of the connection when it names none oncecall maps)
+// instead of reusing its recent reads, so a change made in the calendar is heard at once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/calendar-notifications/{provider}/{connection} (the `ReceiveCalendarNotification` operationId).
+func (c *ClientWithResponses) ReceiveCalendarNotificationWithResponse(ctx context.Context, provider ReceiveCalendarNotificationParamsProvider, connection openapi_types.UUID, params *ReceiveCalendarNotificationParams, body ReceiveCalendarNotificationJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveCalendarNotificationResponse, error) {
+	rsp, err := c.ReceiveCalendarNotification(ctx, provider, connection, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReceiveCalendarNotificationResponse(rsp)
+}
+
 // ListCallbacksWithResponse List the callbacks of a customer or a number
 //
 // The tenant's callbacks of a customer (`customer_id`) or to a phone number (`phone`, normalised to
@@ -21460,6 +21875,91 @@ func ParseRescheduleAppointmentResponse(rsp *http.Response) (*RescheduleAppointm
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RescheduleAppointmentResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReceiveCalendarNotificationResponse parses an HTTP response from a ReceiveCalendarNotificationWithResponse call
+func ParseReceiveCalendarNotificationResponse(rsp *http.Response) (*ReceiveCalendarNotificationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReceiveCalendarNotificationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest struct {
+			// Calendars How many calendars will be read anew.
+			Calendars int  `json:"calendars"`
+			Received  bool `json:"received"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ReceiveCalendarNotificationResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -104,6 +104,16 @@ func (q queries) ServiceByName(ctx context.Context, tenant uuid.UUID, name strin
 	return service(row), nil
 }
 
+// ServiceByID is one of the tenant's services; ErrNotFound when it has
+// none by that id.
+func (q queries) ServiceByID(ctx context.Context, tenant, id uuid.UUID) (oncecall.Service, error) {
+	row, err := q.q.ServiceByID(ctx, dbsqlc.ServiceByIDParams{TenantID: tenant, ID: id})
+	if err != nil {
+		return oncecall.Service{}, notFound(err)
+	}
+	return service(row), nil
+}
+
 // CatalogFilter narrows a listing of services or practitioners; a zero id
 // does not narrow.
 type CatalogFilter struct {

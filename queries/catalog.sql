@@ -29,6 +29,9 @@ RETURNING *;
 -- name: ServiceByName :one
 SELECT * FROM services WHERE tenant_id = $1 AND lower(name) = lower(sqlc.arg(name)::text);
 
+-- name: ServiceByID :one
+SELECT * FROM services WHERE tenant_id = $1 AND id = $2;
+
 -- name: ListServices :many
 -- The tenant's services by name; with a practitioner, location or both,
 -- only those a practitioner (that one) performs at a location (that one)

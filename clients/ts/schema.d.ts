@@ -1017,6 +1017,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/calendar-notifications/{provider}/{connection}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A calendar provider's change notifications
+         * @description Where the provider of a tenant's own calendar notifies oncecall of changes, once asked to with
+         *     `oncecall calendar watch` (docs/providers/google-calendar.md, microsoft-365.md, calcom.md): Google
+         *     Calendar's watch channels, Microsoft Graph's subscriptions, Cal.com's webhooks. It takes no API key:
+         *     each notification is verified with the connection's notification secret
+         *     (`oncecall calendar connect --notification-secret-file|--notification-secret-env`). Google: the
+         *     `X-Goog-Channel-Token` header must be the secret (with `X-Goog-Channel-ID` and
+         *     `X-Goog-Resource-State` `sync`, `exists` or `not_exists`). Microsoft: a request with the query
+         *     `validationToken` (Graph proving the endpoint while it creates a subscription) is answered `200`
+         *     `text/plain` with the token; a notification's every `clientState` must be the secret. Cal.com:
+         *     `X-Cal-Signature-256` must be the hex HMAC-SHA256 of the body with the secret. A forged, unsigned
+         *     or unreadable notification is refused and changes nothing. A verified one makes this server read
+         *     the calendar it names again (every calendar of the connection when it names none oncecall maps)
+         *     instead of reusing its recent reads, so a change made in the calendar is heard at once.
+         */
+        post: operations["receiveCalendarNotification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/providers/twilio/status": {
         parameters: {
             query?: never;
@@ -5695,6 +5727,97 @@ export interface operations {
                      *       "code": "UNAUTHORIZED"
                      *     }
                      */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    receiveCalendarNotification: {
+        parameters: {
+            query?: {
+                /** @description Microsoft Graph's validation request; echoed. */
+                validationToken?: string;
+            };
+            header?: never;
+            path: {
+                provider: "google" | "microsoft" | "calcom";
+                /** @description The id of the tenant's calendar connection (`oncecall calendar show`). */
+                connection: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Graph's validation request, answered with its token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The notification was verified; the calendars it names will be read anew. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "received": true,
+                     *       "calendars": 1
+                     *     }
+                     */
+                    "application/json": {
+                        received: boolean;
+                        /** @description How many calendars will be read anew. */
+                        calendars: number;
+                    };
+                };
+            };
+            /** @description A verified notification that cannot be read (`INVALID_INPUT`); nothing changed. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description The notification is not verified by the connection's secret (`UNAUTHORIZED`); nothing changed. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "type": "about:blank",
+                     *       "title": "Unauthorized",
+                     *       "status": 401,
+                     *       "detail": "the notification is not verified: the X-Cal-Signature-256 header does not sign this body with the connection's secret; nothing was changed",
+                     *       "code": "UNAUTHORIZED"
+                     *     }
+                     */
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description No calendar connection by that id and provider takes notifications on this server (none, another provider, no notification secret, or it is not readable here) (`NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };

@@ -23,6 +23,8 @@ const calendarUsage = `usage: oncecall calendar connect --tenant ID_OR_NAME --pr
                          (--credentials-file PATH | --credentials-env NAME)
                          [--calendar CALENDAR_ID] [--map PRACTITIONER[@LOCATION]=CALENDAR_ID ...]
                          [--subject EMAIL] [--directory-id ID --client-id ID] [--base-url URL]
+                         [--notification-secret-file PATH | --notification-secret-env NAME]
+       oncecall calendar watch --tenant ID_OR_NAME --public-url URL
        oncecall calendar check --tenant ID_OR_NAME [--date YYYY-MM-DD]
        oncecall calendar show --tenant ID_OR_NAME
        oncecall calendar disconnect --tenant ID_OR_NAME`
@@ -39,6 +41,8 @@ func calendarCmd(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return calendarConnect(ctx, args[1:], stdout, stderr)
 	case "check":
 		return calendarCheck(ctx, args[1:], stdout, stderr)
+	case "watch":
+		return calendarWatch(ctx, args[1:], stdout, stderr)
 	case "show":
 		return calendarShow(ctx, args[1:], stdout, stderr)
 	case "disconnect":
@@ -70,6 +74,8 @@ func calendarConnect(ctx context.Context, args []string, stdout, stderr io.Write
 	client := fs.String("client-id", "", "microsoft: the app's client id (required for microsoft)")
 	authority := fs.String("authority-url", "", "microsoft: the token issuer, when not https://login.microsoftonline.com")
 	base := fs.String("base-url", "", "the provider's API base, when not the provider's own (a self-hosted Cal.com)")
+	notifyFile := fs.String("notification-secret-file", "", "the file holding, on every server, the secret that verifies the provider's change notifications (see calendar watch)")
+	notifyEnv := fs.String("notification-secret-env", "", "instead: the environment variable holding it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +84,9 @@ func calendarConnect(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	conn := oncecall.CalendarConnection{Provider: strings.TrimSpace(*prov), BaseURL: strings.TrimSpace(*base), Settings: map[string]string{}}
 	if err := connectionFlags(&conn, *credFile, *credEnv, *subject, *directory, *client, *authority); err != nil {
+		return err
+	}
+	if err := notificationFlags(&conn, *notifyFile, *notifyEnv); err != nil {
 		return err
 	}
 	if *single == "" && len(maps) == 0 {
@@ -168,6 +177,23 @@ func connectionFlags(conn *oncecall.CalendarConnection, credFile, credEnv, subje
 		if subject != "" || directory != "" || client != "" || authority != "" {
 			return errors.New("--subject, --directory-id, --client-id and --authority-url are not Cal.com's")
 		}
+	}
+	return nil
+}
+
+// notificationFlags names where the notification secret is kept, when
+// given.
+func notificationFlags(conn *oncecall.CalendarConnection, file, env string) error {
+	switch {
+	case file != "" && env != "":
+		return errors.New("give the notification secret's place once: --notification-secret-file PATH or --notification-secret-env NAME")
+	case file != "":
+		conn.Settings[calendars.SettingNotificationSecret] = "file:" + file
+	case env != "":
+		if !envName(env) {
+			return fmt.Errorf("--notification-secret-env %q is not an environment variable's name (letters, digits, _)", env)
+		}
+		conn.Settings[calendars.SettingNotificationSecret] = "env:" + env
 	}
 	return nil
 }
@@ -418,4 +444,63 @@ func checkOne(ctx context.Context, w io.Writer, cal calendar.Calendar, m oncecal
 	}
 	fmt.Fprintln(w)
 	return nil
+}
+
+// calendarWatch asks the tenant's calendar provider to notify this
+// deployment of every change of its calendars (Google watch channels,
+// Microsoft Graph subscriptions, a Cal.com webhook), at the public URL's
+// /v1/calendar-notifications/{provider}/{connection}. Channels and
+// subscriptions expire; run it again before the expiry it prints.
+func calendarWatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("calendar watch", stderr)
+	tenantRef := fs.String("tenant", "", "the tenant: its id, or its name (required)")
+	public := fs.String("public-url", "", "the https URL where the provider reaches oncecall's servers (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 || strings.TrimSpace(*tenantRef) == "" || strings.TrimSpace(*public) == "" {
+		return errors.New(calendarUsage)
+	}
+	u, err := url.Parse(strings.TrimRight(strings.TrimSpace(*public), "/"))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return errors.New("--public-url must be an http(s) URL (the providers require https)")
+	}
+	store, closeDB, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer closeDB()
+	t, err := findTenant(ctx, store, strings.TrimSpace(*tenantRef))
+	if err != nil {
+		return err
+	}
+	c, err := store.CalendarConnection(ctx, t.ID)
+	if errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("tenant %s has no calendar connection: oncecall calendar connect --tenant %s ...", t.Name, t.ID)
+	}
+	if err != nil {
+		return err
+	}
+	address := u.String() + calendars.NotificationPath(c)
+	svc := calendars.New(calendars.Config{Store: store, Tuning: calendars.Tuning{Timeout: 15 * time.Second}})
+	watched, err := svc.Watch(ctx, t.ID, address)
+	for _, w := range watched {
+		fmt.Fprintf(stdout, "  %s: %s", cmpOr(w.Calendar, "every calendar"), w.ID)
+		if !w.Expires.IsZero() {
+			fmt.Fprintf(stdout, ", until %s", w.Expires.Format(time.RFC3339))
+		}
+		fmt.Fprintln(stdout)
+	}
+	if err != nil {
+		return fmt.Errorf("watch the %s calendars: %w", c.Provider, err)
+	}
+	fmt.Fprintf(stdout, "tenant %s (%s): %s notifies %s of changes\n", t.Name, t.ID, c.Provider, address)
+	return nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

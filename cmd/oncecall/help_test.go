@@ -34,7 +34,7 @@ func TestEveryCommandsHelpExitsZeroWithoutADatabase(t *testing.T) {
 		"serve", "migrate", "tenant", "tenant create", "tenant stripe-account", "tenant twilio-sender",
 		"key", "key create", "key retell", "reconcile", "actions", "actions list", "actions show",
 		"actions resolve", "operator", "operator add", "operator link", "operator list", "operator end-sessions",
-		"operator disable", "calendar", "calendar connect", "calendar check", "calendar show", "calendar disconnect",
+		"operator disable", "calendar", "calendar connect", "calendar check", "calendar show", "calendar disconnect", "calendar watch",
 		"tools", "tools export", "prune", "healthcheck",
 	} {
 		for _, help := range []string{"--help", "-h"} {

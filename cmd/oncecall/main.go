@@ -46,7 +46,8 @@ Usage:
   oncecall actions list|show|resolve ...                inspect and resolve actions (operators)
   oncecall operator add|link|list|end-sessions|disable ...
                                                         the operator console's named staff (docs/console.md)
-  oncecall calendar connect|check|show|disconnect ...   book a tenant in its Google, Microsoft 365 or Cal.com calendar
+  oncecall calendar connect|check|show|disconnect|watch ...
+                                                        book a tenant in its Google, Microsoft 365 or Cal.com calendar
   oncecall tools export --base-url URL [--platform dasha|vapi|retell|elevenlabs] [--api-key-placeholder TEXT] [--out DIR]
                                                         print a voice platform's tool definitions
   oncecall prune [--dry-run]                            prune expired response bodies and actions now

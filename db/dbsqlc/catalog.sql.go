@@ -648,6 +648,31 @@ func (q *Queries) PractitionerWorksAt(ctx context.Context, arg PractitionerWorks
 	return works, err
 }
 
+const serviceByID = `-- name: ServiceByID :one
+SELECT id, tenant_id, name, duration_minutes, buffer_minutes, price_amount, currency, created_at FROM services WHERE tenant_id = $1 AND id = $2
+`
+
+type ServiceByIDParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+func (q *Queries) ServiceByID(ctx context.Context, arg ServiceByIDParams) (Service, error) {
+	row := q.db.QueryRow(ctx, serviceByID, arg.TenantID, arg.ID)
+	var i Service
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Name,
+		&i.DurationMinutes,
+		&i.BufferMinutes,
+		&i.PriceAmount,
+		&i.Currency,
+		&i.CreatedAt,
+	)
+	return i, err
+}
+
 const serviceByName = `-- name: ServiceByName :one
 SELECT id, tenant_id, name, duration_minutes, buffer_minutes, price_amount, currency, created_at FROM services WHERE tenant_id = $1 AND lower(name) = lower($2::text)
 `

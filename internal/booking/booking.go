@@ -181,24 +181,28 @@ func bookRemote() *op.Remote[BookInput] {
 		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
 	}
 	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
+		var (
+			res  op.Reservation
+			slot uuid.UUID
+			err  error
+		)
 		if in.ServiceID != "" {
-			// A remote calendar is booked by slot: the slot names the
-			// practitioner and their calendar.
-			return op.Reservation{}, fault.Field("service_id", "booking by service needs oncecall's own calendar; "+
-				"this business books on a remote calendar: give slot_id")
+			res, slot, err = reserveServiceBooking(ctx, tx, x, in)
+		} else {
+			res, err = reserveCalendarBooking(ctx, tx, x, in)
+			slot = op.MustUUID(in.SlotID)
 		}
-		res, err := reserveCalendarBooking(ctx, tx, x, in)
 		if err != nil || res.Reject != nil || in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
 			return res, err
 		}
 		// The confirmation is rendered when the booking is claimed, with
 		// the slot's time, so that every send of it carries the same text.
-		when, err := slotWhen(ctx, tx, x.TenantID, op.MustUUID(in.SlotID))
+		when, err := slotWhen(ctx, tx, x.TenantID, slot)
 		if err != nil {
 			return op.Reservation{}, err
 		}
 		f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
-		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, in.SlotID)
+		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, slot.String())
 		if err != nil || payload == nil {
 			return res, err
 		}

@@ -1,6 +1,7 @@
 package booking
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -208,15 +209,29 @@ func reserveCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in Book
 		}
 		return reject(SlotUnavailable, map[string]string{"slot_id": in.SlotID})
 	}
-	err = tx.InsertCalendarBooking(ctx, db.NewCalendarAppointment{
+	return recordCalendarBooking(ctx, tx, x, in, cust, s, where, oncecall.Service{Name: in.Service})
+}
+
+// recordCalendarBooking records a booking of slot s about to be sent to
+// its calendar (where) and returns the step's payload and provider: from
+// now on it holds its time against any other booking until the calendar
+// answers. svc is the service booked (its id is known for a booking by
+// service).
+func recordCalendarBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, cust oncecall.Customer, s oncecall.OpenSlot,
+	where place, svc oncecall.Service) (op.Reservation, error) {
+	err := tx.InsertCalendarBooking(ctx, db.NewCalendarAppointment{
 		TenantID: x.TenantID, ID: x.ActionID, CustomerID: cust.ID, SlotID: s.ID, PractitionerID: s.PractitionerID,
-		LocationID: s.LocationID, Service: in.Service, Provider: where.provider, CalendarID: where.calendarID,
+		LocationID: s.LocationID, ServiceID: svc.ID, Service: svc.Name, Provider: where.provider, CalendarID: where.calendarID,
 		StartsAt: s.StartsAt, EndsAt: s.EndsAt, CallPlatform: x.CallPlatform, CallID: x.CallID, BookingRef: in.BookingRef,
 	})
 	if err != nil {
 		return op.Reservation{}, err
 	}
-	return op.Reservation{Payload: payloadAt(x, cust, s, where.calendarID, in.Service), Provider: where.identity}, nil
+	p := payloadAt(x, cust, s, where.calendarID, svc.Name)
+	if svc.ID != uuid.Nil {
+		p.Service.ID = svc.ID.String()
+	}
+	return op.Reservation{Payload: p, Provider: where.identity}, nil
 }
 
 // bookedInCall refuses a second booking of the customer in one voice call
@@ -333,7 +348,10 @@ func answeredEvent(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result,
 // calendarBookRemote is appointment.book on a remote calendar.
 func calendarBookRemote(r *op.Remote[BookInput]) {
 	r.Confirmed = func(in BookInput, rec provider.Record) (idem.Result, error) {
-		return calendarAnswer(http.StatusCreated, actionOf(rec.ExternalRef), in.CustomerID, in.SlotID, in.Service, oncecall.CalendarActive, rec)
+		// A booking by service names no slot: the one picked, and its
+		// service, are what the step sent (calendar.Data).
+		slot, service := cmp.Or(in.SlotID, rec.Data["slot_id"]), cmp.Or(in.Service, rec.Data["service"])
+		return calendarAnswer(http.StatusCreated, actionOf(rec.ExternalRef), in.CustomerID, slot, service, oncecall.CalendarActive, rec)
 	}
 	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, _ BookInput, res idem.Result, ref string) error {
 		return settleCalendarBooking(ctx, tx, x, res, ref)

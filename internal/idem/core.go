@@ -58,6 +58,10 @@ type Exec struct {
 	// (a booking's confirmation message) is recorded as a step of the
 	// action, which the driver sends.
 	Remote func(capability string) bool
+	// Offered, when set, keeps of a remote action's candidate slots those
+	// the tenant's calendars show free by their latest read (see
+	// Request.Offered); nil: nothing is read but oncecall's own records.
+	Offered func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
 }
 
 // Request is one attempt at an action.
@@ -105,6 +109,12 @@ type Request struct {
 	// from it (Stale) and claimed for a new action meanwhile. Nothing is
 	// claimed. Key is then the action's key.
 	Named uuid.UUID
+	// Offered, when set, is given to Reserve (Exec.Offered): what the
+	// tenant's calendars show free, read through their short cache, so
+	// that a booking by service picks a practitioner the calendar has
+	// room for. It is asked only when Reserve runs, in the claim's
+	// transaction: once per action, never for a replay.
+	Offered func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
 	// Place, when set, is the request's place in a share of the database
 	// pool its caller rations (the API's per-tenant gate), held when Do is
 	// called. It is freed while the request waits for a running attempt of
@@ -396,7 +406,8 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote}
+		x := Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote,
+			Offered: req.Offered}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)

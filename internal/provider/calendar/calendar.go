@@ -230,3 +230,24 @@ type Calendar interface {
 // taken in its own records, until a read of the calendar shows the event:
 // past the longest visibility delay of the adapters.
 const WrittenHold = time.Minute
+
+// Watcher is a calendar that notifies a URL of changes (Google watch
+// channels, Microsoft Graph subscriptions, Cal.com webhooks): each
+// notification carries secret back (a channel token, a clientState) or is
+// signed with it (Cal.com), so the receiver can verify it.
+type Watcher interface {
+	// Watch asks for notifications of every change of each calendar.
+	Watch(ctx context.Context, calendars []string, address, secret string) ([]Watched, error)
+}
+
+// Watched is one notification channel a provider made.
+type Watched struct {
+	// Calendar is the calendar watched; empty when one channel covers all
+	// (a Cal.com webhook).
+	Calendar string
+	// ID is the provider's id of the channel, subscription or webhook.
+	ID string
+	// Expires is when the provider stops notifying (zero: never); it is
+	// asked again before then.
+	Expires time.Time
+}

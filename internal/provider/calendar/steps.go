@@ -48,7 +48,7 @@ func (s Steps) Write(ctx context.Context, w provider.Write) (provider.Record, er
 	if err != nil {
 		return provider.Record{}, err
 	}
-	rec := record(op, w.ExternalRef, ev)
+	rec := record(op, w.ExternalRef, ev, cw.Payload)
 	if rec.Status == "rejected" {
 		return provider.Record{}, &provider.Rejected{Code: rec.Code, Message: "event " + ev.ID + " is cancelled in the calendar"}
 	}
@@ -65,7 +65,7 @@ func (s Steps) LookupWrite(ctx context.Context, w provider.Write) (provider.Reco
 	if err != nil || !found {
 		return provider.Record{}, false, err
 	}
-	return record(op, w.ExternalRef, ev), true, nil
+	return record(op, w.ExternalRef, ev, cw.Payload), true, nil
 }
 
 // LookupByKey is not how calendar writes are found: the driver asks
@@ -99,8 +99,16 @@ func parse(w provider.Write) (Op, Write, error) {
 // record is a step's outcome from the event it made or changed: a create
 // or a move whose event is cancelled in the calendar now did not leave a
 // booking (EVENT_CANCELLED); a cancel's event is cancelled by definition.
-func record(op Op, ref string, ev Event) provider.Record {
+// It also names the slot and service the step was for (a booking by
+// service learns there which slot it took).
+func record(op Op, ref string, ev Event, p Payload) provider.Record {
 	rec := provider.Record{ID: ev.ID, ExternalRef: ref, Status: "committed", Data: Data(ev)}
+	if p.SlotID != "" {
+		rec.Data["slot_id"] = p.SlotID
+	}
+	if p.Service.Name != "" {
+		rec.Data["service"] = p.Service.Name
+	}
 	if op != OpCancel && ev.Status == Cancelled {
 		rec.Status, rec.Code = "rejected", EventCancelled
 	}

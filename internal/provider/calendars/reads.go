@@ -180,6 +180,19 @@ func (s *Service) current(ctx context.Context, tenant uuid.UUID, cal, id string)
 // a practitioner without a calendar in the connection is not offered: it
 // could not be booked.
 func (s *Service) Offered(ctx context.Context, tenant uuid.UUID, slots []oncecall.OpenSlot, httpRemote bool) ([]oncecall.OpenSlot, error) {
+	return s.offered(ctx, tenant, slots, httpRemote, true)
+}
+
+// Free keeps the slots the tenant's calendars show free by their latest
+// read (the cache), as Offered does, without reading oncecall's records
+// of the times it holds: for a claim that reads them in its own
+// transaction, and must not wait for a second connection meanwhile. A
+// tenant without a connection keeps every slot.
+func (s *Service) Free(ctx context.Context, tenant uuid.UUID, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
+	return s.offered(ctx, tenant, slots, false, false)
+}
+
+func (s *Service) offered(ctx context.Context, tenant uuid.UUID, slots []oncecall.OpenSlot, httpRemote, withHeld bool) ([]oncecall.OpenSlot, error) {
 	if len(slots) == 0 {
 		return slots, nil
 	}
@@ -212,9 +225,11 @@ func (s *Service) Offered(ctx context.Context, tenant uuid.UUID, slots []oncecal
 				return nil, err
 			}
 		}
-		held, err := s.cfg.Store.CalendarTimesHeld(ctx, tenant, cal, from, to, time.Now().Add(-calendar.WrittenHold), !connected)
-		if err != nil {
-			return nil, err
+		var held []db.HeldTime
+		if withHeld {
+			if held, err = s.cfg.Store.CalendarTimesHeld(ctx, tenant, cal, from, to, time.Now().Add(-calendar.WrittenHold), !connected); err != nil {
+				return nil, err
+			}
 		}
 		for _, i := range idx {
 			span := calendar.Span{Start: slots[i].StartsAt, End: slots[i].EndsAt}

@@ -119,6 +119,7 @@ type Sim struct {
 	seq   int
 	byUID map[string]*stored
 	order []*stored
+	hooks []Webhook
 }
 
 // New returns a fake that accepts apiKey and fails as kit says.
@@ -136,6 +137,7 @@ func (s *Sim) Handler() http.Handler {
 	mux.HandleFunc("POST /v2/bookings/{uid}/cancel", s.authed(BookingsVersion, s.cancel))
 	mux.HandleFunc("POST /v2/bookings/{uid}/reschedule", s.authed(BookingsVersion, s.reschedule))
 	mux.HandleFunc("GET /v2/slots", s.authed(SlotsVersion, s.slots))
+	mux.HandleFunc("POST /v2/webhooks", s.authed(BookingsVersion, s.createWebhook))
 	mux.HandleFunc("GET /sim/ledger", s.ledger)
 	mux.HandleFunc("POST /sim/bookings", s.direct)
 	mux.HandleFunc("POST /sim/bookings/reschedule", s.directReschedule)
@@ -272,6 +274,7 @@ func (s *Sim) create(w http.ResponseWriter, r *http.Request) {
 		Guests:        in.Guests,
 		BookingFields: map[string]any{"name": a.Name, "email": a.Email},
 	}, start, end, false)
+	s.hook("BOOKING_CREATED", b)
 	s.mu.Unlock()
 	s.kit.Answer(w, f, http.StatusCreated, success(b))
 }
@@ -458,6 +461,7 @@ func (s *Sim) cancel(w http.ResponseWriter, r *http.Request) {
 	}
 	b.Booking.Status, b.Booking.CancellationReason = "cancelled", in.CancellationReason
 	s.touch(&b.Booking)
+	s.hook("BOOKING_CANCELLED", b.Booking)
 	s.kit.Answer(w, f, http.StatusOK, success(b.Booking))
 }
 
@@ -513,6 +517,7 @@ func (s *Sim) move(b *stored, start time.Time, reason string) (Booking, string) 
 	created := s.add(next, start, end, false)
 	b.Booking.Status, b.Booking.RescheduledToUID, b.Booking.ReschedulingReason = "cancelled", created.UID, reason
 	s.touch(&b.Booking)
+	s.hook("BOOKING_RESCHEDULED", created)
 	return created, ""
 }
 

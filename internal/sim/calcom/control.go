@@ -70,6 +70,7 @@ func (s *Sim) direct(w http.ResponseWriter, r *http.Request) {
 	b := s.add(Booking{Title: "Appointment between Host and " + name, EventTypeID: d.EventTypeID, Duration: minutes,
 		Attendees:     []Attendee{{Name: name, Email: "someone@example.com", DisplayEmail: "someone@example.com", TimeZone: "UTC"}},
 		BookingFields: map[string]any{"name": name}}, start, end, true)
+	s.hook("BOOKING_CREATED", b)
 	simkit.WriteJSON(w, http.StatusCreated, s.byUID[b.UID].LedgerBooking)
 }
 
@@ -109,5 +110,6 @@ func (s *Sim) directCancel(w http.ResponseWriter, r *http.Request) {
 	}
 	b.Booking.Status, b.Booking.CancellationReason = "cancelled", "cancelled by the attendee"
 	s.touch(&b.Booking)
+	s.hook("BOOKING_CANCELLED", b.Booking)
 	simkit.WriteJSON(w, http.StatusOK, b.LedgerBooking)
 }

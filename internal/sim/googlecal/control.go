@@ -110,6 +110,7 @@ func (s *Sim) direct(w http.ResponseWriter, r *http.Request) {
 	ev := &stored{LedgerEvent: LedgerEvent{Calendar: d.Calendar, Event: s.fill(in, d.Calendar), Start: d.Start.UTC(), End: d.End.UTC(), Direct: true}, created: time.Now()}
 	s.calendar(d.Calendar)[in.ID] = ev
 	s.order = append(s.order, ev)
+	s.changed(d.Calendar)
 	simkit.WriteJSON(w, http.StatusCreated, ev.LedgerEvent)
 }
 
@@ -131,6 +132,7 @@ func (s *Sim) directMove(w http.ResponseWriter, r *http.Request) {
 	ev.Event.End = &DateTime{DateTime: ev.End.Format(time.RFC3339), TimeZone: ev.Event.End.TimeZone}
 	ev.Event.Sequence++
 	ev.Event.Etag, ev.Event.Updated = s.etag(), time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	s.changed(d.Calendar)
 	simkit.WriteJSON(w, http.StatusOK, ev.LedgerEvent)
 }
 
@@ -148,5 +150,6 @@ func (s *Sim) directCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cancel(ev)
+	s.changed(d.Calendar)
 	simkit.WriteJSON(w, http.StatusOK, ev.LedgerEvent)
 }

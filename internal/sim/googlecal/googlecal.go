@@ -87,12 +87,14 @@ type Sim struct {
 	events map[string]map[string]*stored // calendar → id → event
 	order  []*stored
 	tokens map[string]bool
+	// watches are the watch channels by calendar.
+	watches map[string][]*watch
 }
 
 // New returns a fake that fails as kit says.
 func New(kit *simkit.Kit) *Sim {
 	kit.Error = writeError
-	return &Sim{kit: kit, events: map[string]map[string]*stored{}, tokens: map[string]bool{}}
+	return &Sim{kit: kit, events: map[string]map[string]*stored{}, tokens: map[string]bool{}, watches: map[string][]*watch{}}
 }
 
 // Handler serves the API under /calendar/v3, the token endpoint at
@@ -101,6 +103,7 @@ func (s *Sim) Handler() http.Handler {
 	mux := http.NewServeMux()
 	const base = "/calendar/v3/calendars/{calendar}/events"
 	mux.HandleFunc("POST "+base, s.authed(s.insert))
+	mux.HandleFunc("POST "+base+"/watch", s.authed(s.watchEvents))
 	mux.HandleFunc("GET "+base, s.authed(s.list))
 	mux.HandleFunc("GET "+base+"/{id}", s.authed(s.get))
 	mux.HandleFunc("PATCH "+base+"/{id}", s.authed(s.patch))
@@ -248,6 +251,7 @@ func (s *Sim) insert(w http.ResponseWriter, r *http.Request) {
 	ev := &stored{LedgerEvent: LedgerEvent{Calendar: cal, Event: s.fill(in, cal), Start: start, End: end, Inserts: 1}, created: time.Now()}
 	events[in.ID] = ev
 	s.order = append(s.order, ev)
+	s.changed(cal)
 	answer := ev.Event
 	s.mu.Unlock()
 	s.kit.Answer(w, f, http.StatusOK, answer)
@@ -340,6 +344,7 @@ func (s *Sim) patch(w http.ResponseWriter, r *http.Request) {
 	}
 	next.Etag, next.Updated = s.etag(), time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
 	ev.Event = next
+	s.changed(ev.Calendar)
 	s.kit.Answer(w, f, http.StatusOK, next)
 }
 
@@ -394,6 +399,7 @@ func (s *Sim) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cancel(ev)
+	s.changed(ev.Calendar)
 	s.kit.Answer(w, f, http.StatusNoContent, nil)
 }
 

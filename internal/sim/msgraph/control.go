@@ -95,6 +95,7 @@ func (s *Sim) direct(w http.ResponseWriter, r *http.Request) {
 	ev := &stored{LedgerEvent: LedgerEvent{User: d.Calendar, Event: e, Start: d.Start.UTC(), End: d.End.UTC(), Direct: true}, created: time.Now()}
 	s.user(d.Calendar)[e.ID] = ev
 	s.order = append(s.order, ev)
+	s.changed(d.Calendar, e.ID, "created", e)
 	simkit.WriteJSON(w, http.StatusCreated, ev.LedgerEvent)
 }
 
@@ -113,6 +114,7 @@ func (s *Sim) directMove(w http.ResponseWriter, r *http.Request) {
 	ev.Start, ev.End = d.Start.UTC(), d.End.UTC()
 	ev.Event.Start, ev.Event.End = utc(ev.Start), utc(ev.End)
 	version(&ev.Event)
+	s.changed(d.Calendar, ev.Event.ID, "updated", ev.Event)
 	simkit.WriteJSON(w, http.StatusOK, ev.LedgerEvent)
 }
 
@@ -129,5 +131,6 @@ func (s *Sim) directCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.remove(ev)
+	s.changed(d.Calendar, ev.Event.ID, "deleted", ev.Event)
 	simkit.WriteJSON(w, http.StatusOK, ev.LedgerEvent)
 }

@@ -96,12 +96,15 @@ type Sim struct {
 	txns   map[string]*stored            // user + "\x00" + transactionId → live event
 	order  []*stored
 	tokens map[string]bool
+	// subs are the subscriptions by mailbox (lower case).
+	subs map[string][]Subscription
 }
 
 // New returns a fake that fails as kit says.
 func New(kit *simkit.Kit) *Sim {
 	kit.Error = writeError
-	return &Sim{kit: kit, events: map[string]map[string]*stored{}, txns: map[string]*stored{}, tokens: map[string]bool{}}
+	return &Sim{kit: kit, events: map[string]map[string]*stored{}, txns: map[string]*stored{}, tokens: map[string]bool{},
+		subs: map[string][]Subscription{}}
 }
 
 // Handler serves Graph under /v1.0, the token endpoint at
@@ -118,6 +121,7 @@ func (s *Sim) Handler() http.Handler {
 	mux.HandleFunc("PATCH "+user+"/events/{id}", s.authed(s.update))
 	mux.HandleFunc("DELETE "+user+"/events/{id}", s.authed(s.delete))
 	mux.HandleFunc("POST "+user+"/calendar/getSchedule", s.authed(s.schedule))
+	mux.HandleFunc("POST /v1.0/subscriptions", s.authed(s.subscribe))
 	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.token)
 	mux.HandleFunc("GET /sim/ledger", s.ledger)
 	mux.HandleFunc("POST /sim/events", s.direct)
@@ -250,6 +254,7 @@ func (s *Sim) create(w http.ResponseWriter, r *http.Request) {
 		s.txns[u+"\x00"+in.TransactionID] = ev
 	}
 	s.order = append(s.order, ev)
+	s.changed(u, in.ID, "created", in)
 	answer := answerOf(in, nil)
 	s.mu.Unlock()
 	s.kit.Answer(w, f, http.StatusCreated, answer)
@@ -368,6 +373,7 @@ func (s *Sim) update(w http.ResponseWriter, r *http.Request) {
 	next.SingleValueExtendedProperties = props
 	version(&next)
 	ev.Event, ev.Start, ev.End = next, start, end
+	s.changed(ev.User, next.ID, "updated", next)
 	s.kit.Answer(w, f, http.StatusOK, answerOf(next, nil))
 }
 
@@ -385,6 +391,7 @@ func (s *Sim) delete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.remove(ev)
+	s.changed(ev.User, ev.Event.ID, "deleted", ev.Event)
 	s.kit.Answer(w, f, http.StatusNoContent, nil)
 }
 

@@ -29,6 +29,8 @@ type Kit struct {
 	Log   zerolog.Logger
 	// Done is closed at shutdown: delays end early.
 	Done <-chan struct{}
+	// Notes sends the fake's change notifications.
+	Notes Notifier
 	// delayed counts the writes waiting out a delay, which they do before
 	// their work (GET /sim/healthz tells it: a test that kills the client
 	// meanwhile knows the write reached the provider).
@@ -145,6 +147,17 @@ func (k *Kit) ControlRoutes(mux *http.ServeMux) {
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("GET /sim/notifications", func(w http.ResponseWriter, _ *http.Request) {
+		sent, sending := k.Notes.Deliveries()
+		WriteJSON(w, http.StatusOK, map[string]any{"notifications": sent, "sending": sending})
+	})
+	mux.HandleFunc("POST /sim/notifications/hold", func(w http.ResponseWriter, _ *http.Request) {
+		k.Notes.Hold()
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("POST /sim/notifications/release", func(w http.ResponseWriter, _ *http.Request) {
+		WriteJSON(w, http.StatusOK, map[string]int{"released": k.Notes.Release()})
 	})
 	mux.HandleFunc("GET /sim/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		WriteJSON(w, http.StatusOK, map[string]any{"status": "ok", "writes_delayed": k.delayed.Load()})
