@@ -54,6 +54,7 @@ func (s *Server) calendarNotification(w http.ResponseWriter, r *http.Request) {
 	}
 	if noticed.Echo != "" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff") // the token is the caller's text
 		w.WriteHeader(http.StatusOK)
 		_, _ = io.WriteString(w, noticed.Echo)
 		return
