@@ -29,9 +29,9 @@ test:
 	go run ./cmd/testsummary -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 # The same tests under the race detector, over the packages whose goroutines share state: the store and
-# its pools, the idempotency core, the step driver, the reconciler, the console and the HTTP API
-# (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
-RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api
+# its pools, the idempotency core, the step driver, the reconciler, the console, the HTTP API and the
+# chaos harnesses (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
+RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api ./internal/chaos
 test-race:
 	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 

@@ -130,20 +130,26 @@ func (m *callModel) once(ctx context.Context, intent int, rng *rand.Rand, step, 
 	case rng.IntN(16) == 0:
 		extra = 1
 	}
+	// Each copy is sent by a goroutine of its own, with its own random
+	// source and its own copy of the request, both made here: the first
+	// delivery goes on using rng and signing d's header meanwhile.
 	var twins sync.WaitGroup
-	again := func(i int, delay time.Duration, what string) {
-		trng := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
+	again := func(src *rand.Rand, from delivery, i int, delay time.Duration, what string) {
+		trng, td := rand.New(rand.NewPCG(src.Uint64(), src.Uint64())), from.clone()
 		twins.Go(func() {
 			if sleep(ctx, delay) {
-				m.deliverWithRetries(ctx, intent, trng, fmt.Sprintf("%s (%s, %d)", step, what, i+1), calls, d.clone(), 0, pin)
+				m.deliverWithRetries(ctx, intent, trng, fmt.Sprintf("%s (%s, %d)", step, what, i+1), calls, td, 0, pin)
 			}
 		})
 	}
 	for i := range extra {
-		again(i, time.Duration(rng.IntN(200))*time.Millisecond, "delivered again")
+		again(rng, d, i, time.Duration(rng.IntN(200))*time.Millisecond, "delivered again")
 	}
 	answered := make(chan struct{})
 	if m.c.Impatient && !readOnlyTool(tool) {
+		// The impatient caller's resends draw from a source of their own
+		// and copy a request of their own, both taken before they start.
+		irng, ireq := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())), d.clone()
 		twins.Go(func() {
 			for i := range 6 {
 				wait := time.Second
@@ -157,7 +163,7 @@ func (m *callModel) once(ctx context.Context, intent int, rng *rand.Rand, step, 
 					return
 				case <-time.After(wait):
 				}
-				again(i, 0, "sent again while the answer is slow")
+				again(irng, ireq, i, 0, "sent again while the answer is slow")
 			}
 		})
 	}
