@@ -72,13 +72,23 @@ type readBack struct {
 	details map[string]any
 }
 
-// confirmGate answers a gated request of a tenant whose gate is on: ok
-// when caller_confirmed names what the request would do, else the
-// needs_caller_confirmation refusal. A request whose target cannot be read
-// (no such slot, appointment or intent) passes: the operation refuses it.
-func (s *Server) confirmGate(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, confirmed string) (dashatool.Answer, bool, error) {
+// confirmGate answers a gated request: ok when the tenant's gate is off,
+// when the request is not new (its key has an action that did or may have
+// happened: it is answered for that), or when caller_confirmed names what
+// the request would do; else the needs_caller_confirmation refusal. A
+// request whose target cannot be read (no such slot, appointment or
+// intent) passes: the operation refuses it. The gate's setting is read
+// first, so a tenant without the gate pays one read.
+func (s *Server) confirmGate(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, key, confirmed string) (dashatool.Answer, bool, error) {
 	on, err := s.cfg.Store.CallerConfirmation(ctx, tenant.ID)
-	if err != nil || !on || !gated(prep.Operation) {
+	if err != nil || !on {
+		return dashatool.Answer{}, true, db.Fault(err)
+	}
+	a, err := s.cfg.Store.ActionByKey(ctx, tenant.ID, key)
+	switch {
+	case err == nil && (a.State != oncecall.Completed || a.Outcome != oncecall.Rejected):
+		return dashatool.Answer{}, true, nil
+	case err != nil && !errors.Is(err, db.ErrNotFound):
 		return dashatool.Answer{}, true, db.Fault(err)
 	}
 	rb, found, err := s.readBack(ctx, tenant, prep)

@@ -225,17 +225,8 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 	}
 	info.keyHash = idem.KeyHash(key)
 	if named == uuid.Nil && gated(prep.Operation) {
-		// The gate asks about a new request only: one that names its
-		// action, or whose key has one that did or may have happened, is
-		// answered for it.
-		a, err := s.cfg.Store.ActionByKey(ctx, tenant.ID, key)
-		switch {
-		case errors.Is(err, db.ErrNotFound) || (err == nil && a.State == oncecall.Completed && a.Outcome == oncecall.Rejected):
-			if ans, ok, err := s.confirmGate(ctx, tenant, prep, confirmed); !ok || err != nil {
-				return ans, err
-			}
-		case err != nil:
-			return dashatool.Answer{}, db.Fault(err)
+		if ans, ok, err := s.confirmGate(ctx, tenant, prep, key, confirmed); !ok || err != nil {
+			return ans, err
 		}
 	}
 	req, err := s.request(r, prep, key, s.dashaWait(ctx))
