@@ -3,6 +3,10 @@ package oncecall_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
 	"slices"
 	"strings"
@@ -64,5 +68,56 @@ func TestImportsPointDown(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Errorf("%d imports point up:\n%s", len(bad), strings.Join(bad, "\n"))
+	}
+}
+
+// An operation is a value whose methods a reader can jump to, not a bundle
+// of closures: no struct of the operation registry, the idempotency core
+// or the storage layer has a function-typed field (docs/architecture.md,
+// "Following a call"). The exceptions carry no operation's logic: a clock
+// a test may set, and a column type's binary decoder.
+func TestNoFunctionFields(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]bool{
+		"internal/idem.answers.now": true, // the clock of the answers kept in memory
+		"db.nullScan.read":          true, // a column type's binary decoder (scanplans.go)
+	}
+	var bad []string
+	for _, dir := range []string{"internal/op", "internal/idem", "db"} {
+		pkgs, err := parser.ParseDir(token.NewFileSet(), dir, func(fi fs.FileInfo) bool {
+			return !strings.HasSuffix(fi.Name(), "_test.go")
+		}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pkgs) == 0 {
+			t.Fatalf("%s: no package", dir)
+		}
+		for _, pkg := range pkgs {
+			ast.Inspect(pkg, func(n ast.Node) bool {
+				spec, ok := n.(*ast.TypeSpec)
+				if !ok {
+					return true
+				}
+				st, ok := spec.Type.(*ast.StructType)
+				if !ok {
+					return true
+				}
+				for _, f := range st.Fields.List {
+					if _, isFunc := f.Type.(*ast.FuncType); !isFunc {
+						continue
+					}
+					for _, name := range f.Names {
+						if id := dir + "." + spec.Name.Name + "." + name.Name; !allowed[id] {
+							bad = append(bad, id)
+						}
+					}
+				}
+				return true
+			})
+		}
+	}
+	if len(bad) > 0 {
+		t.Errorf("%d function-typed fields:\n%s", len(bad), strings.Join(bad, "\n"))
 	}
 }

@@ -90,9 +90,6 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 // op.Prepared.Resolve): the request the key and the claim are for. A bad
 // field is an input error; nothing is claimed.
 func (s *Server) resolve(ctx context.Context, tenant oncecall.Tenant, p *op.Prepared) (*op.Prepared, error) {
-	if p.Resolve == nil {
-		return p, nil
-	}
 	settled, err := p.Resolve(ctx, s.cfg.Store, tenant.ID)
 	if err != nil && fault.CodeOf(err) == fault.Internal {
 		return nil, db.Fault(err)
@@ -106,10 +103,10 @@ func (s *Server) resolve(ctx context.Context, tenant oncecall.Tenant, p *op.Prep
 func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.Duration) (idem.Request, error) {
 	req := idem.Request{
 		TenantID: tenantFrom(r.Context()).ID, Key: key, Operation: p.Operation,
-		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Run: p.Run, Statement: p.Statement,
+		Fingerprint: p.Fingerprint, Input: p.Input, Wait: wait, Work: p.Work(),
 	}
 	remote := false
-	if p.Steps != nil {
+	if p.Capability != "" {
 		var err error
 		if remote, err = s.remoteFor(r.Context(), req.TenantID, p.Capability); err != nil {
 			return idem.Request{}, err
@@ -120,17 +117,24 @@ func (s *Server) request(r *http.Request, p *op.Prepared, key string, wait time.
 		if err != nil {
 			return idem.Request{}, fmt.Errorf("plan steps of %s: %w", p.Operation, err)
 		}
-		req.Steps, req.Reserve = steps, p.Reserve
+		req.Steps = steps
 		if s.cfg.Calendars != nil && p.Capability == provider.Calendar {
-			tenant := req.TenantID
-			// The claim checks oncecall's own holds in its transaction:
-			// only the calendars are read here, through their cache.
-			req.Offered = func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
-				return s.cfg.Calendars.Free(ctx, tenant, slots)
-			}
+			req.Offer = calendarOffer{s.cfg.Calendars, req.TenantID}
 		}
 	}
 	return req, nil
+}
+
+// calendarOffer is what a tenant's calendars show free, read through their
+// short cache (idem.Request.Offer): the claim checks oncecall's own holds
+// in its transaction, only the calendars are read here.
+type calendarOffer struct {
+	calendars Calendars
+	tenant    uuid.UUID
+}
+
+func (o calendarOffer) Offered(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
+	return o.calendars.Free(ctx, o.tenant, slots)
 }
 
 // headerKey reads the Idempotency-Key header: exactly one, valid key when

@@ -51,12 +51,14 @@ func (s *Server) remoteFor(ctx context.Context, tenant uuid.UUID, capability str
 			return connected, db.Fault(err)
 		}
 	}
-	return s.cfg.Remote != nil && s.cfg.Remote(capability), nil
+	return s.cfg.Remote != nil && s.cfg.Remote.Remote(capability), nil
 }
 
 // httpCalendar reports whether tenants without a connection book through
 // the http calendar provider.
-func (s *Server) httpCalendar() bool { return s.cfg.Remote != nil && s.cfg.Remote(provider.Calendar) }
+func (s *Server) httpCalendar() bool {
+	return s.cfg.Remote != nil && s.cfg.Remote.Remote(provider.Calendar)
+}
 
 // pages bounds how many pages of slots openSlots reads to fill a list with
 // slots the calendars show free.

@@ -296,29 +296,36 @@ func prepareTool(o op.Operation, raw json.RawMessage) (prep *op.Prepared, given 
 // (idem.Config.RejectionHold): duplicates of one tool call hear the first
 // attempt's answer. The identity fields, the only ones Standing looks at,
 // are the same in p and in the stored action.
-func (s *Server) stale(p *op.Prepared) func(context.Context, oncecall.Action) (bool, error) {
-	return func(ctx context.Context, a oncecall.Action) (bool, error) {
-		if a.Outcome == oncecall.Rejected {
-			// Within the core's hold a request that restates the
-			// rejected one (a charge naming the intent's own amount) is
-			// that request again: it hears the rejection (conflicting
-			// replays what it restates), and the provider is not asked
-			// twice.
-			if p.Restates == nil || !s.cfg.Core.Holds(a) {
-				return true, nil
-			}
-			same, err := p.Restates(ctx, s.cfg.Store, a)
-			return !same, err
+func (s *Server) stale(p *op.Prepared) idem.Staleness { return staleness{s, p} }
+
+// staleness is Server.stale's check of one request.
+type staleness struct {
+	s *Server
+	p *op.Prepared
+}
+
+func (st staleness) Stale(ctx context.Context, a oncecall.Action) (bool, error) {
+	s, p := st.s, st.p
+	if a.Outcome == oncecall.Rejected {
+		// Within the core's hold a request that restates the
+		// rejected one (a charge naming the intent's own amount) is
+		// that request again: it hears the rejection (conflicting
+		// replays what it restates), and the provider is not asked
+		// twice.
+		if !s.cfg.Core.Holds(a) {
+			return true, nil
 		}
-		if p.Standing == nil {
-			return false, nil
-		}
-		if err := s.refreshCalendar(ctx, a); err != nil {
-			return false, err
-		}
-		now, err := p.Standing(ctx, s.cfg.Store, a)
-		return now != "", err
+		same, err := p.Restates(ctx, s.cfg.Store, a)
+		return !same, err
 	}
+	if !p.HasStanding() {
+		return false, nil
+	}
+	if err := s.refreshCalendar(ctx, a); err != nil {
+		return false, err
+	}
+	now, err := p.Standing(ctx, s.cfg.Store, a)
+	return now != "", err
 }
 
 // changed adds to ans what became of a confirmed action's object since.

@@ -292,7 +292,7 @@ func intField(d map[string]json.RawMessage, k string) (int64, bool) {
 
 // conflicting answers a request whose identity names an action with other
 // details. When the request only restates what that action did (see
-// op.Spec.Restates) it is a replay of it; otherwise the answer says what
+// op.Restater) it is a replay of it; otherwise the answer says what
 // stands.
 func (s *Server) conflicting(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, existing oncecall.Action) (dashatool.Answer, error) {
 	info := infoFrom(ctx)
@@ -300,15 +300,13 @@ func (s *Server) conflicting(ctx context.Context, tenant oncecall.Tenant, prep *
 	if o, ok := s.cfg.Ops.Get(existing.Operation); ok {
 		phrases = o.Phrases()
 	}
-	if prep.Restates != nil {
-		same, err := prep.Restates(ctx, s.cfg.Store, existing)
-		if err != nil {
-			return dashatool.Answer{}, db.Fault(err)
-		}
-		if same {
-			info.actionID, info.replayed = existing.ID.String(), true
-			return s.speakable(ctx, tenant, existing, true, dashatool.ForAction(existing, phrases))
-		}
+	same, err := prep.Restates(ctx, s.cfg.Store, existing)
+	if err != nil {
+		return dashatool.Answer{}, db.Fault(err)
+	}
+	if same {
+		info.actionID, info.replayed = existing.ID.String(), true
+		return s.speakable(ctx, tenant, existing, true, dashatool.ForAction(existing, phrases))
 	}
 	stands, err := s.speakable(ctx, tenant, existing, true, dashatool.ForAction(existing, phrases))
 	if err != nil {

@@ -37,7 +37,7 @@ type Config struct {
 	MaxWait time.Duration
 	// Remote reports whether a capability is served by a remote provider;
 	// nil means every capability is local.
-	Remote func(capability string) bool
+	Remote idem.Remotes
 	// Calendars, when set, are the tenants' own calendars: a connected
 	// tenant's bookings go there, and what callers hear of them is read
 	// there (calendars.go).

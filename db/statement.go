@@ -48,8 +48,23 @@ import (
 // ClaimOnce runs for an action that tenant is about to claim.
 type Statement struct {
 	tenant uuid.UUID
-	run    func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error)
-	then   func(ctx context.Context, tx *Tx, a oncecall.Action) ([]byte, error)
+	// run is the statement an operation method (Book, ...) made.
+	run claimer
+	// then is the follow-up, when one was given (Then).
+	then Sequel
+}
+
+// claimer is one of the statements: it runs its query for claim c.
+type claimer interface {
+	claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error)
+}
+
+// Sequel is work a statement cannot do, done after it in its
+// transaction (see Statement.Then).
+type Sequel interface {
+	// Follow runs with the action as the statement stored it; a result it
+	// returns replaces the stored answer's body before COMMIT.
+	Follow(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)
 }
 
 // NewStatement returns a Statement for an action that tenant is about to
@@ -60,13 +75,13 @@ func NewStatement(tenant uuid.UUID) *Statement { return &Statement{tenant: tenan
 // Tenant is the claiming tenant.
 func (st *Statement) Tenant() uuid.UUID { return st.tenant }
 
-// Then makes fn a follow-up of the statement: when the statement claims the
-// action, fn runs after it in the same transaction with the action as the
-// statement stored it, and a result fn returns replaces the stored answer's
-// body before COMMIT. An error from fn rolls everything back, the
+// Then makes f a follow-up of the statement: when the statement claims the
+// action, f runs after it in the same transaction with the action as the
+// statement stored it, and a result f returns replaces the stored answer's
+// body before COMMIT. An error from f rolls everything back, the
 // statement's writes included.
-func (st *Statement) Then(fn func(ctx context.Context, tx *Tx, a oncecall.Action) (result []byte, err error)) {
-	st.then = fn
+func (st *Statement) Then(f Sequel) {
+	st.then = f
 }
 
 // Book makes st a booking of slot for customer: confirmed with the
@@ -80,18 +95,27 @@ func (st *Statement) Book(customer, slot uuid.UUID, service string) {
 // bookings in the claim's voice call: refused while another booking of the
 // customer in that call under bookingRef stands (ALREADY_BOOKED_IN_CALL).
 func (st *Statement) BookRef(customer, slot uuid.UUID, service, bookingRef string) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		appointment, err := uuid.NewV7()
-		if err != nil {
-			return dbsqlc.Action{}, err
-		}
-		row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			Service: service, BookingRef: bookingRef, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
+	st.run = bookRefClaim{customer, slot, service, bookingRef}
+}
+
+// bookRefClaim is the statement BookRef makes.
+type bookRefClaim struct {
+	customer, slot      uuid.UUID
+	service, bookingRef string
+}
+
+func (k bookRefClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	customer, slot, service, bookingRef := k.customer, k.slot, k.service, k.bookingRef
+	appointment, err := uuid.NewV7()
+	if err != nil {
+		return dbsqlc.Action{}, err
 	}
+	row, err := q.ClaimAndBook(ctx, dbsqlc.ClaimAndBookParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
+		Service: service, BookingRef: bookingRef, ID: c.ID, CustomerID: customer, SlotID: slot, Operation: c.Operation,
+		Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // ServiceBooking is a booking of a service at a time: Start (an instant)
@@ -113,117 +137,176 @@ type ServiceBooking struct {
 // A concurrent booking of the slot it picked makes it fail as a lost race
 // (Retryable), to be run again with a fresh snapshot.
 func (st *Statement) BookService(b ServiceBooking) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		appointment, err := uuid.NewV7()
-		if err != nil {
-			return dbsqlc.Action{}, err
-		}
-		p := dbsqlc.ClaimAndBookServiceParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
-			StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
-			AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, BookingRef: b.BookingRef, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		}
-		if !b.Start.IsZero() {
-			p.StartsAt = &b.Start
-		}
-		row, err := q.ClaimAndBookService(ctx, p)
-		return dbsqlc.Action(row), err
+	st.run = bookServiceClaim{b}
+}
+
+// bookServiceClaim is the statement BookService makes.
+type bookServiceClaim struct {
+	b ServiceBooking
+}
+
+func (k bookServiceClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	b := k.b
+	appointment, err := uuid.NewV7()
+	if err != nil {
+		return dbsqlc.Action{}, err
 	}
+	p := dbsqlc.ClaimAndBookServiceParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, ServiceID: b.Service,
+		StartsLocal: ptr(b.StartLocal), PractitionerID: ptr(b.Practitioner), LocationID: ptr(b.Location),
+		AppointmentID: appointment, ID: c.ID, CustomerID: b.Customer, BookingRef: b.BookingRef, Operation: c.Operation,
+		Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	}
+	if !b.Start.IsZero() {
+		p.StartsAt = &b.Start
+	}
+	row, err := q.ClaimAndBookService(ctx, p)
+	return dbsqlc.Action(row), err
 }
 
 // Reschedule makes st a move of appointment to slot: confirmed with the
 // appointment, or rejected as an appointment missing or no longer active, or a slot
 // missing, past or taken.
 func (st *Statement) Reschedule(appointment, slot uuid.UUID) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
-	}
+	st.run = rescheduleClaim{appointment, slot}
+}
+
+// rescheduleClaim is the statement Reschedule makes.
+type rescheduleClaim struct {
+	appointment, slot uuid.UUID
+}
+
+func (k rescheduleClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	appointment, slot := k.appointment, k.slot
+	row, err := q.ClaimAndReschedule(ctx, dbsqlc.ClaimAndRescheduleParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment, SlotID: slot,
+		ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // Cancel makes st a cancellation of appointment: confirmed with the
 // appointment, or rejected as an appointment missing or no longer active.
 func (st *Statement) Cancel(appointment uuid.UUID) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
-			ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
-	}
+	st.run = cancelClaim{appointment}
+}
+
+// cancelClaim is the statement Cancel makes.
+type cancelClaim struct {
+	appointment uuid.UUID
+}
+
+func (k cancelClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	appointment := k.appointment
+	row, err := q.ClaimAndCancel(ctx, dbsqlc.ClaimAndCancelParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, AppointmentID: appointment,
+		ID: c.ID, Operation: c.Operation, Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // CreateCustomer makes st the creation of c (its TenantID is st's tenant):
 // confirmed with the customer, or rejected as a phone or external reference
 // already on file.
 func (st *Statement) CreateCustomer(c NewCustomer) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
-		id, err := uuid.NewV7()
-		if err != nil {
-			return dbsqlc.Action{}, err
-		}
-		row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
-			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
-			CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
-			Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
+	st.run = createCustomerClaim{c}
+}
+
+// createCustomerClaim is the statement CreateCustomer makes.
+type createCustomerClaim struct {
+	c NewCustomer
+}
+
+func (k createCustomerClaim) claim(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+	c := k.c
+	id, err := uuid.NewV7()
+	if err != nil {
+		return dbsqlc.Action{}, err
 	}
+	row, err := q.ClaimAndCreateCustomer(ctx, dbsqlc.ClaimAndCreateCustomerParams{
+		TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, Phone: c.Phone, ExternalRef: c.ExternalRef,
+		CustomerID: id, Name: c.Name, Email: c.Email, ID: cl.ID, Operation: cl.Operation,
+		Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // UpdateCustomer makes st the change c (its TenantID is st's tenant):
 // confirmed with the customer, or rejected as a missing customer or a phone
 // or external reference another customer holds.
 func (st *Statement) UpdateCustomer(c CustomerChange) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
-		row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
-			TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
-			SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
-			SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
-			ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
-	}
+	st.run = updateCustomerClaim{c}
+}
+
+// updateCustomerClaim is the statement UpdateCustomer makes.
+type updateCustomerClaim struct {
+	c CustomerChange
+}
+
+func (k updateCustomerClaim) claim(ctx context.Context, q *dbsqlc.Queries, cl Claim, wait string) (dbsqlc.Action, error) {
+	c := k.c
+	row, err := q.ClaimAndUpdateCustomer(ctx, dbsqlc.ClaimAndUpdateCustomerParams{
+		TenantID: cl.TenantID, IdempotencyKey: cl.Key, ClaimWait: wait, CustomerID: c.ID,
+		SetName: c.Name != nil, Name: deref(c.Name), SetPhone: c.Phone.Set, Phone: c.Phone.Value,
+		SetEmail: c.Email.Set, Email: c.Email.Value, SetExternalRef: c.ExternalRef.Set, ExternalRef: c.ExternalRef.Value,
+		ID: cl.ID, Operation: cl.Operation, Fingerprint: cl.Fingerprint, Request: cl.Request, CallID: ptr(cl.CallID), CallPlatform: ptr(cl.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // AppendNote makes st a note appended to customer's record (or the amended
 // note of the claim's call under ref): confirmed with the note, or rejected
 // as a missing customer.
 func (st *Statement) AppendNote(customer uuid.UUID, text, ref string) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		note, err := uuid.NewV7()
-		if err != nil {
-			return dbsqlc.Action{}, err
-		}
-		row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text, NoteRef: ref,
-			ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
-			Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
+	st.run = appendNoteClaim{customer, text, ref}
+}
+
+// appendNoteClaim is the statement AppendNote makes.
+type appendNoteClaim struct {
+	customer  uuid.UUID
+	text, ref string
+}
+
+func (k appendNoteClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	customer, text, ref := k.customer, k.text, k.ref
+	note, err := uuid.NewV7()
+	if err != nil {
+		return dbsqlc.Action{}, err
 	}
+	row, err := q.ClaimAndAppendNote(ctx, dbsqlc.ClaimAndAppendNoteParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, NoteID: note, Text: text, NoteRef: ref,
+		ID: c.ID, CustomerID: customer, Operation: c.Operation, Fingerprint: c.Fingerprint,
+		Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // AddPoints makes st a change of customer's loyalty balance by delta:
 // confirmed with the ledger entry, or rejected as a customer missing or a
 // balance too small.
 func (st *Statement) AddPoints(customer uuid.UUID, delta int64, reason string) {
-	st.run = func(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
-		entry, err := uuid.NewV7()
-		if err != nil {
-			return dbsqlc.Action{}, err
-		}
-		row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
-			TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
-			EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
-			Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
-		})
-		return dbsqlc.Action(row), err
+	st.run = addPointsClaim{customer, delta, reason}
+}
+
+// addPointsClaim is the statement AddPoints makes.
+type addPointsClaim struct {
+	customer uuid.UUID
+	delta    int64
+	reason   string
+}
+
+func (k addPointsClaim) claim(ctx context.Context, q *dbsqlc.Queries, c Claim, wait string) (dbsqlc.Action, error) {
+	customer, delta, reason := k.customer, k.delta, k.reason
+	entry, err := uuid.NewV7()
+	if err != nil {
+		return dbsqlc.Action{}, err
 	}
+	row, err := q.ClaimAndAddPoints(ctx, dbsqlc.ClaimAndAddPointsParams{
+		TenantID: c.TenantID, IdempotencyKey: c.Key, ClaimWait: wait, Delta: delta, CustomerID: customer,
+		EntryID: entry, Reason: reason, ID: c.ID, Operation: c.Operation,
+		Fingerprint: c.Fingerprint, Request: c.Request, CallID: ptr(c.CallID), CallPlatform: ptr(c.CallPlatform),
+	})
+	return dbsqlc.Action(row), err
 }
 
 // ErrAtClaim marks a ClaimOnce error raised while the claim waited for a
@@ -267,7 +350,7 @@ func (s *Store) ClaimOnce(ctx context.Context, c Claim, claimWait time.Duration,
 	var row dbsqlc.Action
 	err = detach(ctx, conn, func(ctx context.Context) error {
 		var err error
-		row, err = st.run(ctx, dbsqlc.New(conn), c, wait)
+		row, err = st.run.claim(ctx, dbsqlc.New(conn), c, wait)
 		return err
 	})
 	if err := claimError(err); err != nil {
@@ -295,7 +378,7 @@ func (s *Store) claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, 
 	if err != nil {
 		return false, oncecall.Action{}, fmt.Errorf("begin: %w", err)
 	}
-	row, err := st.run(ctx, dbsqlc.New(tx), c, wait)
+	row, err := st.run.claim(ctx, dbsqlc.New(tx), c, wait)
 	if err := claimError(err); err != nil || row.ID != c.ID {
 		// A replay, the key taken meanwhile (no row) or an error: the
 		// transaction wrote nothing that stays.
@@ -305,7 +388,7 @@ func (s *Store) claimOnceThen(ctx context.Context, conn *pgxpool.Conn, c Claim, 
 		return false, action(row), nil
 	}
 	a := action(row)
-	result, err := st.then(ctx, s.tx(tx), a)
+	result, err := st.then.Follow(ctx, s.tx(tx), a)
 	if err != nil {
 		return true, oncecall.Action{}, err
 	}

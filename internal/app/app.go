@@ -337,7 +337,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
 		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver.Remote, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
+		Remote: m.driver, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 		LateResultURL: cfg.LateResultURL,
 	})

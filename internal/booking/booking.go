@@ -64,48 +64,8 @@ var Book = op.Define(op.Spec[BookInput]{
 	Tool:    "book_appointment",
 	Description: "Book an appointment slot for a customer, after the caller has confirmed the customer and the exact slot. " +
 		"Call it once per confirmed booking.",
-	Normalize: func(in *BookInput) error {
-		if in.Notify != "" && in.Notify != message.SMS && in.Notify != message.Email {
-			return fault.Field("notify", "must be sms or email")
-		}
-		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("service", &in.Service, 200, false),
-			op.Text("booking_ref", &in.BookingRef, maxBookingRef, false), normalizeServiceForm(in))
-	},
-	// A local starts_at is read in its location's timezone: the instant is
-	// the identity, however it was said.
-	Resolve: resolveStart,
-	// A booking's identity is not per call (the same booking from another
-	// call is a re-plan of it); one call books one appointment per customer
-	// and booking_ref, which the statement checks.
-	Identity: func(in BookInput) []string {
-		id := []string{in.CustomerID, in.SlotID}
-		if in.ServiceID != "" {
-			id = []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
-		}
-		if in.BookingRef != "" {
-			id = append(id, "booking_ref", in.BookingRef)
-		}
-		return id
-	},
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
-		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
-	},
-	StandingByResource: cancelledStanding,
-	Statement: func(s *db.Statement, x idem.Exec, in BookInput) {
-		if in.ServiceID != "" {
-			bookService(s, x, in)
-			return
-		}
-		s.BookRef(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service, in.BookingRef)
-		if in.Notify != "" {
-			// The confirmation message is rendered in Go: a follow-up in
-			// the booking's transaction.
-			s.Then(func(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
-				return confirmBooking(ctx, tx, x, in, a)
-			})
-		}
-	},
-	Remote: bookRemote(),
+	Logic:  bookOp{},
+	Remote: newBookRemote(),
 	Say: op.Phrases{
 		Confirmed: "The appointment is booked. You may tell the caller it is confirmed for the time in details.when (the local " +
 			"time where it takes place), with the practitioner and location when details names them.",
@@ -137,11 +97,71 @@ var Book = op.Define(op.Spec[BookInput]{
 	},
 })
 
-// confirmBooking queues the confirmation of the booking a (when the
-// statement booked: a rejection is left as it is) and returns the answer
-// that replaces a's: the appointment with the fate of its message. The
+// bookOp is the logic of Book.
+type bookOp struct{}
+
+func (bookOp) Normalize(in *BookInput) error {
+	if in.Notify != "" && in.Notify != message.SMS && in.Notify != message.Email {
+		return fault.Field("notify", "must be sms or email")
+	}
+	return op.First(op.ID("customer_id", &in.CustomerID), op.Text("service", &in.Service, 200, false),
+		op.Text("booking_ref", &in.BookingRef, maxBookingRef, false), normalizeServiceForm(in))
+}
+
+// A local starts_at is read in its location's timezone: the instant is
+// the identity, however it was said.
+func (bookOp) Resolve(ctx context.Context, s *db.Store, tenant uuid.UUID, in *BookInput) (bool, error) {
+	return resolveStart(ctx, s, tenant, in)
+}
+
+// A booking's identity is not per call (the same booking from another
+// call is a re-plan of it); one call books one appointment per customer
+// and booking_ref, which the statement checks.
+func (bookOp) Identity(in BookInput) []string {
+	id := []string{in.CustomerID, in.SlotID}
+	if in.ServiceID != "" {
+		id = []string{in.CustomerID, "service", in.ServiceID, in.StartsAt, in.PractitionerID, in.LocationID}
+	}
+	if in.BookingRef != "" {
+		id = append(id, "booking_ref", in.BookingRef)
+	}
+	return id
+}
+
+func (bookOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in BookInput, resourceID string) (string, error) {
+	return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
+}
+
+func (bookOp) StandingByResource(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error) {
+	return cancelledStanding(ctx, s, tenant, resourceID)
+}
+
+func (bookOp) Statement(s *db.Statement, x idem.Exec, in BookInput) {
+	if in.ServiceID != "" {
+		bookService(s, x, in)
+		return
+	}
+	s.BookRef(op.MustUUID(in.CustomerID), op.MustUUID(in.SlotID), in.Service, in.BookingRef)
+	if in.Notify != "" {
+		// The confirmation message is rendered in Go: a follow-up in
+		// the booking's transaction.
+		s.Then(confirmBooking{x, in})
+	}
+}
+
+// confirmBooking queues the confirmation of a booking, after its
+// statement.
+type confirmBooking struct {
+	x  idem.Exec
+	in BookInput
+}
+
+// Follow queues the confirmation of the booking a (when the statement
+// booked: a rejection is left as it is) and returns the answer that
+// replaces a's: the appointment with the fate of its message. The
 // confirmation is a follow-up: it never changes the booking's outcome.
-func confirmBooking(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput, a oncecall.Action) ([]byte, error) {
+func (c confirmBooking) Follow(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
+	x, in := c.x, c.in
 	if a.Outcome != oncecall.Confirmed {
 		return nil, nil
 	}
@@ -171,45 +191,50 @@ type notifiedAppointment struct {
 // bookRemote books on a remote calendar (calendar.go) and, when asked,
 // sends the confirmation through the messaging provider once the booking
 // exists.
-func bookRemote() *op.Remote[BookInput] {
-	r := op.SendInput[BookInput](provider.Calendar, http.StatusCreated)
-	calendarBookRemote(r)
-	r.FollowUps = func(in BookInput) []op.FollowUp {
-		if in.Notify == "" {
-			return nil
-		}
-		return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
+type bookRemote struct{ op.Send[BookInput] }
+
+func newBookRemote() bookRemote {
+	return bookRemote{op.SendInput[BookInput](provider.Calendar, http.StatusCreated)}
+}
+
+// FollowUps is the confirmation message, when asked.
+func (bookRemote) FollowUps(in BookInput) []op.FollowUp {
+	if in.Notify == "" {
+		return nil
 	}
-	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
-		var (
-			res  op.Reservation
-			slot uuid.UUID
-			err  error
-		)
-		if in.ServiceID != "" {
-			res, slot, err = reserveServiceBooking(ctx, tx, x, in)
-		} else {
-			res, err = reserveCalendarBooking(ctx, tx, x, in)
-			slot = op.MustUUID(in.SlotID)
-		}
-		if err != nil || res.Reject != nil || in.Notify == "" || x.Remote == nil || !x.Remote(provider.Messaging) {
-			return res, err
-		}
-		// The confirmation is rendered when the booking is claimed, with
-		// the slot's time, so that every send of it carries the same text.
-		when, err := slotWhen(ctx, tx, x.TenantID, slot)
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
-		payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, slot.String())
-		if err != nil || payload == nil {
-			return res, err
-		}
-		res.FollowUps = map[string]any{f.Name: payload}
-		return res, nil
+	return []op.FollowUp{message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)}
+}
+
+// Reserve checks and holds the booking's slot (or picks one for a booking
+// by service) and renders the confirmation.
+func (bookRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in BookInput) (op.Reservation, error) {
+	var (
+		res  op.Reservation
+		slot uuid.UUID
+		err  error
+	)
+	if in.ServiceID != "" {
+		res, slot, err = reserveServiceBooking(ctx, tx, x, in)
+	} else {
+		res, err = reserveCalendarBooking(ctx, tx, x, in)
+		slot = op.MustUUID(in.SlotID)
 	}
-	return r
+	if err != nil || res.Reject != nil || in.Notify == "" || !x.IsRemote(provider.Messaging) {
+		return res, err
+	}
+	// The confirmation is rendered when the booking is claimed, with
+	// the slot's time, so that every send of it carries the same text.
+	when, err := slotWhen(ctx, tx, x.TenantID, slot)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	f := message.ConfirmationFollowUp(in.CustomerID, in.Notify, in.SlotID)
+	payload, err := message.ConfirmationPayload(ctx, tx, x, in.CustomerID, in.Notify, when, slot.String())
+	if err != nil || payload == nil {
+		return res, err
+	}
+	res.FollowUps = map[string]any{f.Name: payload}
+	return res, nil
 }
 
 // RescheduleInput is the input of appointment.reschedule.
@@ -226,18 +251,8 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 	Tool:    "reschedule_appointment",
 	Description: "Move an existing appointment to a new slot, after the caller has confirmed the new time. " +
 		"This is a new action, separate from the original booking.",
-	Normalize: func(in *RescheduleInput) error {
-		return op.First(op.ID("appointment_id", &in.AppointmentID), op.ID("slot_id", &in.SlotID))
-	},
-	Identity: func(in RescheduleInput) []string { return []string{in.AppointmentID, in.SlotID} },
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in RescheduleInput, resourceID string) (string, error) {
-		return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
-	},
-	StandingByResource: cancelledStanding,
-	Statement: func(s *db.Statement, _ idem.Exec, in RescheduleInput) {
-		s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
-	},
-	Remote: calendarMoveRemote(),
+	Logic:  rescheduleOp{},
+	Remote: calendarMoveRemote{},
 	Say: op.Phrases{
 		Confirmed: "The appointment has been moved. You may tell the caller the new time in details.when (the local time where " +
 			"it takes place).",
@@ -265,6 +280,29 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 	},
 })
 
+// rescheduleOp is the logic of Reschedule.
+type rescheduleOp struct{}
+
+func (rescheduleOp) Normalize(in *RescheduleInput) error {
+	return op.First(op.ID("appointment_id", &in.AppointmentID), op.ID("slot_id", &in.SlotID))
+}
+
+func (rescheduleOp) Identity(in RescheduleInput) []string {
+	return []string{in.AppointmentID, in.SlotID}
+}
+
+func (rescheduleOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in RescheduleInput, resourceID string) (string, error) {
+	return appointmentStanding(ctx, s, tenant, resourceID, in.SlotID)
+}
+
+func (rescheduleOp) StandingByResource(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error) {
+	return cancelledStanding(ctx, s, tenant, resourceID)
+}
+
+func (rescheduleOp) Statement(s *db.Statement, _ idem.Exec, in RescheduleInput) {
+	s.Reschedule(op.MustUUID(in.AppointmentID), op.MustUUID(in.SlotID))
+}
+
 // CancelInput is the input of appointment.cancel.
 type CancelInput struct {
 	AppointmentID string `json:"appointment_id" required:"true" format:"uuid" desc:"The id of the appointment to cancel."`
@@ -276,12 +314,8 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	Version:     1,
 	Tool:        "cancel_appointment",
 	Description: "Cancel an existing appointment after the caller has confirmed they want it cancelled.",
-	Normalize:   func(in *CancelInput) error { return op.ID("appointment_id", &in.AppointmentID) },
-	Identity:    func(in CancelInput) []string { return []string{in.AppointmentID} },
-	Statement: func(s *db.Statement, _ idem.Exec, in CancelInput) {
-		s.Cancel(op.MustUUID(in.AppointmentID))
-	},
-	Remote: calendarCancelRemote(),
+	Logic:       cancelOp{},
+	Remote:      calendarCancelRemote{},
 	Say: op.Phrases{
 		Confirmed: "The appointment is cancelled. You may tell the caller it has been cancelled.",
 		Rejected: map[string]string{
@@ -296,6 +330,17 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 			"caller only that it is still being processed; the appointment may still stand.",
 	},
 })
+
+// cancelOp is the logic of Cancel.
+type cancelOp struct{}
+
+func (cancelOp) Normalize(in *CancelInput) error { return op.ID("appointment_id", &in.AppointmentID) }
+
+func (cancelOp) Identity(in CancelInput) []string { return []string{in.AppointmentID} }
+
+func (cancelOp) Statement(s *db.Statement, _ idem.Exec, in CancelInput) {
+	s.Cancel(op.MustUUID(in.AppointmentID))
+}
 
 // appointmentStanding tells whether the appointment a booking or a move
 // confirmed is still active in slot: "" if so, else "cancelled" or
@@ -348,28 +393,7 @@ type SlotInput struct {
 var CreateSlot = op.Define(op.Spec[SlotInput]{
 	Name:    "slot.create",
 	Version: 1,
-	Normalize: func(in *SlotInput) error {
-		if err := op.First(op.Time("starts_at", &in.StartsAt), op.Time("ends_at", &in.EndsAt),
-			op.Text("resource", &in.Resource, 200, false), owner(&in.PractitionerID, &in.LocationID, &in.Resource)); err != nil {
-			return err
-		}
-		if !mustTime(in.EndsAt).After(mustTime(in.StartsAt)) {
-			return fault.Field("ends_at", "must be after starts_at")
-		}
-		return nil
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in SlotInput) (idem.Result, error) {
-		if in.PractitionerID != "" {
-			return createPractitionerSlot(ctx, tx, x, in)
-		}
-		s, err := tx.CreateSlot(ctx, db.NewSlot{
-			TenantID: x.TenantID, StartsAt: mustTime(in.StartsAt), EndsAt: mustTime(in.EndsAt), Resource: in.Resource,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, s.ID.String(), wire.FromSlot(s))
-	},
+	Logic:   createSlotOp{},
 	Say: op.Phrases{
 		Confirmed: "The slot is created.",
 		Rejected: map[string]string{
@@ -381,6 +405,33 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		Pending: "The slot is NOT confirmed yet; its result is unknown.",
 	},
 })
+
+// createSlotOp is the logic of CreateSlot.
+type createSlotOp struct{}
+
+func (createSlotOp) Normalize(in *SlotInput) error {
+	if err := op.First(op.Time("starts_at", &in.StartsAt), op.Time("ends_at", &in.EndsAt),
+		op.Text("resource", &in.Resource, 200, false), owner(&in.PractitionerID, &in.LocationID, &in.Resource)); err != nil {
+		return err
+	}
+	if !mustTime(in.EndsAt).After(mustTime(in.StartsAt)) {
+		return fault.Field("ends_at", "must be after starts_at")
+	}
+	return nil
+}
+
+func (createSlotOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SlotInput) (idem.Result, error) {
+	if in.PractitionerID != "" {
+		return createPractitionerSlot(ctx, tx, x, in)
+	}
+	s, err := tx.CreateSlot(ctx, db.NewSlot{
+		TenantID: x.TenantID, StartsAt: mustTime(in.StartsAt), EndsAt: mustTime(in.EndsAt), Resource: in.Resource,
+	})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Confirm(http.StatusCreated, s.ID.String(), wire.FromSlot(s))
+}
 
 // createPractitionerSlot creates a slot of a practitioner at a location
 // unless it overlaps one of theirs, at any location.

@@ -71,7 +71,7 @@ func slotCalendar(ctx context.Context, tx *db.Tx, x idem.Exec, slot oncecall.Ope
 	conn, err := tx.CalendarConnection(ctx, x.TenantID)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		if x.Remote == nil || !x.Remote(provider.Calendar) {
+		if !x.IsRemote(provider.Calendar) {
 			res, err := op.Reject(CalendarNotMapped, map[string]string{"slot_id": slot.ID.String()})
 			return place{}, &res, err
 		}
@@ -345,17 +345,17 @@ func answeredEvent(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result,
 	return ev, nil
 }
 
-// calendarBookRemote is appointment.book on a remote calendar.
-func calendarBookRemote(r *op.Remote[BookInput]) {
-	r.Confirmed = func(in BookInput, rec provider.Record) (idem.Result, error) {
-		// A booking by service names no slot: the one picked, and its
-		// service, are what the step sent (calendar.Data).
-		slot, service := cmp.Or(in.SlotID, rec.Data["slot_id"]), cmp.Or(in.Service, rec.Data["service"])
-		return calendarAnswer(http.StatusCreated, actionOf(rec.ExternalRef), in.CustomerID, slot, service, oncecall.CalendarActive, rec)
-	}
-	r.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, _ BookInput, res idem.Result, ref string) error {
-		return settleCalendarBooking(ctx, tx, x, res, ref)
-	}
+// Confirmed is appointment.book's answer from a remote calendar's record.
+func (bookRemote) Confirmed(in BookInput, rec provider.Record) (idem.Result, error) {
+	// A booking by service names no slot: the one picked, and its
+	// service, are what the step sent (calendar.Data).
+	slot, service := cmp.Or(in.SlotID, rec.Data["slot_id"]), cmp.Or(in.Service, rec.Data["service"])
+	return calendarAnswer(http.StatusCreated, actionOf(rec.ExternalRef), in.CustomerID, slot, service, oncecall.CalendarActive, rec)
+}
+
+// Settle records appointment.book's outcome on a remote calendar.
+func (bookRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, _ BookInput, res idem.Result, ref string) error {
+	return settleCalendarBooking(ctx, tx, x, res, ref)
 }
 
 // changeable reads an appointment a move or a cancel acts on, and holds
@@ -460,54 +460,62 @@ func reserveCalendarCancel(ctx context.Context, tx *db.Tx, x idem.Exec, in Cance
 }
 
 // calendarMoveRemote is appointment.reschedule on a remote calendar.
-func calendarMoveRemote() *op.Remote[RescheduleInput] {
-	return &op.Remote[RescheduleInput]{
-		Capability: provider.Calendar,
-		Payload:    func(in RescheduleInput) any { return in },
-		Reserve:    reserveCalendarMove,
-		Confirmed: func(in RescheduleInput, rec provider.Record) (idem.Result, error) {
-			return calendarAnswer(http.StatusOK, in.AppointmentID, "", in.SlotID, "", oncecall.CalendarActive, rec)
-		},
-		Settle: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput, res idem.Result, ref string) error {
-			appt := op.MustUUID(in.AppointmentID)
-			if res.Outcome != oncecall.Confirmed {
-				return tx.ReleaseCalendarAppointment(ctx, x.TenantID, appt, x.ActionID)
-			}
-			ev, err := answeredEvent(ctx, tx, x, res, ref)
-			if err != nil {
-				return err
-			}
-			slot := op.MustUUID(in.SlotID)
-			if ev.StartsAt.IsZero() {
-				// An operator's evidence names the event only: the slot's time.
-				s, err := tx.SlotPlace(ctx, x.TenantID, slot)
-				if err != nil {
-					return err
-				}
-				ev.StartsAt, ev.EndsAt = s.StartsAt, s.EndsAt
-			}
-			return tx.CalendarMoved(ctx, x.TenantID, appt, x.ActionID, slot, ev)
-		},
+type calendarMoveRemote struct{}
+
+func (calendarMoveRemote) Capability() string             { return provider.Calendar }
+func (calendarMoveRemote) Payload(in RescheduleInput) any { return in }
+
+// Reserve checks the move and holds the appointment (reserveCalendarMove).
+func (calendarMoveRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput) (op.Reservation, error) {
+	return reserveCalendarMove(ctx, tx, x, in)
+}
+
+func (calendarMoveRemote) Confirmed(in RescheduleInput, rec provider.Record) (idem.Result, error) {
+	return calendarAnswer(http.StatusOK, in.AppointmentID, "", in.SlotID, "", oncecall.CalendarActive, rec)
+}
+
+func (calendarMoveRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput, res idem.Result, ref string) error {
+	appt := op.MustUUID(in.AppointmentID)
+	if res.Outcome != oncecall.Confirmed {
+		return tx.ReleaseCalendarAppointment(ctx, x.TenantID, appt, x.ActionID)
 	}
+	ev, err := answeredEvent(ctx, tx, x, res, ref)
+	if err != nil {
+		return err
+	}
+	slot := op.MustUUID(in.SlotID)
+	if ev.StartsAt.IsZero() {
+		// An operator's evidence names the event only: the slot's time.
+		s, err := tx.SlotPlace(ctx, x.TenantID, slot)
+		if err != nil {
+			return err
+		}
+		ev.StartsAt, ev.EndsAt = s.StartsAt, s.EndsAt
+	}
+	return tx.CalendarMoved(ctx, x.TenantID, appt, x.ActionID, slot, ev)
 }
 
 // calendarCancelRemote is appointment.cancel on a remote calendar.
-func calendarCancelRemote() *op.Remote[CancelInput] {
-	return &op.Remote[CancelInput]{
-		Capability: provider.Calendar,
-		Payload:    func(in CancelInput) any { return in },
-		Reserve:    reserveCalendarCancel,
-		Confirmed: func(in CancelInput, rec provider.Record) (idem.Result, error) {
-			return calendarAnswer(http.StatusOK, in.AppointmentID, "", "", "", oncecall.CalendarCancelled, rec)
-		},
-		Settle: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput, res idem.Result, _ string) error {
-			appt := op.MustUUID(in.AppointmentID)
-			if res.Outcome != oncecall.Confirmed {
-				return tx.ReleaseCalendarAppointment(ctx, x.TenantID, appt, x.ActionID)
-			}
-			return tx.CalendarCancelled(ctx, x.TenantID, appt, x.ActionID)
-		},
+type calendarCancelRemote struct{}
+
+func (calendarCancelRemote) Capability() string         { return provider.Calendar }
+func (calendarCancelRemote) Payload(in CancelInput) any { return in }
+
+// Reserve checks the cancel and holds the appointment (reserveCalendarCancel).
+func (calendarCancelRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (op.Reservation, error) {
+	return reserveCalendarCancel(ctx, tx, x, in)
+}
+
+func (calendarCancelRemote) Confirmed(in CancelInput, rec provider.Record) (idem.Result, error) {
+	return calendarAnswer(http.StatusOK, in.AppointmentID, "", "", "", oncecall.CalendarCancelled, rec)
+}
+
+func (calendarCancelRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput, res idem.Result, _ string) error {
+	appt := op.MustUUID(in.AppointmentID)
+	if res.Outcome != oncecall.Confirmed {
+		return tx.ReleaseCalendarAppointment(ctx, x.TenantID, appt, x.ActionID)
 	}
+	return tx.CalendarCancelled(ctx, x.TenantID, appt, x.ActionID)
 }
 
 // calendarStanding is appointmentStanding of an appointment in a remote

@@ -24,7 +24,7 @@ import (
 // service at the slot's location and that are long enough for it (the
 // weekly schedules made them), the first by practitioner name and id, then
 // location name and id; but a slot is free when the practitioner's calendar
-// shows it free by its latest read (idem.Exec.Offered, the short cache) and
+// shows it free by its latest read (idem.Exec.Offer, the short cache) and
 // no booking of oncecall's holds it. The pick is then sent as a booking of
 // that slot is: the calendar is read again right before the write, and a
 // time taken there meanwhile is refused with nothing sent.
@@ -129,10 +129,10 @@ func byPractitioner(a, b oncecall.OpenSlot) int {
 // offered keeps the slots the calendars show free by their latest read;
 // without a reader, all of them (the claim still checks oncecall's holds).
 func offered(ctx context.Context, x idem.Exec, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error) {
-	if x.Offered == nil || len(slots) == 0 {
+	if x.Offer == nil || len(slots) == 0 {
 		return slots, nil
 	}
-	return x.Offered(ctx, slots)
+	return x.Offer.Offered(ctx, slots)
 }
 
 // noPractitionerFree is the answer when nobody is free at the time asked:

@@ -39,7 +39,7 @@ func TestABookingWithAConfirmationWaitsForItsKeyInAnotherStatement(t *testing.T)
 	}
 	_, err = e.Core.Do(t.Context(), idem.Request{
 		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
-		Run: p.Run, Statement: p.Statement, Wait: 300 * time.Millisecond,
+		Work: p.Work(), Wait: 300 * time.Millisecond,
 	})
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) {

@@ -73,71 +73,9 @@ type ScheduleResult struct {
 // Applying it again, or a schedule whose range overlaps, creates only the
 // slots the resource does not have yet. It is not offered to voice agents.
 var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
-	Name:      "slot.schedule",
-	Version:   1,
-	Normalize: normalizeSchedule,
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ScheduleInput) (idem.Result, error) {
-		var whose db.PractitionerSlots
-		zone := in.Timezone
-		if in.PractitionerID != "" {
-			p, place, rejected, err := practitionerAt(ctx, tx, x.TenantID, in.PractitionerID, in.LocationID)
-			if err != nil || rejected != nil {
-				return deref(rejected), err
-			}
-			whose, in.Resource = p, p.Resource
-			if zone == "" {
-				zone = place.Timezone
-			}
-		}
-		if zone == "" {
-			var err error
-			if zone, err = tx.TenantTimezone(ctx, x.TenantID); err != nil {
-				return idem.Result{}, err
-			}
-		}
-		loc, err := schedule.ParseZone(zone)
-		if err != nil {
-			// A rollback: nothing is claimed, the caller can name a zone.
-			zoneOf := "the tenant's"
-			if in.PractitionerID != "" && in.Timezone == "" {
-				zoneOf = "the location's"
-			}
-			return idem.Result{}, fault.Field("timezone", "is required: %s timezone %q is not in the zone database", zoneOf, zone)
-		}
-		res := ScheduleResult{
-			Resource: in.Resource, PractitionerID: in.PractitionerID, LocationID: in.LocationID,
-			Timezone: zone, From: in.From, To: in.To, SlotMinutes: in.SlotMinutes.Int64(),
-		}
-		now := time.Now()
-		var times []db.SlotTime
-		for _, s := range plan(in).Slots(loc) {
-			if !s.Start.After(now) {
-				res.SkippedPast++
-				continue
-			}
-			times = append(times, db.SlotTime{StartsAt: s.Start, EndsAt: s.End})
-		}
-		if in.PractitionerID != "" {
-			got, err := placePractitionerSlots(ctx, tx, whose, times)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			res.Created, res.SkippedExisting, res.SkippedOverlapping = len(got.created), got.existing, &got.overlapping
-			res.Skipped = res.SkippedExisting + res.SkippedPast + got.overlapping
-		} else {
-			if res.Created, err = tx.ScheduleSlots(ctx, x.TenantID, in.Resource, times); err != nil {
-				return idem.Result{}, err
-			}
-			res.SkippedExisting = len(times) - res.Created
-			res.Skipped = res.SkippedExisting + res.SkippedPast
-		}
-		status := http.StatusOK
-		if res.Created > 0 {
-			status = http.StatusCreated
-		}
-		// No single record is made: the action itself names the result.
-		return op.Confirm(status, x.ActionID.String(), res)
-	},
+	Name:    "slot.schedule",
+	Version: 1,
+	Logic:   scheduleSlotsOp{},
 	Say: op.Phrases{
 		Confirmed: "The schedule's slots are created.",
 		Rejected: map[string]string{
@@ -148,6 +86,74 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 		Pending: "The schedule is NOT confirmed yet; its result is unknown.",
 	},
 })
+
+// scheduleSlotsOp is the logic of ScheduleSlots.
+type scheduleSlotsOp struct{}
+
+func (scheduleSlotsOp) Normalize(in *ScheduleInput) error { return normalizeSchedule(in) }
+
+func (scheduleSlotsOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in ScheduleInput) (idem.Result, error) {
+	var whose db.PractitionerSlots
+	zone := in.Timezone
+	if in.PractitionerID != "" {
+		p, place, rejected, err := practitionerAt(ctx, tx, x.TenantID, in.PractitionerID, in.LocationID)
+		if err != nil || rejected != nil {
+			return deref(rejected), err
+		}
+		whose, in.Resource = p, p.Resource
+		if zone == "" {
+			zone = place.Timezone
+		}
+	}
+	if zone == "" {
+		var err error
+		if zone, err = tx.TenantTimezone(ctx, x.TenantID); err != nil {
+			return idem.Result{}, err
+		}
+	}
+	loc, err := schedule.ParseZone(zone)
+	if err != nil {
+		// A rollback: nothing is claimed, the caller can name a zone.
+		zoneOf := "the tenant's"
+		if in.PractitionerID != "" && in.Timezone == "" {
+			zoneOf = "the location's"
+		}
+		return idem.Result{}, fault.Field("timezone", "is required: %s timezone %q is not in the zone database", zoneOf, zone)
+	}
+	res := ScheduleResult{
+		Resource: in.Resource, PractitionerID: in.PractitionerID, LocationID: in.LocationID,
+		Timezone: zone, From: in.From, To: in.To, SlotMinutes: in.SlotMinutes.Int64(),
+	}
+	now := time.Now()
+	var times []db.SlotTime
+	for _, s := range plan(in).Slots(loc) {
+		if !s.Start.After(now) {
+			res.SkippedPast++
+			continue
+		}
+		times = append(times, db.SlotTime{StartsAt: s.Start, EndsAt: s.End})
+	}
+	if in.PractitionerID != "" {
+		got, err := placePractitionerSlots(ctx, tx, whose, times)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		res.Created, res.SkippedExisting, res.SkippedOverlapping = len(got.created), got.existing, &got.overlapping
+		res.Skipped = res.SkippedExisting + res.SkippedPast + got.overlapping
+	} else {
+		if res.Created, err = tx.ScheduleSlots(ctx, x.TenantID, in.Resource, times); err != nil {
+			return idem.Result{}, err
+		}
+		res.SkippedExisting = len(times) - res.Created
+		res.Skipped = res.SkippedExisting + res.SkippedPast
+	}
+	status := http.StatusOK
+	if res.Created > 0 {
+		status = http.StatusCreated
+	}
+	// No single record is made: the action itself names the result.
+	return op.Confirm(status, x.ActionID.String(), res)
+}
 
 func normalizeSchedule(in *ScheduleInput) error {
 	if err := op.First(op.Text("resource", &in.Resource, 200, false), owner(&in.PractitionerID, &in.LocationID, &in.Resource)); err != nil {

@@ -148,9 +148,18 @@ func bookService(s *db.Statement, x idem.Exec, in BookInput) {
 		b.Location = op.MustUUID(in.LocationID)
 	}
 	s.BookService(b)
-	s.Then(func(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
-		return serviceAnswer(ctx, tx, x, in, a)
-	})
+	s.Then(serviceBooked{x, in})
+}
+
+// serviceBooked answers a booking by service after its statement
+// (serviceAnswer).
+type serviceBooked struct {
+	x  idem.Exec
+	in BookInput
+}
+
+func (b serviceBooked) Follow(ctx context.Context, tx *db.Tx, a oncecall.Action) ([]byte, error) {
+	return serviceAnswer(ctx, tx, b.x, b.in, a)
 }
 
 // ServiceAppointment is a booking by service as it is answered: the

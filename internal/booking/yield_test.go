@@ -147,7 +147,7 @@ func TestABookingInSQLWaitingOutTheLockTimeoutForItsKeyIsInProgress(t *testing.T
 		t.Fatal(err)
 	}
 	_, err = e.Core.Do(t.Context(), idem.Request{
-		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Run: p.Run, Statement: p.Statement,
+		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input, Work: p.Work(),
 	})
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) {
@@ -232,7 +232,7 @@ func TestABookingInSQLWaitingOutItsClaimWaitIsInProgress(t *testing.T) {
 	}
 	_, err = e.Core.Do(t.Context(), idem.Request{
 		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
-		Run: p.Run, Statement: p.Statement, Wait: 300 * time.Millisecond,
+		Work: p.Work(), Wait: 300 * time.Millisecond,
 	})
 	var inProgress *idem.InProgressError
 	if !errors.As(err, &inProgress) {

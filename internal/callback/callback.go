@@ -66,57 +66,8 @@ var Request = op.Define(op.Spec[RequestInput]{
 	Description: "Arrange for the business to call the caller back, after the caller agreed on the time window (the business's " +
 		"local time) and the reason. A call keeps one callback per customer: calling it again in the same call replaces that " +
 		"callback's window and reason, so give them whole each time. For a separate second callback on purpose, give a new callback_ref.",
-	Normalize: normalizeRequest,
-	PerCall:   true,
-	// Identity is every field: each wording is its own action, amending
-	// the call's callback.
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in RequestInput, resourceID string) (string, error) {
-		c, ok, err := stored(ctx, s, tenant, resourceID)
-		switch {
-		case err != nil || !ok:
-			return "", err
-		case c.Status == oncecall.CallbackCancelled:
-			return "cancelled", nil
-		case c.Reason != in.Reason || wall(c.WindowStart, c.Timezone) != in.WindowStart || wall(c.WindowEnd, c.Timezone) != in.WindowEnd:
-			return "changed", nil
-		}
-		return "", nil
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in RequestInput) (idem.Result, error) {
-		clock, _, err := tx.TenantClock(ctx, x.TenantID)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		zone, loc := clock.Zone, clock.Loc
-		start, end := instant(in.WindowStart, loc), instant(in.WindowEnd, loc)
-		switch now := time.Now(); {
-		case !end.After(start):
-			// Only a clock change can do this to wall times in order.
-			return idem.Result{}, fault.Field("window_end", "must be after window_start in %s", zone)
-		case !end.After(now):
-			// A rollback: nothing is claimed, the caller can give a later window.
-			return idem.Result{}, fault.Field("window_end", "is in the past: it is %s in %s now", now.In(loc).Format("2006-01-02T15:04"), zone)
-		}
-		var customer uuid.UUID
-		if in.CustomerID != "" {
-			customer = op.MustUUID(in.CustomerID)
-			ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			if !ok {
-				return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
-			}
-		}
-		c, err := tx.RequestCallback(ctx, oncecall.NewCallback{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Phone: in.Phone,
-			WindowStart: start, WindowEnd: end, Timezone: zone, Reason: in.Reason, CallPlatform: x.CallPlatform, CallID: x.CallID, CallbackRef: in.CallbackRef,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
-	},
+	Logic:   requestOp{},
+	PerCall: true,
 	Say: op.Phrases{
 		Confirmed: "The callback is arranged. You may tell the caller they will be called back in the window in details (when, the business's local time).",
 		Rejected: map[string]string{
@@ -131,6 +82,62 @@ var Request = op.Define(op.Spec[RequestInput]{
 	},
 })
 
+// requestOp is the logic of Request.
+type requestOp struct{}
+
+func (requestOp) Normalize(in *RequestInput) error { return normalizeRequest(in) }
+
+// Identity is every field: each wording is its own action, amending
+// the call's callback.
+func (requestOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in RequestInput, resourceID string) (string, error) {
+	c, ok, err := stored(ctx, s, tenant, resourceID)
+	switch {
+	case err != nil || !ok:
+		return "", err
+	case c.Status == oncecall.CallbackCancelled:
+		return "cancelled", nil
+	case c.Reason != in.Reason || wall(c.WindowStart, c.Timezone) != in.WindowStart || wall(c.WindowEnd, c.Timezone) != in.WindowEnd:
+		return "changed", nil
+	}
+	return "", nil
+}
+
+func (requestOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in RequestInput) (idem.Result, error) {
+	clock, _, err := tx.TenantClock(ctx, x.TenantID)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	zone, loc := clock.Zone, clock.Loc
+	start, end := instant(in.WindowStart, loc), instant(in.WindowEnd, loc)
+	switch now := time.Now(); {
+	case !end.After(start):
+		// Only a clock change can do this to wall times in order.
+		return idem.Result{}, fault.Field("window_end", "must be after window_start in %s", zone)
+	case !end.After(now):
+		// A rollback: nothing is claimed, the caller can give a later window.
+		return idem.Result{}, fault.Field("window_end", "is in the past: it is %s in %s now", now.In(loc).Format("2006-01-02T15:04"), zone)
+	}
+	var customer uuid.UUID
+	if in.CustomerID != "" {
+		customer = op.MustUUID(in.CustomerID)
+		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		if !ok {
+			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+		}
+	}
+	c, err := tx.RequestCallback(ctx, oncecall.NewCallback{
+		TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Phone: in.Phone,
+		WindowStart: start, WindowEnd: end, Timezone: zone, Reason: in.Reason, CallPlatform: x.CallPlatform, CallID: x.CallID, CallbackRef: in.CallbackRef,
+	})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Confirm(http.StatusCreated, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
+}
+
 // CancelInput is the input of callback.cancel.
 type CancelInput struct {
 	CallbackID string `json:"callback_id" required:"true" format:"uuid" desc:"The id of the callback to cancel (from request_callback's answer)."`
@@ -142,37 +149,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 	Version:     1,
 	Tool:        "cancel_callback",
 	Description: "Cancel a callback the caller no longer wants, after they confirmed it.",
-	Normalize:   func(in *CancelInput) error { return op.ID("callback_id", &in.CallbackID) },
-	Identity:    func(in CancelInput) []string { return []string{in.CallbackID} },
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, _ CancelInput, resourceID string) (string, error) {
-		c, ok, err := stored(ctx, s, tenant, resourceID)
-		if err != nil || !ok || c.Status == oncecall.CallbackCancelled {
-			return "", err
-		}
-		return "requested again", nil
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
-		id := op.MustUUID(in.CallbackID)
-		clock, _, err := tx.TenantClock(ctx, x.TenantID)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		c, ok, err := tx.CancelCallback(ctx, x.TenantID, id)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if ok {
-			return op.Confirm(http.StatusOK, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
-		}
-		c, err = tx.CallbackByID(ctx, x.TenantID, id)
-		if errors.Is(err, db.ErrNotFound) {
-			return op.Reject(NotFound, map[string]string{"callback_id": in.CallbackID})
-		}
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Reject(NotActive, ViewOf(c, clock.Locale, time.Now()))
-	},
+	Logic:       cancelOp{},
 	Say: op.Phrases{
 		Confirmed: "The callback is cancelled. You may tell the caller they will not be called back.",
 		Rejected: map[string]string{
@@ -186,6 +163,44 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		Withhold: []string{"phone"},
 	},
 })
+
+// cancelOp is the logic of Cancel.
+type cancelOp struct{}
+
+func (cancelOp) Normalize(in *CancelInput) error { return op.ID("callback_id", &in.CallbackID) }
+
+func (cancelOp) Identity(in CancelInput) []string { return []string{in.CallbackID} }
+
+func (cancelOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, _ CancelInput, resourceID string) (string, error) {
+	c, ok, err := stored(ctx, s, tenant, resourceID)
+	if err != nil || !ok || c.Status == oncecall.CallbackCancelled {
+		return "", err
+	}
+	return "requested again", nil
+}
+
+func (cancelOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
+	id := op.MustUUID(in.CallbackID)
+	clock, _, err := tx.TenantClock(ctx, x.TenantID)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	c, ok, err := tx.CancelCallback(ctx, x.TenantID, id)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if ok {
+		return op.Confirm(http.StatusOK, c.ID.String(), ViewOf(c, clock.Locale, time.Now()))
+	}
+	c, err = tx.CallbackByID(ctx, x.TenantID, id)
+	if errors.Is(err, db.ErrNotFound) {
+		return op.Reject(NotFound, map[string]string{"callback_id": in.CallbackID})
+	}
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Reject(NotActive, ViewOf(c, clock.Locale, time.Now()))
+}
 
 func normalizeRequest(in *RequestInput) error {
 	if in.CustomerID == "" && strings.TrimSpace(in.Phone) == "" {

@@ -57,42 +57,7 @@ type LocationInput struct {
 var CreateLocation = op.Define(op.Spec[LocationInput]{
 	Name:    "location.create",
 	Version: 1,
-	Normalize: func(in *LocationInput) error {
-		if err := op.First(op.Text("name", &in.Name, maxName, true), op.Text("address", &in.Address, maxAddress, false)); err != nil {
-			return err
-		}
-		if in.Timezone = strings.TrimSpace(in.Timezone); in.Timezone != "" {
-			if _, err := schedule.ParseZone(in.Timezone); err != nil {
-				return fault.Field("timezone", "must be an IANA timezone name such as Europe/London")
-			}
-		}
-		return nil
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in LocationInput) (idem.Result, error) {
-		zone := in.Timezone
-		if zone == "" {
-			var err error
-			if zone, err = tx.TenantTimezone(ctx, x.TenantID); err != nil {
-				return idem.Result{}, err
-			}
-			if _, err := schedule.ParseZone(zone); err != nil {
-				// A rollback: nothing is claimed, the caller can name a zone.
-				return idem.Result{}, fault.Field("timezone", "is required: the tenant's timezone %q is not in the zone database", zone)
-			}
-		}
-		l, taken, err := tx.CreateLocation(ctx, oncecall.NewLocation{TenantID: x.TenantID, Name: in.Name, Timezone: zone, Address: in.Address})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if taken {
-			existing, err := tx.LocationByName(ctx, x.TenantID, in.Name)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			return op.Reject(LocationExists, map[string]string{"location_id": existing.ID.String()})
-		}
-		return op.Confirm(http.StatusCreated, l.ID.String(), LocationViewOf(l))
-	},
+	Logic:   createLocationOp{},
 	Say: op.Phrases{
 		Confirmed: "The location is created.",
 		Rejected: map[string]string{
@@ -102,6 +67,47 @@ var CreateLocation = op.Define(op.Spec[LocationInput]{
 		Pending: "The location is NOT confirmed yet; its result is unknown.",
 	},
 })
+
+// createLocationOp is the logic of CreateLocation.
+type createLocationOp struct{}
+
+func (createLocationOp) Normalize(in *LocationInput) error {
+	if err := op.First(op.Text("name", &in.Name, maxName, true), op.Text("address", &in.Address, maxAddress, false)); err != nil {
+		return err
+	}
+	if in.Timezone = strings.TrimSpace(in.Timezone); in.Timezone != "" {
+		if _, err := schedule.ParseZone(in.Timezone); err != nil {
+			return fault.Field("timezone", "must be an IANA timezone name such as Europe/London")
+		}
+	}
+	return nil
+}
+
+func (createLocationOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in LocationInput) (idem.Result, error) {
+	zone := in.Timezone
+	if zone == "" {
+		var err error
+		if zone, err = tx.TenantTimezone(ctx, x.TenantID); err != nil {
+			return idem.Result{}, err
+		}
+		if _, err := schedule.ParseZone(zone); err != nil {
+			// A rollback: nothing is claimed, the caller can name a zone.
+			return idem.Result{}, fault.Field("timezone", "is required: the tenant's timezone %q is not in the zone database", zone)
+		}
+	}
+	l, taken, err := tx.CreateLocation(ctx, oncecall.NewLocation{TenantID: x.TenantID, Name: in.Name, Timezone: zone, Address: in.Address})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if taken {
+		existing, err := tx.LocationByName(ctx, x.TenantID, in.Name)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Reject(LocationExists, map[string]string{"location_id": existing.ID.String()})
+	}
+	return op.Confirm(http.StatusCreated, l.ID.String(), LocationViewOf(l))
+}
 
 // ServiceInput is the input of service.create.
 type ServiceInput struct {
@@ -116,48 +122,7 @@ type ServiceInput struct {
 var CreateService = op.Define(op.Spec[ServiceInput]{
 	Name:    "service.create",
 	Version: 1,
-	Normalize: func(in *ServiceInput) error {
-		if err := op.First(op.Text("name", &in.Name, maxName, true), op.Int("duration_minutes", &in.DurationMinutes, 5, 24*60)); err != nil {
-			return err
-		}
-		if in.BufferMinutes != "" {
-			if err := op.Int("buffer_minutes", &in.BufferMinutes, 0, MaxBufferMinutes); err != nil {
-				return err
-			}
-			if in.BufferMinutes == "0" {
-				in.BufferMinutes = "" // the default, said or not: one input
-			}
-		}
-		switch {
-		case in.PriceAmount == "" && strings.TrimSpace(in.Currency) != "":
-			return fault.Field("currency", "is given without price_amount: give both or neither")
-		case in.PriceAmount == "":
-			in.Currency = ""
-			return nil
-		}
-		return op.First(op.Int("price_amount", &in.PriceAmount, 0, op.MaxAmount), op.Currency("currency", &in.Currency))
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ServiceInput) (idem.Result, error) {
-		n := oncecall.NewService{TenantID: x.TenantID, Name: in.Name, DurationMinutes: int(in.DurationMinutes.Int64())}
-		if in.BufferMinutes != "" {
-			n.BufferMinutes = int(in.BufferMinutes.Int64())
-		}
-		if in.PriceAmount != "" {
-			n.HasPrice, n.PriceAmount, n.Currency = true, in.PriceAmount.Int64(), in.Currency
-		}
-		s, taken, err := tx.CreateService(ctx, n)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if taken {
-			existing, err := tx.ServiceByName(ctx, x.TenantID, in.Name)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			return op.Reject(ServiceExists, map[string]string{"service_id": existing.ID.String()})
-		}
-		return op.Confirm(http.StatusCreated, s.ID.String(), ServiceViewOf(s))
-	},
+	Logic:   createServiceOp{},
 	Say: op.Phrases{
 		Confirmed: "The service is created.",
 		Rejected: map[string]string{
@@ -167,6 +132,53 @@ var CreateService = op.Define(op.Spec[ServiceInput]{
 		Pending: "The service is NOT confirmed yet; its result is unknown.",
 	},
 })
+
+// createServiceOp is the logic of CreateService.
+type createServiceOp struct{}
+
+func (createServiceOp) Normalize(in *ServiceInput) error {
+	if err := op.First(op.Text("name", &in.Name, maxName, true), op.Int("duration_minutes", &in.DurationMinutes, 5, 24*60)); err != nil {
+		return err
+	}
+	if in.BufferMinutes != "" {
+		if err := op.Int("buffer_minutes", &in.BufferMinutes, 0, MaxBufferMinutes); err != nil {
+			return err
+		}
+		if in.BufferMinutes == "0" {
+			in.BufferMinutes = "" // the default, said or not: one input
+		}
+	}
+	switch {
+	case in.PriceAmount == "" && strings.TrimSpace(in.Currency) != "":
+		return fault.Field("currency", "is given without price_amount: give both or neither")
+	case in.PriceAmount == "":
+		in.Currency = ""
+		return nil
+	}
+	return op.First(op.Int("price_amount", &in.PriceAmount, 0, op.MaxAmount), op.Currency("currency", &in.Currency))
+}
+
+func (createServiceOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in ServiceInput) (idem.Result, error) {
+	n := oncecall.NewService{TenantID: x.TenantID, Name: in.Name, DurationMinutes: int(in.DurationMinutes.Int64())}
+	if in.BufferMinutes != "" {
+		n.BufferMinutes = int(in.BufferMinutes.Int64())
+	}
+	if in.PriceAmount != "" {
+		n.HasPrice, n.PriceAmount, n.Currency = true, in.PriceAmount.Int64(), in.Currency
+	}
+	s, taken, err := tx.CreateService(ctx, n)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if taken {
+		existing, err := tx.ServiceByName(ctx, x.TenantID, in.Name)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Reject(ServiceExists, map[string]string{"service_id": existing.ID.String()})
+	}
+	return op.Confirm(http.StatusCreated, s.ID.String(), ServiceViewOf(s))
+}
 
 // PractitionerInput is the input of practitioner.create.
 type PractitionerInput struct {
@@ -180,44 +192,7 @@ type PractitionerInput struct {
 var CreatePractitioner = op.Define(op.Spec[PractitionerInput]{
 	Name:    "practitioner.create",
 	Version: 1,
-	Normalize: func(in *PractitionerInput) error {
-		if err := op.Text("name", &in.Name, maxName, true); err != nil {
-			return err
-		}
-		if len(in.LocationIDs) == 0 {
-			return fault.Field("location_ids", "is required: give the id of at least one location they work at")
-		}
-		var err error
-		if in.LocationIDs, err = idList("location_ids", in.LocationIDs); err != nil {
-			return err
-		}
-		in.ServiceIDs, err = idList("service_ids", in.ServiceIDs)
-		return err
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in PractitionerInput) (idem.Result, error) {
-		locations, services := uuids(in.LocationIDs), uuids(in.ServiceIDs)
-		missingL, missingS, err := tx.MissingCatalogIDs(ctx, x.TenantID, locations, services)
-		switch {
-		case err != nil:
-			return idem.Result{}, err
-		case len(missingL) > 0:
-			return op.Reject(LocationNotFound, map[string][]string{"location_ids": strs(missingL)})
-		case len(missingS) > 0:
-			return op.Reject(ServiceNotFound, map[string][]string{"service_ids": strs(missingS)})
-		}
-		p, taken, err := tx.CreatePractitioner(ctx, oncecall.NewPractitioner{TenantID: x.TenantID, Name: in.Name, LocationIDs: locations, ServiceIDs: services})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if taken {
-			existing, err := tx.PractitionerByName(ctx, x.TenantID, in.Name)
-			if err != nil {
-				return idem.Result{}, err
-			}
-			return op.Reject(PractitionerExists, map[string]string{"practitioner_id": existing.ID.String()})
-		}
-		return op.Confirm(http.StatusCreated, p.ID.String(), PractitionerViewOf(p))
-	},
+	Logic:   createPractitionerOp{},
 	Say: op.Phrases{
 		Confirmed: "The practitioner is created.",
 		Rejected: map[string]string{
@@ -229,6 +204,49 @@ var CreatePractitioner = op.Define(op.Spec[PractitionerInput]{
 		Pending: "The practitioner is NOT confirmed yet; its result is unknown.",
 	},
 })
+
+// createPractitionerOp is the logic of CreatePractitioner.
+type createPractitionerOp struct{}
+
+func (createPractitionerOp) Normalize(in *PractitionerInput) error {
+	if err := op.Text("name", &in.Name, maxName, true); err != nil {
+		return err
+	}
+	if len(in.LocationIDs) == 0 {
+		return fault.Field("location_ids", "is required: give the id of at least one location they work at")
+	}
+	var err error
+	if in.LocationIDs, err = idList("location_ids", in.LocationIDs); err != nil {
+		return err
+	}
+	in.ServiceIDs, err = idList("service_ids", in.ServiceIDs)
+	return err
+}
+
+func (createPractitionerOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in PractitionerInput) (idem.Result, error) {
+	locations, services := uuids(in.LocationIDs), uuids(in.ServiceIDs)
+	missingL, missingS, err := tx.MissingCatalogIDs(ctx, x.TenantID, locations, services)
+	switch {
+	case err != nil:
+		return idem.Result{}, err
+	case len(missingL) > 0:
+		return op.Reject(LocationNotFound, map[string][]string{"location_ids": strs(missingL)})
+	case len(missingS) > 0:
+		return op.Reject(ServiceNotFound, map[string][]string{"service_ids": strs(missingS)})
+	}
+	p, taken, err := tx.CreatePractitioner(ctx, oncecall.NewPractitioner{TenantID: x.TenantID, Name: in.Name, LocationIDs: locations, ServiceIDs: services})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if taken {
+		existing, err := tx.PractitionerByName(ctx, x.TenantID, in.Name)
+		if err != nil {
+			return idem.Result{}, err
+		}
+		return op.Reject(PractitionerExists, map[string]string{"practitioner_id": existing.ID.String()})
+	}
+	return op.Confirm(http.StatusCreated, p.ID.String(), PractitionerViewOf(p))
+}
 
 // idList checks a list of ids: each a uuid, at most MaxLinks; it returns
 // them lower-case, without repeats, sorted (the same set is one input),

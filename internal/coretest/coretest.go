@@ -72,7 +72,7 @@ func (e Env) Request(t *testing.T, o op.Operation, input []byte, key string) ide
 	}
 	return idem.Request{
 		TenantID: e.Tenant, Key: key, Operation: p.Operation, Fingerprint: p.Fingerprint, Input: p.Input,
-		Run: p.Run, Statement: p.Statement,
+		Work: p.Work(),
 	}
 }
 

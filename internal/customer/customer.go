@@ -65,36 +65,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 	Tool:    "create_customer",
 	Description: "Create a customer record for a new caller, after confirming their name and phone number. " +
 		"If the caller is already on file the answer names the existing customer_id: use it.",
-	Normalize: func(in *CreateInput) error {
-		return op.First(op.Text("name", &in.Name, maxName, true), optional("phone", &in.Phone, op.Phone),
-			optional("email", &in.Email, op.Email), op.Text("external_ref", &in.ExternalRef, maxRef, false))
-	},
-	Identity: func(in CreateInput) []string {
-		switch {
-		case in.Phone != "":
-			return []string{"phone", in.Phone}
-		case in.ExternalRef != "":
-			return []string{"external_ref", in.ExternalRef}
-		}
-		return []string{"name", in.Name, "email", in.Email}
-	},
-	// A name is not an identity: without a phone, e-mail or external
-	// reference the same name from another call is another person.
-	CallScoped: func(in CreateInput) bool { return in.Phone == "" && in.Email == "" && in.ExternalRef == "" },
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
-			switch {
-			case in.Phone != "":
-				return c.Phone == in.Phone
-			case in.ExternalRef != "":
-				return c.ExternalRef == in.ExternalRef
-			}
-			return c.Name == in.Name && c.Email == in.Email
-		})
-	},
-	Statement: func(s *db.Statement, _ idem.Exec, in CreateInput) {
-		s.CreateCustomer(db.NewCustomer{TenantID: s.Tenant(), Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef})
-	},
+	Logic:  createOp{},
 	Remote: op.SendInput[CreateInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The customer record is created. You may tell the caller their details are saved.",
@@ -108,6 +79,46 @@ var Create = op.Define(op.Spec[CreateInput]{
 		Withhold: contactFields,
 	},
 })
+
+// createOp is the logic of Create.
+type createOp struct{}
+
+func (createOp) Normalize(in *CreateInput) error {
+	return op.First(op.Text("name", &in.Name, maxName, true), optional("phone", &in.Phone, op.Phone),
+		optional("email", &in.Email, op.Email), op.Text("external_ref", &in.ExternalRef, maxRef, false))
+}
+
+func (createOp) Identity(in CreateInput) []string {
+	switch {
+	case in.Phone != "":
+		return []string{"phone", in.Phone}
+	case in.ExternalRef != "":
+		return []string{"external_ref", in.ExternalRef}
+	}
+	return []string{"name", in.Name, "email", in.Email}
+}
+
+// A name is not an identity: without a phone, e-mail or external
+// reference the same name from another call is another person.
+func (createOp) CallScoped(in CreateInput) bool {
+	return in.Phone == "" && in.Email == "" && in.ExternalRef == ""
+}
+
+func (createOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in CreateInput, resourceID string) (string, error) {
+	return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
+		switch {
+		case in.Phone != "":
+			return c.Phone == in.Phone
+		case in.ExternalRef != "":
+			return c.ExternalRef == in.ExternalRef
+		}
+		return c.Name == in.Name && c.Email == in.Email
+	})
+}
+
+func (createOp) Statement(s *db.Statement, _ idem.Exec, in CreateInput) {
+	s.CreateCustomer(db.NewCustomer{TenantID: s.Tenant(), Name: in.Name, Phone: in.Phone, Email: in.Email, ExternalRef: in.ExternalRef})
+}
 
 // UpdateInput is the input of customer.update. Only the fields present
 // change; null removes phone, email or external_ref.
@@ -128,42 +139,9 @@ var Update = op.Define(op.Spec[UpdateInput]{
 	Tool:    "update_customer",
 	Description: "Change a customer's name, phone, e-mail or external reference, after the caller has confirmed the new value. " +
 		"Send only the fields that change.",
-	Normalize: func(in *UpdateInput) error {
-		if err := op.ID("customer_id", &in.CustomerID); err != nil {
-			return err
-		}
-		if !in.Name.Set && !in.Phone.Set && !in.Email.Set && !in.ExternalRef.Set {
-			return fault.New(fault.InvalidInput, "give at least one of name, phone, email or external_ref to change")
-		}
-		if in.Name.Set {
-			if in.Name.Null {
-				return fault.Field("name", "cannot be removed; send a new name instead")
-			}
-			if err := op.Text("name", &in.Name.Value, maxName, true); err != nil {
-				return err
-			}
-		}
-		return op.First(
-			patch("phone", &in.Phone, op.Phone),
-			patch("email", &in.Email, op.Email),
-			patch("external_ref", &in.ExternalRef, func(f string, v *string) error { return op.Text(f, v, maxRef, true) }),
-		)
-	},
+	Logic:   updateOp{},
 	PerCall: true,
-	Identity: func(in UpdateInput) []string {
-		return nonEmpty(in.CustomerID, in.Name.Identity("name"), in.Phone.Identity("phone"),
-			in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
-	},
-	Standing: func(ctx context.Context, s *db.Store, tenant uuid.UUID, in UpdateInput, resourceID string) (string, error) {
-		return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
-			holds := func(p op.Patch, v string) bool { return !p.Set || value(p) == v }
-			return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
-		})
-	},
-	Statement: func(s *db.Statement, _ idem.Exec, in UpdateInput) {
-		s.UpdateCustomer(changeOf(s.Tenant(), in))
-	},
-	Remote: op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
+	Remote:  op.SendInput[UpdateInput](provider.CRM, http.StatusOK),
 	Say: op.Phrases{
 		Confirmed: "The customer's details are updated. You may tell the caller the change is saved.",
 		Rejected: map[string]string{
@@ -177,6 +155,47 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		Withhold: contactFields,
 	},
 })
+
+// updateOp is the logic of Update.
+type updateOp struct{}
+
+func (updateOp) Normalize(in *UpdateInput) error {
+	if err := op.ID("customer_id", &in.CustomerID); err != nil {
+		return err
+	}
+	if !in.Name.Set && !in.Phone.Set && !in.Email.Set && !in.ExternalRef.Set {
+		return fault.New(fault.InvalidInput, "give at least one of name, phone, email or external_ref to change")
+	}
+	if in.Name.Set {
+		if in.Name.Null {
+			return fault.Field("name", "cannot be removed; send a new name instead")
+		}
+		if err := op.Text("name", &in.Name.Value, maxName, true); err != nil {
+			return err
+		}
+	}
+	return op.First(
+		patch("phone", &in.Phone, op.Phone),
+		patch("email", &in.Email, op.Email),
+		patch("external_ref", &in.ExternalRef, func(f string, v *string) error { return op.Text(f, v, maxRef, true) }),
+	)
+}
+
+func (updateOp) Identity(in UpdateInput) []string {
+	return nonEmpty(in.CustomerID, in.Name.Identity("name"), in.Phone.Identity("phone"),
+		in.Email.Identity("email"), in.ExternalRef.Identity("external_ref"))
+}
+
+func (updateOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in UpdateInput, resourceID string) (string, error) {
+	return standing(ctx, s, tenant, resourceID, func(c oncecall.Customer) bool {
+		holds := func(p op.Patch, v string) bool { return !p.Set || value(p) == v }
+		return holds(in.Name, c.Name) && holds(in.Phone, c.Phone) && holds(in.Email, c.Email) && holds(in.ExternalRef, c.ExternalRef)
+	})
+}
+
+func (updateOp) Statement(s *db.Statement, _ idem.Exec, in UpdateInput) {
+	s.UpdateCustomer(changeOf(s.Tenant(), in))
+}
 
 // NoteInput is the input of customer.note.append.
 type NoteInput struct {
@@ -193,22 +212,11 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 	Description: "Add a note to a customer's record. A call keeps one note per customer: calling it again in the same call " +
 		"replaces that note's text, so give the whole note each time (a reworded note is not a second one). For a separate " +
 		"second note on purpose, give a new note_ref.",
-	Normalize: func(in *NoteInput) error {
-		return op.First(op.ID("customer_id", &in.CustomerID), op.Text("text", &in.Text, maxNote, true),
-			op.Text("note_ref", &in.NoteRef, maxEffectRef, false))
-	},
+	Logic: appendNoteOp{},
 	// Each wording is its own action (an exact retry replays it); the
 	// call's note under note_ref is one row that a later wording amends.
-	PerCall:  true,
-	Identity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef, in.Text} },
-	// A remote CRM is asked to append, not to amend: there a reworded note
-	// is the same request (answered conflicting_request with the note that
-	// stands), never a second note.
-	RemoteIdentity: func(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef} },
-	Statement: func(s *db.Statement, _ idem.Exec, in NoteInput) {
-		s.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
-	},
-	Remote: op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
+	PerCall: true,
+	Remote:  op.SendInput[NoteInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The note is saved on the customer's record.",
 		Rejected: map[string]string{
@@ -218,6 +226,27 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		Pending: "The note is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
+
+// appendNoteOp is the logic of AppendNote.
+type appendNoteOp struct{}
+
+func (appendNoteOp) Normalize(in *NoteInput) error {
+	return op.First(op.ID("customer_id", &in.CustomerID), op.Text("text", &in.Text, maxNote, true),
+		op.Text("note_ref", &in.NoteRef, maxEffectRef, false))
+}
+
+func (appendNoteOp) Identity(in NoteInput) []string {
+	return []string{in.CustomerID, in.NoteRef, in.Text}
+}
+
+// A remote CRM is asked to append, not to amend: there a reworded note
+// is the same request (answered conflicting_request with the note that
+// stands), never a second note.
+func (appendNoteOp) RemoteIdentity(in NoteInput) []string { return []string{in.CustomerID, in.NoteRef} }
+
+func (appendNoteOp) Statement(s *db.Statement, _ idem.Exec, in NoteInput) {
+	s.AppendNote(op.MustUUID(in.CustomerID), in.Text, in.NoteRef)
+}
 
 // PointsInput is the input of customer.points.add.
 type PointsInput struct {
@@ -236,29 +265,11 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 	Description: "Add loyalty points to a customer (or redeem them with a negative delta), once per earned or redeemed reward. " +
 		"The balance cannot go below zero. Within one call the same delta for the same customer is one change, however the " +
 		"reason is worded; to make a second change of the same size on purpose, give it a new points_ref.",
-	Normalize: func(in *PointsInput) error {
-		if err := op.First(op.ID("customer_id", &in.CustomerID), op.Int("delta", &in.Delta, -maxDelta, maxDelta),
-			op.Text("reason", &in.Reason, maxReason, true)); err != nil {
-			return err
-		}
-		if in.Delta.Int64() == 0 {
-			return fault.Field("delta", "must not be zero")
-		}
-		return op.Text("points_ref", &in.PointsRef, maxEffectRef, false)
-	},
+	Logic: addPointsOp{},
 	// One change per call, customer, delta and points_ref: the model's
 	// rewording of the reason is a retry, not a second change.
 	PerCall: true,
-	Identity: func(in PointsInput) []string {
-		return []string{in.CustomerID, strconv.FormatInt(in.Delta.Int64(), 10), in.PointsRef}
-	},
-	Restates: func(_ context.Context, _ *db.Store, _ uuid.UUID, stored, in PointsInput) (bool, error) {
-		return stored.CustomerID == in.CustomerID && stored.Delta.Int64() == in.Delta.Int64() && stored.PointsRef == in.PointsRef, nil
-	},
-	Statement: func(s *db.Statement, _ idem.Exec, in PointsInput) {
-		s.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
-	},
-	Remote: op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
+	Remote:  op.SendInput[PointsInput](provider.CRM, http.StatusCreated),
 	Say: op.Phrases{
 		Confirmed: "The points change is recorded (delta in details). You may tell the caller their balance now, balance_now in details.",
 		Rejected: map[string]string{
@@ -270,6 +281,32 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 			"do not quote a new balance.",
 	},
 })
+
+// addPointsOp is the logic of AddPoints.
+type addPointsOp struct{}
+
+func (addPointsOp) Normalize(in *PointsInput) error {
+	if err := op.First(op.ID("customer_id", &in.CustomerID), op.Int("delta", &in.Delta, -maxDelta, maxDelta),
+		op.Text("reason", &in.Reason, maxReason, true)); err != nil {
+		return err
+	}
+	if in.Delta.Int64() == 0 {
+		return fault.Field("delta", "must not be zero")
+	}
+	return op.Text("points_ref", &in.PointsRef, maxEffectRef, false)
+}
+
+func (addPointsOp) Identity(in PointsInput) []string {
+	return []string{in.CustomerID, strconv.FormatInt(in.Delta.Int64(), 10), in.PointsRef}
+}
+
+func (addPointsOp) Restates(_ context.Context, _ *db.Store, _ uuid.UUID, stored, in PointsInput) (bool, error) {
+	return stored.CustomerID == in.CustomerID && stored.Delta.Int64() == in.Delta.Int64() && stored.PointsRef == in.PointsRef, nil
+}
+
+func (addPointsOp) Statement(s *db.Statement, _ idem.Exec, in PointsInput) {
+	s.AddPoints(op.MustUUID(in.CustomerID), in.Delta.Int64(), in.Reason)
+}
 
 // contactFields are the customer fields a voice agent is not read back.
 var contactFields = []string{"phone", "email"}

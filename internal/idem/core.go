@@ -53,15 +53,56 @@ type Exec struct {
 	// (see oncecall.Action); empty outside one.
 	CallPlatform string
 	CallID       string
-	// Remote reports whether a capability is served by a remote provider
+	// Remotes tells which capabilities are served by a remote provider
 	// (nil: none is): a local operation's follow-up on a remote capability
 	// (a booking's confirmation message) is recorded as a step of the
-	// action, which the driver sends.
-	Remote func(capability string) bool
-	// Offered, when set, keeps of a remote action's candidate slots those
+	// action, which the driver sends. See IsRemote.
+	Remotes Remotes
+	// Offer, when set, keeps of a remote action's candidate slots those
 	// the tenant's calendars show free by their latest read (see
-	// Request.Offered); nil: nothing is read but oncecall's own records.
-	Offered func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
+	// Request.Offer); nil: nothing is read but oncecall's own records.
+	Offer Offerer
+}
+
+// IsRemote reports whether capability is served by a remote provider.
+func (x Exec) IsRemote(capability string) bool {
+	return x.Remotes != nil && x.Remotes.Remote(capability)
+}
+
+// Remotes tells which capabilities are served by a remote provider (the
+// step driver does).
+type Remotes interface {
+	Remote(capability string) bool
+}
+
+// Offerer keeps of candidate slots those a tenant's calendars show free.
+type Offerer interface {
+	Offered(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
+}
+
+// Work is an operation's writes bound to one request's input (op.Prepared
+// makes it): one statement, or Go in the claim's transaction, and the local
+// checks of a remote action.
+type Work interface {
+	// OneStatement reports whether the operation is one statement: then
+	// Statement is used, otherwise Run.
+	OneStatement() bool
+	// Statement makes s the operation's one statement (see
+	// op.Stater): claim, writes and completion in one round trip.
+	Statement(s *db.Statement, x Exec)
+	// Run performs the operation's writes inside the claim's transaction.
+	Run(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
+	// Reserve runs in a remote action's claim transaction before its steps
+	// are recorded (local checks and holds) and may set their payloads; a
+	// result from it is a definitive answer that completes the action with
+	// nothing sent.
+	Reserve(ctx context.Context, tx *db.Tx, x Exec, steps []db.NewStep) (*Result, error)
+}
+
+// Staleness tells whether the answer of a completed action no longer
+// holds.
+type Staleness interface {
+	Stale(ctx context.Context, a oncecall.Action) (bool, error)
 }
 
 // Request is one attempt at an action.
@@ -75,21 +116,13 @@ type Request struct {
 	// Wait bounds how long to wait for an attempt of the same action that is
 	// still running before answering ErrInProgress.
 	Wait time.Duration
-	// Run performs the operation's writes inside the claim's transaction
-	// when it has no Statement.
-	Run func(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
-	// Statement, when set, picks the operation's one statement (see
-	// op.Spec.Statement): claim, writes and completion in one round trip.
-	// It is used instead of Run.
-	Statement func(s *db.Statement, x Exec)
+	// Work is the operation's writes bound to this request's input: Run
+	// or Statement for a local action, Reserve for a remote one.
+	Work Work
 	// Steps, when set, makes the action remote: the steps and their
 	// provider keys are committed with the claim, before any dispatch, and
-	// the Driver performs them; Run is not called.
+	// the Driver performs them; Work.Run is not called.
 	Steps []db.NewStep
-	// Reserve, when set, runs in a remote action's claim transaction before
-	// its steps are recorded (local checks and holds); a result from it is
-	// a definitive answer that completes the action with nothing sent.
-	Reserve func(ctx context.Context, tx *db.Tx, x Exec, steps []db.NewStep) (*Result, error)
 	// Stale, when set, reports whether the answer of a completed action
 	// under Key no longer holds. Only keys derived from identity fields set
 	// it: such a key names an intent ("this customer in this slot"), so
@@ -98,7 +131,7 @@ type Request struct {
 	// not asked about a rejection of the same request (operation and
 	// fingerprint) recorded less than Config.RejectionHold ago: that
 	// rejection is the request's answer.
-	Stale func(ctx context.Context, a oncecall.Action) (bool, error)
+	Stale Staleness
 	// CallPlatform and CallID are the voice call of a tool call (its
 	// platform, and the platform's id of the call), kept with the action.
 	CallPlatform string
@@ -109,12 +142,12 @@ type Request struct {
 	// from it (Stale) and claimed for a new action meanwhile. Nothing is
 	// claimed. Key is then the action's key.
 	Named uuid.UUID
-	// Offered, when set, is given to Reserve (Exec.Offered): what the
+	// Offer, when set, is given to Reserve (Exec.Offer): what the
 	// tenant's calendars show free, read through their short cache, so
 	// that a booking by service picks a practitioner the calendar has
 	// room for. It is asked only when Reserve runs, in the claim's
 	// transaction: once per action, never for a replay.
-	Offered func(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
+	Offer Offerer
 	// Place, when set, is the request's place in a share of the database
 	// pool its caller rations (the API's per-tenant gate), held when Do is
 	// called. It is freed while the request waits for a running attempt of
@@ -203,7 +236,7 @@ type Core struct {
 	store  *db.Store
 	cfg    Config
 	driver Driver
-	remote func(capability string) bool
+	remote Remotes
 	// background counts drives that outlived their request (see Drain).
 	background sync.WaitGroup
 	// replays estimates how many of the requests for operations with a
@@ -216,11 +249,11 @@ type Core struct {
 
 // SetDriver installs the driver of remote steps. A driver that tells
 // which capabilities are remote (step.Driver does) tells local operations
-// too, through Exec.Remote.
+// too, through Exec.Remotes.
 func (c *Core) SetDriver(d Driver) {
 	c.driver = d
-	if r, ok := d.(interface{ Remote(string) bool }); ok {
-		c.remote = r.Remote
+	if r, ok := d.(Remotes); ok {
+		c.remote = r
 	}
 }
 
@@ -323,7 +356,7 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 	// claim below is the only decision. An operation's one statement starts
 	// with the same read, so for it the read alone is worth its round trip
 	// only when most requests are replays (see replayShare).
-	statement := req.Statement != nil && len(req.Steps) == 0
+	statement := req.Work.OneStatement() && len(req.Steps) == 0
 	counted := false
 	if !statement || c.replays.likely() {
 		a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
@@ -392,9 +425,9 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 		ID: id, TenantID: req.TenantID, Key: req.Key, Operation: req.Operation,
 		Fingerprint: req.Fingerprint, Request: req.Input, CallPlatform: req.CallPlatform, CallID: req.CallID,
 	}
-	if req.Statement != nil && len(req.Steps) == 0 {
+	if req.Work.OneStatement() && len(req.Steps) == 0 {
 		st := db.NewStatement(req.TenantID)
-		req.Statement(st, Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote})
+		req.Work.Statement(st, Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remotes: c.remote})
 		return c.claimOnce(ctx, claim, c.claimWait(req), st)
 	}
 	// Only an action claimed running has a lease, with its owner's token.
@@ -406,8 +439,8 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	claimCtx, cancel := context.WithTimeout(ctx, c.claimWait(req))
 	defer cancel()
 	claimed, err := c.store.ClaimTx(ctx, claimCtx, claim, func(tx *db.Tx) (*db.Completion, error) {
-		x := Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remote: c.remote,
-			Offered: req.Offered}
+		x := Exec{TenantID: req.TenantID, ActionID: id, CallPlatform: req.CallPlatform, CallID: req.CallID, Remotes: c.remote,
+			Offer: req.Offer}
 		var res Result
 		if len(req.Steps) > 0 {
 			rejected, err := c.claimSteps(ctx, tx, x, req)
@@ -422,7 +455,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 				return nil, nil
 			}
 			res = *rejected
-		} else if res, err = req.Run(ctx, tx, x); err != nil {
+		} else if res, err = req.Work.Run(ctx, tx, x); err != nil {
 			return nil, err
 		}
 		done := db.Completion{
@@ -512,11 +545,9 @@ func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Re
 // of a key is counted from this action's claim.
 func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (*Result, error) {
 	steps := slices.Clone(req.Steps)
-	if req.Reserve != nil {
-		rejected, err := req.Reserve(ctx, tx, x, steps)
-		if err != nil || rejected != nil {
-			return rejected, err
-		}
+	rejected, err := req.Work.Reserve(ctx, tx, x, steps)
+	if err != nil || rejected != nil {
+		return rejected, err
 	}
 	scope := x.ActionID.String()
 	for i := range steps {
@@ -535,7 +566,7 @@ func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (
 // outcome, whatever it is.
 func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
 	if req.Stale != nil && a.State == oncecall.Completed && !c.held(req, a) {
-		stale, err := req.Stale(ctx, a)
+		stale, err := req.Stale.Stale(ctx, a)
 		if err != nil {
 			return Reply{}, db.Fault(err)
 		}
@@ -614,7 +645,7 @@ func (c *Core) held(req *Request, a oncecall.Action) bool {
 
 // Holds reports whether a is a rejection recorded less than RejectionHold
 // ago: a request that only restates the rejected one in other words (an
-// operation's own judgement, op.Spec.Restates) is answered with it too.
+// operation's own judgement, op.Restater) is answered with it too.
 func (c *Core) Holds(a oncecall.Action) bool {
 	return a.Outcome == oncecall.Rejected && !a.CompletedAt.IsZero() &&
 		time.Since(a.CompletedAt) < c.cfg.RejectionHold
@@ -659,7 +690,7 @@ func retryAfter(a oncecall.Action) time.Duration {
 }
 
 // replayShare estimates the share of this process's recent requests for an
-// operation with a statement (op.Spec.Statement) that found their key
+// operation with a statement (op.Stater) that found their key
 // already taken: a moving average over about the last 64 such requests,
 // in units of 1/65536. It picks which of two correct first round trips a
 // request takes, never an answer:

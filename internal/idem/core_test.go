@@ -64,12 +64,12 @@ func TestFailedTransactionLeavesNoClaim(t *testing.T) {
 	boom := errors.New("provider of a local write failed")
 	req := idem.Request{
 		TenantID: e.tenant.ID, Key: "k", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
-		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+		Work: run(func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
 			if _, err := tx.CreateCustomer(ctx, db.NewCustomer{TenantID: x.TenantID, Name: "half"}); err != nil {
 				return idem.Result{}, err
 			}
 			return idem.Result{}, boom // fails after the claim and a business write
-		},
+		}),
 	}
 	if _, err := e.core.Do(t.Context(), req); !errors.Is(err, boom) {
 		t.Fatalf("Do: %v, want the operation's error", err)
@@ -82,7 +82,7 @@ func TestFailedTransactionLeavesNoClaim(t *testing.T) {
 	}
 	var calls int
 	var mu sync.Mutex
-	req.Run = noteRun(&calls, &mu)
+	req.Work = run(noteRun(&calls, &mu))
 	reply, err := e.core.Do(t.Context(), req)
 	if err != nil || reply.Replayed || reply.Action.Outcome != idem.Confirmed {
 		t.Fatalf("retry with the same key: %+v %v", reply, err)
@@ -102,7 +102,7 @@ func TestConcurrentDistinctKeysRunInParallel(t *testing.T) {
 		wg.Go(func() {
 			_, err := e.core.Do(t.Context(), idem.Request{
 				TenantID: e.tenant.ID, Key: "key-" + string(rune('a'+i)), Operation: "test.op",
-				Fingerprint: "f", Input: []byte(`{}`), Run: noteRun(&calls, &mu),
+				Fingerprint: "f", Input: []byte(`{}`), Work: run(noteRun(&calls, &mu)),
 			})
 			if err != nil {
 				t.Error(err)
@@ -121,7 +121,7 @@ func TestRetryableConflictRerunsTheUnit(t *testing.T) {
 	attempts := 0
 	reply, err := e.core.Do(t.Context(), idem.Request{
 		TenantID: e.tenant.ID, Key: "race", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
-		Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+		Work: run(func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
 			attempts++
 			if attempts == 1 {
 				// A unique violation from a business write that lost a race.
@@ -132,7 +132,7 @@ func TestRetryableConflictRerunsTheUnit(t *testing.T) {
 				return idem.Result{}, err
 			}
 			return idem.Result{Outcome: idem.Rejected, Status: 422, Reason: "LOST_RACE", Body: []byte(`{}`)}, nil
-		},
+		}),
 	})
 	if err != nil || attempts != 2 || reply.Action.Reason != "LOST_RACE" {
 		t.Fatalf("attempts %d, reply %+v, err %v", attempts, reply, err)
@@ -162,7 +162,7 @@ func TestUnavailableDatabaseFailsClosed(t *testing.T) {
 	ran := false
 	_, err = core.Do(t.Context(), idem.Request{
 		TenantID: e.tenant.ID, Key: "k", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
-		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil },
+		Work: run(func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil }),
 	})
 	if fault.CodeOf(err) != fault.Unavailable || ran {
 		t.Fatalf("err %v (code %s), ran %v; want SERVICE_UNAVAILABLE and nothing run", err, fault.CodeOf(err), ran)
@@ -178,11 +178,11 @@ func TestWaitFollowsARunningAction(t *testing.T) {
 	go func() {
 		_, _ = e.core.Do(context.Background(), idem.Request{
 			TenantID: e.tenant.ID, Key: "slow", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
-			Run: func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+			Work: run(func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
 				close(started)
 				<-release
 				return idem.Result{Outcome: idem.Confirmed, Status: 201, Body: []byte(`{"ok":true}`)}, nil
-			},
+			}),
 		})
 	}()
 	<-started
@@ -193,10 +193,10 @@ func TestWaitFollowsARunningAction(t *testing.T) {
 		r, err := e.core.Do(context.Background(), idem.Request{
 			TenantID: e.tenant.ID, Key: "slow", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
 			Wait: 5 * time.Second,
-			Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
+			Work: run(func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
 				t.Error("second attempt executed")
 				return idem.Result{}, nil
-			},
+			}),
 		})
 		if err != nil {
 			t.Error(err)
@@ -242,7 +242,7 @@ func TestClaimerThatAlwaysRollsBackIsBounded(t *testing.T) {
 	ran := false
 	_, err := core.Do(ctx, idem.Request{
 		TenantID: e.tenant.ID, Key: "churn", Operation: "test.op", Fingerprint: "f", Input: []byte(`{}`),
-		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil },
+		Work: run(func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) { ran = true; return idem.Result{}, nil }),
 	})
 	var tried int
 	if err := e.store.Pool().QueryRow(t.Context(), "SELECT last_value FROM claims_tried").Scan(&tried); err != nil {
@@ -267,11 +267,11 @@ func rejectingRequest(e env, runs *atomic.Int32, fingerprint string) idem.Reques
 	return idem.Request{
 		TenantID: e.tenant.ID, Key: idem.DeriveKey("test", "declined"), Operation: "test.op", Fingerprint: fingerprint,
 		Input: []byte(`{}`), Wait: 5 * time.Second,
-		Run: func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
+		Work: run(func(context.Context, *db.Tx, idem.Exec) (idem.Result, error) {
 			runs.Add(1)
 			return idem.Result{Outcome: idem.Rejected, Status: 422, Reason: "DECLINED", Body: []byte(`{}`)}, nil
-		},
-		Stale: func(_ context.Context, a oncecall.Action) (bool, error) { return a.Outcome == oncecall.Rejected, nil },
+		}),
+		Stale: stale(func(_ context.Context, a oncecall.Action) (bool, error) { return a.Outcome == oncecall.Rejected, nil }),
 	}
 }
 

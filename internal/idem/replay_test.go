@@ -64,9 +64,9 @@ func TestStatementReplaysReadFirstWhenMostRequestsAreReplays(t *testing.T) {
 	req := func(key string) idem.Request {
 		return idem.Request{
 			TenantID: tenant, Key: key, Operation: "customer.create", Fingerprint: "f", Input: []byte(`{}`),
-			Statement: func(s *db.Statement, x idem.Exec) {
+			Work: statement(func(s *db.Statement, x idem.Exec) {
 				s.CreateCustomer(db.NewCustomer{TenantID: x.TenantID, Name: "n"})
-			},
+			}),
 		}
 	}
 	do := func(key string, replayed bool) []string {
@@ -164,9 +164,9 @@ func TestReplayOfAKeptAnswerSendsNothing(t *testing.T) {
 	req := func(key, fingerprint string) idem.Request {
 		return idem.Request{
 			TenantID: tenant, Key: key, Operation: "customer.create", Fingerprint: fingerprint, Input: []byte(`{}`),
-			Statement: func(s *db.Statement, x idem.Exec) {
+			Work: statement(func(s *db.Statement, x idem.Exec) {
 				s.CreateCustomer(db.NewCustomer{TenantID: x.TenantID, Name: "n"})
-			},
+			}),
 		}
 	}
 	customers := func() int {
@@ -217,10 +217,10 @@ func TestReplayOfAKeptAnswerSendsNothing(t *testing.T) {
 	if got := trace.all(); len(got) == 0 {
 		t.Fatal("a derived key was answered from memory")
 	}
-	stale := req(key, "f")
+	withCheck := req(key, "f")
 	checked := false
-	stale.Stale = func(context.Context, oncecall.Action) (bool, error) { checked = true; return false, nil }
-	if r, err := core.Do(t.Context(), stale); err != nil || !r.Replayed || !checked {
+	withCheck.Stale = stale(func(context.Context, oncecall.Action) (bool, error) { checked = true; return false, nil })
+	if r, err := core.Do(t.Context(), withCheck); err != nil || !r.Replayed || !checked {
 		t.Fatalf("replay with a stale check: %+v %v, checked %v", r, err, checked)
 	}
 	if got := trace.all(); len(got) == 0 {

@@ -71,17 +71,9 @@ var Send = op.Define(op.Spec[SendInput]{
 	Tool:    "send_message",
 	Description: "Send one SMS or e-mail from a template, once per message the caller should get. " +
 		"To send the same message again on purpose, give a new send_ref.",
-	Normalize: normalize,
-	PerCall:   true,
-	Identity: func(in SendInput) []string {
-		recipient := "to:" + in.To
-		if in.CustomerID != "" {
-			recipient = "customer:" + in.CustomerID
-		}
-		return []string{recipient, in.Channel, in.Template, in.SubjectID, in.SendRef}
-	},
-	Execute: execute,
-	Remote:  sendRemote(),
+	Logic:   sendOp{},
+	PerCall: true,
+	Remote:  newSendRemote(),
 	Say: op.Phrases{
 		// Without a messaging provider the message is only recorded in
 		// oncecall's outbox, which nothing sends.
@@ -101,6 +93,23 @@ var Send = op.Define(op.Spec[SendInput]{
 		Withhold: []string{"recipient", "to"},
 	},
 })
+
+// sendOp is the logic of Send.
+type sendOp struct{}
+
+func (sendOp) Normalize(in *SendInput) error { return normalize(in) }
+
+func (sendOp) Identity(in SendInput) []string {
+	recipient := "to:" + in.To
+	if in.CustomerID != "" {
+		recipient = "customer:" + in.CustomerID
+	}
+	return []string{recipient, in.Channel, in.Template, in.SubjectID, in.SendRef}
+}
+
+func (sendOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (idem.Result, error) {
+	return execute(ctx, tx, x, in)
+}
 
 func normalize(in *SendInput) error {
 	in.Channel = strings.ToLower(strings.TrimSpace(in.Channel))
@@ -279,7 +288,7 @@ func Confirm(ctx context.Context, tx *db.Tx, x idem.Exec, customerID, channel, w
 		CustomerID: customerID, Channel: channel, Template: "appointment_confirmation",
 		Variables: Variables{"name": cmp.Or(c.Name, "there"), "when": when}, SubjectID: subjectID,
 	}
-	if x.Remote != nil && x.Remote(provider.Messaging) {
+	if x.IsRemote(provider.Messaging) {
 		reason, err := confirmRemote(ctx, tx, x, c, in)
 		return cmp.Or(reason, Queued), err
 	}

@@ -45,27 +45,30 @@ func withSender(ctx context.Context, tx *db.Tx, tenant uuid.UUID, m remoteSend) 
 
 // sendRemote sends through the messaging provider. The payload is rendered
 // in the claim's transaction, where the tenant's template is read.
-func sendRemote() *op.Remote[SendInput] {
-	r := op.SendInput[SendInput](provider.Messaging, http.StatusCreated)
-	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (op.Reservation, error) {
-		recipient, reason, err := recipientOf(ctx, tx, x, in)
-		if err != nil || reason != "" {
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			res, err := op.Reject(reason, map[string]string{"customer_id": in.CustomerID})
-			return op.Reservation{Reject: &res}, err
-		}
-		text, err := render(ctx, tx, x.TenantID, in)
+type sendRemote struct{ op.Send[SendInput] }
+
+func newSendRemote() sendRemote {
+	return sendRemote{op.SendInput[SendInput](provider.Messaging, http.StatusCreated)}
+}
+
+// Reserve reads the recipient and renders the message for the payload.
+func (sendRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in SendInput) (op.Reservation, error) {
+	recipient, reason, err := recipientOf(ctx, tx, x, in)
+	if err != nil || reason != "" {
 		if err != nil {
 			return op.Reservation{}, err
 		}
-		send, err := withSender(ctx, tx, x.TenantID, remoteSend{
-			SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body,
-		})
-		return op.Reservation{Payload: send}, err
+		res, err := op.Reject(reason, map[string]string{"customer_id": in.CustomerID})
+		return op.Reservation{Reject: &res}, err
 	}
-	return r
+	text, err := render(ctx, tx, x.TenantID, in)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	send, err := withSender(ctx, tx, x.TenantID, remoteSend{
+		SendInput: in, Recipient: recipient, TemplateVersion: text.version, SubjectLine: text.subject, Body: text.body,
+	})
+	return op.Reservation{Payload: send}, err
 }
 
 // recipientOf is the address of a message: to, or the customer's phone or

@@ -66,10 +66,18 @@ var CreateTemplate = op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.create",
 	Version:     1,
 	Description: "Create a message template of this tenant.",
-	Normalize:   normalizeTemplate,
-	Execute:     saveTemplate((*db.Tx).CreateTemplate, http.StatusCreated, TemplateExists),
+	Logic:       createTemplateOp{},
 	Say:         templatePhrases,
 })
+
+// createTemplateOp is the logic of CreateTemplate.
+type createTemplateOp struct{}
+
+func (createTemplateOp) Normalize(in *TemplateInput) error { return normalizeTemplate(in) }
+
+func (createTemplateOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
+	return saveTemplate((*db.Tx).CreateTemplate, http.StatusCreated, TemplateExists)(ctx, tx, x, in)
+}
 
 // UpdateTemplate stores the next version of a tenant's template. Messages
 // sent before keep the text of the version they used.
@@ -77,10 +85,18 @@ var UpdateTemplate = op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.update",
 	Version:     1,
 	Description: "Replace a message template of this tenant with a new version.",
-	Normalize:   normalizeTemplate,
-	Execute:     saveTemplate((*db.Tx).AddTemplateVersion, http.StatusOK, TemplateNotFound),
+	Logic:       updateTemplateOp{},
 	Say:         templatePhrases,
 })
+
+// updateTemplateOp is the logic of UpdateTemplate.
+type updateTemplateOp struct{}
+
+func (updateTemplateOp) Normalize(in *TemplateInput) error { return normalizeTemplate(in) }
+
+func (updateTemplateOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in TemplateInput) (idem.Result, error) {
+	return saveTemplate((*db.Tx).AddTemplateVersion, http.StatusOK, TemplateNotFound)(ctx, tx, x, in)
+}
 
 // saveTemplate is the Execute of a template write: write stores a version
 // and reports whether it could; when not, the action is rejected with

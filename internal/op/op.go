@@ -1,8 +1,10 @@
 // Package op is the operation registry. An operation is declared once, as a
-// Spec: its input and how it is normalised, its identity fields for keys
-// derived from a voice call, its local writes, and how each outcome is
-// phrased for an agent. The REST and Dasha surfaces and the idempotency core
-// all work from that one declaration.
+// Spec: its name and phrases, and its logic, a value whose methods are the
+// operation's steps (normalise, execute or statement, and optional ones:
+// resolve, identity, restates, standing, remote writes). The REST and voice
+// surfaces and the idempotency core all work from that one declaration; a
+// reader follows a call from the core to the operation's code through these
+// interfaces (docs/architecture.md).
 package op
 
 import (
@@ -38,104 +40,158 @@ type Spec[In any] struct {
 	Tool string
 	// Description tells a voice agent's model when to call the tool.
 	Description string
-	// Normalize validates the decoded input and normalises it in place. It
-	// returns a *fault.Error naming the field for bad input.
-	Normalize func(in *In) error
-	// Resolve, when set, settles with the tenant's data what Normalize
-	// cannot settle alone, so that two spellings of one meaning are one
-	// input (a booking's local time becomes the instant it names in its
-	// location's timezone). It rewrites in and reports whether it changed
-	// it; it runs before the fingerprint and the identity are taken (see
-	// Prepared.Resolve). A *fault.Error names a bad field.
-	Resolve func(ctx context.Context, s *db.Store, tenant uuid.UUID, in *In) (changed bool, err error)
-	// Identity returns the fields that identify the intent when a voice call
-	// gives no key (docs/identity-and-leases.md); nil means every input
-	// field.
-	Identity func(in In) []string
 	// PerCall makes the call id part of a derived identity.
 	PerCall bool
-	// RemoteIdentity, when set, is Identity when the operation's capability
-	// is served by a remote provider: a write that amends locally (a call's
-	// note) is a second write there, so its identity must not let a reworded
-	// request through.
-	RemoteIdentity func(in In) []string
-	// CallScoped, when set, makes the call id part of the derived identity
-	// of the inputs it reports (a customer known by name alone is only the
-	// same customer within one call); PerCall still applies to all.
-	CallScoped func(in In) bool
-	// Restates, when set, reports whether in asks for exactly what the
-	// stored input of a completed action did, though it is spelled with
-	// other details (a field restating a default, a reworded reason): such
-	// a request is answered as a replay of that action, not a conflict.
-	Restates func(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in In) (bool, error)
-	// StandingByResource, when set, is Standing for an action whose request
-	// was pruned: it sees only the resource id (a booking's appointment is
-	// still known to be cancelled).
-	StandingByResource func(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error)
-	// Execute performs the operation's writes inside the claim's
-	// transaction: the local implementation of an operation without a
-	// Statement.
-	Execute func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
-	// Statement, when set, is the operation's local implementation instead
-	// of Execute: it picks the operation's one statement (a db.Statement
-	// method: claim, writes and completion with the outcome and answer
-	// decided in SQL, one round trip). Work SQL cannot do is a follow-up in
-	// the statement's transaction (db.Statement.Then; x is the action's).
-	Statement func(s *db.Statement, x idem.Exec, in In)
-	// Standing tells what became of the object a completed, confirmed
-	// action describes: "" while its answer still holds (the booked
-	// appointment is active in that slot), otherwise a word for what changed
-	// since ("cancelled", "moved", "changed"). A key derived from identity
-	// fields replays only while the answer holds, and check_action_status
-	// reports the change. nil: the answer always holds.
-	Standing func(ctx context.Context, s *db.Store, tenant uuid.UUID, in In, resourceID string) (string, error)
+	// Logic is the operation: an Executor or a Stater, and any of the
+	// optional interfaces below (Resolver, Identifier, RemoteIdentifier,
+	// CallScoper, Restater, Stander, ResourceStander).
+	Logic Logic[In]
 	// Say phrases each outcome for a voice agent.
 	Say Phrases
 	// Remote declares how the operation runs when its capability is served
 	// by a remote provider; nil means it is always local.
-	Remote *Remote[In]
+	Remote Remote[In]
 }
 
-// Remote declares an operation's remote writes.
-type Remote[In any] struct {
+// Logic is what every operation does: validate the decoded input and
+// normalise it in place, returning a *fault.Error naming the field for bad
+// input. An operation implements Executor or Stater too.
+type Logic[In any] interface {
+	Normalize(in *In) error
+}
+
+// Executor is an operation whose local implementation is Go: Execute
+// performs its writes inside the claim's transaction.
+type Executor[In any] interface {
+	Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (idem.Result, error)
+}
+
+// Stater is an operation whose local implementation is one statement:
+// Statement picks it (a db.Statement method: claim, writes and completion
+// with the outcome and answer decided in SQL, one round trip). Work SQL
+// cannot do is a follow-up in the statement's transaction
+// (db.Statement.Then; x is the action's).
+type Stater[In any] interface {
+	Statement(s *db.Statement, x idem.Exec, in In)
+}
+
+// Resolver settles with the tenant's data what Normalize cannot settle
+// alone, so that two spellings of one meaning are one input (a booking's
+// local time becomes the instant it names in its location's timezone). It
+// rewrites in and reports whether it changed it; it runs before the
+// fingerprint and the identity are taken (see Prepared.Resolve). A
+// *fault.Error names a bad field.
+type Resolver[In any] interface {
+	Resolve(ctx context.Context, s *db.Store, tenant uuid.UUID, in *In) (changed bool, err error)
+}
+
+// Identifier returns the fields that identify the intent when a voice call
+// gives no key (docs/identity-and-leases.md); without it, every input
+// field does.
+type Identifier[In any] interface {
+	Identity(in In) []string
+}
+
+// RemoteIdentifier is Identifier when the operation's capability is served
+// by a remote provider: a write that amends locally (a call's note) is a
+// second write there, so its identity must not let a reworded request
+// through.
+type RemoteIdentifier[In any] interface {
+	RemoteIdentity(in In) []string
+}
+
+// CallScoper makes the call id part of the derived identity of the inputs
+// it reports (a customer known by name alone is only the same customer
+// within one call); Spec.PerCall still applies to all.
+type CallScoper[In any] interface {
+	CallScoped(in In) bool
+}
+
+// Restater reports whether in asks for exactly what the stored input of a
+// completed action did, though it is spelled with other details (a field
+// restating a default, a reworded reason): such a request is answered as a
+// replay of that action, not a conflict.
+type Restater[In any] interface {
+	Restates(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in In) (bool, error)
+}
+
+// Stander tells what became of the object a completed, confirmed action
+// describes: "" while its answer still holds (the booked appointment is
+// active in that slot), otherwise a word for what changed since
+// ("cancelled", "moved", "changed"). A key derived from identity fields
+// replays only while the answer holds, and check_action_status reports the
+// change. Without it, the answer always holds.
+type Stander[In any] interface {
+	Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in In, resourceID string) (string, error)
+}
+
+// ResourceStander is Stander for an action whose request was pruned: it
+// sees only the resource id (a booking's appointment is still known to be
+// cancelled).
+type ResourceStander interface {
+	StandingByResource(ctx context.Context, s *db.Store, tenant uuid.UUID, resourceID string) (string, error)
+}
+
+// Remote declares an operation's remote writes: the required one, of
+// Capability, whose provider receives Payload and whose record Confirmed
+// turns into the result. Optional interfaces add writes before it
+// (Befores), after it (FollowUpper), inputs served locally whatever the
+// provider (Localer), local checks in the claim (Reserver), and the local
+// record of the outcome (Settler).
+type Remote[In any] interface {
 	// Capability is the provider capability of the required write.
-	Capability string
+	Capability() string
 	// Payload is what the provider receives (ids and business fields).
-	Payload func(in In) any
+	Payload(in In) any
 	// Confirmed turns the provider's record of the write into the result.
-	Confirmed func(in In, rec provider.Record) (idem.Result, error)
-	// FollowUps are further writes once the required one succeeded (e.g. a
-	// confirmation message). They are resumed until done but never change
-	// the action's outcome.
-	FollowUps func(in In) []FollowUp
-	// Before are writes made, in order, before the required one: each is
-	// sent once the one before it succeeded, and one the provider refuses
-	// refuses the action (the required write is never made). Unlike a
-	// follow-up, a write before is recorded whatever its capability: one
-	// whose capability is local is made by the local provider (an SMS
-	// queued in the outbox). A later step's payload may carry what an
-	// earlier one gave back (provider.Record.Data).
-	Before func(in In) []FollowUp
-	// Local, when set, reports inputs that are served locally whatever the
-	// provider: nothing of them is the provider's (an intent approved to be
-	// paid by a payment link holds nothing on a card).
-	Local func(in In) bool
-	// Reserve, when set, runs in the claim's transaction before the write
-	// is recorded: the local checks and holds the remote write needs (the
-	// approved, uncaptured intent of this tenant, held for this action), and
-	// what the write carries from the tenant's data (a message template's
-	// text): its Payload is recorded with the step and sent by every
-	// dispatch and recovery, so a later change of that data never changes
-	// the write. An error (a *fault.Error for bad input) rolls the claim back.
-	Reserve func(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (Reservation, error)
-	// Settle, when set, runs in the transaction that completes the action
-	// from the provider's answer or an operator's decision, with the result
-	// the caller will hear and the provider's reference of the write (empty
-	// for a rejection): it records the outcome locally.
-	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, in In, res idem.Result, providerRef string) error
+	Confirmed(in In, rec provider.Record) (idem.Result, error)
 }
 
-// Reservation is what Remote.Reserve decided.
+// Befores are writes made, in order, before the required one: each is sent
+// once the one before it succeeded, and one the provider refuses refuses
+// the action (the required write is never made). Unlike a follow-up, a
+// write before is recorded whatever its capability: one whose capability is
+// local is made by the local provider (an SMS queued in the outbox). A
+// later step's payload may carry what an earlier one gave back
+// (provider.Record.Data).
+type Befores[In any] interface {
+	Before(in In) []FollowUp
+}
+
+// FollowUpper lists further writes once the required one succeeded (e.g. a
+// confirmation message). They are resumed until done but never change the
+// action's outcome.
+type FollowUpper[In any] interface {
+	FollowUps(in In) []FollowUp
+}
+
+// Localer reports inputs that are served locally whatever the provider:
+// nothing of them is the provider's (an intent approved to be paid by a
+// payment link holds nothing on a card).
+type Localer[In any] interface {
+	Local(in In) bool
+}
+
+// Reserver runs in the claim's transaction before the write is recorded:
+// the local checks and holds the remote write needs (the approved,
+// uncaptured intent of this tenant, held for this action), and what the
+// write carries from the tenant's data (a message template's text): its
+// Payload is recorded with the step and sent by every dispatch and
+// recovery, so a later change of that data never changes the write. An
+// error (a *fault.Error for bad input) rolls the claim back.
+type Reserver[In any] interface {
+	Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in In) (Reservation, error)
+}
+
+// Settler runs in the transaction that completes the action from the
+// provider's answer or an operator's decision, with the result the caller
+// will hear and the provider's reference of the write (empty for a
+// rejection): it records the outcome locally.
+type Settler[In any] interface {
+	Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in In, res idem.Result, providerRef string) error
+}
+
+// Reservation is what a Reserver decided.
 type Reservation struct {
 	// Reject, when set, is a definitive answer found before anything was
 	// sent: the action completes with it and no step is recorded.
@@ -145,7 +201,7 @@ type Reservation struct {
 	// an intent without a hold is withdrawn locally): the action completes
 	// with it and no step is recorded.
 	Done *idem.Result
-	// Payload, when set, replaces Payload(in) for the required write (the
+	// Payload, when set, replaces Remote.Payload(in) for the required write (the
 	// amount and currency read from the intent).
 	Payload any
 	// Provider, when set, names the provider the required write is sent to
@@ -187,13 +243,100 @@ type Phrases struct {
 	// The Dasha answer follows it with how to learn the outcome.
 	Pending string
 	// Changed is what an agent may say of a confirmed action whose object
-	// has changed since (see Spec.Standing): it must not repeat the
+	// has changed since (see Stander): it must not repeat the
 	// confirmation as current.
 	Changed string
 	// Withhold names fields of the result a voice agent is not given
 	// (contact data it does not need to read back), at the top level and in
 	// the objects the result holds.
 	Withhold []string
+}
+
+// Prepared is a validated, normalised request for an operation.
+type Prepared struct {
+	Operation string
+	// Input is the canonical JSON of the normalised input.
+	Input       []byte
+	Fingerprint string
+	// Identity lists the identity field values, in declaration order.
+	Identity []string
+	// RemoteIdentity is Identity when the capability is remote (see
+	// RemoteIdentifier); nil: the same as Identity.
+	RemoteIdentity []string
+	// PerCall: the call id is part of the derived identity of this input.
+	PerCall bool
+	// Capability is the provider capability of the operation's required
+	// write; empty for operations that are always local (or an input that
+	// is, see Localer).
+	Capability string
+	// b is the operation's logic bound to this input.
+	b binding
+}
+
+// binding is an operation's logic bound to one normalised input: the
+// idempotency core's unit of work (idem.Work), and what the surfaces ask of
+// the request before and after it runs. Its one implementation is
+// *bound[In].
+type binding interface {
+	idem.Work
+	resolve(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error)
+	restates(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
+	standing(ctx context.Context, s *db.Store, a oncecall.Action) (string, error)
+	hasStanding() bool
+	steps(remote idem.Remotes) ([]db.NewStep, error)
+	confirmed(rec provider.Record) (idem.Result, error)
+	settle(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
+}
+
+// Work is the request's unit of work for the idempotency core
+// (idem.Request.Work): the operation's statement, or its Go writes, and a
+// remote action's local checks, bound to this input.
+func (p *Prepared) Work() idem.Work { return p.b }
+
+// Resolve returns this request as the operation's Resolver settles it with
+// the tenant's data: itself when nothing changes (or the operation has
+// nothing to settle), else a new Prepared whose input, fingerprint and
+// identity are the settled ones. The REST and voice surfaces call it before
+// they pick the request's key.
+func (p *Prepared) Resolve(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error) {
+	settled, err := p.b.resolve(ctx, s, tenant)
+	if settled == nil && err == nil {
+		return p, nil
+	}
+	return settled, err
+}
+
+// Restates reports whether this request asks for exactly what the completed
+// action a asked (see Restater), whether it was confirmed or rejected; false
+// when the operation has no Restater (only an equal fingerprint does).
+func (p *Prepared) Restates(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
+	return p.b.restates(ctx, s, a)
+}
+
+// HasStanding reports whether the operation tells what became of its
+// object (see Stander).
+func (p *Prepared) HasStanding() bool { return p.b.hasStanding() }
+
+// Standing tells whether a completed action's answer still holds (see
+// Stander): "" when it does, or when the operation declares nothing.
+func (p *Prepared) Standing(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	return p.b.standing(ctx, s, a)
+}
+
+// Steps lists the remote writes when the capability is remote: the writes
+// before the required one (Befores), the required one (named by the
+// capability), then the follow-ups whose capability is remote too. Only for
+// a request with a Capability.
+func (p *Prepared) Steps(remote idem.Remotes) ([]db.NewStep, error) { return p.b.steps(remote) }
+
+// Confirmed turns the provider's record of the required write into the
+// action's result.
+func (p *Prepared) Confirmed(rec provider.Record) (idem.Result, error) { return p.b.confirmed(rec) }
+
+// Settle records a remote action's outcome locally (see Settler); nothing
+// when the operation has nothing to record.
+func (p *Prepared) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error {
+	return p.b.settle(ctx, tx, x, res, providerRef)
 }
 
 // Operation is a Spec with its input type erased.
@@ -217,77 +360,63 @@ type Operation interface {
 	PrepareCut(c []byte, cut string) (p *Prepared, cutValue []byte, err error)
 }
 
-// Prepared is a validated, normalised request for an operation.
-type Prepared struct {
-	Operation string
-	// Input is the canonical JSON of the normalised input.
-	Input       []byte
-	Fingerprint string
-	// Identity lists the identity field values, in declaration order.
-	Identity []string
-	// RemoteIdentity is Identity when the capability is remote (see
-	// Spec.RemoteIdentity); nil: the same as Identity.
-	RemoteIdentity []string
-	// PerCall: the call id is part of the derived identity of this input.
-	PerCall bool
-	// Resolve returns this request as Spec.Resolve settles it with the
-	// tenant's data: itself when nothing changes, else a new Prepared whose
-	// input, fingerprint and identity are the settled ones. nil when the
-	// operation has nothing to settle. The REST and voice surfaces call it
-	// before they pick the request's key.
-	Resolve func(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error)
-	// Restates reports whether this request asks for exactly what the
-	// completed action a asked (see Spec.Restates), whether it was
-	// confirmed or rejected; nil when only an equal fingerprint does.
-	Restates func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error)
-	// Run performs the operation's writes in the claim's transaction (see
-	// Spec.Execute); nil when Statement is set.
-	Run func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error)
-	// Statement picks the operation's one statement (see Spec.Statement);
-	// nil when the operation has none.
-	Statement func(s *db.Statement, x idem.Exec)
-	// Capability is the provider capability of the operation's required
-	// write; empty for operations that are always local.
-	Capability string
-	// Steps lists the remote writes when the capability is remote: the
-	// writes before the required one (Remote.Before), the required one
-	// (named by the capability), then the follow-ups whose capability is
-	// remote too.
-	Steps func(remote func(capability string) bool) ([]db.NewStep, error)
-	// Confirmed turns the provider's record of the required write into the
-	// action's result.
-	Confirmed func(rec provider.Record) (idem.Result, error)
-	// Reserve runs in the claim's transaction of a remote action before
-	// its steps are recorded; it may set the required step's payload. A
-	// result is a definitive answer: nothing is sent. nil: nothing to check.
-	Reserve func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) (*idem.Result, error)
-	// Settle records a remote action's outcome locally (see Remote.Settle);
-	// nil when there is nothing to record.
-	Settle func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error
-	// Standing tells whether a completed action's answer still holds (see
-	// Spec.Standing); nil when it always does.
-	Standing func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error)
-}
-
+// spec is a Spec with the optional interfaces its Logic and Remote
+// implement found once, when it is defined.
 type spec[In any] struct {
 	s Spec[In]
 	// enc writes the canonical input that the fingerprint hashes.
 	enc *canon.Encoder
+
+	executor    Executor[In]
+	stater      Stater[In]
+	resolver    Resolver[In]
+	identifier  Identifier[In]
+	remoteID    RemoteIdentifier[In]
+	callScoper  CallScoper[In]
+	restater    Restater[In]
+	stander     Stander[In]
+	byResource  ResourceStander
+	befores     Befores[In]
+	followUpper FollowUpper[In]
+	localer     Localer[In]
+	reserver    Reserver[In]
+	settler     Settler[In]
 }
 
-// Define turns a Spec into an Operation.
+// Define turns a Spec into an Operation. Its Logic must be an Executor or
+// a Stater.
 func Define[In any](s Spec[In]) Operation {
-	return spec[In]{s: s, enc: canon.NewEncoder(reflect.TypeFor[In]())}
+	o := &spec[In]{s: s, enc: canon.NewEncoder(reflect.TypeFor[In]())}
+	o.executor, _ = s.Logic.(Executor[In])
+	o.stater, _ = s.Logic.(Stater[In])
+	if o.executor == nil && o.stater == nil {
+		panic("op: " + s.Name + ": its Logic is neither an Executor nor a Stater")
+	}
+	o.resolver, _ = s.Logic.(Resolver[In])
+	o.identifier, _ = s.Logic.(Identifier[In])
+	o.remoteID, _ = s.Logic.(RemoteIdentifier[In])
+	o.callScoper, _ = s.Logic.(CallScoper[In])
+	o.restater, _ = s.Logic.(Restater[In])
+	o.stander, _ = s.Logic.(Stander[In])
+	o.byResource, _ = s.Logic.(ResourceStander)
+	if s.Remote != nil {
+		o.befores, _ = s.Remote.(Befores[In])
+		o.followUpper, _ = s.Remote.(FollowUpper[In])
+		o.localer, _ = s.Remote.(Localer[In])
+		o.reserver, _ = s.Remote.(Reserver[In])
+		o.settler, _ = s.Remote.(Settler[In])
+	}
+	return o
 }
 
-func (o spec[In]) Name() string        { return o.s.Name }
-func (o spec[In]) Tool() string        { return o.s.Tool }
-func (o spec[In]) Description() string { return o.s.Description }
-func (o spec[In]) PerCall() bool       { return o.s.PerCall }
-func (o spec[In]) Phrases() Phrases    { return o.s.Say }
-func (o spec[In]) Input() any          { var in In; return in }
+func (o *spec[In]) Name() string        { return o.s.Name }
+func (o *spec[In]) Tool() string        { return o.s.Tool }
+func (o *spec[In]) Description() string { return o.s.Description }
+func (o *spec[In]) PerCall() bool       { return o.s.PerCall }
+func (o *spec[In]) Phrases() Phrases    { return o.s.Say }
+func (o *spec[In]) Input() any          { var in In; return in }
 
-func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error) {
+func (o *spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error) {
 	var in In
 	if len(path) > 0 {
 		var err error
@@ -302,32 +431,15 @@ func (o spec[In]) Prepare(raw []byte, path map[string]string) (*Prepared, error)
 }
 
 // prepare normalises a decoded input and builds its Prepared request.
-func (o spec[In]) prepare(in In) (*Prepared, error) {
-	if o.s.Normalize != nil {
-		if err := o.s.Normalize(&in); err != nil {
-			return nil, err
-		}
+func (o *spec[In]) prepare(in In) (*Prepared, error) {
+	if err := o.s.Logic.Normalize(&in); err != nil {
+		return nil, err
 	}
-	p, err := o.build(in)
-	if err != nil || o.s.Resolve == nil {
-		return p, err
-	}
-	p.Resolve = func(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error) {
-		settled := in
-		changed, err := o.s.Resolve(ctx, s, tenant, &settled)
-		switch {
-		case err != nil:
-			return nil, err
-		case !changed:
-			return p, nil
-		}
-		return o.build(settled)
-	}
-	return p, nil
+	return o.build(in)
 }
 
 // build makes the Prepared request of a normalised input.
-func (o spec[In]) build(in In) (*Prepared, error) {
+func (o *spec[In]) build(in In) (*Prepared, error) {
 	input, err := o.enc.Marshal(in)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s input: %w", o.s.Name, err)
@@ -336,59 +448,104 @@ func (o spec[In]) build(in In) (*Prepared, error) {
 		Operation:   o.s.Name,
 		Input:       input,
 		Fingerprint: canon.Fingerprint(o.s.Name, o.s.Version, input),
+		b:           &bound[In]{o: o, in: in},
 	}
-	if o.s.Statement != nil {
-		p.Statement = func(s *db.Statement, x idem.Exec) { o.s.Statement(s, x, in) }
-	} else if o.s.Execute != nil {
-		p.Run = func(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
-			return o.s.Execute(ctx, tx, x, in)
-		}
+	if r := o.s.Remote; r != nil && (o.localer == nil || !o.localer.Local(in)) {
+		p.Capability = r.Capability()
 	}
-	if r := o.s.Remote; r != nil && (r.Local == nil || !r.Local(in)) {
-		p.Capability = r.Capability
-		p.Steps = func(remote func(string) bool) ([]db.NewStep, error) { return remoteSteps(o.s.Name, r, in, remote) }
-		p.Confirmed = func(rec provider.Record) (idem.Result, error) { return r.Confirmed(in, rec) }
-		if r.Reserve != nil {
-			p.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) (*idem.Result, error) {
-				return reserve(ctx, tx, x, r, in, steps)
-			}
-		}
-		if r.Settle != nil {
-			p.Settle = func(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, ref string) error {
-				return r.Settle(ctx, tx, x, in, res, ref)
-			}
-		}
+	p.PerCall = o.s.PerCall || (o.callScoper != nil && o.callScoper.CallScoped(in))
+	if o.remoteID != nil {
+		p.RemoteIdentity = o.remoteID.RemoteIdentity(in)
 	}
-	if o.s.Standing != nil {
-		p.Standing = func(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
-			if a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
-				return "", nil
-			}
-			return o.s.Standing(ctx, s, a.TenantID, in, a.ResourceID)
-		}
-	}
-	p.PerCall = o.s.PerCall || (o.s.CallScoped != nil && o.s.CallScoped(in))
-	if o.s.Restates != nil {
-		p.Restates = func(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
-			if a.Operation != o.s.Name || a.State != oncecall.Completed {
-				return false, nil
-			}
-			var stored In
-			if Decode(a.Request, &stored) != nil {
-				return false, nil // pruned: nothing to compare with
-			}
-			return o.s.Restates(ctx, s, a.TenantID, stored, in)
-		}
-	}
-	if o.s.RemoteIdentity != nil {
-		p.RemoteIdentity = o.s.RemoteIdentity(in)
-	}
-	if o.s.Identity != nil {
-		p.Identity = o.s.Identity(in)
+	if o.identifier != nil {
+		p.Identity = o.identifier.Identity(in)
 	} else {
 		p.Identity = []string{string(input)}
 	}
 	return p, nil
+}
+
+// bound is an operation's logic bound to one normalised input: what a
+// Prepared request runs.
+type bound[In any] struct {
+	o  *spec[In]
+	in In
+}
+
+// OneStatement reports whether the operation is one statement (Stater).
+func (b *bound[In]) OneStatement() bool { return b.o.stater != nil }
+
+// Statement makes s the operation's one statement for this input.
+func (b *bound[In]) Statement(s *db.Statement, x idem.Exec) { b.o.stater.Statement(s, x, b.in) }
+
+// Run performs the operation's Go writes in the claim's transaction.
+func (b *bound[In]) Run(ctx context.Context, tx *db.Tx, x idem.Exec) (idem.Result, error) {
+	return b.o.executor.Execute(ctx, tx, x, b.in)
+}
+
+// Reserve runs the Reserver of a remote action in the claim's transaction
+// and applies what it decided to the steps about to be recorded.
+func (b *bound[In]) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, steps []db.NewStep) (*idem.Result, error) {
+	if b.o.reserver == nil {
+		return nil, nil
+	}
+	return reserve(ctx, tx, x, b.o.reserver, b.in, steps)
+}
+
+// remote reports whether the input's required write is a remote one (the
+// operation declares a Remote, and the input is not served locally).
+func (b *bound[In]) remote() bool {
+	return b.o.s.Remote != nil && (b.o.localer == nil || !b.o.localer.Local(b.in))
+}
+
+func (b *bound[In]) resolve(ctx context.Context, s *db.Store, tenant uuid.UUID) (*Prepared, error) {
+	if b.o.resolver == nil {
+		return nil, nil
+	}
+	settled := b.in
+	changed, err := b.o.resolver.Resolve(ctx, s, tenant, &settled)
+	if err != nil || !changed {
+		return nil, err
+	}
+	return b.o.build(settled)
+}
+
+func (b *bound[In]) restates(ctx context.Context, s *db.Store, a oncecall.Action) (bool, error) {
+	if b.o.restater == nil || a.Operation != b.o.s.Name || a.State != oncecall.Completed {
+		return false, nil
+	}
+	var stored In
+	if Decode(a.Request, &stored) != nil {
+		return false, nil // pruned: nothing to compare with
+	}
+	return b.o.restater.Restates(ctx, s, a.TenantID, stored, b.in)
+}
+
+func (b *bound[In]) hasStanding() bool { return b.o.stander != nil }
+
+func (b *bound[In]) standing(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	if b.o.stander == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
+		return "", nil
+	}
+	return b.o.stander.Standing(ctx, s, a.TenantID, b.in, a.ResourceID)
+}
+
+func (b *bound[In]) steps(remote idem.Remotes) ([]db.NewStep, error) {
+	return remoteSteps(b.o, b.in, remote)
+}
+
+func (b *bound[In]) confirmed(rec provider.Record) (idem.Result, error) {
+	if !b.remote() {
+		return Confirm(200, rec.ID, map[string]string{"id": rec.ID, "provider_ref": rec.ID})
+	}
+	return b.o.s.Remote.Confirmed(b.in, rec)
+}
+
+func (b *bound[In]) settle(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.Result, providerRef string) error {
+	if b.o.settler == nil || !b.remote() {
+		return nil
+	}
+	return b.o.settler.Settle(ctx, tx, x, b.in, res, providerRef)
 }
 
 // Decode parses untrusted JSON into a struct strictly: it must be valid
@@ -535,7 +692,7 @@ func withPath(raw []byte, path map[string]string) ([]byte, error) {
 }
 
 // reserve runs r.Reserve and applies its payload to the required step.
-func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In], in In, steps []db.NewStep) (*idem.Result, error) {
+func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r Reserver[In], in In, steps []db.NewStep) (*idem.Result, error) {
 	res, err := r.Reserve(ctx, tx, x, in)
 	if res.Done != nil && err == nil {
 		return res.Done, nil
@@ -571,14 +728,15 @@ func reserve[In any](ctx context.Context, tx *db.Tx, x idem.Exec, r *Remote[In],
 
 // remoteSteps lists the remote writes of one request. Provider keys and
 // external references are filled in by the core once the action id exists.
-func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(string) bool) ([]db.NewStep, error) {
+func remoteSteps[In any](o *spec[In], in In, remote idem.Remotes) ([]db.NewStep, error) {
+	r, operation := o.s.Remote, o.s.Name
 	payload, err := json.Marshal(r.Payload(in))
 	if err != nil {
 		return nil, err
 	}
 	var steps []db.NewStep
-	if r.Before != nil {
-		for _, f := range r.Before(in) {
+	if o.befores != nil {
+		for _, f := range o.befores.Before(in) {
 			payload, err := json.Marshal(f.Payload)
 			if err != nil {
 				return nil, err
@@ -586,12 +744,13 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 			steps = append(steps, db.NewStep{Name: f.Name, Capability: f.Capability, Operation: f.Operation, Payload: payload})
 		}
 	}
-	steps = append(steps, db.NewStep{Name: r.Capability, Capability: r.Capability, Required: true, Operation: operation, Payload: payload})
-	if r.FollowUps == nil {
+	capability := r.Capability()
+	steps = append(steps, db.NewStep{Name: capability, Capability: capability, Required: true, Operation: operation, Payload: payload})
+	if o.followUpper == nil {
 		return steps, nil
 	}
-	for _, f := range r.FollowUps(in) {
-		if !remote(f.Capability) {
+	for _, f := range o.followUpper.FollowUps(in) {
+		if remote == nil || !remote.Remote(f.Capability) {
 			continue
 		}
 		payload, err := json.Marshal(f.Payload)
@@ -604,10 +763,10 @@ func remoteSteps[In any](operation string, r *Remote[In], in In, remote func(str
 }
 
 // standingByResource is Standing of a completed, confirmed action whose
-// request was pruned (see Spec.StandingByResource).
-func (o spec[In]) standingByResource(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
-	if o.s.StandingByResource == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
+// request was pruned (see ResourceStander).
+func (o *spec[In]) standingByResource(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
+	if o.byResource == nil || a.State != oncecall.Completed || a.Outcome != oncecall.Confirmed {
 		return "", nil
 	}
-	return o.s.StandingByResource(ctx, s, a.TenantID, a.ResourceID)
+	return o.byResource.StandingByResource(ctx, s, a.TenantID, a.ResourceID)
 }

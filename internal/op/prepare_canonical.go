@@ -9,7 +9,7 @@ import "github.com/oncecall/oncecall/internal/canon"
 // Prepared request, its fingerprint included, is the one Prepare makes of
 // the same bytes. Anything else must go through Prepare: PrepareCanonical
 // does not reject duplicate keys or invalid UTF-8 itself.
-func (o spec[In]) PrepareCanonical(c []byte) (*Prepared, error) {
+func (o *spec[In]) PrepareCanonical(c []byte) (*Prepared, error) {
 	p, _, err := o.PrepareCut(c, "")
 	return p, err
 }
@@ -19,7 +19,7 @@ func (o spec[In]) PrepareCanonical(c []byte) (*Prepared, error) {
 // errors or not. An input of strings is checked and decoded in the one walk
 // over c that finds the member (decodeMembers); any other input takes the
 // general path.
-func (o spec[In]) PrepareCut(c []byte, cut string) (p *Prepared, cutValue []byte, err error) {
+func (o *spec[In]) PrepareCut(c []byte, cut string) (p *Prepared, cutValue []byte, err error) {
 	var in In
 	ok := false
 	if len(c) > 0 && c[0] == '{' {

@@ -18,16 +18,31 @@ type remoteResult[In any] struct {
 	Request     In     `json:"request"`
 }
 
-// SendInput declares a remote write whose payload is the normalised input and
-// whose result is the provider's reference of it, answered with status.
-func SendInput[In any](capability string, status int) *Remote[In] {
-	return &Remote[In]{
-		Capability: capability,
-		Payload:    func(in In) any { return in },
-		Confirmed: func(in In, rec provider.Record) (idem.Result, error) {
-			return Confirm(status, rec.ID, remoteResult[In]{ID: rec.ID, ProviderRef: rec.ID, Request: in})
-		},
-	}
+// Send is a Remote whose payload is the normalised input and whose result
+// is the provider's reference of it, answered with Status. An operation's
+// remote type may embed it and add the optional interfaces (Reserver,
+// FollowUpper, ...).
+type Send[In any] struct {
+	Cap    string
+	Status int
+}
+
+// SendInput declares a remote write of capability whose payload is the
+// normalised input and whose result is the provider's reference of it,
+// answered with status.
+func SendInput[In any](capability string, status int) Send[In] {
+	return Send[In]{Cap: capability, Status: status}
+}
+
+// Capability is the capability of the write.
+func (s Send[In]) Capability() string { return s.Cap }
+
+// Payload is the normalised input.
+func (s Send[In]) Payload(in In) any { return in }
+
+// Confirmed is the provider's reference of the write, with the request.
+func (s Send[In]) Confirmed(in In, rec provider.Record) (idem.Result, error) {
+	return Confirm(s.Status, rec.ID, remoteResult[In]{ID: rec.ID, ProviderRef: rec.ID, Request: in})
 }
 
 // prepared rebuilds an action's prepared request from the normalised input
@@ -58,9 +73,6 @@ func (r *Registry) Confirmed(a oncecall.Action, rec provider.Record) (idem.Resul
 		// the required step's, named after the capability.
 		rec.ExternalRef = a.ID.String() + "/" + p.Capability
 	}
-	if p.Confirmed == nil {
-		return Confirm(200, rec.ID, map[string]string{"id": rec.ID, "provider_ref": rec.ID})
-	}
 	return p.Confirmed(rec)
 }
 
@@ -68,14 +80,14 @@ func (r *Registry) Confirmed(a oncecall.Action, rec provider.Record) (idem.Resul
 // charge captured or released), in the transaction that completes it.
 func (r *Registry) Settle(ctx context.Context, tx *db.Tx, a oncecall.Action, res idem.Result, providerRef string) error {
 	p, err := r.prepared(a)
-	if err != nil || p.Settle == nil {
+	if err != nil {
 		return err
 	}
 	return p.Settle(ctx, tx, idem.Exec{TenantID: a.TenantID, ActionID: a.ID}, res, providerRef)
 }
 
 // Standing tells what became of the object a completed action describes
-// ("" while its answer holds; see Spec.Standing). An action whose request
+// ("" while its answer holds; see op.Stander). An action whose request
 // was pruned, or whose operation declares nothing, holds.
 func (r *Registry) Standing(ctx context.Context, s *db.Store, a oncecall.Action) (string, error) {
 	o, ok := r.Get(a.Operation)
@@ -90,9 +102,6 @@ func (r *Registry) Standing(ctx context.Context, s *db.Store, a oncecall.Action)
 		}); ok {
 			return by.standingByResource(ctx, s, a)
 		}
-		return "", nil
-	}
-	if p.Standing == nil {
 		return "", nil
 	}
 	return p.Standing(ctx, s, a)

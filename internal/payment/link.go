@@ -90,13 +90,8 @@ var Link = op.Define(op.Spec[LinkInput]{
 	Tool:    "send_payment_link",
 	Description: "Send the customer a payment link by text message for a payment they approved (a payment intent); " +
 		"they pay on the card page it opens, never on this call. The answer is pending until they pay: never say the payment went through before check_action_status confirms it.",
-	Normalize: func(in *LinkInput) error { return op.ID("payment_intent_id", &in.PaymentIntentID) },
-	Identity:  func(in LinkInput) []string { return []string{in.PaymentIntentID} },
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput) (idem.Result, error) {
-		// oncecall's own tables have no page to pay on.
-		return op.Reject(LinksNeedStripe, map[string]string{"payment_intent_id": in.PaymentIntentID})
-	},
-	Remote: linkRemote(),
+	Logic:  linkOp{},
+	Remote: linkRemote{},
 	Say: op.Phrases{
 		Confirmed: "The customer paid the payment link; the payment went through. You may tell the caller they have been charged the amount in details (amount_spoken says it).",
 		Rejected: map[string]string{
@@ -121,6 +116,18 @@ var Link = op.Define(op.Spec[LinkInput]{
 	},
 })
 
+// linkOp is the logic of Link.
+type linkOp struct{}
+
+func (linkOp) Normalize(in *LinkInput) error { return op.ID("payment_intent_id", &in.PaymentIntentID) }
+
+func (linkOp) Identity(in LinkInput) []string { return []string{in.PaymentIntentID} }
+
+func (linkOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput) (idem.Result, error) {
+	// oncecall's own tables have no page to pay on.
+	return op.Reject(LinksNeedStripe, map[string]string{"payment_intent_id": in.PaymentIntentID})
+}
+
 // linkRemote makes the link through the provider that serves provider.Links
 // (Stripe): in the claim's transaction the intent is checked and held for
 // the action like a charge (no other charge or link of it can start), and
@@ -130,88 +137,91 @@ var Link = op.Define(op.Spec[LinkInput]{
 // payment, which Stripe's signed events make due for a check. The outcome
 // is recorded on the intent like a charge's. Without a messaging provider
 // the link is refused (MESSAGING_NOT_CONFIGURED) before anything is made.
-func linkRemote() *op.Remote[LinkInput] {
-	return &op.Remote[LinkInput]{
-		Capability: provider.Links,
-		Payload:    func(in LinkInput) any { return in },
-		Before: func(in LinkInput) []op.FollowUp {
-			return []op.FollowUp{
-				{Name: SessionStep, Capability: provider.Links, Operation: LinkCreateOperation, Payload: in},
-				{Name: SMSStep, Capability: provider.Messaging, Operation: message.Send.Name(), Payload: in},
-			}
-		},
-		Reserve: func(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput) (op.Reservation, error) {
-			reject := func(reason string) (op.Reservation, error) {
-				res, err := op.Reject(reason, map[string]string{"payment_intent_id": in.PaymentIntentID})
-				return op.Reservation{Reject: &res}, err
-			}
-			pi, _, rejected, err := chargeable(ctx, tx, x, ChargeInput{PaymentIntentID: in.PaymentIntentID}, true)
-			if err != nil || rejected != nil {
-				return op.Reservation{Reject: rejected}, err
-			}
-			if x.Remote == nil || !x.Remote(provider.Messaging) {
-				// The link would wait in oncecall's outbox, which nothing
-				// sends, while the caller is told to open it.
-				return reject(MessagingNotConfigured)
-			}
-			hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			if hold.Ref != "" {
-				return reject(IntentHeldOnCard)
-			}
-			c, err := tx.CustomerByID(ctx, x.TenantID, pi.CustomerID)
-			if errors.Is(err, db.ErrNotFound) {
-				return reject(CustomerNotFound)
-			}
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			if c.Phone == "" {
-				return reject(CustomerHasNoPhone)
-			}
-			held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			if !held {
-				return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
-			}
-			account, err := tx.TenantStripeAccount(ctx, x.TenantID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			sender, err := tx.TenantTwilioSender(ctx, x.TenantID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			body := "Your payment link for " + op.SpokenAmount(pi.Amount, pi.Currency)
-			if pi.Description != "" {
-				body += " (" + pi.Description + ")"
-			}
-			body += ": {{step:" + SessionStep + ".url}}"
-			return op.Reservation{
-				Payload: LinkPaid{IntentID: in.PaymentIntentID, Session: "{{step:" + SessionStep + ".id}}", Account: account},
-				FollowUps: map[string]any{
-					SessionStep: LinkRequest{
-						IntentID: in.PaymentIntentID, Amount: pi.Amount, Currency: pi.Currency, Description: pi.Description,
-						Account: account, ExpiresAt: time.Now().Add(LinkTTL).Unix(), AwaitStep: provider.Links,
-					},
-					SMSStep: message.LinkSMS(pi.CustomerID.String(), c.Phone, body, in.PaymentIntentID, sender),
-				},
-			}, nil
-		},
-		Confirmed: func(in LinkInput, rec provider.Record) (idem.Result, error) {
-			intent := op.MustUUID(in.PaymentIntentID)
-			amount, _ := strconv.ParseInt(rec.Data["amount"], 10, 64)
-			return op.Confirm(http.StatusCreated, in.PaymentIntentID, wire.PaidPaymentLink{
-				PaymentIntentID: intent, CheckoutSession: rec.Data["session"], ProviderRef: rec.ID,
-				Amount: amount, Currency: rec.Data["currency"], Status: "paid",
-			})
-		},
-		Settle: func(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput, res idem.Result, providerRef string) error {
-			return settleCharge(ctx, tx, x, ChargeInput{PaymentIntentID: in.PaymentIntentID}, res, providerRef)
-		},
+type linkRemote struct{}
+
+func (linkRemote) Capability() string { return provider.Links }
+
+func (linkRemote) Payload(in LinkInput) any { return in }
+
+func (linkRemote) Before(in LinkInput) []op.FollowUp {
+	return []op.FollowUp{
+		{Name: SessionStep, Capability: provider.Links, Operation: LinkCreateOperation, Payload: in},
+		{Name: SMSStep, Capability: provider.Messaging, Operation: message.Send.Name(), Payload: in},
 	}
+}
+
+func (linkRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput) (op.Reservation, error) {
+	reject := func(reason string) (op.Reservation, error) {
+		res, err := op.Reject(reason, map[string]string{"payment_intent_id": in.PaymentIntentID})
+		return op.Reservation{Reject: &res}, err
+	}
+	pi, _, rejected, err := chargeable(ctx, tx, x, ChargeInput{PaymentIntentID: in.PaymentIntentID}, true)
+	if err != nil || rejected != nil {
+		return op.Reservation{Reject: rejected}, err
+	}
+	if !x.IsRemote(provider.Messaging) {
+		// The link would wait in oncecall's outbox, which nothing
+		// sends, while the caller is told to open it.
+		return reject(MessagingNotConfigured)
+	}
+	hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if hold.Ref != "" {
+		return reject(IntentHeldOnCard)
+	}
+	c, err := tx.CustomerByID(ctx, x.TenantID, pi.CustomerID)
+	if errors.Is(err, db.ErrNotFound) {
+		return reject(CustomerNotFound)
+	}
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if c.Phone == "" {
+		return reject(CustomerHasNoPhone)
+	}
+	held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if !held {
+		return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
+	}
+	account, err := tx.TenantStripeAccount(ctx, x.TenantID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	sender, err := tx.TenantTwilioSender(ctx, x.TenantID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	body := "Your payment link for " + op.SpokenAmount(pi.Amount, pi.Currency)
+	if pi.Description != "" {
+		body += " (" + pi.Description + ")"
+	}
+	body += ": {{step:" + SessionStep + ".url}}"
+	return op.Reservation{
+		Payload: LinkPaid{IntentID: in.PaymentIntentID, Session: "{{step:" + SessionStep + ".id}}", Account: account},
+		FollowUps: map[string]any{
+			SessionStep: LinkRequest{
+				IntentID: in.PaymentIntentID, Amount: pi.Amount, Currency: pi.Currency, Description: pi.Description,
+				Account: account, ExpiresAt: time.Now().Add(LinkTTL).Unix(), AwaitStep: provider.Links,
+			},
+			SMSStep: message.LinkSMS(pi.CustomerID.String(), c.Phone, body, in.PaymentIntentID, sender),
+		},
+	}, nil
+}
+
+func (linkRemote) Confirmed(in LinkInput, rec provider.Record) (idem.Result, error) {
+	intent := op.MustUUID(in.PaymentIntentID)
+	amount, _ := strconv.ParseInt(rec.Data["amount"], 10, 64)
+	return op.Confirm(http.StatusCreated, in.PaymentIntentID, wire.PaidPaymentLink{
+		PaymentIntentID: intent, CheckoutSession: rec.Data["session"], ProviderRef: rec.ID,
+		Amount: amount, Currency: rec.Data["currency"], Status: "paid",
+	})
+}
+
+func (linkRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in LinkInput, res idem.Result, providerRef string) error {
+	return settleCharge(ctx, tx, x, ChargeInput{PaymentIntentID: in.PaymentIntentID}, res, providerRef)
 }

@@ -86,53 +86,8 @@ type IntentInput struct {
 var CreateIntent = op.Define(op.Spec[IntentInput]{
 	Name:    "payment_intent.create",
 	Version: 1,
-	Normalize: func(in *IntentInput) error {
-		if err := op.First(op.ID("customer_id", &in.CustomerID), op.Amount("amount", &in.Amount, true),
-			op.Currency("currency", &in.Currency), op.Text("description", &in.Description, maxDescription, false)); err != nil {
-			return err
-		}
-		in.StripeCustomer = strings.TrimSpace(in.StripeCustomer)
-		switch in.PaymentMethod = strings.TrimSpace(in.PaymentMethod); in.PaymentMethod {
-		case "":
-			in.PaymentMethod = MethodOK
-		case MethodOK, MethodDeclined, MethodLink:
-		default:
-			if in.StripeCustomer == "" || !savedCard.MatchString(in.PaymentMethod) {
-				return fault.Field("payment_method", "must be %s, %s, %s, or a saved card (pm_...) with stripe_customer", MethodOK, MethodDeclined, MethodLink)
-			}
-		}
-		switch {
-		case in.StripeCustomer == "":
-		case !stripeCustomer.MatchString(in.StripeCustomer):
-			return fault.Field("stripe_customer", "must be a Stripe customer id (cus_...)")
-		case in.PaymentMethod == MethodOK || in.PaymentMethod == MethodDeclined || in.PaymentMethod == MethodLink:
-			return fault.Field("stripe_customer", "is only for a saved card (payment_method pm_...)")
-		}
-		return nil
-	},
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput) (idem.Result, error) {
-		customer := op.MustUUID(in.CustomerID)
-		ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
-		if err != nil {
-			return idem.Result{}, err
-		}
-		if !ok {
-			return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
-		}
-		if in.StripeCustomer != "" {
-			// oncecall's own tables cannot charge a card saved at Stripe.
-			return op.Reject(SavedCardsNeedStripe, map[string]string{"payment_method": in.PaymentMethod})
-		}
-		pi, err := tx.CreatePaymentIntent(ctx, db.NewPaymentIntent{
-			TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Amount: in.Amount.Int64(),
-			Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
-		})
-		if err != nil {
-			return idem.Result{}, err
-		}
-		return op.Confirm(http.StatusCreated, pi.ID.String(), wire.FromPaymentIntent(pi))
-	},
-	Remote: holdRemote(),
+	Logic:   createIntentOp{},
+	Remote:  holdRemote{},
 	Say: op.Phrases{
 		Confirmed: "The payment is approved but not charged yet.",
 		Rejected: map[string]string{
@@ -145,6 +100,57 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		Pending: "The payment approval is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
 })
+
+// createIntentOp is the logic of CreateIntent.
+type createIntentOp struct{}
+
+func (createIntentOp) Normalize(in *IntentInput) error {
+	if err := op.First(op.ID("customer_id", &in.CustomerID), op.Amount("amount", &in.Amount, true),
+		op.Currency("currency", &in.Currency), op.Text("description", &in.Description, maxDescription, false)); err != nil {
+		return err
+	}
+	in.StripeCustomer = strings.TrimSpace(in.StripeCustomer)
+	switch in.PaymentMethod = strings.TrimSpace(in.PaymentMethod); in.PaymentMethod {
+	case "":
+		in.PaymentMethod = MethodOK
+	case MethodOK, MethodDeclined, MethodLink:
+	default:
+		if in.StripeCustomer == "" || !savedCard.MatchString(in.PaymentMethod) {
+			return fault.Field("payment_method", "must be %s, %s, %s, or a saved card (pm_...) with stripe_customer", MethodOK, MethodDeclined, MethodLink)
+		}
+	}
+	switch {
+	case in.StripeCustomer == "":
+	case !stripeCustomer.MatchString(in.StripeCustomer):
+		return fault.Field("stripe_customer", "must be a Stripe customer id (cus_...)")
+	case in.PaymentMethod == MethodOK || in.PaymentMethod == MethodDeclined || in.PaymentMethod == MethodLink:
+		return fault.Field("stripe_customer", "is only for a saved card (payment_method pm_...)")
+	}
+	return nil
+}
+
+func (createIntentOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in IntentInput) (idem.Result, error) {
+	customer := op.MustUUID(in.CustomerID)
+	ok, err := tx.CustomerExists(ctx, x.TenantID, customer)
+	if err != nil {
+		return idem.Result{}, err
+	}
+	if !ok {
+		return op.Reject(CustomerNotFound, map[string]string{"customer_id": in.CustomerID})
+	}
+	if in.StripeCustomer != "" {
+		// oncecall's own tables cannot charge a card saved at Stripe.
+		return op.Reject(SavedCardsNeedStripe, map[string]string{"payment_method": in.PaymentMethod})
+	}
+	pi, err := tx.CreatePaymentIntent(ctx, db.NewPaymentIntent{
+		TenantID: x.TenantID, ActionID: x.ActionID, CustomerID: customer, Amount: in.Amount.Int64(),
+		Currency: in.Currency, Description: in.Description, PaymentMethod: in.PaymentMethod,
+	})
+	if err != nil {
+		return idem.Result{}, err
+	}
+	return op.Confirm(http.StatusCreated, pi.ID.String(), wire.FromPaymentIntent(pi))
+}
 
 // ChargeInput is the input of payment.charge.
 type ChargeInput struct {
@@ -160,31 +166,8 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 	Tool:    "charge_payment",
 	Description: "Charge a payment the caller has approved (a payment intent), once. " +
 		"If the answer is pending, the charge is not confirmed: never say it went through.",
-	Normalize: func(in *ChargeInput) error {
-		return op.First(op.ID("payment_intent_id", &in.PaymentIntentID), op.Amount("amount", &in.Amount, false))
-	},
-	Identity: func(in ChargeInput) []string { return []string{in.PaymentIntentID} },
-	// An amount equal to the intent's restates the default: the same charge.
-	Restates: func(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in ChargeInput) (bool, error) {
-		if stored.PaymentIntentID != in.PaymentIntentID {
-			return false, nil
-		}
-		pi, err := s.PaymentIntentByID(ctx, tenant, op.MustUUID(in.PaymentIntentID))
-		if errors.Is(err, db.ErrNotFound) {
-			return false, nil
-		}
-		return err == nil && stored.amountOf(pi) == in.amountOf(pi), err
-	},
-	// Without a payments provider nothing can charge the card: the intent
-	// is checked as for a remote charge (a withdrawn or unknown intent is
-	// said so), then the charge is refused and nothing is written.
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
-		if _, _, rejected, err := chargeable(ctx, tx, x, in, false); err != nil || rejected != nil {
-			return derefResult(rejected), err
-		}
-		return op.Reject(NotConfigured, map[string]string{"payment_intent_id": in.PaymentIntentID})
-	},
-	Remote: chargeRemote(),
+	Logic:  chargeOp{},
+	Remote: newChargeRemote(),
 	Say: op.Phrases{
 		Confirmed: "The payment went through. You may tell the caller they have been charged the amount in details (amount_spoken says it).",
 		Rejected: map[string]string{
@@ -205,6 +188,37 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 			"say nothing about whether they will be billed, and do not ask for another way to pay.",
 	},
 })
+
+// chargeOp is the logic of Charge.
+type chargeOp struct{}
+
+func (chargeOp) Normalize(in *ChargeInput) error {
+	return op.First(op.ID("payment_intent_id", &in.PaymentIntentID), op.Amount("amount", &in.Amount, false))
+}
+
+func (chargeOp) Identity(in ChargeInput) []string { return []string{in.PaymentIntentID} }
+
+// An amount equal to the intent's restates the default: the same charge.
+func (chargeOp) Restates(ctx context.Context, s *db.Store, tenant uuid.UUID, stored, in ChargeInput) (bool, error) {
+	if stored.PaymentIntentID != in.PaymentIntentID {
+		return false, nil
+	}
+	pi, err := s.PaymentIntentByID(ctx, tenant, op.MustUUID(in.PaymentIntentID))
+	if errors.Is(err, db.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && stored.amountOf(pi) == in.amountOf(pi), err
+}
+
+// Without a payments provider nothing can charge the card: the intent
+// is checked as for a remote charge (a withdrawn or unknown intent is
+// said so), then the charge is refused and nothing is written.
+func (chargeOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (idem.Result, error) {
+	if _, _, rejected, err := chargeable(ctx, tx, x, in, false); err != nil || rejected != nil {
+		return derefResult(rejected), err
+	}
+	return op.Reject(NotConfigured, map[string]string{"payment_intent_id": in.PaymentIntentID})
+}
 
 // amountOf is the amount a charge asks of intent pi: its own, or the
 // intent's whole amount.
@@ -282,35 +296,43 @@ type remoteCharge struct {
 // charge has its own provider key and the provider's key retention only
 // ever protects one action's re-sends. The outcome is recorded on the
 // intent when the action completes.
-func chargeRemote() *op.Remote[ChargeInput] {
-	r := op.SendInput[ChargeInput](provider.Payments, http.StatusCreated)
-	r.Reserve = func(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (op.Reservation, error) {
-		pi, amount, rejected, err := chargeable(ctx, tx, x, in, false)
-		if err != nil || rejected != nil {
-			return op.Reservation{Reject: rejected}, err
-		}
-		held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		if !held {
-			return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
-		}
-		charge := remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}
-		hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
-		if err != nil {
-			return op.Reservation{}, err
-		}
-		charge.Hold, charge.Account = hold.Ref, hold.Account
-		if hold.Ref == "" {
-			if charge.Account, err = tx.TenantStripeAccount(ctx, x.TenantID); err != nil {
-				return op.Reservation{}, err
-			}
-		}
-		return op.Reservation{Payload: charge}, nil
+type chargeRemote struct{ op.Send[ChargeInput] }
+
+func newChargeRemote() chargeRemote {
+	return chargeRemote{op.SendInput[ChargeInput](provider.Payments, http.StatusCreated)}
+}
+
+// Reserve checks the intent exactly as a local charge does and holds it for
+// the action.
+func (chargeRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput) (op.Reservation, error) {
+	pi, amount, rejected, err := chargeable(ctx, tx, x, in, false)
+	if err != nil || rejected != nil {
+		return op.Reservation{Reject: rejected}, err
 	}
-	r.Settle = settleCharge
-	return r
+	held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if !held {
+		return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
+	}
+	charge := remoteCharge{PaymentIntentID: in.PaymentIntentID, Amount: amount, Currency: pi.Currency, PaymentMethod: pi.PaymentMethod}
+	hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	charge.Hold, charge.Account = hold.Ref, hold.Account
+	if hold.Ref == "" {
+		if charge.Account, err = tx.TenantStripeAccount(ctx, x.TenantID); err != nil {
+			return op.Reservation{}, err
+		}
+	}
+	return op.Reservation{Payload: charge}, nil
+}
+
+// Settle records the charge's outcome on the intent (settleCharge).
+func (chargeRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in ChargeInput, res idem.Result, providerRef string) error {
+	return settleCharge(ctx, tx, x, in, res, providerRef)
 }
 
 // settleCharge records the outcome of a remote charge of an intent (or of

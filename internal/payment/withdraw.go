@@ -36,17 +36,10 @@ type CancelRequest struct {
 // longer be charged, and its hold, if any, is cancelled at the provider.
 // It is not offered to voice agents: approvals are the business's.
 var Cancel = op.Define(op.Spec[CancelInput]{
-	Name:      "payment_intent.cancel",
-	Version:   1,
-	Normalize: func(in *CancelInput) error { return op.ID("payment_intent_id", &in.PaymentIntentID) },
-	Execute: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
-		pi, rejected, err := withdrawable(ctx, tx, x, in)
-		if err != nil || rejected != nil {
-			return derefResult(rejected), err
-		}
-		return withdrawLocally(ctx, tx, x, pi, "")
-	},
-	Remote: cancelRemote(),
+	Name:    "payment_intent.cancel",
+	Version: 1,
+	Logic:   cancelOp{},
+	Remote:  cancelRemote{},
 	Say: op.Phrases{
 		Confirmed: "The payment approval is withdrawn; nothing will be charged.",
 		Rejected: map[string]string{
@@ -60,6 +53,21 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		Pending: "The withdrawal of the payment approval is NOT confirmed yet and its result is unknown.",
 	},
 })
+
+// cancelOp is the logic of Cancel.
+type cancelOp struct{}
+
+func (cancelOp) Normalize(in *CancelInput) error {
+	return op.ID("payment_intent_id", &in.PaymentIntentID)
+}
+
+func (cancelOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (idem.Result, error) {
+	pi, rejected, err := withdrawable(ctx, tx, x, in)
+	if err != nil || rejected != nil {
+		return derefResult(rejected), err
+	}
+	return withdrawLocally(ctx, tx, x, pi, "")
+}
 
 func derefResult(r *idem.Result) idem.Result {
 	if r == nil {
@@ -112,46 +120,48 @@ func withdrawLocally(ctx context.Context, tx *db.Tx, x idem.Exec, pi oncecall.Pa
 // cancelled under the step's key, and withdrawn once the provider says
 // the hold is cancelled. A hold the provider says was captured meanwhile
 // is not withdrawn.
-func cancelRemote() *op.Remote[CancelInput] {
-	return &op.Remote[CancelInput]{
-		Capability: provider.Holds,
-		Payload:    func(in CancelInput) any { return in },
-		Reserve: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (op.Reservation, error) {
-			pi, rejected, err := withdrawable(ctx, tx, x, in)
-			if err != nil || rejected != nil {
-				return op.Reservation{Reject: rejected}, err
-			}
-			hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			if hold.Ref == "" {
-				res, err := withdrawLocally(ctx, tx, x, pi, "")
-				return op.Reservation{Done: &res}, err
-			}
-			held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
-			if err != nil {
-				return op.Reservation{}, err
-			}
-			if !held {
-				return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
-			}
-			return op.Reservation{Payload: CancelRequest{IntentID: in.PaymentIntentID, Hold: hold.Ref, Account: hold.Account}}, nil
-		},
-		Confirmed: func(in CancelInput, rec provider.Record) (idem.Result, error) {
-			return op.Confirm(http.StatusOK, in.PaymentIntentID, wire.WithdrawnPaymentIntent{
-				ID: op.MustUUID(in.PaymentIntentID), Status: oncecall.IntentWithdrawn, ProviderRef: rec.ID,
-			})
-		},
-		Settle: func(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput, res idem.Result, _ string) error {
-			id := op.MustUUID(in.PaymentIntentID)
-			if res.Outcome != idem.Confirmed {
-				return tx.ReleasePaymentIntent(ctx, x.TenantID, id, x.ActionID)
-			}
-			if _, err := tx.WithdrawPaymentIntent(ctx, x.TenantID, id, x.ActionID); err != nil {
-				return fmt.Errorf("withdraw intent %s: %w", id, err)
-			}
-			return nil
-		},
+type cancelRemote struct{}
+
+func (cancelRemote) Capability() string { return provider.Holds }
+
+func (cancelRemote) Payload(in CancelInput) any { return in }
+
+func (cancelRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput) (op.Reservation, error) {
+	pi, rejected, err := withdrawable(ctx, tx, x, in)
+	if err != nil || rejected != nil {
+		return op.Reservation{Reject: rejected}, err
 	}
+	hold, err := tx.PaymentIntentHold(ctx, x.TenantID, pi.ID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if hold.Ref == "" {
+		res, err := withdrawLocally(ctx, tx, x, pi, "")
+		return op.Reservation{Done: &res}, err
+	}
+	held, err := tx.HoldPaymentIntent(ctx, x.TenantID, pi.ID, x.ActionID)
+	if err != nil {
+		return op.Reservation{}, err
+	}
+	if !held {
+		return op.Reservation{}, fmt.Errorf("hold payment intent %s: held by another action under its lock", pi.ID)
+	}
+	return op.Reservation{Payload: CancelRequest{IntentID: in.PaymentIntentID, Hold: hold.Ref, Account: hold.Account}}, nil
+}
+
+func (cancelRemote) Confirmed(in CancelInput, rec provider.Record) (idem.Result, error) {
+	return op.Confirm(http.StatusOK, in.PaymentIntentID, wire.WithdrawnPaymentIntent{
+		ID: op.MustUUID(in.PaymentIntentID), Status: oncecall.IntentWithdrawn, ProviderRef: rec.ID,
+	})
+}
+
+func (cancelRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput, res idem.Result, _ string) error {
+	id := op.MustUUID(in.PaymentIntentID)
+	if res.Outcome != idem.Confirmed {
+		return tx.ReleasePaymentIntent(ctx, x.TenantID, id, x.ActionID)
+	}
+	if _, err := tx.WithdrawPaymentIntent(ctx, x.TenantID, id, x.ActionID); err != nil {
+		return fmt.Errorf("withdraw intent %s: %w", id, err)
+	}
+	return nil
 }

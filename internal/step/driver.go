@@ -45,7 +45,7 @@ type Driver struct {
 	// "not_sent", "ambiguous", "waiting", "inconclusive", "needs_operator").
 	Observe func(capability, result string, took time.Duration)
 	// Local serves the writes before an action's required one (see
-	// op.Remote.Before) whose capability no remote provider serves: an
+	// op.Befores) whose capability no remote provider serves: an
 	// SMS queued in oncecall's outbox.
 	Local provider.Set
 	// Accounts, when set, reaches the providers stored with tenants (a
@@ -167,7 +167,7 @@ func (d *Driver) Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) 
 	first := slices.IndexFunc(steps, func(s oncecall.Step) bool { return s.Required })
 	for i := range steps {
 		s := &steps[i]
-		// A write before the required one (op.Remote.Before) waits for the
+		// A write before the required one (op.Befores) waits for the
 		// one before it; a follow-up waits for the required write.
 		before := i < first
 		if s.Required {

@@ -65,7 +65,7 @@ func setupKeylessOn(t *testing.T, url string) keylessEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps, err := prep.Steps(driver.Remote)
+	steps, err := prep.Steps(driver)
 	if err != nil {
 		t.Fatal(err)
 	}
