@@ -194,27 +194,10 @@ func NewRouter(cfg Config) http.Handler {
 			// Writes take a place in the tenant's share of the database
 			// themselves, while the core runs them (see write); reads hold
 			// one for the whole request.
-			r.Post("/slots", s.write("slot.create"))
-			r.Post("/slots/schedule", s.write("slot.schedule"))
-			r.Post("/appointments", s.write("appointment.book"))
-			r.Post("/appointments/{appointment_id}/reschedule", s.write("appointment.reschedule", "appointment_id"))
-			r.Post("/appointments/{appointment_id}/cancel", s.write("appointment.cancel", "appointment_id"))
-			r.Post("/payment-intents", s.write("payment_intent.create"))
-			r.Post("/payment-intents/{payment_intent_id}/cancel", s.write("payment_intent.cancel", "payment_intent_id"))
-			r.Post("/payments", s.write("payment.charge"))
-			r.Post("/payment-links", s.write("payment.link"))
-			r.Post("/messages", s.write("message.send"))
-			r.Post("/message-templates", s.write("message_template.create"))
-			r.Put("/message-templates/{name}", s.write("message_template.update", "name"))
-			r.Post("/customers", s.write("customer.create"))
-			r.Patch("/customers/{customer_id}", s.write("customer.update", "customer_id"))
-			r.Post("/customers/{customer_id}/notes", s.write("customer.note.append", "customer_id"))
-			r.Post("/customers/{customer_id}/points", s.write("customer.points.add", "customer_id"))
-			r.Post("/callbacks", s.write("callback.request"))
-			r.Post("/callbacks/{callback_id}/cancel", s.write("callback.cancel", "callback_id"))
-			r.Post("/locations", s.write("location.create"))
-			r.Post("/practitioners", s.write("practitioner.create"))
-			r.Post("/services", s.write("service.create"))
+			// Every write is the route openapi.yaml gives it (writes.go).
+			for _, w := range mustWriteRoutes() {
+				r.Method(w.method, w.path, s.write(w.operation, w.params...))
+			}
 
 			r.Group(func(r chi.Router) {
 				r.Use(s.shareDB)
