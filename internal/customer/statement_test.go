@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/customer"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/wire"
 )
 
 // check fails unless a is outcome with reason and status and its body is
@@ -29,22 +29,17 @@ func check(t *testing.T, name string, a oncecall.Action, outcome oncecall.Outcom
 	}
 }
 
-// customerNow is the answer's JSON of customer id as it is stored.
+// customerNow is the answer's JSON of customer id as it is stored,
+// written by the wire converter the API answers with: the JSON the
+// ClaimAnd... statements spell in SQL (queries/customers.sql) must be that,
+// byte for byte.
 func (e env) customerNow(t *testing.T, id string) []byte {
 	t.Helper()
 	c, err := e.Store.CustomerByID(t.Context(), e.Tenant, op.MustUUID(id))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return answerOf(t, struct {
-		ID          uuid.UUID `json:"id"`
-		Name        string    `json:"name"`
-		Phone       string    `json:"phone,omitempty"`
-		Email       string    `json:"email,omitempty"`
-		ExternalRef string    `json:"external_ref,omitempty"`
-		Points      int64     `json:"points"`
-		CreatedAt   time.Time `json:"created_at"`
-	}{c.ID, c.Name, c.Phone, c.Email, c.ExternalRef, c.Points, c.CreatedAt.UTC()})
+	return answerOf(t, wire.FromCustomer(c))
 }
 
 // made creates a customer.
@@ -93,20 +88,13 @@ func TestPointsOutcomes(t *testing.T) {
 			check(t, c.name, a, c.outcome, c.code, http.StatusUnprocessableEntity, answerOf(t, c.body))
 			continue
 		}
-		var entry struct {
-			ID         uuid.UUID `json:"id"`
-			CustomerID uuid.UUID `json:"customer_id"`
-			Delta      int64     `json:"delta"`
-			Reason     string    `json:"reason"`
-			Balance    int64     `json:"balance"`
-			CreatedAt  time.Time `json:"created_at"`
-		}
+		var entry oncecall.PointsEntry
 		if err := e.Store.Pool().QueryRow(t.Context(), `SELECT id, customer_id, delta, reason, balance_after, created_at
 			FROM points_ledger WHERE action_id = $1`, a.ID).Scan(&entry.ID, &entry.CustomerID, &entry.Delta, &entry.Reason, &entry.Balance, &entry.CreatedAt); err != nil {
 			t.Fatalf("%s: the ledger entry: %v", c.name, err)
 		}
 		entry.CreatedAt = entry.CreatedAt.UTC()
-		check(t, c.name, a, c.outcome, c.code, http.StatusCreated, answerOf(t, entry))
+		check(t, c.name, a, c.outcome, c.code, http.StatusCreated, answerOf(t, wire.FromPointsEntry(entry)))
 		if entry.CustomerID != c.customer || entry.Delta != c.delta || entry.Reason != c.reason {
 			t.Errorf("%s: ledger entry %+v", c.name, entry)
 		}
@@ -134,18 +122,13 @@ func TestNoteOutcomes(t *testing.T) {
 			check(t, c.name, a, c.outcome, customer.NotFound, http.StatusUnprocessableEntity, answerOf(t, map[string]any{"customer_id": c.customer}))
 			continue
 		}
-		var note struct {
-			ID         uuid.UUID `json:"id"`
-			CustomerID uuid.UUID `json:"customer_id"`
-			Text       string    `json:"text"`
-			CreatedAt  time.Time `json:"created_at"`
-		}
+		var note oncecall.Note
 		if err := e.Store.Pool().QueryRow(t.Context(), `SELECT id, customer_id, text, created_at FROM customer_notes WHERE action_id = $1`,
 			a.ID).Scan(&note.ID, &note.CustomerID, &note.Text, &note.CreatedAt); err != nil {
 			t.Fatalf("%s: the note: %v", c.name, err)
 		}
 		note.CreatedAt = note.CreatedAt.UTC()
-		check(t, c.name, a, c.outcome, "", http.StatusCreated, answerOf(t, note))
+		check(t, c.name, a, c.outcome, "", http.StatusCreated, answerOf(t, wire.FromNote(note)))
 		if note.CustomerID != c.customer {
 			t.Errorf("%s: the note of customer %s", c.name, note.CustomerID)
 		}

@@ -704,7 +704,7 @@ func retryAfter(a oncecall.Action) time.Duration {
 //     execution the read and then the statement.
 //
 // A replay's statement costs more than twice the read in CPU, this
-// process's and PostgreSQL's together (docs/performance.md), so the read
+// process's and PostgreSQL's together (docs/performance-log.md), so the read
 // first is the cheaper path once more than about one request in two is a
 // replay, and it is taken then: when replays dominate (clients retrying
 // after an outage, a platform re-sending a call's tool calls). Either path

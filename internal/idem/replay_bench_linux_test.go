@@ -26,7 +26,7 @@ import (
 // paths replayShare picks between), against the read alone and a first
 // execution. CPU time rather than throughput: on a machine shared with other
 // work it moves less. 8 goroutines on 6 connections (the server's pool on
-// 2 cores); the figures are in docs/performance.md.
+// 2 cores); the figures are in docs/performance-log.md.
 //
 //	go test ./internal/idem -run '^$' -bench BookingReplay -benchtime 5000x -count 3
 func BenchmarkBookingReplay(b *testing.B) {
