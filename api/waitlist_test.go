@@ -216,6 +216,26 @@ func TestWaitlistCancelIsOneEffect(t *testing.T) {
 	if n := d.Count("SELECT count(*) FROM waitlist_entries WHERE status = 'cancelled' AND cancelled_at IS NOT NULL"); n != 2 {
 		t.Fatalf("cancelled entries = %d, want 2", n)
 	}
+	// A later join of the same call puts the caller back on the call's
+	// entry: the cancellation no longer stands.
+	back := decodeAnswer(t, d.call("join_waitlist", "call-1", map[string]any{"customer_id": d.customer, "service_id": service, "note": "After all"}))
+	if back.Outcome != "confirmed" || detailID(t, back) != id {
+		t.Fatalf("join again in the call: %+v", back)
+	}
+	if n := d.Count("SELECT count(*) FROM waitlist_entries WHERE id = $1 AND status = 'active' AND cancelled_at IS NULL AND note = 'After all'", id); n != 1 {
+		t.Fatal("the call's entry is not active again")
+	}
+	resp := d.call("check_action_status", "call-1", map[string]any{"action_id": first.ActionID})
+	var status struct {
+		answer
+		Current string `json:"current"`
+	}
+	if err := json.Unmarshal(resp.Body, &status); err != nil {
+		t.Fatal(err)
+	}
+	if status.Current == "" || strings.Contains(status.Say, "You may tell the caller they will not be offered") {
+		t.Fatalf("check_action_status of the cancellation after the caller joined again: %s", resp.Body)
+	}
 }
 
 // GET /v1/waitlist lists the tenant's entries only, newest first, by
