@@ -77,6 +77,16 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 			map[string]any{"callback_id": id()},
 			map[string]any{"callback_id": strings.ToUpper(id())},
 		},
+		"join_waitlist": {
+			map[string]any{"customer_id": customer, "service_id": id()},
+			map[string]any{"customer_id": customer, "practitioner_id": id(), "before": "2030-07-05", "note": "Mornings suit best."},
+			map[string]any{"customer_id": strings.ToUpper(customer), "service_id": id(), "practitioner_id": strings.ToUpper(id()),
+				"note": strings.Repeat("é", 500), "action_id": ""},
+		},
+		"cancel_waitlist_entry": {
+			map[string]any{"entry_id": id()},
+			map[string]any{"entry_id": strings.ToUpper(id())},
+		},
 		"book_appointment": {
 			book(),
 			book("customer_id", strings.ToUpper(customer), "service", "Haircut"),
@@ -256,6 +266,20 @@ func toolExamples(d dashaEnv) (valid, invalid map[string][]any) {
 		"cancel_callback": {
 			map[string]any{"callback_id": "cb-1"},
 		},
+		"join_waitlist": {
+			map[string]any{"customer_id": customer, "service_id": id(), "before": "5 July"},
+			map[string]any{"customer_id": customer, "service_id": id(), "before": "2030-07-05T10:00"},
+			map[string]any{"customer_id": customer, "service_id": id(), "before": "2030-7-5"},
+			map[string]any{"customer_id": customer, "service_id": id(), "before": "2030-02-30"},
+			map[string]any{"customer_id": customer, "service_id": id(), "note": strings.Repeat("a", 501)},
+			map[string]any{"customer_id": customer, "service_id": "cleaning"},
+			map[string]any{"customer_id": customer, "practitioner_id": "Dr. Ortiz"},
+			map[string]any{"customer_id": "", "service_id": id()},
+		},
+		"cancel_waitlist_entry": {
+			map[string]any{"entry_id": "wl-1"},
+			map[string]any{},
+		},
 		"add_customer_note": {
 			note("text", strings.Repeat("a", 2001)),
 			note("text", ""),
@@ -382,6 +406,13 @@ func schemaGaps(d dashaEnv) map[string][]schemaGap {
 			{map[string]any{"customer_id": customer, "window_start": "2030-02-30T14:00", "window_end": "2030-03-01T14:00", "reason": "Invoice"}, "window_start"},
 			{map[string]any{"customer_id": customer, "window_start": "2020-07-05T14:00", "window_end": "2020-07-05T16:00", "reason": "Invoice"}, "window_end"},
 			{map[string]any{"customer_id": customer, "window_start": "2030-07-05T14:00", "window_end": "2030-07-05T16:00", "reason": " "}, "reason"},
+		},
+		// A waitlist entry names a service or a practitioner, and a date
+		// after today on the tenant's clock.
+		"join_waitlist": {
+			{map[string]any{"customer_id": customer}, "service_id"},
+			{map[string]any{"customer_id": customer, "service_id": d.slot.String(), "before": "2020-07-05"}, "before"},
+			{map[string]any{"customer_id": customer, "service_id": d.slot.String(), "note": "bell\u0007"}, "note"},
 		},
 		// A booking takes slot_id, or service_id and starts_at.
 		"book_appointment": {

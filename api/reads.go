@@ -12,6 +12,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/booking"
 	"github.com/oncecall/oncecall/internal/callback"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/op"
@@ -167,6 +168,56 @@ func (s *Server) listCallbacks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"callbacks": callback.Views(list, clock.Locale, time.Now())})
+}
+
+// Bounds of GET /v1/waitlist.
+const (
+	defaultWaitlist = 20
+	maxWaitlist     = 100
+)
+
+// listWaitlist answers GET /v1/waitlist?status=&limit=&after=: the
+// tenant's waitlist entries, newest first, all or of one status (active or
+// cancelled), a page of at most limit after the entry after (the last one
+// of the page before).
+func (s *Server) listWaitlist(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "status", "limit", "after")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	status := oncecall.WaitlistStatus(q["status"])
+	if _, ok := q["status"]; ok && status != oncecall.WaitlistActive && status != oncecall.WaitlistCancelled {
+		writeError(w, r, fault.Field("status", "must be active or cancelled"))
+		return
+	}
+	limit, after := defaultWaitlist, uuid.Nil
+	if v, ok := q["limit"]; ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxWaitlist {
+			writeError(w, r, fault.Field("limit", "must be an integer from 1 to %d", maxWaitlist))
+			return
+		}
+		limit = n
+	}
+	if v, ok := q["after"]; ok {
+		if err := op.ID("after", &v); err != nil {
+			writeError(w, r, err)
+			return
+		}
+		after = uuid.MustParse(v)
+	}
+	// One more than asked tells whether there are more.
+	list, err := s.cfg.Store.Waitlist(r.Context(), tenantFrom(r.Context()).ID, status, after, limit+1)
+	if err != nil {
+		writeError(w, r, db.Fault(err))
+		return
+	}
+	more := len(list) > limit
+	if more {
+		list = list[:limit]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"entries": booking.WaitlistViews(list), "has_more": more})
 }
 
 // Bounds of GET /v1/appointments.

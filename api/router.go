@@ -212,6 +212,7 @@ func NewRouter(cfg Config) http.Handler {
 				r.Get("/customers", s.findCustomers)
 				r.Get("/customers/{customer_id}", s.getCustomer)
 				r.Get("/callbacks", s.listCallbacks)
+				r.Get("/waitlist", s.listWaitlist)
 				r.Get("/locations", s.listLocations)
 				r.Get("/practitioners", s.listPractitioners)
 				r.Get("/services", s.listServices)

@@ -159,6 +159,8 @@ const (
 	TemplateExists              DashaReason = "template_exists"
 	TemplateNotFound            DashaReason = "template_not_found"
 	UnknownAction               DashaReason = "unknown_action"
+	WaitlistEntryNotActive      DashaReason = "waitlist_entry_not_active"
+	WaitlistEntryNotFound       DashaReason = "waitlist_entry_not_found"
 )
 
 // Valid indicates whether the value is a known member of the DashaReason enum.
@@ -260,6 +262,10 @@ func (e DashaReason) Valid() bool {
 		return true
 	case UnknownAction:
 		return true
+	case WaitlistEntryNotActive:
+		return true
+	case WaitlistEntryNotFound:
+		return true
 	default:
 		return false
 	}
@@ -351,6 +357,8 @@ const (
 	ServiceCreate         OperationName = "service.create"
 	SlotCreate            OperationName = "slot.create"
 	SlotSchedule          OperationName = "slot.schedule"
+	WaitlistCancel        OperationName = "waitlist.cancel"
+	WaitlistJoin          OperationName = "waitlist.join"
 )
 
 // Valid indicates whether the value is a known member of the OperationName enum.
@@ -397,6 +405,10 @@ func (e OperationName) Valid() bool {
 	case SlotCreate:
 		return true
 	case SlotSchedule:
+		return true
+	case WaitlistCancel:
+		return true
+	case WaitlistJoin:
 		return true
 	default:
 		return false
@@ -581,6 +593,8 @@ const (
 	TEMPLATENOTFOUND            ProblemCode = "TEMPLATE_NOT_FOUND"
 	UNAUTHORIZED                ProblemCode = "UNAUTHORIZED"
 	UNSUPPORTEDMEDIATYPE        ProblemCode = "UNSUPPORTED_MEDIA_TYPE"
+	WAITLISTENTRYNOTACTIVE      ProblemCode = "WAITLIST_ENTRY_NOT_ACTIVE"
+	WAITLISTENTRYNOTFOUND       ProblemCode = "WAITLIST_ENTRY_NOT_FOUND"
 )
 
 // Valid indicates whether the value is a known member of the ProblemCode enum.
@@ -703,6 +717,10 @@ func (e ProblemCode) Valid() bool {
 	case UNAUTHORIZED:
 		return true
 	case UNSUPPORTEDMEDIATYPE:
+		return true
+	case WAITLISTENTRYNOTACTIVE:
+		return true
+	case WAITLISTENTRYNOTFOUND:
 		return true
 	default:
 		return false
@@ -830,12 +848,14 @@ const (
 	BookAppointment       ToolName = "book_appointment"
 	CancelAppointment     ToolName = "cancel_appointment"
 	CancelCallback        ToolName = "cancel_callback"
+	CancelWaitlistEntry   ToolName = "cancel_waitlist_entry"
 	ChargePayment         ToolName = "charge_payment"
 	CheckActionStatus     ToolName = "check_action_status"
 	CreateCustomer        ToolName = "create_customer"
 	FindAvailableSlots    ToolName = "find_available_slots"
 	FindCustomer          ToolName = "find_customer"
 	GetCustomer           ToolName = "get_customer"
+	JoinWaitlist          ToolName = "join_waitlist"
 	ListAppointments      ToolName = "list_appointments"
 	ListPaymentIntents    ToolName = "list_payment_intents"
 	ListPractitioners     ToolName = "list_practitioners"
@@ -860,6 +880,8 @@ func (e ToolName) Valid() bool {
 		return true
 	case CancelCallback:
 		return true
+	case CancelWaitlistEntry:
+		return true
 	case ChargePayment:
 		return true
 	case CheckActionStatus:
@@ -871,6 +893,8 @@ func (e ToolName) Valid() bool {
 	case FindCustomer:
 		return true
 	case GetCustomer:
+		return true
+	case JoinWaitlist:
 		return true
 	case ListAppointments:
 		return true
@@ -1208,6 +1232,9 @@ type CancelCallbackInput = map[string]interface{}
 // CancelPaymentIntentInput An empty object; the payment intent comes from the URL.
 type CancelPaymentIntentInput = map[string]interface{}
 
+// CancelWaitlistEntryInput An empty object; the entry comes from the URL.
+type CancelWaitlistEntryInput = map[string]interface{}
+
 // Capability A kind of write a provider serves.
 type Capability string
 
@@ -1501,6 +1528,24 @@ type Event struct {
 type Health struct {
 	// Status `ok`, or why the server is not ready.
 	Status string `json:"status"`
+}
+
+// JoinWaitlistInput What the earlier time is for: `service_id` or `practitioner_id` (or both).
+type JoinWaitlistInput struct {
+	// Before Optional: the caller wants a time before this day, the business's local date YYYY-MM-DD, e.g. 2030-07-05; after today. Leave it out for any earlier time.
+	Before *openapi_types.Date `json:"before,omitempty"`
+
+	// CustomerId The customer to offer an earlier time to.
+	CustomerId openapi_types.UUID `json:"customer_id"`
+
+	// Note Optional: what the caller said about the times that suit them. Within one call a later request replaces the call's entry for the customer (service, practitioner, before and note): give them whole each time.
+	Note *string `json:"note,omitempty"`
+
+	// PractitionerId The practitioner the caller wants an earlier time with (from list_practitioners). Give service_id or practitioner_id (or both).
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+
+	// ServiceId The service the caller wants an earlier time for (from list_services). Give service_id or practitioner_id (or both).
+	ServiceId *openapi_types.UUID `json:"service_id,omitempty"`
 }
 
 // ListedSlot A slot as `GET /v1/slots` lists it. A slot of a practitioner at a location also gives them and the
@@ -2732,6 +2777,71 @@ type VapiServerMessage_Message struct {
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
+// WaitlistAction The envelope of a confirmed `waitlist.join` or `waitlist.cancel`.
+type WaitlistAction struct {
+	ActionId openapi_types.UUID `json:"action_id"`
+
+	// Operation The operation an action performs.
+	Operation OperationName `json:"operation"`
+
+	// Outcome Always `confirmed` in a 200 or 201 answer.
+	Outcome ConfirmedOutcome `json:"outcome"`
+
+	// Reason Always null for a confirmed action.
+	Reason nullable.Nullable[string] `json:"reason"`
+	Result WaitlistAction_Result     `json:"result"`
+
+	// State Always `completed` in a 200 or 201 answer.
+	State CompletedState `json:"state"`
+
+	// StatusUrl Where the action can be read at any time, `/v1/actions/{action_id}`.
+	//
+	// Example: /v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e05
+	StatusUrl StatusURL `json:"status_url"`
+}
+
+// WaitlistAction_Result defines model for WaitlistAction.Result.
+type WaitlistAction_Result struct {
+	union json.RawMessage
+}
+
+// WaitlistEntry A caller's request to be offered an earlier time for a service or with a practitioner.
+type WaitlistEntry struct {
+	// AmendedAt Present once a later request of the same voice call changed the entry.
+	AmendedAt *time.Time `json:"amended_at,omitempty"`
+
+	// Before The tenant's local date the caller wants a time before; absent for any earlier time.
+	Before *openapi_types.Date `json:"before,omitempty"`
+
+	// CancelledAt Present once cancelled.
+	CancelledAt *time.Time         `json:"cancelled_at,omitempty"`
+	CreatedAt   time.Time          `json:"created_at"`
+	CustomerId  openapi_types.UUID `json:"customer_id"`
+	Id          openapi_types.UUID `json:"id"`
+
+	// Note Absent when empty.
+	Note *string `json:"note,omitempty"`
+
+	// PractitionerId Absent when the entry names a service alone.
+	PractitionerId *openapi_types.UUID `json:"practitioner_id,omitempty"`
+
+	// ServiceId Absent when the entry names a practitioner alone.
+	ServiceId *openapi_types.UUID `json:"service_id,omitempty"`
+
+	// Status `active` (the customer is to be offered an earlier time), or `cancelled`.
+	//
+	// Example: active
+	Status string `json:"status"`
+}
+
+// WaitlistEntryList The tenant's waitlist entries, newest first.
+type WaitlistEntryList struct {
+	Entries []WaitlistEntry `json:"entries"`
+
+	// HasMore More entries follow beyond `limit`.
+	HasMore bool `json:"has_more"`
+}
+
 // WithdrawnPaymentIntent A withdrawn payment intent.
 type WithdrawnPaymentIntent struct {
 	// Id The payment intent.
@@ -2798,6 +2908,9 @@ type PaymentIntentID = openapi_types.UUID
 
 // Prefer defines model for Prefer.
 type Prefer = string
+
+// WaitlistEntryID defines model for WaitlistEntryID.
+type WaitlistEntryID = openapi_types.UUID
 
 // BadQuery An RFC 9457 problem document with oncecall's extension members.
 type BadQuery = Problem
@@ -3250,6 +3363,40 @@ type ScheduleSlotsParams struct {
 	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
+// ListWaitlistParams defines parameters for ListWaitlist.
+type ListWaitlistParams struct {
+	// Status Only entries of this status: `active` or `cancelled`; any other value is a `400` naming `status`.
+	Status *string `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit How many entries to list at most.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After Continue after this entry (the last `id` of the previous page).
+	After *openapi_types.UUID `form:"after,omitempty" json:"after,omitempty"`
+}
+
+// JoinWaitlistParams defines parameters for JoinWaitlist.
+type JoinWaitlistParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CancelWaitlistEntryParams defines parameters for CancelWaitlistEntry.
+type CancelWaitlistEntryParams struct {
+	// IdempotencyKey One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+	// scoped to the tenant. See the idempotency contract in the description of this document.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+	// (at most 10) for its result instead of answering `409`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // BookAppointmentJSONRequestBody defines body for BookAppointment for application/json ContentType.
 type BookAppointmentJSONRequestBody = BookAppointmentInput
 
@@ -3345,6 +3492,12 @@ type ScheduleSlotsJSONRequestBody = ScheduleSlotsInput
 
 // ReceiveVapiMessageJSONRequestBody defines body for ReceiveVapiMessage for application/json ContentType.
 type ReceiveVapiMessageJSONRequestBody = VapiServerMessage
+
+// JoinWaitlistJSONRequestBody defines body for JoinWaitlist for application/json ContentType.
+type JoinWaitlistJSONRequestBody = JoinWaitlistInput
+
+// CancelWaitlistEntryJSONRequestBody defines body for CancelWaitlistEntry for application/json ContentType.
+type CancelWaitlistEntryJSONRequestBody = CancelWaitlistEntryInput
 
 // Getter for additional properties for DashaEventPayload. Returns the specified
 // element and whether it was found
@@ -5489,6 +5642,68 @@ func (t *SlotAction_Result) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsWaitlistEntry returns the union data inside the WaitlistAction_Result as a WaitlistEntry
+func (t WaitlistAction_Result) AsWaitlistEntry() (WaitlistEntry, error) {
+	var body WaitlistEntry
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromWaitlistEntry overwrites any union data inside the WaitlistAction_Result as the provided WaitlistEntry
+func (t *WaitlistAction_Result) FromWaitlistEntry(v WaitlistEntry) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeWaitlistEntry performs a merge with any union data inside the WaitlistAction_Result, using the provided WaitlistEntry
+func (t *WaitlistAction_Result) MergeWaitlistEntry(v WaitlistEntry) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsResourceRef returns the union data inside the WaitlistAction_Result as a ResourceRef
+func (t WaitlistAction_Result) AsResourceRef() (ResourceRef, error) {
+	var body ResourceRef
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromResourceRef overwrites any union data inside the WaitlistAction_Result as the provided ResourceRef
+func (t *WaitlistAction_Result) FromResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeResourceRef performs a merge with any union data inside the WaitlistAction_Result, using the provided ResourceRef
+func (t *WaitlistAction_Result) MergeResourceRef(v ResourceRef) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t WaitlistAction_Result) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *WaitlistAction_Result) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsWithdrawnPaymentIntent returns the union data inside the WithdrawnPaymentIntentAction_Result as a WithdrawnPaymentIntent
 func (t WithdrawnPaymentIntentAction_Result) AsWithdrawnPaymentIntent() (WithdrawnPaymentIntent, error) {
 	var body WithdrawnPaymentIntent
@@ -6757,6 +6972,63 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
 	ReceiveVapiMessage(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListWaitlist List the waitlist
+	//
+	// The tenant's waitlist entries, newest first (by when they were made), all of them or those of one
+	// `status`. At most `limit`; `has_more` says whether more follow: ask again with `after` set to the
+	// last entry's `id`. A query parameter other than these, or given twice, is a `400` naming it.
+	//
+	// Corresponds with GET /v1/waitlist (the `ListWaitlist` operationId).
+	ListWaitlist(ctx context.Context, params *ListWaitlistParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinWaitlistWithBody Put a customer on the waitlist
+	//
+	// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+	// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+	// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+	// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+	// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+	// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+	JoinWaitlistWithBody(ctx context.Context, params *JoinWaitlistParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// JoinWaitlist Put a customer on the waitlist
+	//
+	// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+	// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+	// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+	// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+	// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+	// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+	JoinWaitlist(ctx context.Context, params *JoinWaitlistParams, body JoinWaitlistJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelWaitlistEntryWithBody Cancel a waitlist entry
+	//
+	// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+	// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+	CancelWaitlistEntryWithBody(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelWaitlistEntry Cancel a waitlist entry
+	//
+	// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+	// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+	CancelWaitlistEntry(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, body CancelWaitlistEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetLiveness Liveness probe
@@ -8702,6 +8974,113 @@ func (c *Client) ReceiveVapiMessageWithBody(ctx context.Context, contentType str
 // Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
 func (c *Client) ReceiveVapiMessage(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReceiveVapiMessageRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListWaitlist List the waitlist
+//
+// The tenant's waitlist entries, newest first (by when they were made), all of them or those of one
+// `status`. At most `limit`; `has_more` says whether more follow: ask again with `after` set to the
+// last entry's `id`. A query parameter other than these, or given twice, is a `400` naming it.
+//
+// Corresponds with GET /v1/waitlist (the `ListWaitlist` operationId).
+func (c *Client) ListWaitlist(ctx context.Context, params *ListWaitlistParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListWaitlistRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinWaitlistWithBody Put a customer on the waitlist
+//
+// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+func (c *Client) JoinWaitlistWithBody(ctx context.Context, params *JoinWaitlistParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinWaitlistRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// JoinWaitlist Put a customer on the waitlist
+//
+// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+func (c *Client) JoinWaitlist(ctx context.Context, params *JoinWaitlistParams, body JoinWaitlistJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewJoinWaitlistRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelWaitlistEntryWithBody Cancel a waitlist entry
+//
+// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+func (c *Client) CancelWaitlistEntryWithBody(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelWaitlistEntryRequestWithBody(c.Server, entryId, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelWaitlistEntry Cancel a waitlist entry
+//
+// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+func (c *Client) CancelWaitlistEntry(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, body CancelWaitlistEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelWaitlistEntryRequest(c.Server, entryId, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -11638,6 +12017,219 @@ func NewReceiveVapiMessageRequestWithBody(server string, contentType string, bod
 	return req, nil
 }
 
+// NewListWaitlistRequest constructs an http.Request for the ListWaitlist method
+func NewListWaitlistRequest(server string, params *ListWaitlistParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/waitlist")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "uuid"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewJoinWaitlistRequest calls the generic JoinWaitlist builder with application/json body
+func NewJoinWaitlistRequest(server string, params *JoinWaitlistParams, body JoinWaitlistJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewJoinWaitlistRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewJoinWaitlistRequestWithBody constructs an http.Request for the JoinWaitlist method, with any body, and a specified content type
+func NewJoinWaitlistRequestWithBody(server string, params *JoinWaitlistParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/waitlist")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCancelWaitlistEntryRequest calls the generic CancelWaitlistEntry builder with application/json body
+func NewCancelWaitlistEntryRequest(server string, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, body CancelWaitlistEntryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelWaitlistEntryRequestWithBody(server, entryId, params, "application/json", bodyReader)
+}
+
+// NewCancelWaitlistEntryRequestWithBody constructs an http.Request for the CancelWaitlistEntry method, with any body, and a specified content type
+func NewCancelWaitlistEntryRequestWithBody(server string, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "entry_id", entryId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/waitlist/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Idempotency-Key", headerParam0)
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -12852,6 +13444,65 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/vapi/webhook (the `ReceiveVapiMessage` operationId).
 	ReceiveVapiMessageWithResponse(ctx context.Context, body ReceiveVapiMessageJSONRequestBody, reqEditors ...RequestEditorFn) (*ReceiveVapiMessageResponse, error)
+
+	// ListWaitlistWithResponse List the waitlist
+	//
+	// The tenant's waitlist entries, newest first (by when they were made), all of them or those of one
+	// `status`. At most `limit`; `has_more` says whether more follow: ask again with `after` set to the
+	// last entry's `id`. A query parameter other than these, or given twice, is a `400` naming it.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/waitlist (the `ListWaitlist` operationId).
+	ListWaitlistWithResponse(ctx context.Context, params *ListWaitlistParams, reqEditors ...RequestEditorFn) (*ListWaitlistResponse, error)
+
+	// JoinWaitlistWithBodyWithResponse Put a customer on the waitlist
+	//
+	// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+	// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+	// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+	// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+	// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+	// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+	JoinWaitlistWithBodyWithResponse(ctx context.Context, params *JoinWaitlistParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinWaitlistResponse, error)
+
+	// JoinWaitlistWithResponse Put a customer on the waitlist
+	//
+	// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+	// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+	// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+	// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+	// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+	// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+	JoinWaitlistWithResponse(ctx context.Context, params *JoinWaitlistParams, body JoinWaitlistJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinWaitlistResponse, error)
+
+	// CancelWaitlistEntryWithBodyWithResponse Cancel a waitlist entry
+	//
+	// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+	// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+	CancelWaitlistEntryWithBodyWithResponse(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelWaitlistEntryResponse, error)
+
+	// CancelWaitlistEntryWithResponse Cancel a waitlist entry
+	//
+	// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+	// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+	CancelWaitlistEntryWithResponse(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, body CancelWaitlistEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelWaitlistEntryResponse, error)
 }
 
 type GetLivenessResponse struct {
@@ -19220,6 +19871,450 @@ func (r ReceiveVapiMessageResponse) ContentType() string {
 	return ""
 }
 
+// ListWaitlistResponse401Headers the declared response headers of an HTTP 401 response for ListWaitlist
+type ListWaitlistResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ListWaitlistResponse429Headers the declared response headers of an HTTP 429 response for ListWaitlist
+type ListWaitlistResponse429Headers struct {
+	RetryAfter int
+}
+
+// ListWaitlistResponse503Headers the declared response headers of an HTTP 503 response for ListWaitlist
+type ListWaitlistResponse503Headers struct {
+	RetryAfter int
+}
+
+type ListWaitlistResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WaitlistEntryList
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadQuery
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ListWaitlistResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ListWaitlistResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWaitlistResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListWaitlistResponse) GetJSON200() *WaitlistEntryList {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON400() *BadQuery {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWaitlistResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListWaitlistResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListWaitlistResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListWaitlistResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListWaitlistResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// JoinWaitlistResponse201Headers the declared response headers of an HTTP 201 response for JoinWaitlist
+type JoinWaitlistResponse201Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// JoinWaitlistResponse202Headers the declared response headers of an HTTP 202 response for JoinWaitlist
+type JoinWaitlistResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// JoinWaitlistResponse401Headers the declared response headers of an HTTP 401 response for JoinWaitlist
+type JoinWaitlistResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// JoinWaitlistResponse409Headers the declared response headers of an HTTP 409 response for JoinWaitlist
+type JoinWaitlistResponse409Headers struct {
+	RetryAfter int
+}
+
+// JoinWaitlistResponse422Headers the declared response headers of an HTTP 422 response for JoinWaitlist
+type JoinWaitlistResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// JoinWaitlistResponse429Headers the declared response headers of an HTTP 429 response for JoinWaitlist
+type JoinWaitlistResponse429Headers struct {
+	RetryAfter int
+}
+
+// JoinWaitlistResponse503Headers the declared response headers of an HTTP 503 response for JoinWaitlist
+type JoinWaitlistResponse503Headers struct {
+	RetryAfter int
+}
+
+type JoinWaitlistResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *WaitlistAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *JoinWaitlistResponse201Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *JoinWaitlistResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *JoinWaitlistResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *JoinWaitlistResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *JoinWaitlistResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *JoinWaitlistResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *JoinWaitlistResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r JoinWaitlistResponse) GetJSON201() *WaitlistAction {
+	return r.JSON201
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r JoinWaitlistResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r JoinWaitlistResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r JoinWaitlistResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r JoinWaitlistResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r JoinWaitlistResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r JoinWaitlistResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelWaitlistEntryResponse200Headers the declared response headers of an HTTP 200 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse200Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelWaitlistEntryResponse202Headers the declared response headers of an HTTP 202 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse202Headers struct {
+	IdempotentReplayed *string
+	Location           string
+}
+
+// CancelWaitlistEntryResponse401Headers the declared response headers of an HTTP 401 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CancelWaitlistEntryResponse409Headers the declared response headers of an HTTP 409 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse409Headers struct {
+	RetryAfter int
+}
+
+// CancelWaitlistEntryResponse422Headers the declared response headers of an HTTP 422 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse422Headers struct {
+	IdempotentReplayed *string
+	Location           *string
+}
+
+// CancelWaitlistEntryResponse429Headers the declared response headers of an HTTP 429 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse429Headers struct {
+	RetryAfter int
+}
+
+// CancelWaitlistEntryResponse503Headers the declared response headers of an HTTP 503 response for CancelWaitlistEntry
+type CancelWaitlistEntryResponse503Headers struct {
+	RetryAfter int
+}
+
+type CancelWaitlistEntryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WaitlistAction
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Pending
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *WriteBadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *ScopeForbidden
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *InProgress
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Unprocessable
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *RateLimited
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *Internal
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CancelWaitlistEntryResponse200Headers
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *CancelWaitlistEntryResponse202Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CancelWaitlistEntryResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CancelWaitlistEntryResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CancelWaitlistEntryResponse422Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CancelWaitlistEntryResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelWaitlistEntryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelWaitlistEntryResponse) GetJSON200() *WaitlistAction {
+	return r.JSON200
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r CancelWaitlistEntryResponse) GetJSON202() *Pending {
+	return r.JSON202
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON400() *WriteBadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON403() *ScopeForbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON409() *InProgress {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON422() *Unprocessable {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON429() *RateLimited {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON500() *Internal {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelWaitlistEntryResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelWaitlistEntryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelWaitlistEntryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelWaitlistEntryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelWaitlistEntryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetLivenessWithResponse Liveness probe
 //
 // Answers while the process serves HTTP.
@@ -20881,6 +21976,95 @@ func (c *ClientWithResponses) ReceiveVapiMessageWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseReceiveVapiMessageResponse(rsp)
+}
+
+// ListWaitlistWithResponse List the waitlist
+//
+// The tenant's waitlist entries, newest first (by when they were made), all of them or those of one
+// `status`. At most `limit`; `has_more` says whether more follow: ask again with `after` set to the
+// last entry's `id`. A query parameter other than these, or given twice, is a `400` naming it.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/waitlist (the `ListWaitlist` operationId).
+func (c *ClientWithResponses) ListWaitlistWithResponse(ctx context.Context, params *ListWaitlistParams, reqEditors ...RequestEditorFn) (*ListWaitlistResponse, error) {
+	rsp, err := c.ListWaitlist(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListWaitlistResponse(rsp)
+}
+
+// JoinWaitlistWithBodyWithResponse Put a customer on the waitlist
+//
+// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+func (c *ClientWithResponses) JoinWaitlistWithBodyWithResponse(ctx context.Context, params *JoinWaitlistParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*JoinWaitlistResponse, error) {
+	rsp, err := c.JoinWaitlistWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinWaitlistResponse(rsp)
+}
+
+// JoinWaitlistWithResponse Put a customer on the waitlist
+//
+// Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+// service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+// clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+// with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+// or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+// amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/waitlist (the `JoinWaitlist` operationId).
+func (c *ClientWithResponses) JoinWaitlistWithResponse(ctx context.Context, params *JoinWaitlistParams, body JoinWaitlistJSONRequestBody, reqEditors ...RequestEditorFn) (*JoinWaitlistResponse, error) {
+	rsp, err := c.JoinWaitlist(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseJoinWaitlistResponse(rsp)
+}
+
+// CancelWaitlistEntryWithBodyWithResponse Cancel a waitlist entry
+//
+// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+func (c *ClientWithResponses) CancelWaitlistEntryWithBodyWithResponse(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelWaitlistEntryResponse, error) {
+	rsp, err := c.CancelWaitlistEntryWithBody(ctx, entryId, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelWaitlistEntryResponse(rsp)
+}
+
+// CancelWaitlistEntryWithResponse Cancel a waitlist entry
+//
+// Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+// Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/waitlist/{entry_id}/cancel (the `CancelWaitlistEntry` operationId).
+func (c *ClientWithResponses) CancelWaitlistEntryWithResponse(ctx context.Context, entryId WaitlistEntryID, params *CancelWaitlistEntryParams, body CancelWaitlistEntryJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelWaitlistEntryResponse, error) {
+	rsp, err := c.CancelWaitlistEntry(ctx, entryId, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelWaitlistEntryResponse(rsp)
 }
 
 // ParseGetLivenessResponse parses an HTTP response from a GetLivenessWithResponse call
@@ -27662,6 +28846,501 @@ func ParseReceiveVapiMessageResponse(rsp *http.Response) (*ReceiveVapiMessageRes
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ReceiveVapiMessageResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListWaitlistResponse parses an HTTP response from a ListWaitlistWithResponse call
+func ParseListWaitlistResponse(rsp *http.Response) (*ListWaitlistResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListWaitlistResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WaitlistEntryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadQuery
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ListWaitlistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ListWaitlistResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ListWaitlistResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseJoinWaitlistResponse parses an HTTP response from a JoinWaitlistWithResponse call
+func ParseJoinWaitlistResponse(rsp *http.Response) (*JoinWaitlistResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &JoinWaitlistResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest WaitlistAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers JoinWaitlistResponse201Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 202:
+		var headers JoinWaitlistResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers JoinWaitlistResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers JoinWaitlistResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers JoinWaitlistResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers JoinWaitlistResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers JoinWaitlistResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelWaitlistEntryResponse parses an HTTP response from a CancelWaitlistEntryWithResponse call
+func ParseCancelWaitlistEntryResponse(rsp *http.Response) (*CancelWaitlistEntryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelWaitlistEntryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WaitlistAction
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Pending
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest WriteBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ScopeForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest InProgress
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Unprocessable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest RateLimited
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CancelWaitlistEntryResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 202:
+		var headers CancelWaitlistEntryResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
+		response.Headers202 = &headers
+	case rsp.StatusCode == 401:
+		var headers CancelWaitlistEntryResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CancelWaitlistEntryResponse409Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers CancelWaitlistEntryResponse422Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers422 = &headers
+	case rsp.StatusCode == 429:
+		var headers CancelWaitlistEntryResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CancelWaitlistEntryResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {

@@ -668,6 +668,58 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/waitlist": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the waitlist
+         * @description The tenant's waitlist entries, newest first (by when they were made), all of them or those of one
+         *     `status`. At most `limit`; `has_more` says whether more follow: ask again with `after` set to the
+         *     last entry's `id`. A query parameter other than these, or given twice, is a `400` naming it.
+         */
+        get: operations["listWaitlist"];
+        put?: never;
+        /**
+         * Put a customer on the waitlist
+         * @description Records that a caller asks to be offered an earlier time (operation `waitlist.join`): a customer, a
+         *     service or a practitioner (or both), optionally a local date (`before`, `YYYY-MM-DD` on the tenant's
+         *     clock, after today) the time is to be before, and a note. Nothing is booked or moved. A request
+         *     with neither `service_id` nor `practitioner_id` is a `400` naming `service_id`; a `before` of today
+         *     or earlier a `400` naming `before`. Within one voice call, a later request of the same customer
+         *     amends that entry. Rejections: `CUSTOMER_NOT_FOUND`, `SERVICE_NOT_FOUND`, `PRACTITIONER_NOT_FOUND`.
+         */
+        post: operations["joinWaitlist"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/waitlist/{entry_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a waitlist entry
+         * @description Takes a customer off the waitlist (operation `waitlist.cancel`). The body is an empty object or none.
+         *     Rejections: `WAITLIST_ENTRY_NOT_FOUND`, `WAITLIST_ENTRY_NOT_ACTIVE` (cancelled already).
+         */
+        post: operations["cancelWaitlistEntry"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/locations": {
         parameters: {
             query?: never;
@@ -1089,7 +1141,7 @@ export interface components {
          * @description The operation an action performs.
          * @enum {string}
          */
-        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "message_template.create" | "message_template.update" | "location.create" | "practitioner.create" | "service.create";
+        OperationName: "slot.create" | "slot.schedule" | "appointment.book" | "appointment.reschedule" | "appointment.cancel" | "payment_intent.create" | "payment_intent.cancel" | "payment.charge" | "payment.link" | "message.send" | "customer.create" | "customer.update" | "customer.note.append" | "customer.points.add" | "callback.request" | "callback.cancel" | "waitlist.join" | "waitlist.cancel" | "message_template.create" | "message_template.update" | "location.create" | "practitioner.create" | "service.create";
         /**
          * @description What the caller may be told. Only `confirmed` means the effect happened.
          * @enum {string}
@@ -1909,7 +1961,7 @@ export interface components {
          *     reasons of business rejections (`422` with `outcome: rejected`).
          * @enum {string}
          */
-        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "ALREADY_BOOKED_IN_CALL" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS" | "CALENDAR_NOT_MAPPED" | "CALENDAR_CHANGED" | "APPOINTMENT_CHANGE_IN_PROGRESS" | "SLOT_OTHER_CALENDAR" | "BOOKING_IN_PROGRESS";
+        ProblemCode: "IDEMPOTENCY_KEY_MISSING" | "IDEMPOTENCY_KEY_INVALID" | "IDEMPOTENCY_KEY_REUSED" | "IDEMPOTENCY_IN_PROGRESS" | "ACTION_IN_FLIGHT" | "INVALID_JSON" | "INVALID_INPUT" | "UNAUTHORIZED" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "SERVICE_UNAVAILABLE" | "INTERNAL" | "CUSTOMER_NOT_FOUND" | "SLOT_NOT_FOUND" | "SLOT_UNAVAILABLE" | "NO_PRACTITIONER_FREE" | "ALREADY_BOOKED_IN_CALL" | "APPOINTMENT_NOT_FOUND" | "APPOINTMENT_NOT_ACTIVE" | "PAYMENT_INTENT_NOT_FOUND" | "INTENT_ALREADY_CAPTURED" | "PAYMENT_DECLINED" | "AUTHENTICATION_REQUIRED" | "SAVED_CARDS_NEED_STRIPE" | "AMOUNT_EXCEEDS_INTENT" | "INTENT_CHARGE_IN_PROGRESS" | "INTENT_WITHDRAWN" | "INTENT_HOLD_EXPIRED" | "INTENT_PAID_BY_LINK" | "INTENT_HELD_ON_CARD" | "PAYMENT_LINKS_NEED_STRIPE" | "PAYMENT_LINK_EXPIRED" | "PAYMENTS_NOT_CONFIGURED" | "MESSAGING_NOT_CONFIGURED" | "CUSTOMER_HAS_NO_PHONE" | "CUSTOMER_HAS_NO_EMAIL" | "CUSTOMER_EXISTS" | "INSUFFICIENT_POINTS" | "TEMPLATE_EXISTS" | "TEMPLATE_NOT_FOUND" | "CALLBACK_NOT_FOUND" | "CALLBACK_NOT_ACTIVE" | "WAITLIST_ENTRY_NOT_FOUND" | "WAITLIST_ENTRY_NOT_ACTIVE" | "LOCATION_EXISTS" | "PRACTITIONER_EXISTS" | "SERVICE_EXISTS" | "LOCATION_NOT_FOUND" | "SERVICE_NOT_FOUND" | "PRACTITIONER_NOT_FOUND" | "PRACTITIONER_NOT_AT_LOCATION" | "SLOT_OVERLAPS" | "CALENDAR_NOT_MAPPED" | "CALENDAR_CHANGED" | "APPOINTMENT_CHANGE_IN_PROGRESS" | "SLOT_OTHER_CALENDAR" | "BOOKING_IN_PROGRESS";
         /**
          * @description The reason of a rejection that oncecall did not decide itself: the code a remote provider refused
          *     the write with (for example `CARD_EXPIRED`; the problem's `details.provider_code` repeats it), or
@@ -1921,7 +1973,7 @@ export interface components {
          * @description A Dasha tool of oncecall (the definitions in `tools/`).
          * @enum {string}
          */
-        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_payment_link" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents" | "list_services" | "list_practitioners";
+        ToolName: "book_appointment" | "reschedule_appointment" | "cancel_appointment" | "charge_payment" | "send_payment_link" | "send_message" | "create_customer" | "update_customer" | "add_customer_note" | "add_loyalty_points" | "request_callback" | "cancel_callback" | "join_waitlist" | "cancel_waitlist_entry" | "check_action_status" | "find_available_slots" | "find_customer" | "get_customer" | "list_appointments" | "list_payment_intents" | "list_services" | "list_practitioners";
         MessageTemplateInput: {
             /** @description The template's name, which sends give as template: lower-case letters, digits and underscores, starting with a letter. A built-in template's name overrides that template for this tenant. */
             name: string;
@@ -2166,7 +2218,7 @@ export interface components {
          *     sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
          * @enum {string}
          */
-        DashaReason: "needs_operator" | "needs_caller_confirmation" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";
+        DashaReason: "needs_operator" | "needs_caller_confirmation" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "waitlist_entry_not_found" | "waitlist_entry_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";
         CreateSlotInput: {
             /**
              * Format: date-time
@@ -2477,6 +2529,74 @@ export interface components {
              */
             cancelled_at?: string;
         };
+        /** @description What the earlier time is for: `service_id` or `practitioner_id` (or both). */
+        JoinWaitlistInput: {
+            /**
+             * Format: uuid
+             * @description The customer to offer an earlier time to.
+             */
+            customer_id: string;
+            /**
+             * Format: uuid
+             * @description The service the caller wants an earlier time for (from list_services). Give service_id or practitioner_id (or both).
+             */
+            service_id?: string;
+            /**
+             * Format: uuid
+             * @description The practitioner the caller wants an earlier time with (from list_practitioners). Give service_id or practitioner_id (or both).
+             */
+            practitioner_id?: string;
+            /**
+             * Format: date
+             * @description Optional: the caller wants a time before this day, the business's local date YYYY-MM-DD, e.g. 2030-07-05; after today. Leave it out for any earlier time.
+             */
+            before?: string;
+            /** @description Optional: what the caller said about the times that suit them. Within one call a later request replaces the call's entry for the customer (service, practitioner, before and note): give them whole each time. */
+            note?: string;
+        };
+        /** @description An empty object; the entry comes from the URL. */
+        CancelWaitlistEntryInput: Record<string, never>;
+        /** @description A caller's request to be offered an earlier time for a service or with a practitioner. */
+        WaitlistEntry: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            customer_id: string;
+            /**
+             * Format: uuid
+             * @description Absent when the entry names a practitioner alone.
+             */
+            service_id?: string;
+            /**
+             * Format: uuid
+             * @description Absent when the entry names a service alone.
+             */
+            practitioner_id?: string;
+            /**
+             * Format: date
+             * @description The tenant's local date the caller wants a time before; absent for any earlier time.
+             */
+            before?: string;
+            /** @description Absent when empty. */
+            note?: string;
+            /**
+             * @description `active` (the customer is to be offered an earlier time), or `cancelled`.
+             * @example active
+             */
+            status: string;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description Present once a later request of the same voice call changed the entry.
+             */
+            amended_at?: string;
+            /**
+             * Format: date-time
+             * @description Present once cancelled.
+             */
+            cancelled_at?: string;
+        };
         CreateLocationInput: {
             /** @description The location's name, unique in the business in any case, e.g. Downtown. */
             name: string;
@@ -2581,6 +2701,24 @@ export interface components {
             outcome: components["schemas"]["ConfirmedOutcome"];
             state: components["schemas"]["CompletedState"];
             result: components["schemas"]["Service"] | components["schemas"]["ResourceRef"];
+            /** @description Always null for a confirmed action. */
+            reason: string | null;
+            status_url: components["schemas"]["StatusURL"];
+        };
+        /** @description The tenant's waitlist entries, newest first. */
+        WaitlistEntryList: {
+            entries: components["schemas"]["WaitlistEntry"][];
+            /** @description More entries follow beyond `limit`. */
+            has_more: boolean;
+        };
+        /** @description The envelope of a confirmed `waitlist.join` or `waitlist.cancel`. */
+        WaitlistAction: {
+            /** Format: uuid */
+            action_id: string;
+            operation: components["schemas"]["OperationName"];
+            outcome: components["schemas"]["ConfirmedOutcome"];
+            state: components["schemas"]["CompletedState"];
+            result: components["schemas"]["WaitlistEntry"] | components["schemas"]["ResourceRef"];
             /** @description Always null for a confirmed action. */
             reason: string | null;
             status_url: components["schemas"]["StatusURL"];
@@ -3015,6 +3153,8 @@ export interface components {
         CustomerID: string;
         /** @description The callback's id. */
         CallbackID: string;
+        /** @description The waitlist entry's id. */
+        WaitlistEntryID: string;
     };
     requestBodies: {
         DashaToolCall: {
@@ -4982,6 +5122,171 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CallbackAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listWaitlist: {
+        parameters: {
+            query?: {
+                /** @description Only entries of this status: `active` or `cancelled`; any other value is a `400` naming `status`. */
+                status?: string;
+                /** @description How many entries to list at most. */
+                limit?: number;
+                /** @description Continue after this entry (the last `id` of the previous page). */
+                after?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The entries (an empty list when there is none). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistEntryList"];
+                };
+            };
+            400: components["responses"]["BadQuery"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    joinWaitlist: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                 *       "service_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e30",
+                 *       "before": "2030-07-05",
+                 *       "note": "Mornings suit best."
+                 *     }
+                 */
+                "application/json": components["schemas"]["JoinWaitlistInput"];
+            };
+        };
+        responses: {
+            /** @description The customer is on the waitlist. */
+            201: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "action_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e31",
+                     *       "operation": "waitlist.join",
+                     *       "outcome": "confirmed",
+                     *       "state": "completed",
+                     *       "result": {
+                     *         "id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e32",
+                     *         "customer_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e03",
+                     *         "service_id": "01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e30",
+                     *         "before": "2030-07-05",
+                     *         "note": "Mornings suit best.",
+                     *         "status": "active",
+                     *         "created_at": "2030-07-01T08:05:00Z"
+                     *       },
+                     *       "reason": null,
+                     *       "status_url": "/v1/actions/01936a6e-7b2c-7d3e-8f40-5a6b7c8d9e31"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WaitlistAction"];
+                };
+            };
+            202: components["responses"]["Pending"];
+            400: components["responses"]["WriteBadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["ScopeForbidden"];
+            409: components["responses"]["InProgress"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Internal"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    cancelWaitlistEntry: {
+        parameters: {
+            query?: never;
+            header: {
+                /**
+                 * @description One key per intended action, reused on every retry of it: 1 to 255 printable ASCII characters,
+                 *     scoped to the tenant. See the idempotency contract in the description of this document.
+                 * @example book-42-731
+                 */
+                "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description RFC 7240 `wait=N`: when an earlier attempt with the same key still runs, wait up to N seconds
+                 *     (at most 10) for its result instead of answering `409`.
+                 * @example wait=5
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                /** @description The waitlist entry's id. */
+                entry_id: components["parameters"]["WaitlistEntryID"];
+            };
+            cookie?: never;
+        };
+        /** @description An empty object, or no body at all. */
+        requestBody?: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["CancelWaitlistEntryInput"];
+            };
+        };
+        responses: {
+            /** @description The entry is cancelled. */
+            200: {
+                headers: {
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WaitlistAction"];
                 };
             };
             202: components["responses"]["Pending"];

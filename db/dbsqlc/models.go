@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 type Action struct {
@@ -388,4 +389,21 @@ type Tenant struct {
 	TwilioMessagingService *string
 	Locale                 string
 	CallerConfirmation     bool
+}
+
+type WaitlistEntry struct {
+	TenantID       uuid.UUID
+	ID             uuid.UUID
+	CustomerID     uuid.UUID
+	ServiceID      *uuid.UUID
+	PractitionerID *uuid.UUID
+	BeforeDate     pgtype.Date
+	Note           string
+	ActionID       uuid.UUID
+	CallPlatform   *string
+	CallID         *string
+	Status         string
+	CreatedAt      time.Time
+	AmendedAt      *time.Time
+	CancelledAt    *time.Time
 }

@@ -25,6 +25,8 @@ func TestAgentPhrasing(t *testing.T) {
 		"customer.points.add":   {"CUSTOMER_NOT_FOUND", "INSUFFICIENT_POINTS"},
 		"callback.request":      {"CUSTOMER_NOT_FOUND"},
 		"callback.cancel":       {"CALLBACK_NOT_FOUND", "CALLBACK_NOT_ACTIVE"},
+		"waitlist.join":         {"CUSTOMER_NOT_FOUND", "SERVICE_NOT_FOUND", "PRACTITIONER_NOT_FOUND"},
+		"waitlist.cancel":       {"WAITLIST_ENTRY_NOT_FOUND", "WAITLIST_ENTRY_NOT_ACTIVE"},
 		// What a remote calendar, or the checks before one is written to,
 		// may answer.
 		"appointment.book": {"CUSTOMER_NOT_FOUND", "SLOT_NOT_FOUND", "SLOT_UNAVAILABLE", "CALENDAR_NOT_MAPPED", "EVENT_CANCELLED",
@@ -71,6 +73,8 @@ func TestToolsAndIdentities(t *testing.T) {
 		"customer.points.add":   {"add_loyalty_points", true},
 		"callback.request":      {"request_callback", true},
 		"callback.cancel":       {"cancel_callback", false},
+		"waitlist.join":         {"join_waitlist", true},
+		"waitlist.cancel":       {"cancel_waitlist_entry", false},
 	} {
 		o := reg.MustGet(name)
 		if o.Tool() != want.tool || o.PerCall() != want.perCall {
@@ -96,6 +100,10 @@ func TestToolsAndIdentities(t *testing.T) {
 		{"callback.request", `{"phone":"0044 20 7946 0958","window_start":"2030-07-05 14:00","window_end":"2030-07-05T16:00:00","reason":" Invoice "}`,
 			[]string{`{"callback_ref":"","customer_id":"","phone":"+442079460958","reason":"Invoice","window_end":"2030-07-05T16:00","window_start":"2030-07-05T14:00"}`}},
 		{"callback.cancel", `{"callback_id":"0190A8C2-7F3E-7000-8000-000000000001"}`, []string{"0190a8c2-7f3e-7000-8000-000000000001"}},
+		// A waitlist entry's identity is every field, as normalised.
+		{"waitlist.join", `{"customer_id":"0190A8C2-7F3E-7000-8000-000000000001","practitioner_id":" 0190a8c2-7f3e-7000-8000-000000000002 ","before":" 2030-07-05 ","note":" Mornings "}`,
+			[]string{`{"before":"2030-07-05","customer_id":"0190a8c2-7f3e-7000-8000-000000000001","note":"Mornings","practitioner_id":"0190a8c2-7f3e-7000-8000-000000000002","service_id":""}`}},
+		{"waitlist.cancel", `{"entry_id":"0190A8C2-7F3E-7000-8000-000000000003"}`, []string{"0190a8c2-7f3e-7000-8000-000000000003"}},
 	}
 	for _, c := range cases {
 		p, err := reg.MustGet(c.operation).Prepare([]byte(c.body), nil)

@@ -41,7 +41,7 @@ const maxBookingRef = 100
 
 // Operations returns the appointment operations.
 func Operations() []op.Operation {
-	return []op.Operation{CreateSlot, ScheduleSlots, Book, Reschedule, Cancel}
+	return []op.Operation{CreateSlot, ScheduleSlots, Book, Reschedule, Cancel, JoinWaitlist, CancelWaitlist}
 }
 
 // BookInput is the input of appointment.book.
