@@ -20,6 +20,29 @@ import (
 	"github.com/oncecall/oncecall/wire"
 )
 
+// reads are the REST reads by their operationId in openapi.yaml, which
+// gives their routes (routes.go). Each holds the tenant's share of the
+// database pool for the whole request.
+func (s *Server) reads() map[string]http.HandlerFunc {
+	return map[string]http.HandlerFunc{
+		"getAction":            s.getAction,
+		"listSlots":            s.listSlots,
+		"listAppointments":     s.listAppointments,
+		"getAppointment":       s.getAppointment,
+		"listPaymentIntents":   s.listPaymentIntents,
+		"getPaymentIntent":     s.getPaymentIntent,
+		"getMessage":           s.getMessage,
+		"listMessageTemplates": s.listTemplates,
+		"findCustomers":        s.findCustomers,
+		"getCustomer":          s.getCustomer,
+		"listCallbacks":        s.listCallbacks,
+		"listWaitlist":         s.listWaitlist,
+		"listLocations":        s.listLocations,
+		"listPractitioners":    s.listPractitioners,
+		"listServices":         s.listServices,
+	}
+}
+
 // localAppointment is an appointment with its times said on the tenant's
 // clock in its slot's timezone: its location's, with who and where, or the
 // tenant's for a slot of the single calendar, which keeps the shape it had.
