@@ -40,9 +40,10 @@ const (
 const maxBookingRef = 100
 
 // Operations returns the appointment operations.
-func Operations() []op.Operation {
-	return []op.Operation{CreateSlot, ScheduleSlots, Book, Reschedule, Cancel, JoinWaitlist, CancelWaitlist}
-}
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // BookInput is the input of appointment.book.
 type BookInput struct {
@@ -58,7 +59,7 @@ type BookInput struct {
 }
 
 // Book reserves a slot for a customer. A slot holds one booking.
-var Book = op.Define(op.Spec[BookInput]{
+var Book = family.Add(op.Define(op.Spec[BookInput]{
 	Name:    "appointment.book",
 	Version: 1,
 	Tool:    "book_appointment",
@@ -95,7 +96,7 @@ var Book = op.Define(op.Spec[BookInput]{
 		Changed: "This booking was made, but since then the appointment was cancelled or moved (see current): it is not booked " +
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
-})
+}))
 
 // bookOp is the logic of Book.
 type bookOp struct{}
@@ -245,7 +246,7 @@ type RescheduleInput struct {
 
 // Reschedule moves a booking to a new slot: an action of its own, never a
 // retry of the booking.
-var Reschedule = op.Define(op.Spec[RescheduleInput]{
+var Reschedule = family.Add(op.Define(op.Spec[RescheduleInput]{
 	Name:    "appointment.reschedule",
 	Version: 1,
 	Tool:    "reschedule_appointment",
@@ -278,7 +279,7 @@ var Reschedule = op.Define(op.Spec[RescheduleInput]{
 		Changed: "This move was made, but since then the appointment was cancelled or moved again (see current): it is not " +
 			"at that time now. Do not tell the caller it is; use list_appointments to see what they have.",
 	},
-})
+}))
 
 // rescheduleOp is the logic of Reschedule.
 type rescheduleOp struct{}
@@ -309,7 +310,7 @@ type CancelInput struct {
 }
 
 // Cancel cancels a booking and frees its slot.
-var Cancel = op.Define(op.Spec[CancelInput]{
+var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:        "appointment.cancel",
 	Version:     1,
 	Tool:        "cancel_appointment",
@@ -329,7 +330,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		Pending: "The cancellation is NOT confirmed yet: the calendar has not answered, and its result is unknown. Tell the " +
 			"caller only that it is still being processed; the appointment may still stand.",
 	},
-})
+}))
 
 // cancelOp is the logic of Cancel.
 type cancelOp struct{}
@@ -390,7 +391,7 @@ type SlotInput struct {
 }
 
 // CreateSlot adds a bookable slot. It is not offered to voice agents.
-var CreateSlot = op.Define(op.Spec[SlotInput]{
+var CreateSlot = family.Add(op.Define(op.Spec[SlotInput]{
 	Name:    "slot.create",
 	Version: 1,
 	Logic:   createSlotOp{},
@@ -404,7 +405,7 @@ var CreateSlot = op.Define(op.Spec[SlotInput]{
 		},
 		Pending: "The slot is NOT confirmed yet; its result is unknown.",
 	},
-})
+}))
 
 // createSlotOp is the logic of CreateSlot.
 type createSlotOp struct{}

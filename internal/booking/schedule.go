@@ -72,7 +72,7 @@ type ScheduleResult struct {
 // ScheduleSlots creates the slots of a weekly schedule over a date range.
 // Applying it again, or a schedule whose range overlaps, creates only the
 // slots the resource does not have yet. It is not offered to voice agents.
-var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
+var ScheduleSlots = family.Add(op.Define(op.Spec[ScheduleInput]{
 	Name:    "slot.schedule",
 	Version: 1,
 	Logic:   scheduleSlotsOp{},
@@ -85,7 +85,7 @@ var ScheduleSlots = op.Define(op.Spec[ScheduleInput]{
 		},
 		Pending: "The schedule is NOT confirmed yet; its result is unknown.",
 	},
-})
+}))
 
 // scheduleSlotsOp is the logic of ScheduleSlots.
 type scheduleSlotsOp struct{}

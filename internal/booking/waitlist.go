@@ -44,7 +44,7 @@ type JoinWaitlistInput struct {
 type joinWaitlist struct{}
 
 // JoinWaitlist puts a customer on the waitlist.
-var JoinWaitlist = op.Define(op.Spec[JoinWaitlistInput]{
+var JoinWaitlist = family.Add(op.Define(op.Spec[JoinWaitlistInput]{
 	Name:    "waitlist.join",
 	Version: 1,
 	Tool:    "join_waitlist",
@@ -56,7 +56,7 @@ var JoinWaitlist = op.Define(op.Spec[JoinWaitlistInput]{
 	// amending the call's entry.
 	Logic: joinWaitlist{},
 	Say:   joinWaitlist{}.Say(),
-})
+}))
 
 // Normalize checks the form of a request: a customer, a service or a
 // practitioner (or both), a date and a note.
@@ -163,14 +163,14 @@ type CancelWaitlistInput struct {
 type cancelWaitlist struct{}
 
 // CancelWaitlist takes a customer off the waitlist.
-var CancelWaitlist = op.Define(op.Spec[CancelWaitlistInput]{
+var CancelWaitlist = family.Add(op.Define(op.Spec[CancelWaitlistInput]{
 	Name:        "waitlist.cancel",
 	Version:     1,
 	Tool:        "cancel_waitlist_entry",
 	Description: "Take the caller off the waitlist (one entry, by its id), after they confirmed they no longer want an earlier time.",
 	Logic:       cancelWaitlist{},
 	Say:         cancelWaitlist{}.Say(),
-})
+}))
 
 // Normalize checks the entry's id.
 func (cancelWaitlist) Normalize(in *CancelWaitlistInput) error { return op.ID("entry_id", &in.EntryID) }

@@ -38,7 +38,10 @@ const (
 )
 
 // Operations returns the callback operations.
-func Operations() []op.Operation { return []op.Operation{Request, Cancel} }
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // localPattern is a wall-clock date and time without offset: the minute,
 // with a T or a space, and seconds only as :00.
@@ -59,7 +62,7 @@ type RequestInput struct {
 // Request records a callback. Every wording is its own action (an exact
 // retry replays it); within a call, the callback of a customer (or number)
 // and callback_ref is one row that a later wording amends.
-var Request = op.Define(op.Spec[RequestInput]{
+var Request = family.Add(op.Define(op.Spec[RequestInput]{
 	Name:    "callback.request",
 	Version: 1,
 	Tool:    "request_callback",
@@ -80,7 +83,7 @@ var Request = op.Define(op.Spec[RequestInput]{
 		// Contact data is not read back to the agent (see get_customer).
 		Withhold: []string{"phone"},
 	},
-})
+}))
 
 // requestOp is the logic of Request.
 type requestOp struct{}
@@ -144,7 +147,7 @@ type CancelInput struct {
 }
 
 // Cancel cancels a requested callback.
-var Cancel = op.Define(op.Spec[CancelInput]{
+var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:        "callback.cancel",
 	Version:     1,
 	Tool:        "cancel_callback",
@@ -162,7 +165,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		// Contact data is not read back to the agent (see get_customer).
 		Withhold: []string{"phone"},
 	},
-})
+}))
 
 // cancelOp is the logic of Cancel.
 type cancelOp struct{}

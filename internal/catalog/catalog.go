@@ -42,9 +42,10 @@ const (
 )
 
 // Operations returns the catalog operations.
-func Operations() []op.Operation {
-	return []op.Operation{CreateLocation, CreatePractitioner, CreateService}
-}
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // LocationInput is the input of location.create.
 type LocationInput struct {
@@ -54,7 +55,7 @@ type LocationInput struct {
 }
 
 // CreateLocation adds a location. It is not offered to voice agents.
-var CreateLocation = op.Define(op.Spec[LocationInput]{
+var CreateLocation = family.Add(op.Define(op.Spec[LocationInput]{
 	Name:    "location.create",
 	Version: 1,
 	Logic:   createLocationOp{},
@@ -66,7 +67,7 @@ var CreateLocation = op.Define(op.Spec[LocationInput]{
 		},
 		Pending: "The location is NOT confirmed yet; its result is unknown.",
 	},
-})
+}))
 
 // createLocationOp is the logic of CreateLocation.
 type createLocationOp struct{}
@@ -119,7 +120,7 @@ type ServiceInput struct {
 }
 
 // CreateService adds a service. It is not offered to voice agents.
-var CreateService = op.Define(op.Spec[ServiceInput]{
+var CreateService = family.Add(op.Define(op.Spec[ServiceInput]{
 	Name:    "service.create",
 	Version: 1,
 	Logic:   createServiceOp{},
@@ -131,7 +132,7 @@ var CreateService = op.Define(op.Spec[ServiceInput]{
 		},
 		Pending: "The service is NOT confirmed yet; its result is unknown.",
 	},
-})
+}))
 
 // createServiceOp is the logic of CreateService.
 type createServiceOp struct{}
@@ -189,7 +190,7 @@ type PractitionerInput struct {
 
 // CreatePractitioner adds a practitioner working at some locations and
 // performing some services. It is not offered to voice agents.
-var CreatePractitioner = op.Define(op.Spec[PractitionerInput]{
+var CreatePractitioner = family.Add(op.Define(op.Spec[PractitionerInput]{
 	Name:    "practitioner.create",
 	Version: 1,
 	Logic:   createPractitionerOp{},
@@ -203,7 +204,7 @@ var CreatePractitioner = op.Define(op.Spec[PractitionerInput]{
 		},
 		Pending: "The practitioner is NOT confirmed yet; its result is unknown.",
 	},
-})
+}))
 
 // createPractitionerOp is the logic of CreatePractitioner.
 type createPractitionerOp struct{}

@@ -42,9 +42,10 @@ const (
 )
 
 // Operations returns the customer operations.
-func Operations() []op.Operation {
-	return []op.Operation{Create, Update, AppendNote, AddPoints}
-}
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // pending is what an agent may say while an outcome is not known.
 const pending = "The change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed."
@@ -59,7 +60,7 @@ type CreateInput struct {
 
 // Create creates a customer record. A phone or external reference already
 // on file is a definitive rejection carrying the existing customer's id.
-var Create = op.Define(op.Spec[CreateInput]{
+var Create = family.Add(op.Define(op.Spec[CreateInput]{
 	Name:    "customer.create",
 	Version: 1,
 	Tool:    "create_customer",
@@ -78,7 +79,7 @@ var Create = op.Define(op.Spec[CreateInput]{
 		// Contact data is not read back to the agent (see get_customer).
 		Withhold: contactFields,
 	},
-})
+}))
 
 // createOp is the logic of Create.
 type createOp struct{}
@@ -133,7 +134,7 @@ type UpdateInput struct {
 // Update sets the named fields of a customer. Every update is its own
 // action: the same values sent under a new key update again (later
 // workflows may hang on it), a retry under the same key does not.
-var Update = op.Define(op.Spec[UpdateInput]{
+var Update = family.Add(op.Define(op.Spec[UpdateInput]{
 	Name:    "customer.update",
 	Version: 1,
 	Tool:    "update_customer",
@@ -154,7 +155,7 @@ var Update = op.Define(op.Spec[UpdateInput]{
 		// Contact data is not read back to the agent (see get_customer).
 		Withhold: contactFields,
 	},
-})
+}))
 
 // updateOp is the logic of Update.
 type updateOp struct{}
@@ -205,7 +206,7 @@ type NoteInput struct {
 }
 
 // AppendNote appends a note to a customer record.
-var AppendNote = op.Define(op.Spec[NoteInput]{
+var AppendNote = family.Add(op.Define(op.Spec[NoteInput]{
 	Name:    "customer.note.append",
 	Version: 1,
 	Tool:    "add_customer_note",
@@ -225,7 +226,7 @@ var AppendNote = op.Define(op.Spec[NoteInput]{
 		},
 		Pending: "The note is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
-})
+}))
 
 // appendNoteOp is the logic of AppendNote.
 type appendNoteOp struct{}
@@ -258,7 +259,7 @@ type PointsInput struct {
 
 // AddPoints changes a customer's loyalty balance, which never goes below
 // zero.
-var AddPoints = op.Define(op.Spec[PointsInput]{
+var AddPoints = family.Add(op.Define(op.Spec[PointsInput]{
 	Name:    "customer.points.add",
 	Version: 1,
 	Tool:    "add_loyalty_points",
@@ -280,7 +281,7 @@ var AddPoints = op.Define(op.Spec[PointsInput]{
 		Pending: "The points change is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
 			"do not quote a new balance.",
 	},
-})
+}))
 
 // addPointsOp is the logic of AddPoints.
 type addPointsOp struct{}

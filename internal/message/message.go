@@ -50,7 +50,10 @@ const (
 )
 
 // Operations returns the message operations.
-func Operations() []op.Operation { return []op.Operation{Send, CreateTemplate, UpdateTemplate} }
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // SendInput is the input of message.send. Exactly one of customer_id and to
 // names the recipient.
@@ -65,7 +68,7 @@ type SendInput struct {
 }
 
 // Send queues one message.
-var Send = op.Define(op.Spec[SendInput]{
+var Send = family.Add(op.Define(op.Spec[SendInput]{
 	Name:    "message.send",
 	Version: 1,
 	Tool:    "send_message",
@@ -92,7 +95,7 @@ var Send = op.Define(op.Spec[SendInput]{
 		// The recipient's number or address is not read back to the agent.
 		Withhold: []string{"recipient", "to"},
 	},
-})
+}))
 
 // sendOp is the logic of Send.
 type sendOp struct{}

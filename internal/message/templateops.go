@@ -62,13 +62,13 @@ var templatePhrases = op.Phrases{
 }
 
 // CreateTemplate stores version 1 of a tenant's template.
-var CreateTemplate = op.Define(op.Spec[TemplateInput]{
+var CreateTemplate = family.Add(op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.create",
 	Version:     1,
 	Description: "Create a message template of this tenant.",
 	Logic:       createTemplateOp{},
 	Say:         templatePhrases,
-})
+}))
 
 // createTemplateOp is the logic of CreateTemplate.
 type createTemplateOp struct{}
@@ -81,13 +81,13 @@ func (createTemplateOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in 
 
 // UpdateTemplate stores the next version of a tenant's template. Messages
 // sent before keep the text of the version they used.
-var UpdateTemplate = op.Define(op.Spec[TemplateInput]{
+var UpdateTemplate = family.Add(op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.update",
 	Version:     1,
 	Description: "Replace a message template of this tenant with a new version.",
 	Logic:       updateTemplateOp{},
 	Say:         templatePhrases,
-})
+}))
 
 // updateTemplateOp is the logic of UpdateTemplate.
 type updateTemplateOp struct{}

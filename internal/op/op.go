@@ -619,6 +619,21 @@ func jsonKind(goKind string) string {
 	return "of another type"
 }
 
+// Family collects the operations of one family (a package) as they are
+// defined: var Book = family.Add(op.Define(...)). A file that declares an
+// operation is then all a family needs to offer it.
+type Family struct{ ops []Operation }
+
+// Add appends o to the family and returns it.
+func (f *Family) Add(o Operation) Operation {
+	f.ops = append(f.ops, o)
+	return o
+}
+
+// Operations returns the family's operations, in the order they were
+// added.
+func (f *Family) Operations() []Operation { return append([]Operation(nil), f.ops...) }
+
 // Registry holds the operations by name and by tool.
 type Registry struct {
 	byName map[string]Operation

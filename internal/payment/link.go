@@ -84,7 +84,7 @@ type LinkPaid struct {
 
 // Link sends a payment link for an approved intent to its customer by SMS
 // and answers once they have paid it.
-var Link = op.Define(op.Spec[LinkInput]{
+var Link = family.Add(op.Define(op.Spec[LinkInput]{
 	Name:    "payment.link",
 	Version: 1,
 	Tool:    "send_payment_link",
@@ -114,7 +114,7 @@ var Link = op.Define(op.Spec[LinkInput]{
 		Pending: "A payment link is being sent to the caller's phone by text message. The payment is NOT confirmed and its result is unknown until " +
 			"the caller pays on the page the link opens; do not tell the caller it is paid. Tell the caller to open the link in the text message to pay.",
 	},
-})
+}))
 
 // linkOp is the logic of Link.
 type linkOp struct{}

@@ -67,7 +67,10 @@ var (
 )
 
 // Operations returns the payment operations.
-func Operations() []op.Operation { return []op.Operation{CreateIntent, Charge, Link, Cancel} }
+func Operations() []op.Operation { return family.Operations() }
+
+// family collects the operations as they are defined (op.Family).
+var family op.Family
 
 // IntentInput is the input of payment_intent.create.
 type IntentInput struct {
@@ -83,7 +86,7 @@ type IntentInput struct {
 
 // CreateIntent approves an amount for a customer. It is not offered to voice
 // agents: an intent is approved by the business, then charged by the agent.
-var CreateIntent = op.Define(op.Spec[IntentInput]{
+var CreateIntent = family.Add(op.Define(op.Spec[IntentInput]{
 	Name:    "payment_intent.create",
 	Version: 1,
 	Logic:   createIntentOp{},
@@ -99,7 +102,7 @@ var CreateIntent = op.Define(op.Spec[IntentInput]{
 		},
 		Pending: "The payment approval is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed.",
 	},
-})
+}))
 
 // createIntentOp is the logic of CreateIntent.
 type createIntentOp struct{}
@@ -160,7 +163,7 @@ type ChargeInput struct {
 
 // Charge charges an approved payment intent through the payments provider,
 // at most once.
-var Charge = op.Define(op.Spec[ChargeInput]{
+var Charge = family.Add(op.Define(op.Spec[ChargeInput]{
 	Name:    "payment.charge",
 	Version: 1,
 	Tool:    "charge_payment",
@@ -187,7 +190,7 @@ var Charge = op.Define(op.Spec[ChargeInput]{
 		Pending: "The payment is NOT confirmed yet and its result is unknown. Tell the caller only that it is still being processed; " +
 			"say nothing about whether they will be billed, and do not ask for another way to pay.",
 	},
-})
+}))
 
 // chargeOp is the logic of Charge.
 type chargeOp struct{}

@@ -35,7 +35,7 @@ type CancelRequest struct {
 // Cancel withdraws an approved intent that is not charged: it can no
 // longer be charged, and its hold, if any, is cancelled at the provider.
 // It is not offered to voice agents: approvals are the business's.
-var Cancel = op.Define(op.Spec[CancelInput]{
+var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:    "payment_intent.cancel",
 	Version: 1,
 	Logic:   cancelOp{},
@@ -52,7 +52,7 @@ var Cancel = op.Define(op.Spec[CancelInput]{
 		},
 		Pending: "The withdrawal of the payment approval is NOT confirmed yet and its result is unknown.",
 	},
-})
+}))
 
 // cancelOp is the logic of Cancel.
 type cancelOp struct{}
