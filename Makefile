@@ -31,7 +31,7 @@ test:
 # The same tests under the race detector, over the packages whose goroutines share state: the store and
 # its pools, the idempotency core, the step driver, the reconciler, the console, the HTTP API and the
 # chaos harnesses (docs/testing.md). -race needs cgo; RACE_PKGS='./...' runs every package.
-RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/providersim ./api ./internal/chaos
+RACE_PKGS ?= ./db ./internal/idem ./internal/step ./reconcile ./internal/console ./internal/sim/providersim ./api ./internal/testkit/chaos
 test-race:
 	CGO_ENABLED=1 go run ./cmd/testsummary -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS)
 

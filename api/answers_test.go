@@ -10,10 +10,10 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/prune"
 	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // Tests that every answer is true for the caller who hears it: whose record

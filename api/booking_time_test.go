@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The identity of a booking's time is the instant, whatever its spelling.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // A Cal.com webhook signed with the connection's notification secret is

@@ -14,7 +14,7 @@ import (
 
 	"github.com/oncecall/oncecall/apiclient"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // clientEnv is a running oncecall with one tenant and the client generated

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
-	"github.com/oncecall/oncecall/internal/netcut"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/netcut"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // cutEnv is oncecall whose pool reaches PostgreSQL through a netcut proxy,

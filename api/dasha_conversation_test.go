@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestDashaReturningCallerMovesTheirAppointment drives the most common call

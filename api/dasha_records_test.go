@@ -14,7 +14,7 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // intent approves amount (minor units, EUR) for the environment's customer

@@ -11,8 +11,8 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
-	"github.com/oncecall/oncecall/internal/netcut"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/netcut"
 )
 
 // within sends a request that must be answered before d has passed.

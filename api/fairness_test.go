@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // Tenant A floods requests that are stuck behind a row lock held outside

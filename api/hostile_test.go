@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The hostile-input suite throws malformed, oversized, slow and foreign

@@ -12,7 +12,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // controlServer is a fake Vapi control URL: it records every message

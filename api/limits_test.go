@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 func TestRateLimitIsPerTenantAndStoresNothing(t *testing.T) {

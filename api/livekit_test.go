@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/dashatool"
-	"github.com/oncecall/oncecall/internal/nodetest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/nodetest"
 )
 
 // liveKitDir holds @oncecall/livekit, oncecall's tools for LiveKit Agents

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // hygieneStep is one request of the log hygiene scenario. send gets the

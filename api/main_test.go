@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apptest"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // TestMain runs the tests against PostgreSQL and, when the whole package

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 const metricsToken = "metrics-token-for-tests"

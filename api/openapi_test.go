@@ -19,10 +19,10 @@ import (
 
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/metrics"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestOpenAPIDescribesEveryRoute walks the chi router with every optional

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // client is one client address, a loopback address of its own (127.0.0.2,

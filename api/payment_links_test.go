@@ -12,8 +12,8 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // A payment link sent by a voice agent (send_payment_link) through Stripe,

@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestOneIntentIsChargedOnce: charges of one intent under different keys,

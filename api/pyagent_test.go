@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apptest"
-	"github.com/oncecall/oncecall/internal/nodetest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/nodetest"
 )
 
 // pythonDir holds oncecall_agents.py, oncecall's standard-library-only

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The fewest curl examples each page must yield: a broken extraction finds

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/schedule"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 type readsEnv struct {

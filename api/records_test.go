@@ -11,10 +11,10 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // recordsEnv is a running oncecall with one tenant, for the payment,

@@ -11,11 +11,11 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestNothingMadeUpIsSentToTheHTTPCalendar: with the calendar served by the

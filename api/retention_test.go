@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/prune"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // After the body is pruned a retry still maps to its action and gets the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // zonedTenant creates a tenant in an IANA timezone, bound to a Dasha org

@@ -11,7 +11,7 @@ import (
 	"github.com/stripe/stripe-go/v82/webhook"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The Stripe webhook route exists only with a signing secret, refuses a

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 func (e recordsEnv) putTemplate(name, key string, body any) apptest.Response {

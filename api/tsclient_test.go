@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // tsDir holds the TypeScript client: openapi-typescript types generated

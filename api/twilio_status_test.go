@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The Twilio status route exists only when messaging is Twilio (an auth

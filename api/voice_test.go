@@ -12,8 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The sample payloads in testdata/voice are the platforms' documented tool

@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/apiclient"
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // attempt is what a test server saw of one request.

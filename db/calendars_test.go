@@ -8,7 +8,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // A connection keeps its id while its provider stays the same (steps

@@ -11,7 +11,7 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // A connection that cannot be opened sent nothing, so nothing was stored:

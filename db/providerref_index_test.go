@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // errRecorded ends a query the recorder only looked at.

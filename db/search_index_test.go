@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // The console's search (migration 0034) reads indexes only: on 20,000

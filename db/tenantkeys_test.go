@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // globalTables are the tables that are not one tenant's (docs/scaling.md#a-citus-ready-schema):

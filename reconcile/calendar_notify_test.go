@@ -12,10 +12,10 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/sim/simkit"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // notifySecretEnv holds the connections' notification secret on the

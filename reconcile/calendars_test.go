@@ -15,12 +15,12 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/sim/calcom"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 	"github.com/oncecall/oncecall/internal/sim/simkit"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // The tenants' own calendars, end to end: oncecall with a tenant connected

@@ -15,11 +15,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/buildtest"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // oncecallProcess is `oncecall serve` running as a real child process.

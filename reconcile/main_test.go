@@ -4,9 +4,9 @@ import (
 	"os"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/buildtest"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 func TestOperatorResolvesAStuckAction(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // otherServer is a second oncecall on r's database whose calendar is

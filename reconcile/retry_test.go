@@ -12,7 +12,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 	"github.com/oncecall/oncecall/internal/step"
 	"github.com/oncecall/oncecall/reconcile"
 )

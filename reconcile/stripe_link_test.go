@@ -14,14 +14,14 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/payment"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // linkEnv is oncecall with payments through the Stripe adapter and, when

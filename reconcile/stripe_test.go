@@ -16,13 +16,13 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 const stripeWebhookSecret = "whsec_test_oncecall"

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/oncecall/oncecall/internal/buildtest"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 }
 
 // oncecallBin is oncecall built once for this test process
-// (internal/buildtest), which the tests that run it as a process share
+// (internal/testkit/buildtest), which the tests that run it as a process share
 // instead of each building it as make build does.
 func oncecallBin(t *testing.T) []string {
 	return []string{"--oncecall-bin", buildtest.Command(t, "cmd/oncecall")}

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // TestPeerBooksOnceAndReplays holds the peer to what its design promises:

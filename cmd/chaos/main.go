@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/chaos"
+	"github.com/oncecall/oncecall/internal/testkit/chaos"
 )
 
 func main() {

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestActionsListAcrossTenants(t *testing.T) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // Not parallel: it changes the environment. calendar connect stores where

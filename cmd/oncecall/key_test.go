@@ -13,7 +13,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 type createdKey struct {

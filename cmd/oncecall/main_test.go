@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // asCommand makes this test binary run as the oncecall command itself

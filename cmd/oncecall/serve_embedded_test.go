@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/pgembed"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/nodetest"
+	"github.com/oncecall/oncecall/internal/testkit/nodetest"
 )
 
 // platformCheckDir holds the pinned SDKs of Vapi, Retell and ElevenLabs and

@@ -17,7 +17,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 const usage = `providersim: a provider simulator speaking oncecall's provider protocol.

@@ -14,9 +14,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/buildtest"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
 )
 
 // TestMain removes the simulator the tests share (buildtest) when they end.

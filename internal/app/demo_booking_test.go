@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestDemoClinicBooksACleaningWithDrOrtizTomorrowAfternoon: on the demo

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/apptest"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestDemoHasAClinic: the demo tenant has one location, two services, two

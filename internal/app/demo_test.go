@@ -12,9 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 // TestDemoBannerCommandsWork runs every curl command the `make run` banner

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // DemoSimulated are the capabilities `make run`'s demo serves by the

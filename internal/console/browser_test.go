@@ -21,7 +21,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // chromium finds Debian's chromium. Outside CI a machine without it skips

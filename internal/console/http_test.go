@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/apptest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/testkit/apptest"
 )
 
 type answer struct {

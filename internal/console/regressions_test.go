@@ -10,7 +10,7 @@ import (
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // A copy of the session cookie taken before signing out is refused

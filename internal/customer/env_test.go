@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/coretest"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/coretest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

@@ -17,7 +17,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

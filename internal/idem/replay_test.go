@@ -16,7 +16,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // sent records the names of the sqlc statements a pool sends.

@@ -11,8 +11,8 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/staff"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 	"github.com/oncecall/oncecall/internal/tokenguard"
 )
 

@@ -14,11 +14,11 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/idem"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // keylessEnv is a store with one message.send action whose messaging step

@@ -9,8 +9,8 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // A driver whose lease was taken over finds the action settled by the

@@ -9,13 +9,13 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendar"
 	"github.com/oncecall/oncecall/internal/provider/calendar/calendartest"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
 	"github.com/oncecall/oncecall/internal/sim/googlecal"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {

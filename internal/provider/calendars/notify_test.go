@@ -12,8 +12,8 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
-	"github.com/oncecall/oncecall/internal/pgtest"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 const notifySecret = "a-notification-secret"

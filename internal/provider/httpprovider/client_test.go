@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider/httpprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // setup starts a simulator and a client with its own connection pool.

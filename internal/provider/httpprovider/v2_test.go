@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider/httpprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // v2 is a version 2 calendar payload: the practitioner's calendar, the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/stripemock"
+	"github.com/oncecall/oncecall/internal/sim/stripemock"
 )
 
 // A payment link's requests, as stripe-mock (Stripe's API description)

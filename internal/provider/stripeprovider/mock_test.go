@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/stripemock"
+	"github.com/oncecall/oncecall/internal/sim/stripemock"
 )
 
 // seen is one request that went through the recording proxy.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 const from = "+15005550006"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/buildtest"
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
 )
 
 // TestMain removes the oncecall the runs share (buildtest) when they end.

@@ -19,7 +19,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
-	"github.com/oncecall/oncecall/internal/pgtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // Env is a store on a fresh database, a core on it and a tenant.

@@ -30,7 +30,7 @@ import (
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/pgembed"
 	"github.com/oncecall/oncecall/internal/provider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // Config describes a run. Zero values take the defaults.

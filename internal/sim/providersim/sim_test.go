@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // answer is one HTTP exchange with the simulator; Err is set when the

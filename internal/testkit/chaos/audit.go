@@ -12,7 +12,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/stripeprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // Report is what a chaos run found.

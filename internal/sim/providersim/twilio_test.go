@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // twilioCall is one request to the Twilio mode with its test account.

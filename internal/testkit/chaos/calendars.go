@@ -21,9 +21,9 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendars"
-	"github.com/oncecall/oncecall/internal/providersim"
 	"github.com/oncecall/oncecall/internal/sim/calcom"
 	"github.com/oncecall/oncecall/internal/sim/calsimtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 	"github.com/oncecall/oncecall/internal/sim/simkit"
 )
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // Sim is an in-process simulator.

@@ -17,7 +17,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/twilioprovider"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // The Twilio part of a run (Config.Twilio): SMS go through the Twilio

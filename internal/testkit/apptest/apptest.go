@@ -21,8 +21,8 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
-	"github.com/oncecall/oncecall/internal/pgtest"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
 // Env is one running oncecall with its own database.

@@ -20,7 +20,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/pgembed"
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // CallsConfig describes a calls run: whole phone calls on the four voice

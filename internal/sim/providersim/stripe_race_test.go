@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/providersim"
-	"github.com/oncecall/oncecall/internal/providersim/simtest"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim/simtest"
 )
 
 // A capture that adds metadata never changes a PaymentIntent the ledger

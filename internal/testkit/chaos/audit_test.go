@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/oncecall/oncecall/internal/providersim"
+	"github.com/oncecall/oncecall/internal/sim/providersim"
 )
 
 // Fixed ids of the audit's table tests.
