@@ -92,7 +92,7 @@ type Config struct {
 	// URL Twilio was given for them.
 	TwilioAuthToken, PublicURL string
 	// LateResultURL reports whether a Vapi call's control URL may be
-	// posted a late result (late.go); nil: https on vapi.ai and its
+	// posted a late result (voice_late.go); nil: https on vapi.ai and its
 	// subdomains only.
 	LateResultURL func(u *url.URL) bool
 }
@@ -222,7 +222,7 @@ func (s *Server) voiceRouter(platform, secretHeader string, routes func(r chi.Ro
 	r := chi.NewRouter()
 	if platform == platformElevenLabs {
 		// ElevenLabs hides a webhook tool's errors from the agent: every
-		// refusal is answered 200 with outcome and say (refusals.go).
+		// refusal is answered 200 with outcome and say (voice_refusals.go).
 		r.Use(answerRefusals)
 	}
 	r.Use(s.limitBody, s.voiceBudget)

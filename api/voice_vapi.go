@@ -33,7 +33,7 @@ type vapiCall struct {
 	ID       string          `json:"id"`
 	Customer json.RawMessage `json:"customer"`
 	// Monitor holds the call's controlUrl (Live Call Control), where a
-	// late result is delivered (late.go).
+	// late result is delivered (voice_late.go).
 	Monitor *struct {
 		ControlURL string `json:"controlUrl"`
 	} `json:"monitor"`
