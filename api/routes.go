@@ -30,22 +30,14 @@ type writeRoute struct {
 // pathParam matches a path parameter, {name}.
 var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
 
-// contract is the embedded openapi.yaml, read once.
-var contract = sync.OnceValues(func() (*openapi3.T, error) {
+// paths are the routes of the embedded openapi.yaml, read once (the
+// document itself is not kept).
+var paths = sync.OnceValues(func() (contractPaths, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(oncecall.OpenAPI())
 	if err != nil {
-		return nil, fmt.Errorf("read openapi.yaml: %w", err)
+		return contractPaths{}, fmt.Errorf("read openapi.yaml: %w", err)
 	}
-	return doc, nil
-})
-
-// writeRoutes reads the REST writes from the contract.
-func writeRoutes() ([]writeRoute, error) {
-	doc, err := contract()
-	if err != nil {
-		return nil, err
-	}
-	var routes []writeRoute
+	var c contractPaths
 	for path, item := range doc.Paths.Map() {
 		rest, ok := strings.CutPrefix(path, "/v1/")
 		if !ok {
@@ -60,13 +52,33 @@ func writeRoutes() ([]writeRoute, error) {
 			for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 				w.params = append(w.params, m[1])
 			}
-			routes = append(routes, w)
+			c.writes = append(c.writes, w)
+		}
+		if item.Get != nil && !strings.HasPrefix(rest, "ops/") {
+			c.reads = append(c.reads, read{path: "/" + rest, operationID: item.Get.OperationID})
 		}
 	}
-	sort.Slice(routes, func(i, j int) bool {
-		return routes[i].path+" "+routes[i].method < routes[j].path+" "+routes[j].method
+	sort.Slice(c.writes, func(i, j int) bool {
+		return c.writes[i].path+" "+c.writes[i].method < c.writes[j].path+" "+c.writes[j].method
 	})
-	return routes, nil
+	sort.Slice(c.reads, func(i, j int) bool { return c.reads[i].path < c.reads[j].path })
+	return c, nil
+})
+
+// contractPaths are the REST writes and reads openapi.yaml declares.
+type contractPaths struct {
+	writes []writeRoute
+	reads  []read
+}
+
+// read is a GET under /v1 (the operator's /v1/ops aside, routed with its
+// own guard) and its operationId.
+type read struct{ path, operationID string }
+
+// writeRoutes reads the REST writes from the contract.
+func writeRoutes() ([]writeRoute, error) {
+	c, err := paths()
+	return c.writes, err
 }
 
 // mustWriteRoutes is writeRoutes of the embedded contract, which a test
@@ -86,9 +98,8 @@ func mustWriteRoutes() []writeRoute {
 	return routes
 }
 
-// readRoute is a REST read as openapi.yaml declares it: a GET under /v1
-// (the operator's /v1/ops aside, routed with its own guard) and the
-// handler its operationId names.
+// readRoute is a REST read as openapi.yaml declares it, with the handler
+// its operationId names.
 type readRoute struct {
 	path    string
 	handler http.HandlerFunc
@@ -97,23 +108,18 @@ type readRoute struct {
 // readRoutes reads the REST reads from the contract; a read without a
 // handler in handlers is an error.
 func readRoutes(handlers map[string]http.HandlerFunc) ([]readRoute, error) {
-	doc, err := contract()
+	c, err := paths()
 	if err != nil {
 		return nil, err
 	}
-	var routes []readRoute
-	for path, item := range doc.Paths.Map() {
-		rest, ok := strings.CutPrefix(path, "/v1/")
-		if !ok || strings.HasPrefix(rest, "ops/") || item.Get == nil {
-			continue
-		}
-		h, ok := handlers[item.Get.OperationID]
+	routes := make([]readRoute, 0, len(c.reads))
+	for _, rd := range c.reads {
+		h, ok := handlers[rd.operationID]
 		if !ok {
-			return nil, fmt.Errorf("openapi.yaml: GET %s (%s) has no handler", path, item.Get.OperationID)
+			return nil, fmt.Errorf("openapi.yaml: GET /v1%s (%s) has no handler", rd.path, rd.operationID)
 		}
-		routes = append(routes, readRoute{path: "/" + rest, handler: h})
+		routes = append(routes, readRoute{path: rd.path, handler: h})
 	}
-	sort.Slice(routes, func(i, j int) bool { return routes[i].path < routes[j].path })
 	return routes, nil
 }
 
