@@ -209,16 +209,33 @@ func (q queries) NoticeStepRef(ctx context.Context, action uuid.UUID, step, prov
 }
 
 // ProviderRefHeld reports whether a step other than (action, step) holds a
-// provider reference of the capability. In a transaction, it first waits for
-// every other transaction checking the same reference (LockProviderRef).
+// provider reference of the capability among the steps recorded.
 func (q queries) ProviderRefHeld(ctx context.Context, capability, ref string, action uuid.UUID, step string) (bool, error) {
 	return q.q.ProviderRefHeld(ctx, dbsqlc.ProviderRefHeldParams{Capability: capability, ProviderRef: &ref, StepAction: action, StepName: step})
 }
 
-// LockProviderRef holds, until the transaction ends, the lock on a provider
-// reference that drivers recording it as found take first.
-func (tx *Tx) LockProviderRef(ctx context.Context, capability, ref string) error {
-	return tx.q.LockProviderRef(ctx, dbsqlc.LockProviderRefParams{Capability: capability, ProviderRef: ref})
+// ClaimProviderRef claims, for the step (action, step) of tenant, a
+// provider reference of the capability found by a search, and reports
+// whether another step holds it: one that claimed it first (a concurrent
+// claim waits for this transaction, and finds it taken once it commits), or
+// one recorded with it (ProviderRefHeld). A claim is kept only when the
+// transaction commits.
+func (tx *Tx) ClaimProviderRef(ctx context.Context, capability, ref string, tenant, action uuid.UUID, step string) (held bool, err error) {
+	if err := tx.q.ClaimProviderRef(ctx, dbsqlc.ClaimProviderRefParams{
+		Capability: capability, ProviderRef: ref, TenantID: tenant, ActionID: action, Step: step,
+	}); err != nil {
+		return false, err
+	}
+	// A statement of its own: it sees a claim committed while the insert
+	// waited for it.
+	c, err := tx.q.ProviderRefClaim(ctx, dbsqlc.ProviderRefClaimParams{Capability: capability, ProviderRef: ref})
+	if err != nil {
+		return false, err
+	}
+	if c.ActionID != action || c.Step != step {
+		return true, nil
+	}
+	return tx.ProviderRefHeld(ctx, capability, ref, action, step)
 }
 
 func (q queries) AddEvent(ctx context.Context, action uuid.UUID, kind, step string, detail any) error {

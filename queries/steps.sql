@@ -231,10 +231,18 @@ WITH noticed AS (
 INSERT INTO action_events (action_id, kind, step, detail)
 SELECT noticed_action, 'provider_notice', noticed_step, sqlc.arg(detail) FROM noticed;
 
--- name: LockProviderRef :exec
--- Serialises, until the transaction ends, the drivers that record the same
--- provider reference found by a search (providers without keys).
-SELECT pg_advisory_xact_lock(hashtextextended('provider_ref/' || sqlc.arg(capability)::text || '/' || sqlc.arg(provider_ref)::text, 0));
+-- name: ClaimProviderRef :exec
+-- Claims a provider reference found by a search for a step (see migration
+-- 0041): a concurrent claim of the same reference waits for this
+-- transaction, and finds the reference taken if it commits.
+INSERT INTO provider_ref_claims (capability, provider_ref, tenant_id, action_id, step)
+VALUES (sqlc.arg(capability), sqlc.arg(provider_ref), sqlc.arg(tenant_id), sqlc.arg(action_id), sqlc.arg(step))
+ON CONFLICT (capability, provider_ref) DO NOTHING;
+
+-- name: ProviderRefClaim :one
+-- The step that claimed a provider reference.
+SELECT tenant_id, action_id, step FROM provider_ref_claims
+WHERE capability = sqlc.arg(capability) AND provider_ref = sqlc.arg(provider_ref);
 
 -- name: ProviderRefHeld :one
 -- Whether another step of the capability holds a provider reference: a

@@ -350,6 +350,14 @@ type PractitionerService struct {
 	ServiceID      uuid.UUID
 }
 
+type ProviderRefClaim struct {
+	Capability  string
+	ProviderRef string
+	TenantID    uuid.UUID
+	ActionID    uuid.UUID
+	Step        string
+}
+
 type RetellKey struct {
 	TenantID  uuid.UUID
 	ApiKey    string

@@ -132,6 +132,34 @@ func (q *Queries) BeginSend(ctx context.Context, arg BeginSendParams) (int64, er
 	return result.RowsAffected(), nil
 }
 
+const claimProviderRef = `-- name: ClaimProviderRef :exec
+INSERT INTO provider_ref_claims (capability, provider_ref, tenant_id, action_id, step)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (capability, provider_ref) DO NOTHING
+`
+
+type ClaimProviderRefParams struct {
+	Capability  string
+	ProviderRef string
+	TenantID    uuid.UUID
+	ActionID    uuid.UUID
+	Step        string
+}
+
+// Claims a provider reference found by a search for a step (see migration
+// 0041): a concurrent claim of the same reference waits for this
+// transaction, and finds the reference taken if it commits.
+func (q *Queries) ClaimProviderRef(ctx context.Context, arg ClaimProviderRefParams) error {
+	_, err := q.db.Exec(ctx, claimProviderRef,
+		arg.Capability,
+		arg.ProviderRef,
+		arg.TenantID,
+		arg.ActionID,
+		arg.Step,
+	)
+	return err
+}
+
 const clearNeedsOperator = `-- name: ClearNeedsOperator :execrows
 UPDATE actions SET needs_operator = false, lease_owner = NULL, lease_until = NULL, updated_at = now()
 WHERE id = $1 AND lease_owner = $2
@@ -449,22 +477,6 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 	return items, nil
 }
 
-const lockProviderRef = `-- name: LockProviderRef :exec
-SELECT pg_advisory_xact_lock(hashtextextended('provider_ref/' || $1::text || '/' || $2::text, 0))
-`
-
-type LockProviderRefParams struct {
-	Capability  string
-	ProviderRef string
-}
-
-// Serialises, until the transaction ends, the drivers that record the same
-// provider reference found by a search (providers without keys).
-func (q *Queries) LockProviderRef(ctx context.Context, arg LockProviderRefParams) error {
-	_, err := q.db.Exec(ctx, lockProviderRef, arg.Capability, arg.ProviderRef)
-	return err
-}
-
 const noticeStep = `-- name: NoticeStep :execrows
 WITH noticed AS (
     UPDATE action_steps
@@ -529,6 +541,30 @@ func (q *Queries) NoticeStepRef(ctx context.Context, arg NoticeStepRefParams) (i
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const providerRefClaim = `-- name: ProviderRefClaim :one
+SELECT tenant_id, action_id, step FROM provider_ref_claims
+WHERE capability = $1 AND provider_ref = $2
+`
+
+type ProviderRefClaimParams struct {
+	Capability  string
+	ProviderRef string
+}
+
+type ProviderRefClaimRow struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+	Step     string
+}
+
+// The step that claimed a provider reference.
+func (q *Queries) ProviderRefClaim(ctx context.Context, arg ProviderRefClaimParams) (ProviderRefClaimRow, error) {
+	row := q.db.QueryRow(ctx, providerRefClaim, arg.Capability, arg.ProviderRef)
+	var i ProviderRefClaimRow
+	err := row.Scan(&i.TenantID, &i.ActionID, &i.Step)
+	return i, err
 }
 
 const providerRefHeld = `-- name: ProviderRefHeld :one

@@ -347,12 +347,9 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 			return false, d.record(ctx, a, s, owner, "evidence", u, rec.ID)
 		}
 		// A write found by what it carries is this step's only if no other
-		// step holds it; drivers recording the same one take turns.
+		// step holds it: the first to claim its reference records it.
 		err := d.recordIf(ctx, a, s, owner, "evidence", u, rec.ID, func(tx *db.Tx) error {
-			if err := tx.LockProviderRef(ctx, s.Capability, rec.ID); err != nil {
-				return err
-			}
-			held, err := tx.ProviderRefHeld(ctx, s.Capability, rec.ID, a.ID, s.Name)
+			held, err := tx.ClaimProviderRef(ctx, s.Capability, rec.ID, a.TenantID, a.ID, s.Name)
 			if err == nil && held {
 				err = errHeld
 			}
