@@ -134,7 +134,7 @@ help:
 	@echo 'make run             build bin/oncecall and start it with an embedded PostgreSQL and demo data'
 	@echo 'make sim             run the provider simulator (PROVIDERSIM_ADDR=HOST:PORT for another address)'
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
-	@echo 'make test-race       the tests of the packages where goroutines share state under the race detector (RACE_PKGS)'
+	@echo 'make test-race       the tests of every package under the race detector (RACE_PKGS narrows it)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
 	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
 	@echo 'make check-generated fail when generated Go code is stale or not committed'
