@@ -23,6 +23,7 @@ var globalTables = map[string]string{
 	"operator_sessions": "an operator's sessions, looked up by the cookie's hash",
 	"operator_audit":    "the console's audit trail, across tenants",
 	"schema_migrations": "the migrations this database applied",
+	"tenant_directory":  "which cluster each tenant lives on: read before the tenant's cluster is known, in the home cluster",
 }
 
 // TestKeysLeadWithTenant reads the migrated schema from the catalog: every table not in
