@@ -39,8 +39,8 @@ type TenantMove struct {
 	// MaxPause is the pause's deadline: past it the tenant's requests are
 	// served again where it was, and a move not yet switched gives up.
 	MaxPause time.Duration
-	// Progress, when set, hears each stage.
-	Progress func(stage string)
+	// Progress, when set, is told each stage, a line each.
+	Progress io.Writer
 }
 
 // MovedTable is one table's rows of the tenant that moved.
@@ -102,7 +102,7 @@ func (t movedTable) rows(tenant uuid.UUID) string {
 func (m TenantMove) Run(ctx context.Context) (res MoveResult, err error) {
 	progress := func(s string) {
 		if m.Progress != nil {
-			m.Progress(s)
+			fmt.Fprintf(m.Progress, "  %s\n", s)
 		}
 	}
 	until, current, err := m.Home.PauseTenant(ctx, m.Tenant, m.MaxPause)

@@ -142,7 +142,7 @@ func tenantMove(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		Home: store, Source: source, Target: dest, TargetName: target, Tenant: tenant,
 		// Every server reads the directory at most DirectoryTTL late.
 		Settle: api.DirectoryTTL + 500*time.Millisecond, Drain: *drain, MaxPause: *maxPause,
-		Progress: func(stage string) { fmt.Fprintf(stdout, "  %s\n", stage) },
+		Progress: stdout,
 	}.Run(ctx)
 	if err != nil {
 		return err
