@@ -23,18 +23,30 @@ const homeCluster = "home"
 
 var clusterNamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
+// clusterEntry is the start of one name=URL of --clusters; what follows a
+// comma and does not start another is part of the URL before it (a URL
+// listing several hosts: postgres://db1:5432,db2:5432/oncecall).
+var clusterEntry = regexp.MustCompile(`^[^=,/:?@]+=`)
+
 // parseClusters reads --clusters / ONCECALL_CLUSTERS: name=URL pairs,
 // separated by commas, of the clusters besides the home one
 // (docs/scaling.md#tenants-across-clusters).
 func parseClusters(s string) ([]app.ClusterURL, error) {
-	var out []app.ClusterURL
-	seen := map[string]bool{}
+	var entries []string
 	for part := range strings.SplitSeq(s, ",") {
 		part = strings.TrimSpace(part)
-		if part == "" {
-			continue
+		switch {
+		case part == "":
+		case clusterEntry.MatchString(part) || len(entries) == 0:
+			entries = append(entries, part)
+		default:
+			entries[len(entries)-1] += "," + part
 		}
-		name, url, ok := strings.Cut(part, "=")
+	}
+	var out []app.ClusterURL
+	seen := map[string]bool{}
+	for _, e := range entries {
+		name, url, ok := strings.Cut(e, "=")
 		switch {
 		case !ok || url == "":
 			return nil, fmt.Errorf("--clusters: %q is not name=URL", name)
