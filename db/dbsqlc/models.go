@@ -389,3 +389,10 @@ type Tenant struct {
 	Locale                 string
 	CallerConfirmation     bool
 }
+
+type TenantDirectory struct {
+	TenantID    uuid.UUID
+	Cluster     string
+	PausedUntil *time.Time
+	UpdatedAt   time.Time
+}
