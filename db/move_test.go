@@ -3,6 +3,7 @@ package db_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -144,6 +145,13 @@ func TestMoveThereAndBack(t *testing.T) {
 	if n := countRows(t, p.other, `SELECT count(*) FROM action_events
 		WHERE id >= (SELECT last_value FROM action_events_id_seq) AND id <> (SELECT last_value FROM action_events_id_seq)`); n != 0 {
 		t.Errorf("the target's sequence is behind %d copied ids", n)
+	}
+	// A move to where it lives is refused, and leaves it unpaused.
+	if _, err := p.move(t, tn.ID, p.other, p.other, "b"); err == nil || !strings.Contains(err.Error(), "lives on cluster b already") {
+		t.Errorf("a move to the cluster it lives on: %v, want refused", err)
+	}
+	if dir, err := p.home.Directory(ctx); err != nil || dir[tn.ID] != (db.Placement{Cluster: "b"}) {
+		t.Errorf("after a refused move the directory has %+v (%v), want b, unpaused", dir[tn.ID], err)
 	}
 	// A move while it is paused is refused.
 	until, _, err := p.home.PauseTenant(ctx, tn.ID, time.Minute)
