@@ -65,6 +65,29 @@ func parseClusters(s string) ([]app.ClusterURL, error) {
 	return out, nil
 }
 
+// everyCluster is DATABASE_URL's cluster ("home") and those of
+// ONCECALL_CLUSTERS, for the commands that act on each (reconcile, prune).
+func everyCluster() ([]app.ClusterURL, error) {
+	home, err := needDatabaseURL()
+	if err != nil {
+		return nil, err
+	}
+	clusters, err := parseClusters(os.Getenv("ONCECALL_CLUSTERS"))
+	if err != nil {
+		return nil, err
+	}
+	return append([]app.ClusterURL{{Name: homeCluster, URL: home}}, clusters...), nil
+}
+
+// clusterPrefix names the cluster a line of a command's output is about,
+// when it acts on more than one.
+func clusterPrefix(c app.ClusterURL, all []app.ClusterURL) string {
+	if len(all) == 1 {
+		return ""
+	}
+	return "cluster " + c.Name + ": "
+}
+
 // clusterURL is the URL of the named cluster ("" or "home": DATABASE_URL).
 func clusterURL(home string, clusters []app.ClusterURL, name string) (string, error) {
 	if name == "" || name == homeCluster {

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/pgtest"
 )
 
 func TestParseClusters(t *testing.T) {
@@ -34,6 +37,24 @@ func TestParseClusters(t *testing.T) {
 	} {
 		if _, err := parseClusters(in); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("parseClusters(%q): %v, want an error saying %q", in, err, msg)
+		}
+	}
+}
+
+// reconcile and prune act on every cluster of ONCECALL_CLUSTERS, each named
+// in the output, and migrate each first.
+func TestReconcileAndPruneEveryCluster(t *testing.T) {
+	t.Setenv("DATABASE_URL", pgtest.NewDB(t))
+	t.Setenv("ONCECALL_CLUSTERS", "b="+pgtest.NewEmptyDB(t))
+	for _, args := range [][]string{{"prune", "--dry-run"}, {"prune"}, {"reconcile", "--once"}} {
+		var out bytes.Buffer
+		if err := run(t.Context(), args, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		for _, c := range []string{"home", "b"} {
+			if !strings.Contains(out.String(), "cluster "+c+": ") {
+				t.Errorf("%v: nothing said of cluster %s:\n%s", args, c, out.String())
+			}
 		}
 	}
 }
