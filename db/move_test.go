@@ -174,3 +174,22 @@ func TestMoveThereAndBack(t *testing.T) {
 		t.Errorf("after the move back the home cluster has %d events of the tenant, want 1", n)
 	}
 }
+
+// A write whose tenant's row is gone from this database (the tenant moved
+// while the request ran) is a fault saying nothing was stored, so that the
+// caller retries: its claim's insert into actions is refused by the foreign
+// key to tenants.
+func TestAWriteOfAMovedTenantIsUnavailable(t *testing.T) {
+	p := newMovePair(t)
+	ctx := t.Context()
+	_, err := p.home.Pool().Exec(ctx, `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request)
+		VALUES ($1, $2, 'k1', 'appointment.book', 'f', '{}')`, uuid.New(), uuid.New())
+	if ue, ok := errors.AsType[*db.UnavailableError](db.Fault(err)); !ok || !strings.Contains(ue.Message, "moved to another database cluster") {
+		t.Errorf("an insert for a tenant not in the database: %v, want unavailable, nothing stored", db.Fault(err))
+	}
+	// Any other foreign-key violation stays what it is.
+	_, err = p.home.Pool().Exec(ctx, `INSERT INTO action_events (tenant_id, action_id, kind) VALUES ($1, $2, 'x')`, uuid.New(), uuid.New())
+	if _, ok := errors.AsType[*db.UnavailableError](db.Fault(err)); ok || err == nil {
+		t.Errorf("another foreign-key violation: %v", db.Fault(err))
+	}
+}
