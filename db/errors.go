@@ -123,6 +123,8 @@ func afterCommit(err error) error {
 const (
 	unavailableMessage = "the database is unavailable; nothing was stored for this request. " +
 		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"
+	tenantGoneMessage = "this tenant's data moved to another database cluster while this request ran; nothing was stored for it. " +
+		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)"
 	unknownMessage = "the connection to the database broke while this request was being committed, so its outcome is unknown: " +
 		"it may or may not have been stored. Retry after the delay in Retry-After with the same Idempotency-Key " +
 		"(or the same tool call): the retry answers with the stored result, or runs the request once if it was not stored"
@@ -170,6 +172,19 @@ func Fault(err error) error {
 		return err
 	case Unavailable(err):
 		return &UnavailableError{Message: unavailableMessage, Err: err}
+	case tenantGone(err):
+		return &UnavailableError{Message: tenantGoneMessage, Err: err}
 	}
 	return err
+}
+
+// tenantGone reports a write refused because its tenant's row is not in
+// this database: the tenant moved to another cluster while the request ran
+// (docs/scaling.md#tenants-across-clusters). Every write starts with its
+// claim, an insert into actions, which the foreign key to tenants refuses;
+// the statement failed, so nothing was stored, and a retry is routed to
+// the tenant's cluster.
+func tenantGone(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23503" && pgErr.ConstraintName == "actions_tenant_id_fkey"
 }

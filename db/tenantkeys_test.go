@@ -25,6 +25,7 @@ var globalTables = map[string]string{
 	"schema_migrations": "the migrations this database applied",
 	"provider_ref_claims": "a provider's reference is the provider's, across tenants: the step that claimed " +
 		"a write found by a search (migration 0041)",
+	"tenant_directory": "which cluster each tenant lives on: read before the tenant's cluster is known, in the home cluster",
 }
 
 // TestKeysLeadWithTenant reads the migrated schema from the catalog: every table not in

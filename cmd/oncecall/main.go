@@ -36,6 +36,8 @@ Usage:
                                                         set or clear the tenant's Stripe Connect account
   oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]
                                                         set or clear the tenant's own SMS sender
+  oncecall tenant move --tenant ID --to CLUSTER [--drain 10s] [--max-pause 1m]
+                                                        move a tenant to another PostgreSQL cluster (docs/scaling.md)
   oncecall key create --tenant ID_OR_NAME [--scope SCOPE] [--json]
                                                         create another API key for a tenant; SCOPE: full (default),
                                                         voice (every voice platform's webhooks) or one platform's
@@ -60,6 +62,7 @@ Environment:
   DATABASE_URL      PostgreSQL URL; serve starts an embedded PostgreSQL when unset
                     (behind PgBouncer add ?default_query_exec_mode=cache_describe)
   ONCECALL_MIGRATE_DATABASE_URL  where migrations run instead (a direct connection)
+  ONCECALL_CLUSTERS  more PostgreSQL clusters, name=URL,...: tenants the directory places there are served from them
   ONCECALL_ADDR     listen address (default :8080)
   ONCECALL_DATA_DIR embedded database folder (default .oncecall)
   ONCECALL_EMBEDDED_PORT  the embedded database's port (default: a free one at every start)

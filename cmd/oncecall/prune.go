@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/prune"
 )
 
@@ -33,11 +35,31 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := keep.check(); err != nil {
 		return err
 	}
-	store, closeDB, err := openStore(ctx)
+	clusters, err := everyCluster()
 	if err != nil {
 		return err
 	}
-	defer closeDB()
+	for i, c := range clusters {
+		migrateURL := ""
+		if i == 0 { // DATABASE_URL's
+			migrateURL = migrateDatabaseURL()
+		}
+		if err := pruneCluster(ctx, c.URL, migrateURL, *dryRun, keep, clusterPrefix(c, clusters), stdout); err != nil {
+			return fmt.Errorf("%s%w", clusterPrefix(c, clusters), err)
+		}
+	}
+	return nil
+}
+
+// pruneCluster prunes the database at url (migrated first, on migrateURL
+// when set, as every command does).
+func pruneCluster(ctx context.Context, url, migrateURL string, dryRun bool, keep *retention, prefix string, stdout io.Writer) error {
+	pool, err := app.OpenDB(ctx, url, migrateURL, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	store := db.New(pool)
 	p := prune.New(store, prune.Config{
 		ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch,
 	})
@@ -46,20 +68,20 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *dryRun {
+	if dryRun {
 		c, err := p.DryRun(ctx, now)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "dry run: would clear %d response bodies (older than %s) and delete %d actions (older than %s)\n",
-			c.Responses, keep.response, c.Actions, keep.action)
+		fmt.Fprintf(stdout, "%sdry run: would clear %d response bodies (older than %s) and delete %d actions (older than %s)\n",
+			prefix, c.Responses, keep.response, c.Actions, keep.action)
 		return nil
 	}
 	c, err := p.Run(ctx, now)
 	if err != nil {
 		return fmt.Errorf("%w (so far: %d response bodies cleared, %d actions deleted)", err, c.Responses, c.Actions)
 	}
-	fmt.Fprintf(stdout, "cleared %d response bodies (older than %s) and deleted %d actions (older than %s) in %d batches\n",
-		c.Responses, keep.response, c.Actions, keep.action, c.Batches)
+	fmt.Fprintf(stdout, "%scleared %d response bodies (older than %s) and deleted %d actions (older than %s) in %d batches\n",
+		prefix, c.Responses, keep.response, c.Actions, keep.action, c.Batches)
 	return nil
 }

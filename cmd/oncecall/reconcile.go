@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/message"
@@ -20,7 +22,7 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	url, err := needDatabaseURL()
+	clusters, err := everyCluster()
 	if err != nil {
 		return err
 	}
@@ -40,28 +42,45 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenDB(ctx, url, migrateDatabaseURL(), 4)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
 	log := logger(stderr)
-	store := dbStore(pool)
-	driver := step.NewDriver(store, app.Operations(), providers, sc, log)
-	// The local provider too, as serve has it: a write before an action's
-	// required one that no remote provider serves is made by it.
-	driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
-	// The tenants' own calendars whose secrets this server reads.
-	cc.Store, cc.Log = store, log
-	driver.Accounts = calendars.New(cc)
-	r := reconcile.New(store, driver, rc, log)
+	// One reconciler per cluster, each over its own cluster's actions.
+	rs := make([]*reconcile.Reconciler, len(clusters))
+	for i, c := range clusters {
+		migrateURL := ""
+		if i == 0 { // DATABASE_URL's
+			migrateURL = migrateDatabaseURL()
+		}
+		pool, err := app.OpenDB(ctx, c.URL, migrateURL, 4)
+		if err != nil {
+			return fmt.Errorf("%s%w", clusterPrefix(c, clusters), err)
+		}
+		defer pool.Close()
+		store := dbStore(pool)
+		driver := step.NewDriver(store, app.Operations(), providers, sc, log)
+		// The local provider too, as serve has it: a write before an action's
+		// required one that no remote provider serves is made by it.
+		driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
+		// The tenants' own calendars whose secrets this server reads.
+		cal := cc
+		cal.Store, cal.Log = store, log
+		driver.Accounts = calendars.New(cal)
+		rs[i] = reconcile.New(store, driver, rc, log)
+	}
 	if !*once {
-		return r.Run(ctx)
+		errs := make([]error, len(rs))
+		var wg sync.WaitGroup
+		for i, r := range rs {
+			wg.Go(func() { errs[i] = r.Run(ctx) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
 	}
-	st, err := r.RunOnce(ctx)
-	if err != nil {
-		return err
+	for i, r := range rs {
+		st, err := r.RunOnce(ctx)
+		if err != nil {
+			return fmt.Errorf("%s%w", clusterPrefix(clusters[i], clusters), err)
+		}
+		fmt.Fprintf(stdout, "%sreconcile: abandoned=%d due=%d completed=%d\n", clusterPrefix(clusters[i], clusters), st.Abandoned, st.Due, st.Completed)
 	}
-	fmt.Fprintf(stdout, "reconcile: abandoned=%d due=%d completed=%d\n", st.Abandoned, st.Due, st.Completed)
 	return nil
 }

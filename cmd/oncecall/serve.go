@@ -42,6 +42,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dashaBudget := fs.Duration("dasha-budget", envs.duration("ONCECALL_DASHA_BUDGET", dashatool.AnswerBudget), "the time a Dasha tool call has from its arrival to its answer; a slow provider's write then goes on and the call answers pending; under Dasha's 10s webhook limit (env ONCECALL_DASHA_BUDGET)")
 	answerBytes := fs.Int("answer-cache-bytes", envs.int("ONCECALL_ANSWER_CACHE_BYTES", app.DefaultAnswerBytes), "memory for the completed answers this server gave recently, so that their replays are answered without the database; 0 keeps none (env ONCECALL_ANSWER_CACHE_BYTES)")
 	answerAge := fs.Duration("answer-cache-age", envs.duration("ONCECALL_ANSWER_CACHE_AGE", 0), "how long a kept answer is used; shorter than --response-retention (default 1m, or half the retention when that is under 2m) (env ONCECALL_ANSWER_CACHE_AGE)")
+	clusterList := fs.String("clusters", os.Getenv("ONCECALL_CLUSTERS"), "PostgreSQL clusters besides DATABASE_URL's, name=URL,...: each tenant is served from the cluster the directory places it on (docs/scaling.md#tenants-across-clusters) (env ONCECALL_CLUSTERS)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
@@ -99,6 +100,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("DATABASE_URL is not set and --require-database-url (ONCECALL_REQUIRE_DATABASE_URL) forbids the embedded database: point DATABASE_URL at your PostgreSQL, e.g. postgres://user:pass@host:5432/oncecall")
 	}
 
+	clusters, err := parseClusters(*clusterList)
+	if err != nil {
+		return err
+	}
+	if len(clusters) > 0 && url == "" {
+		return errors.New("--clusters needs DATABASE_URL: the home cluster holds the directory of tenants")
+	}
+
 	providers, err := providersFromEnv(os.Getenv)
 	if err != nil {
 		return err
@@ -130,7 +139,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := logger(stderr)
 	m, err := app.Start(ctx, app.Config{
-		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
+		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, Clusters: clusters, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
 		DashaWait: *dashaWait, DashaBudget: *dashaBudget,
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
 		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,

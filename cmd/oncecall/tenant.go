@@ -19,7 +19,8 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	const usage = "usage: oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope SCOPE] [--stripe-account ACCT] [--json]\n" +
 		"       oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB] [--caller-confirmation on|off]\n" +
 		"       oncecall tenant stripe-account --tenant ID [--account acct_...]   (no --account: clear it)\n" +
-		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)"
+		"       oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]   (neither: clear it)\n" +
+		"       oncecall tenant move --tenant ID --to CLUSTER [--drain 10s] [--max-pause 1m]   (move it to another PostgreSQL cluster)"
 	if helpAsked(args, usage, stdout) {
 		return nil
 	}
@@ -28,6 +29,9 @@ func tenant(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	if len(args) > 0 && args[0] == "twilio-sender" {
 		return tenantTwilioSender(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "move" {
+		return tenantMove(ctx, args[1:], stdout, stderr)
 	}
 	if len(args) > 0 && args[0] == "update" {
 		return tenantUpdate(ctx, args[1:], stdout, stderr)

@@ -399,6 +399,13 @@ type Tenant struct {
 	CallerConfirmation     bool
 }
 
+type TenantDirectory struct {
+	TenantID    uuid.UUID
+	Cluster     string
+	PausedUntil *time.Time
+	UpdatedAt   time.Time
+}
+
 type WaitlistEntry struct {
 	TenantID       uuid.UUID
 	ID             uuid.UUID

@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -164,6 +165,18 @@ type Config struct {
 	// PruneInterval is how often Serve prunes; zero disables pruning
 	// (`oncecall serve` defaults to 10m).
 	PruneInterval time.Duration
+
+	// Clusters are PostgreSQL clusters besides the database of DatabaseURL
+	// (the home cluster), each by name: tenants the directory places on
+	// one are served from it (docs/scaling.md#tenants-across-clusters).
+	// Each is migrated, reconciled and pruned like the home cluster. None:
+	// every tenant is served from the home cluster, with no directory read.
+	Clusters []ClusterURL
+}
+
+// ClusterURL names a PostgreSQL cluster of Config.Clusters.
+type ClusterURL struct {
+	Name, URL string
 }
 
 // Main is a running oncecall.
@@ -186,6 +199,20 @@ type Main struct {
 	sim       *providersim.Main
 	simulated []string
 	simServed chan error
+	// extra are the clusters of Config.Clusters, each with its own stack.
+	extra []*cluster
+}
+
+// cluster is what serves the tenants of one PostgreSQL cluster: its pool
+// and store, and the core, driver and reconciler over them.
+type cluster struct {
+	name       string
+	pool       *pgxpool.Pool
+	store      *db.Store
+	core       *idem.Core
+	driver     *step.Driver
+	reconciler *reconcile.Reconciler
+	calendars  *calendars.Service
 }
 
 // Operations returns every operation oncecall offers.
@@ -289,26 +316,9 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.Close()
 		return nil, err
 	}
-	m.driver = step.NewDriver(m.store, m.ops, providers, cfg.Steps, cfg.Log)
-	m.driver.Local = provider.Set{provider.Messaging: message.Local{Store: m.store}}
-	calCfg := cfg.Calendars
-	calCfg.Store, calCfg.Log = m.store, cfg.Log
-	m.calendars = calendars.New(calCfg)
-	// A tenant's own calendar is reached through its stored connection.
-	m.driver.Accounts = m.calendars
-	// Every step claimed here names the provider this configuration sends
-	// it to; only a server configured for it drives the step.
-	m.store.SetStepPlanner(m.driver.Plan)
-	m.driver.Observe = func(capability, result string, took time.Duration) {
-		if took > 0 {
-			m.metrics.ProviderCall(capability, took)
-		}
-	}
-	m.reconciler = reconcile.New(m.store, m.driver, cfg.Reconcile, cfg.Log)
-	m.reconciler.Observe = m.metrics.ReconcileResult
-	core := idem.New(m.store, coreCfg)
-	core.SetDriver(m.driver)
-	m.core = core
+	m.cfg = cfg // with its defaults
+	home := m.newCluster("", pool, m.store, providers, coreCfg)
+	m.driver, m.calendars, m.reconciler, m.core = home.driver, home.calendars, home.reconciler, home.core
 	// One operator service for /v1/ops and the console.
 	operator := reconcile.Operator{Store: m.store, Ops: m.ops}
 	// One guard of the operator token for /v1/ops and the console's
@@ -330,17 +340,22 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		m.Close()
 		return nil, err
 	}
-	handler := api.NewRouter(api.Config{
-		Store: m.store, Core: core, Ops: m.ops, Log: cfg.Log,
-		MaxBodyBytes: cfg.MaxBodyBytes, DashaWait: cfg.DashaWait, DashaBudget: cfg.DashaBudget,
-		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
-		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
-		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
-		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
-		Remote: m.driver, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
-		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
-		LateResultURL: cfg.LateResultURL,
+	handler := m.router(home, api.Config{
+		OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 	})
+	if len(cfg.Clusters) > 0 {
+		clusters := []api.Cluster{{Store: m.store, Handler: handler}}
+		for _, c := range cfg.Clusters {
+			cl, err := m.openCluster(ctx, c, providers, coreCfg)
+			if err != nil {
+				m.Close()
+				return nil, err
+			}
+			clusters = append(clusters, api.Cluster{Name: c.Name, Store: cl.store,
+				Handler: m.router(cl, api.Config{Operator: reconcile.Operator{Store: cl.store, Ops: m.ops}})})
+		}
+		handler = api.NewClusterRouter(api.ClustersConfig{Clusters: clusters, Directory: m.store.Directory, Log: cfg.Log})
+	}
 	m.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -350,6 +365,62 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		MaxHeaderBytes:    32 << 10,
 	}
 	return m, nil
+}
+
+// newCluster builds the stack that serves one cluster's tenants: the
+// driver of remote steps, the tenants' calendars, the reconciler and the
+// idempotency core, over that cluster's store.
+func (m *Main) newCluster(name string, pool *pgxpool.Pool, store *db.Store, providers provider.Set, coreCfg idem.Config) *cluster {
+	cfg := m.cfg
+	c := &cluster{name: name, pool: pool, store: store}
+	c.driver = step.NewDriver(store, m.ops, providers, cfg.Steps, cfg.Log)
+	c.driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
+	calCfg := cfg.Calendars
+	calCfg.Store, calCfg.Log = store, cfg.Log
+	c.calendars = calendars.New(calCfg)
+	// A tenant's own calendar is reached through its stored connection.
+	c.driver.Accounts = c.calendars
+	// Every step claimed here names the provider this configuration sends
+	// it to; only a server configured for it drives the step.
+	store.SetStepPlanner(c.driver.Plan)
+	c.driver.Observe = func(capability, result string, took time.Duration) {
+		if took > 0 {
+			m.metrics.ProviderCall(capability, took)
+		}
+	}
+	c.reconciler = reconcile.New(store, c.driver, cfg.Reconcile, cfg.Log)
+	c.reconciler.Observe = m.metrics.ReconcileResult
+	c.core = idem.New(store, coreCfg)
+	c.core.SetDriver(c.driver)
+	return c
+}
+
+// openCluster migrates and opens one cluster of Config.Clusters and
+// builds its stack.
+func (m *Main) openCluster(ctx context.Context, c ClusterURL, providers provider.Set, coreCfg idem.Config) (*cluster, error) {
+	pool, err := OpenPool(ctx, c.URL, "", m.cfg.MaxConns, m.cfg.DBTimeouts)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+	}
+	cl := m.newCluster(c.Name, pool, db.New(pool), providers, coreCfg)
+	m.extra = append(m.extra, cl)
+	return cl, nil
+}
+
+// router is the API over one cluster's stack; base adds what only the home
+// cluster's router serves (the operator API and the console).
+func (m *Main) router(c *cluster, base api.Config) http.Handler {
+	cfg := m.cfg
+	base.Store, base.Core, base.Ops, base.Log = c.store, c.core, m.ops, cfg.Log
+	base.MaxBodyBytes, base.DashaWait, base.DashaBudget = cfg.MaxBodyBytes, cfg.DashaWait, cfg.DashaBudget
+	base.Metrics, base.MetricsToken = m.metrics, cfg.MetricsToken
+	base.RateLimit, base.RateBurst = cfg.RateLimit, cfg.RateBurst
+	base.DashaRateLimit, base.DashaRateBurst = cfg.DashaRateLimit, cfg.DashaRateBurst
+	base.TenantRequests, base.TenantWait, base.BodyReadTimeout = max(0, cfg.TenantDBRequests), cfg.TenantDBWait, cfg.BodyReadTimeout
+	base.Remote, base.Calendars = c.driver, c.calendars
+	base.StripeWebhookSecret, base.TwilioAuthToken, base.PublicURL = cfg.StripeWebhookSecret, cfg.TwilioAuthToken, cfg.PublicURL
+	base.LateResultURL = cfg.LateResultURL
+	return api.NewRouter(base)
 }
 
 // StartEmbedded starts the embedded PostgreSQL with data under dataDir, on
@@ -437,31 +508,33 @@ func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 // Serve serves until ctx is done, then drains in-flight requests. While it
 // serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
+	home := &cluster{store: m.store, core: m.core, reconciler: m.reconciler}
+	all := append([]*cluster{home}, m.extra...)
 	if m.cfg.PruneInterval > 0 {
 		pruneCtx, stopPrune := context.WithCancel(ctx)
-		pruned := make(chan struct{})
-		defer func() { stopPrune(); <-pruned }()
-		pc := m.cfg.Prune
-		pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
-		p := prune.New(m.store, pc)
-		go func() {
-			defer close(pruned)
-			p.Every(pruneCtx, m.cfg.PruneInterval, m.store.Now)
-		}()
+		var pruned sync.WaitGroup
+		defer func() { stopPrune(); pruned.Wait() }()
+		for _, c := range all {
+			pc := m.cfg.Prune
+			pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
+			p := prune.New(c.store, pc)
+			pruned.Go(func() { p.Every(pruneCtx, m.cfg.PruneInterval, c.store.Now) })
+		}
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- m.srv.Serve(m.ln) }()
-	reconciled := make(chan struct{})
+	var reconciled sync.WaitGroup
 	rctx, stopReconciler := context.WithCancel(ctx)
-	go func() {
-		defer close(reconciled)
-		if !m.cfg.ReconcileDisabled {
-			m.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
+	if !m.cfg.ReconcileDisabled {
+		for _, c := range all {
+			reconciled.Go(func() {
+				c.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
+			})
 		}
-	}()
-	defer func() { <-reconciled }()
+	}
+	defer reconciled.Wait()
 	defer stopReconciler()
-	m.cfg.Log.Info().Str("addr", m.Addr()).Msg("serving")
+	m.cfg.Log.Info().Str("addr", m.Addr()).Int("clusters", len(all)).Msg("serving")
 	select {
 	case err := <-errc:
 		return err
@@ -473,9 +546,11 @@ func (m *Main) Serve(ctx context.Context) error {
 		return fmt.Errorf("drain requests: %w", err)
 	}
 	// Remote writes that outlived their requests record their results
-	// before the pool closes.
-	if err := m.core.Drain(shutdown); err != nil {
-		return fmt.Errorf("drain remote writes: %w", err)
+	// before the pools close.
+	for _, c := range all {
+		if err := c.core.Drain(shutdown); err != nil {
+			return fmt.Errorf("drain remote writes: %w", err)
+		}
 	}
 	return nil
 }
@@ -491,6 +566,9 @@ func (m *Main) Close() error {
 	}
 	if m.pool != nil {
 		m.pool.Close()
+	}
+	for _, c := range m.extra {
+		c.pool.Close()
 	}
 	err := m.closeSimulator()
 	if m.pg != nil {
