@@ -59,6 +59,10 @@ type OperatorAction = wire.OperatorAction
 // operatorListActions answers GET /v1/ops/actions: the actions of every
 // tenant, filtered by state, needs_operator and limit.
 func (s *Server) operatorListActions(w http.ResponseWriter, r *http.Request) {
+	if err := wellFormedQuery(r.URL.RawQuery); err != nil {
+		writeError(w, r, err)
+		return
+	}
 	q := r.URL.Query()
 	f := db.ActionFilter{State: q.Get("state"), Limit: 100}
 	switch f.State {

@@ -215,3 +215,21 @@ func TestListAppointmentsSeesOnlyTheTenant(t *testing.T) {
 		wantBadQuery(t, e.Get("/v1/appointments?"+q, e.key), field)
 	}
 }
+
+// A query string that does not parse (a ';', a bad escape) is refused with
+// a 400 naming the parameter, never read as if the bad part were absent:
+// a cursor or a filter the caller gave is never silently dropped.
+func TestAMalformedQueryIsRefused(t *testing.T) {
+	t.Parallel()
+	e := apptest.Start(t)
+	_, key := zonedTenant(t, e, "acme", testOrg, "America/New_York")
+	for path, field := range map[string]string{
+		"/v1/waitlist?after=x;y":           "after",
+		"/v1/waitlist?status=active%zz":    "status",
+		"/v1/customers?phone=%2B4420;x":    "phone",
+		"/v1/appointments?customer_id=%G1": "customer_id",
+		"/v1/payment-intents?customer_id=00000000-0000-4000-8000-000000000001&limit=10;x=1": "limit",
+	} {
+		wantBadQuery(t, e.Get(path, key), field)
+	}
+}
