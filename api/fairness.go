@@ -28,8 +28,16 @@ import (
 type tenantGate struct {
 	limit int
 	wait  time.Duration
+	// foresee refuses at once a request whose wait would outlast wait at
+	// the rate places have recently been given back (the server's gate,
+	// newServerGate): under overload the refusal costs the client a round
+	// trip, not the whole wait.
+	foresee bool
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// hold is how long a place has recently been held, a moving average
+	// over the gate's tenants (foresee only; zero until one is given back).
+	hold    time.Duration
 	tenants map[uuid.UUID]*turns
 }
 
@@ -64,6 +72,21 @@ func newTenantGate(limit int, wait time.Duration) *tenantGate {
 	return &tenantGate{limit: limit, wait: wait, tenants: map[uuid.UUID]*turns{}}
 }
 
+// newServerGate is the server's admission control: at most limit requests,
+// all tenants together, use the database at once (the pool's size, so none
+// queues for a connection inside the pool, where nothing bounds the wait),
+// a request waits up to wait for a place, and one whose turn would come
+// later than that is refused at once. Its places are one "tenant"'s,
+// serverPlaces.
+func newServerGate(limit int, wait time.Duration) *tenantGate {
+	g := newTenantGate(limit, wait)
+	g.foresee = true
+	return g
+}
+
+// serverPlaces is the key of the server gate's places.
+var serverPlaces = uuid.Nil
+
 // enter waits up to the gate's wait (or until ctx ends) for one of tenant's
 // places and returns the function that gives it back. A request whose
 // context has ended gets no place, free or not; one refused for waiting too
@@ -78,11 +101,15 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 		t = &turns{}
 		g.tenants[tenant] = t
 	}
-	leave = func() { g.leave(tenant, t) }
 	if len(t.queue) == 0 && t.held < g.limit {
 		t.held++
 		g.mu.Unlock()
-		return leave, nil
+		return g.leaver(tenant, t), nil
+	}
+	if g.foresee && g.hold > 0 && time.Duration(len(t.queue)+1)*g.hold/time.Duration(g.limit) > g.wait {
+		// Its turn would come after its wait: refused now.
+		g.mu.Unlock()
+		return nil, context.DeadlineExceeded
 	}
 	w := &waiter{deadline: time.Now().Add(g.wait), turn: make(chan bool, 1)}
 	t.queue = append(t.queue, w)
@@ -94,7 +121,7 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	select {
 	case placed := <-w.turn:
 		if placed {
-			return leave, nil
+			return g.leaver(tenant, t), nil
 		}
 		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
@@ -110,10 +137,26 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	return nil, ctx.Err()
 }
 
-// leave gives back a place of tenant's.
-func (g *tenantGate) leave(tenant uuid.UUID, t *turns) {
+// leaver returns the function that gives back the place of tenant's just
+// taken.
+func (g *tenantGate) leaver(tenant uuid.UUID, t *turns) func() {
+	if !g.foresee {
+		return func() { g.leave(tenant, t, 0) }
+	}
+	took := time.Now()
+	return func() { g.leave(tenant, t, time.Since(took)) }
+}
+
+// leave gives back a place of tenant's, held for held (foresee only).
+func (g *tenantGate) leave(tenant uuid.UUID, t *turns, held time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.foresee {
+		if g.hold == 0 {
+			g.hold = held
+		}
+		g.hold += (held - g.hold) / 8
+	}
 	g.giveBack(tenant, t)
 }
 
@@ -166,7 +209,7 @@ func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) 
 // while the core runs it. A request the core makes wait for another
 // attempt of its action gives its place up meanwhile (seat).
 func (s *Server) shareDB(next http.Handler) http.Handler {
-	if s.gate == nil {
+	if s.gate == nil && s.server == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -185,10 +228,10 @@ func (s *Server) shareDB(next http.Handler) http.Handler {
 // seat.Free gives the place back.
 func (s *Server) enterDB(w http.ResponseWriter, r *http.Request) (_ *seat, ok bool) {
 	seat := &infoFrom(r.Context()).seat
-	if s.gate == nil {
+	if s.gate == nil && s.server == nil {
 		return seat, true
 	}
-	seat.gate, seat.tenant = s.gate, tenantFrom(r.Context()).ID
+	seat.gate, seat.tenant, seat.server = s.gate, tenantFrom(r.Context()).ID, s.server
 	if err := seat.Take(r.Context()); err != nil {
 		if !errors.Is(r.Context().Err(), context.Canceled) { // else the client went away
 			writeError(w, r, err)
@@ -203,7 +246,14 @@ var errTenantBusy = fault.New(fault.Unavailable,
 	"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
 		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
 
-// seat is a request's place in its tenant's share of the gate, an
+// errServerBusy answers a request refused by the server's gate: every
+// place was taken and its turn would not have come within the wait.
+var errServerBusy = fault.New(fault.Unavailable,
+	"the server is using every database connection it has and could not give this request one in time; nothing was stored for this one. "+
+		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
+
+// seat is a request's place in its tenant's share of the gate (and in the
+// server's gate), an
 // idem.Place: the idempotency core gives it up while the request waits for
 // another attempt of its action, and takes it again when that attempt has
 // ended. It belongs to one request (reqInfo.seat) and is used by that
@@ -212,6 +262,11 @@ type seat struct {
 	gate   *tenantGate
 	tenant uuid.UUID
 	leave  func() // gives the place back; nil while none is held
+	// server is the server's gate, whose place is taken after the
+	// tenant's (so a tenant waiting for its own turn holds none of the
+	// server's); leaveServer gives it back, nil while none is held.
+	server      *tenantGate
+	leaveServer func()
 }
 
 // Take waits for one of the tenant's places, as enter does, unless one is
@@ -219,24 +274,41 @@ type seat struct {
 // deadline ended gets errTenantBusy; one whose client went away, its
 // context's error.
 func (st *seat) Take(ctx context.Context) error {
-	if st.gate == nil || st.leave != nil {
-		return nil
+	if st.gate != nil && st.leave == nil {
+		leave, err := st.gate.enter(ctx, st.tenant)
+		switch {
+		case errors.Is(err, context.Canceled):
+			return err
+		case err != nil:
+			return errTenantBusy
+		}
+		st.leave = leave
 	}
-	leave, err := st.gate.enter(ctx, st.tenant)
-	switch {
-	case errors.Is(err, context.Canceled):
-		return err
-	case err != nil:
-		return errTenantBusy
+	if st.server != nil && st.leaveServer == nil {
+		leave, err := st.server.enter(ctx, serverPlaces)
+		if err != nil {
+			st.Free()
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			return errServerBusy
+		}
+		st.leaveServer = leave
 	}
-	st.leave = leave
 	return nil
 }
 
-// Free gives the place back, if one is held.
+// Free gives the places back, if any are held.
 func (st *seat) Free() {
+	if st.leaveServer != nil {
+		st.leaveServer()
+		st.leaveServer = nil
+	}
 	if st.leave != nil {
 		st.leave()
 		st.leave = nil
 	}
 }
+
+// gated reports whether the seat takes a place in any gate.
+func (st *seat) gated() bool { return st.gate != nil || st.server != nil }

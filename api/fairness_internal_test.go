@@ -218,3 +218,43 @@ func TestTenantGateLosesNoPlaceToARequestThatEnds(t *testing.T) {
 		t.Fatalf("%d idle tenants kept", n)
 	}
 }
+
+// The server's gate refuses at once a request whose turn would come after
+// its wait at the rate places have been given back, and lets one wait
+// whose turn would come within it.
+func TestServerGateRefusesWhatCannotBeServedInTime(t *testing.T) {
+	t.Parallel()
+	const wait = 200 * time.Millisecond
+	g := newServerGate(1, wait)
+	ctx := context.Background()
+	leave, err := g.enter(ctx, serverPlaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.mu.Lock()
+	g.hold = time.Second // places have been held a second each
+	g.mu.Unlock()
+	start := time.Now()
+	if _, err := g.enter(ctx, serverPlaces); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request whose turn is a second away: %v", err)
+	}
+	if took := time.Since(start); took >= wait {
+		t.Fatalf("refused after %s, not at once (the wait is %s)", took, wait)
+	}
+	g.mu.Lock()
+	g.hold = time.Millisecond
+	g.mu.Unlock()
+	waiter := enterAsync(ctx, g, serverPlaces)
+	waitQueued(t, g, serverPlaces, 1)
+	leave()
+	e := <-waiter
+	if e.err != nil {
+		t.Fatalf("a request whose turn is a millisecond away: %v", e.err)
+	}
+	e.leave()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.hold == time.Millisecond {
+		t.Fatalf("places given back did not move the hold time: %s", g.hold)
+	}
+}

@@ -148,6 +148,13 @@ type Config struct {
 	// (default 1s) for its turn, then gets 503 with Retry-After.
 	TenantDBRequests int
 	TenantDBWait     time.Duration
+	// DBRequests is how many requests, all tenants together, may use the
+	// database at once: default MaxConns, negative disables the bound. A
+	// request past it waits up to DBWait (default api.DefaultDBWait) for a
+	// place, then gets 503 with Retry-After; one whose turn would come
+	// later than that at the rate places are given back is refused at once.
+	DBRequests int
+	DBWait     time.Duration
 	// BodyReadTimeout bounds the read of a request body, which is read
 	// whole before the request takes one of its tenant's places. Default 5s.
 	BodyReadTimeout time.Duration
@@ -257,6 +264,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	}
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns())
 	cfg.TenantDBRequests = cmp.Or(cfg.TenantDBRequests, max(1, int(cfg.MaxConns)/2))
+	cfg.DBRequests = cmp.Or(cfg.DBRequests, int(cfg.MaxConns))
 	pool, err := OpenPool(ctx, url, migrateURL, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
@@ -336,7 +344,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		Metrics: m.metrics, MetricsToken: cfg.MetricsToken,
 		RateLimit: cfg.RateLimit, RateBurst: cfg.RateBurst,
 		DashaRateLimit: cfg.DashaRateLimit, DashaRateBurst: cfg.DashaRateBurst,
-		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait, BodyReadTimeout: cfg.BodyReadTimeout,
+		TenantRequests: max(0, cfg.TenantDBRequests), TenantWait: cfg.TenantDBWait,
+		DBRequests: max(0, cfg.DBRequests), DBWait: cfg.DBWait, BodyReadTimeout: cfg.BodyReadTimeout,
 		Remote: m.driver, Calendars: m.calendars, OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 		StripeWebhookSecret: cfg.StripeWebhookSecret, TwilioAuthToken: cfg.TwilioAuthToken, PublicURL: cfg.PublicURL,
 		LateResultURL: cfg.LateResultURL,
