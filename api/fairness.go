@@ -28,16 +28,13 @@ import (
 type tenantGate struct {
 	limit int
 	wait  time.Duration
-	// foresee refuses at once a request whose wait would outlast wait at
-	// the rate places have recently been given back (the server's gate,
-	// newServerGate): under overload the refusal costs the client a round
-	// trip, not the whole wait.
-	foresee bool
+	// queue, when not zero, is how many requests of a tenant may wait: one
+	// more is refused at once (the server's gate, newServerGate), so that
+	// under overload a refusal costs the client a round trip, not the
+	// whole wait.
+	queue int
 
-	mu sync.Mutex
-	// hold is how long a place has recently been held, a moving average
-	// over the gate's tenants (foresee only; zero until one is given back).
-	hold    time.Duration
+	mu      sync.Mutex
 	tenants map[uuid.UUID]*turns
 }
 
@@ -75,14 +72,23 @@ func newTenantGate(limit int, wait time.Duration) *tenantGate {
 // newServerGate is the server's admission control: at most limit requests,
 // all tenants together, use the database at once (the pool's size, so none
 // queues for a connection inside the pool, where nothing bounds the wait),
-// a request waits up to wait for a place, and one whose turn would come
-// later than that is refused at once. Its places are one "tenant"'s,
-// serverPlaces.
+// a request waits up to wait for a place, and at most serverQueue waiters
+// a place wait: one more is refused at once. Its places are one
+// "tenant"'s, serverPlaces.
 func newServerGate(limit int, wait time.Duration) *tenantGate {
 	g := newTenantGate(limit, wait)
-	g.foresee = true
+	g.queue = serverQueue * limit
 	return g
 }
+
+// serverQueue is how many requests may wait for each of the server's
+// places: past capacity it, more than the wait, bounds how long an
+// admitted request waits (eight turns of a place: tens of milliseconds
+// when a place is held a few, as by a first execution's statement), and a
+// refusal costs the client a round trip. A closed loop of clients up to
+// nine times the places never meets it (the benchmark's 32 clients for 6
+// places).
+const serverQueue = 8
 
 // serverPlaces is the key of the server gate's places.
 var serverPlaces = uuid.Nil
@@ -104,10 +110,9 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	if len(t.queue) == 0 && t.held < g.limit {
 		t.held++
 		g.mu.Unlock()
-		return g.leaver(tenant, t), nil
+		return func() { g.leave(tenant, t) }, nil
 	}
-	if g.foresee && g.hold > 0 && time.Duration(len(t.queue)+1)*g.hold/time.Duration(g.limit) > g.wait {
-		// Its turn would come after its wait: refused now.
+	if g.queue > 0 && len(t.queue) >= g.queue {
 		g.mu.Unlock()
 		return nil, context.DeadlineExceeded
 	}
@@ -121,7 +126,7 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	select {
 	case placed := <-w.turn:
 		if placed {
-			return g.leaver(tenant, t), nil
+			return func() { g.leave(tenant, t) }, nil
 		}
 		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
@@ -137,26 +142,10 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	return nil, ctx.Err()
 }
 
-// leaver returns the function that gives back the place of tenant's just
-// taken.
-func (g *tenantGate) leaver(tenant uuid.UUID, t *turns) func() {
-	if !g.foresee {
-		return func() { g.leave(tenant, t, 0) }
-	}
-	took := time.Now()
-	return func() { g.leave(tenant, t, time.Since(took)) }
-}
-
-// leave gives back a place of tenant's, held for held (foresee only).
-func (g *tenantGate) leave(tenant uuid.UUID, t *turns, held time.Duration) {
+// leave gives back a place of tenant's.
+func (g *tenantGate) leave(tenant uuid.UUID, t *turns) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.foresee {
-		if g.hold == 0 {
-			g.hold = held
-		}
-		g.hold += (held - g.hold) / 8
-	}
 	g.giveBack(tenant, t)
 }
 

@@ -219,42 +219,40 @@ func TestTenantGateLosesNoPlaceToARequestThatEnds(t *testing.T) {
 	}
 }
 
-// The server's gate refuses at once a request whose turn would come after
-// its wait at the rate places have been given back, and lets one wait
-// whose turn would come within it.
-func TestServerGateRefusesWhatCannotBeServedInTime(t *testing.T) {
+// The server's gate lets serverQueue requests wait for each place and
+// refuses one more at once, not after its wait; a place given back still
+// goes to the oldest waiter.
+func TestServerGateRefusesPastItsQueueAtOnce(t *testing.T) {
 	t.Parallel()
-	const wait = 200 * time.Millisecond
+	const wait = time.Minute
 	g := newServerGate(1, wait)
 	ctx := context.Background()
 	leave, err := g.enter(ctx, serverPlaces)
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.mu.Lock()
-	g.hold = time.Second // places have been held a second each
-	g.mu.Unlock()
+	waiters := make([]<-chan entered, serverQueue)
+	for i := range waiters {
+		waiters[i] = enterAsync(ctx, g, serverPlaces)
+		waitQueued(t, g, serverPlaces, i+1)
+	}
 	start := time.Now()
 	if _, err := g.enter(ctx, serverPlaces); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("a request whose turn is a second away: %v", err)
+		t.Fatalf("a request past the queue: %v", err)
 	}
-	if took := time.Since(start); took >= wait {
+	if took := time.Since(start); took > time.Second {
 		t.Fatalf("refused after %s, not at once (the wait is %s)", took, wait)
 	}
-	g.mu.Lock()
-	g.hold = time.Millisecond
-	g.mu.Unlock()
-	waiter := enterAsync(ctx, g, serverPlaces)
-	waitQueued(t, g, serverPlaces, 1)
-	leave()
-	e := <-waiter
-	if e.err != nil {
-		t.Fatalf("a request whose turn is a millisecond away: %v", e.err)
+	for _, w := range waiters {
+		leave()
+		e := <-w
+		if e.err != nil {
+			t.Fatalf("a waiter in the queue: %v", e.err)
+		}
+		leave = e.leave
 	}
-	e.leave()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.hold == time.Millisecond {
-		t.Fatalf("places given back did not move the hold time: %s", g.hold)
+	leave()
+	if n := len(g.tenants); n != 0 {
+		t.Fatalf("%d idle entries kept", n)
 	}
 }

@@ -83,9 +83,9 @@ type Config struct {
 	TenantWait     time.Duration
 	// DBRequests is how many requests, all tenants together, may use the
 	// database at once (the pool's size); zero disables the bound. A
-	// request past it waits up to DBWait (default 100ms) for a place and
-	// is refused with 503 and Retry-After when none came, at once when its
-	// turn would come later than DBWait at the rate places are given back.
+	// request past it waits up to DBWait (default 250ms) for a place and
+	// is refused with 503 and Retry-After when none came, at once when 8
+	// requests a place wait already (serverQueue).
 	// A tenant's share as large as DBRequests is no limit of its own.
 	DBRequests int
 	DBWait     time.Duration
@@ -107,7 +107,7 @@ type Config struct {
 
 // DefaultDBWait is how long a request waits for one of the server's
 // places in the database by default (Config.DBWait).
-const DefaultDBWait = 100 * time.Millisecond
+const DefaultDBWait = 250 * time.Millisecond
 
 // Server holds the handlers' dependencies.
 type Server struct {

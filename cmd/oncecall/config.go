@@ -157,7 +157,7 @@ func fairnessFlags(fs *flag.FlagSet, envs *envDefaults) *fairness {
 		"how long a request waits for its tenant's turn before it gets 503 with Retry-After (env ONCECALL_TENANT_DB_WAIT)")
 	fs.DurationVar(&f.dbWait, "db-wait", envs.duration("ONCECALL_DB_WAIT", api.DefaultDBWait),
 		"how long a request waits for one of the server's --db-max-conns places in the database before it gets 503 with Retry-After; "+
-			"one whose turn would come later is refused at once (env ONCECALL_DB_WAIT)")
+			"one that finds 8 requests a place waiting already is refused at once (env ONCECALL_DB_WAIT)")
 	return f
 }
 

@@ -151,8 +151,8 @@ type Config struct {
 	// DBRequests is how many requests, all tenants together, may use the
 	// database at once: default MaxConns, negative disables the bound. A
 	// request past it waits up to DBWait (default api.DefaultDBWait) for a
-	// place, then gets 503 with Retry-After; one whose turn would come
-	// later than that at the rate places are given back is refused at once.
+	// place, then gets 503 with Retry-After; one that finds 8 requests a
+	// place waiting already is refused at once.
 	DBRequests int
 	DBWait     time.Duration
 	// BodyReadTimeout bounds the read of a request body, which is read
