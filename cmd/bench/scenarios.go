@@ -48,7 +48,7 @@ type answer struct {
 	snippet  string // the start of an error answer
 	// retryAfter is a 503's Retry-After header.
 	retryAfter string
-	err      error
+	err        error
 }
 
 // tally counts what the clients of a run were told.
