@@ -7,7 +7,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 # The flags the Dockerfile builds with; CI builds the same way.
 BUILD_FLAGS := -trimpath -ldflags="-s -w"
 
-.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short fuzz chaos chaos-providers chaos-failover chaos-calls screenshots
+.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short bench-large fuzz chaos chaos-providers chaos-failover chaos-calls screenshots
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -84,6 +84,11 @@ bench:
 bench-short:
 	go run ./cmd/bench --duration 2s --rounds 2 --preload 100000 $(BENCH_FLAGS)
 
+# first and grown on a database of 10 million preloaded actions (the preload
+# takes most of the time): docs/performance.md#a-large-database.
+bench-large:
+	go run ./cmd/bench --scenarios first,grown --rounds 3 --duration 2s --preload 10000000 $(BENCH_FLAGS)
+
 # Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
 FUZZTIME ?= 30s
 fuzz:
@@ -145,6 +150,7 @@ help:
 	@echo 'make tools           regenerate the Dasha tool definitions in tools/'
 	@echo 'make bench           the load benchmark, a few minutes (BENCH_FLAGS adds flags)'
 	@echo 'make bench-short     a short load benchmark'
+	@echo 'make bench-large     first and grown at 10 million preloaded actions'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
 	@echo 'make chaos-providers the chaos run with payments through Stripe, SMS through Twilio and bookings in Google Calendar, Microsoft 365 and Cal.com (simulated; DURATION)'

@@ -72,7 +72,7 @@ func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc 
 			if err != nil {
 				return idem.Reply{}, err
 			}
-			if seat.gate != nil {
+			if seat.gated() {
 				req.Place = seat
 			}
 			return s.cfg.Core.Do(r.Context(), req)

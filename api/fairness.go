@@ -28,6 +28,11 @@ import (
 type tenantGate struct {
 	limit int
 	wait  time.Duration
+	// queue, when not zero, is how many requests of a tenant may wait: one
+	// more is refused at once (the server's gate, newServerGate), so that
+	// under overload a refusal costs the client a round trip, not the
+	// whole wait.
+	queue int
 
 	mu      sync.Mutex
 	tenants map[uuid.UUID]*turns
@@ -64,6 +69,30 @@ func newTenantGate(limit int, wait time.Duration) *tenantGate {
 	return &tenantGate{limit: limit, wait: wait, tenants: map[uuid.UUID]*turns{}}
 }
 
+// newServerGate is the server's admission control: at most limit requests,
+// all tenants together, use the database at once (the pool's size, so none
+// queues for a connection inside the pool, where nothing bounds the wait),
+// a request waits up to wait for a place, and at most serverQueue waiters
+// a place wait: one more is refused at once. Its places are one
+// "tenant"'s, serverPlaces.
+func newServerGate(limit int, wait time.Duration) *tenantGate {
+	g := newTenantGate(limit, wait)
+	g.queue = serverQueue * limit
+	return g
+}
+
+// serverQueue is how many requests may wait for each of the server's
+// places: past capacity it, more than the wait, bounds how long an
+// admitted request waits (eight turns of a place: tens of milliseconds
+// when a place is held a few, as by a first execution's statement), and a
+// refusal costs the client a round trip. A closed loop of clients up to
+// nine times the places never meets it (the benchmark's 32 clients for 6
+// places).
+const serverQueue = 8
+
+// serverPlaces is the key of the server gate's places.
+var serverPlaces = uuid.Nil
+
 // enter waits up to the gate's wait (or until ctx ends) for one of tenant's
 // places and returns the function that gives it back. A request whose
 // context has ended gets no place, free or not; one refused for waiting too
@@ -78,11 +107,14 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 		t = &turns{}
 		g.tenants[tenant] = t
 	}
-	leave = func() { g.leave(tenant, t) }
 	if len(t.queue) == 0 && t.held < g.limit {
 		t.held++
 		g.mu.Unlock()
-		return leave, nil
+		return func() { g.leave(tenant, t) }, nil
+	}
+	if g.queue > 0 && len(t.queue) >= g.queue {
+		g.mu.Unlock()
+		return nil, context.DeadlineExceeded
 	}
 	w := &waiter{deadline: time.Now().Add(g.wait), turn: make(chan bool, 1)}
 	t.queue = append(t.queue, w)
@@ -94,7 +126,7 @@ func (g *tenantGate) enter(ctx context.Context, tenant uuid.UUID) (leave func(),
 	select {
 	case placed := <-w.turn:
 		if placed {
-			return leave, nil
+			return func() { g.leave(tenant, t) }, nil
 		}
 		return nil, context.DeadlineExceeded
 	case <-ctx.Done():
@@ -166,7 +198,7 @@ func (g *tenantGate) refuseLate(tenant uuid.UUID, t *turns, deadline time.Time) 
 // while the core runs it. A request the core makes wait for another
 // attempt of its action gives its place up meanwhile (seat).
 func (s *Server) shareDB(next http.Handler) http.Handler {
-	if s.gate == nil {
+	if s.gate == nil && s.server == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -185,10 +217,10 @@ func (s *Server) shareDB(next http.Handler) http.Handler {
 // seat.Free gives the place back.
 func (s *Server) enterDB(w http.ResponseWriter, r *http.Request) (_ *seat, ok bool) {
 	seat := &infoFrom(r.Context()).seat
-	if s.gate == nil {
+	if s.gate == nil && s.server == nil {
 		return seat, true
 	}
-	seat.gate, seat.tenant = s.gate, tenantFrom(r.Context()).ID
+	seat.gate, seat.tenant, seat.server = s.gate, tenantFrom(r.Context()).ID, s.server
 	if err := seat.Take(r.Context()); err != nil {
 		if !errors.Is(r.Context().Err(), context.Canceled) { // else the client went away
 			writeError(w, r, err)
@@ -203,7 +235,14 @@ var errTenantBusy = fault.New(fault.Unavailable,
 	"too many requests of this tenant are using the database at once; nothing was stored for this one. "+
 		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
 
-// seat is a request's place in its tenant's share of the gate, an
+// errServerBusy answers a request refused by the server's gate: every
+// place was taken and its turn would not have come within the wait.
+var errServerBusy = fault.New(fault.Unavailable,
+	"the server is using every database connection it has and could not give this request one in time; nothing was stored for this one. "+
+		"Retry after the delay in Retry-After with the same Idempotency-Key (or the same tool call)")
+
+// seat is a request's place in its tenant's share of the gate (and in the
+// server's gate), an
 // idem.Place: the idempotency core gives it up while the request waits for
 // another attempt of its action, and takes it again when that attempt has
 // ended. It belongs to one request (reqInfo.seat) and is used by that
@@ -212,6 +251,11 @@ type seat struct {
 	gate   *tenantGate
 	tenant uuid.UUID
 	leave  func() // gives the place back; nil while none is held
+	// server is the server's gate, whose place is taken after the
+	// tenant's (so a tenant waiting for its own turn holds none of the
+	// server's); leaveServer gives it back, nil while none is held.
+	server      *tenantGate
+	leaveServer func()
 }
 
 // Take waits for one of the tenant's places, as enter does, unless one is
@@ -219,24 +263,41 @@ type seat struct {
 // deadline ended gets errTenantBusy; one whose client went away, its
 // context's error.
 func (st *seat) Take(ctx context.Context) error {
-	if st.gate == nil || st.leave != nil {
-		return nil
+	if st.gate != nil && st.leave == nil {
+		leave, err := st.gate.enter(ctx, st.tenant)
+		switch {
+		case errors.Is(err, context.Canceled):
+			return err
+		case err != nil:
+			return errTenantBusy
+		}
+		st.leave = leave
 	}
-	leave, err := st.gate.enter(ctx, st.tenant)
-	switch {
-	case errors.Is(err, context.Canceled):
-		return err
-	case err != nil:
-		return errTenantBusy
+	if st.server != nil && st.leaveServer == nil {
+		leave, err := st.server.enter(ctx, serverPlaces)
+		if err != nil {
+			st.Free()
+			if errors.Is(err, context.Canceled) {
+				return err
+			}
+			return errServerBusy
+		}
+		st.leaveServer = leave
 	}
-	st.leave = leave
 	return nil
 }
 
-// Free gives the place back, if one is held.
+// Free gives the places back, if any are held.
 func (st *seat) Free() {
+	if st.leaveServer != nil {
+		st.leaveServer()
+		st.leaveServer = nil
+	}
 	if st.leave != nil {
 		st.leave()
 		st.leave = nil
 	}
 }
+
+// gated reports whether the seat takes a place in any gate.
+func (st *seat) gated() bool { return st.gate != nil || st.server != nil }

@@ -218,3 +218,41 @@ func TestTenantGateLosesNoPlaceToARequestThatEnds(t *testing.T) {
 		t.Fatalf("%d idle tenants kept", n)
 	}
 }
+
+// The server's gate lets serverQueue requests wait for each place and
+// refuses one more at once, not after its wait; a place given back still
+// goes to the oldest waiter.
+func TestServerGateRefusesPastItsQueueAtOnce(t *testing.T) {
+	t.Parallel()
+	const wait = time.Minute
+	g := newServerGate(1, wait)
+	ctx := context.Background()
+	leave, err := g.enter(ctx, serverPlaces)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waiters := make([]<-chan entered, serverQueue)
+	for i := range waiters {
+		waiters[i] = enterAsync(ctx, g, serverPlaces)
+		waitQueued(t, g, serverPlaces, i+1)
+	}
+	start := time.Now()
+	if _, err := g.enter(ctx, serverPlaces); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a request past the queue: %v", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refused after %s, not at once (the wait is %s)", took, wait)
+	}
+	for _, w := range waiters {
+		leave()
+		e := <-w
+		if e.err != nil {
+			t.Fatalf("a waiter in the queue: %v", e.err)
+		}
+		leave = e.leave
+	}
+	leave()
+	if n := len(g.tenants); n != 0 {
+		t.Fatalf("%d idle entries kept", n)
+	}
+}

@@ -293,3 +293,113 @@ func TestWaitingDuplicatesHoldNoTenantPlace(t *testing.T) {
 		})
 	}
 }
+
+// Past the server's capacity, when every place in the database is taken
+// (here by bookings stuck behind a row lock held outside oncecall), another
+// tenant's requests are refused within the server's short wait with 503
+// and Retry-After, over REST and a voice platform, and store nothing; sent
+// again once the places are free, each runs once, as a first execution.
+func TestPastThePoolRequestsAreRefusedAtOnce(t *testing.T) {
+	t.Parallel()
+	const poolSize, wait = 3, 50 * time.Millisecond
+	e := apptest.Start(t, func(c *app.Config) {
+		c.MaxConns = poolSize
+		c.TenantDBRequests = poolSize // a tenant may use the whole pool
+		c.DBWait = wait
+		c.DBTimeouts.Lock, c.DBTimeouts.Statement = time.Minute, time.Minute
+	})
+	direct, err := pgxpool.New(t.Context(), e.DBURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	count := func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	a, aKey := e.Tenant("tenant-a")
+	b, bKey, err := e.Store.CreateTenant(t.Context(), "tenant-b", testOrg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aCustomer, bCustomer := e.Customer(a.ID), e.Customer(b.ID)
+	bRest, bCall := e.Slot(b.ID, 1), e.Slot(b.ID, 2)
+	for _, k := range []string{aKey, bKey} { // both keys into the cache
+		if r := e.Get("/v1/actions/"+uuid.NewString(), k); r.Status != http.StatusNotFound {
+			t.Fatalf("warm-up: %d %s", r.Status, r.Body)
+		}
+	}
+
+	lock := holdCustomer(t, e.DBURL, aCustomer)
+	stuck := make([]apptest.Response, poolSize)
+	errs := make([]error, poolSize)
+	var wg sync.WaitGroup
+	for i := range poolSize {
+		slot := e.Slot(a.ID, 10+i)
+		wg.Go(func() {
+			stuck[i], errs[i] = e.RequestCtx(t.Context(), http.MethodPost, "/v1/appointments", aKey,
+				map[string]any{"customer_id": aCustomer, "slot_id": slot}, "Idempotency-Key", fmt.Sprintf("stuck-%d", i))
+		})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for count("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'") < poolSize {
+		if time.Now().After(deadline) {
+			t.Fatal("tenant A's bookings never took every place")
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition
+	}
+
+	// Refused within the wait and some slack, not left to queue for a
+	// connection.
+	const prompt = time.Second
+	restBody := map[string]any{"customer_id": bCustomer, "slot_id": bRest}
+	callBody := payload("book_appointment", "call_full", map[string]any{"customer_id": bCustomer, "slot_id": bCall})
+	for _, req := range []struct {
+		path    string
+		body    any
+		headers []string
+	}{
+		{"/v1/appointments", restBody, []string{"Idempotency-Key", "b-full"}},
+		{"/v1/dasha/tools/book_appointment", callBody, nil},
+	} {
+		start := time.Now()
+		r := within(t, e, 5*time.Second, http.MethodPost, req.path, bKey, req.body, req.headers...)
+		took := time.Since(start)
+		if r.Status != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("%s with every place taken: %d (Retry-After %q) %s", req.path, r.Status, r.Header.Get("Retry-After"), r.Body)
+		}
+		if took > prompt {
+			t.Errorf("%s refused after %s, want within %s", req.path, took, prompt)
+		}
+	}
+	if n := count("SELECT count(*) FROM actions WHERE tenant_id = $1", b.ID); n != 0 {
+		t.Fatalf("tenant B: %d actions stored by refused requests", n)
+	}
+
+	if err := lock.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i, r := range stuck {
+		if errs[i] != nil || r.Status != http.StatusCreated {
+			t.Fatalf("tenant A's booking %d once the lock went: %d %s %v", i, r.Status, r.Body, errs[i])
+		}
+	}
+	again := e.Post("/v1/appointments", bKey, "b-full", restBody)
+	if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") == "true" {
+		t.Fatalf("the refused booking sent again: %d replayed=%q %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
+	}
+	if ans := decodeAnswer(t, e.Post("/v1/dasha/tools/book_appointment", bKey, "", callBody)); ans.Outcome != "confirmed" {
+		t.Fatalf("the refused tool call sent again: %+v", ans)
+	}
+	if n := count("SELECT count(*) FROM appointments WHERE tenant_id = $1", b.ID); n != 2 {
+		t.Errorf("tenant B: %d appointments, want 2", n)
+	}
+	if n := count("SELECT count(*) FROM actions WHERE tenant_id = $1", b.ID); n != 2 {
+		t.Errorf("tenant B: %d actions, want 2", n)
+	}
+}

@@ -81,6 +81,14 @@ type Config struct {
 	// for its turn, then gets 503.
 	TenantRequests int
 	TenantWait     time.Duration
+	// DBRequests is how many requests, all tenants together, may use the
+	// database at once (the pool's size); zero disables the bound. A
+	// request past it waits up to DBWait (default 250ms) for a place and
+	// is refused with 503 and Retry-After when none came, at once when 8
+	// requests a place wait already (serverQueue).
+	// A tenant's share as large as DBRequests is no limit of its own.
+	DBRequests int
+	DBWait     time.Duration
 	// BodyReadTimeout bounds the read of a request's body (default 5s),
 	// which is read whole before the request takes its tenant's turn.
 	BodyReadTimeout time.Duration
@@ -97,6 +105,10 @@ type Config struct {
 	LateResultURL func(u *url.URL) bool
 }
 
+// DefaultDBWait is how long a request waits for one of the server's
+// places in the database by default (Config.DBWait).
+const DefaultDBWait = 250 * time.Millisecond
+
 // Server holds the handlers' dependencies.
 type Server struct {
 	cfg     Config
@@ -105,6 +117,7 @@ type Server struct {
 	// dashaLimiter is the Dasha webhooks' budget; nil when unlimited.
 	dashaLimiter *tenantLimiter
 	gate         *tenantGate // nil when unlimited
+	server       *tenantGate // the server's admission control; nil when unbounded
 }
 
 // NewRouter returns oncecall's HTTP handler.
@@ -133,7 +146,10 @@ func NewRouter(cfg Config) http.Handler {
 	if cfg.DashaRateLimit > 0 {
 		s.dashaLimiter = newTenantLimiter(cfg.DashaRateLimit, cfg.DashaRateBurst)
 	}
-	if cfg.TenantRequests > 0 {
+	if cfg.DBRequests > 0 {
+		s.server = newServerGate(cfg.DBRequests, cmp.Or(cfg.DBWait, DefaultDBWait))
+	}
+	if cfg.TenantRequests > 0 && (s.server == nil || cfg.TenantRequests < cfg.DBRequests) {
 		s.gate = newTenantGate(cfg.TenantRequests, cmp.Or(cfg.TenantWait, time.Second))
 	}
 

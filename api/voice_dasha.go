@@ -237,7 +237,7 @@ func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation
 		req.Stale = s.stale(prep)
 	}
 	req.CallPlatform, req.CallID, req.Named = c.Platform, c.CallID, named
-	if seat := &info.seat; seat.gate != nil {
+	if seat := &info.seat; seat.gated() {
 		req.Place = seat // held since shareDB
 	}
 	reply, err := s.cfg.Core.Do(ctx, req)

@@ -80,6 +80,8 @@ type result struct {
 	stats
 	skipped bool
 	note    string
+	// over is an overload run's own figures (overload.go).
+	over *overloadFigures
 }
 
 func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench, err error) {
@@ -312,6 +314,8 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runDasha(ctx, c)
 	case "grown":
 		return b.runGrown(ctx, c)
+	case "overload":
+		return b.runOverload(ctx, c)
 	}
 	return result{}, fmt.Errorf("unknown scenario %q", name)
 }

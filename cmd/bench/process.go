@@ -29,7 +29,8 @@ const serveStartTimeout = 5 * time.Minute
 // names a binary) and runs `oncecall serve` on dbURL as a process of its
 // own, as in production: its default configuration except the per-tenant
 // limits (the rate limits off and the tenant's share of the pool the whole
-// pool: the benchmark is one tenant sending as fast as it can, and the
+// pool, so that the server's admission control, --db-wait, is its only
+// gate: the benchmark is one tenant sending as fast as it can, and the
 // SQL-only scenarios get the whole pool too), JSON logs at info level
 // (written to a pipe that the bench drains, keeping the last lines for
 // errors).

@@ -294,6 +294,7 @@ func (b *bench) report() error {
 	tw.Flush()
 	fmt.Fprintln(b.stdout, "allocs/req, alloc KB/req: the heap allocations oncecall made per request it answered (its /metrics: Go's own counters, steady whatever the machine's speed)")
 	b.reportCPU(sums)
+	b.reportOverload(sums)
 	for _, r := range b.results {
 		if r.note != "" {
 			fmt.Fprintf(b.stdout, "note: %s at %d clients in round %d: %s\n", r.name, r.concurrency, r.round, r.note)
@@ -429,6 +430,7 @@ func (b *bench) report() error {
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
 				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu), Allocs: allocsJSON(r.allocs, r.allocBytes, r.allocOK),
+				Overload: r.over,
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
@@ -624,6 +626,8 @@ type jsonRound struct {
 	// answered over the run, warm-up included (absent when it could not be
 	// read or another server answered the run).
 	Allocs *jsonAllocs `json:"oncecall_allocs_per_request,omitempty"`
+	// Overload is an overload run's own figures (a round's only).
+	Overload *overloadFigures `json:"overload,omitempty"`
 }
 
 // jsonAllocs is oncecall's heap allocations per request: objects and bytes.

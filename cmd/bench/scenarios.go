@@ -46,7 +46,9 @@ type answer struct {
 	hash     uint64
 	outcome  string // Dasha answers only
 	snippet  string // the start of an error answer
-	err      error
+	// retryAfter is a 503's Retry-After header.
+	retryAfter string
+	err        error
 }
 
 // tally counts what the clients of a run were told.
@@ -112,6 +114,9 @@ func (b *bench) post(url, apiKey, idemKey string, body []byte, dasha bool) answe
 	a := answer{
 		status: resp.StatusCode, replayed: resp.Header.Get("Idempotent-Replayed") == "true",
 		hash: maphash.Bytes(seed, buf.Bytes()),
+	}
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		a.retryAfter = resp.Header.Get("Retry-After")
 	}
 	if resp.StatusCode >= 400 {
 		a.snippet = string(buf.Bytes()[:min(buf.Len(), 200)])

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/schedule"
@@ -140,10 +141,12 @@ func checkTimeouts(t *db.Timeouts) error {
 	return nil
 }
 
-// fairness holds serve's per-tenant share of the pool.
+// fairness holds serve's per-tenant share of the pool and the server's
+// admission control.
 type fairness struct {
 	requests int
 	wait     time.Duration
+	dbWait   time.Duration
 }
 
 func fairnessFlags(fs *flag.FlagSet, envs *envDefaults) *fairness {
@@ -152,6 +155,9 @@ func fairnessFlags(fs *flag.FlagSet, envs *envDefaults) *fairness {
 		"how many requests of one tenant may run at once, so one tenant cannot hold every database connection; 0 means half of --db-max-conns (env ONCECALL_TENANT_DB_REQUESTS)")
 	fs.DurationVar(&f.wait, "tenant-db-wait", envs.duration("ONCECALL_TENANT_DB_WAIT", time.Second),
 		"how long a request waits for its tenant's turn before it gets 503 with Retry-After (env ONCECALL_TENANT_DB_WAIT)")
+	fs.DurationVar(&f.dbWait, "db-wait", envs.duration("ONCECALL_DB_WAIT", api.DefaultDBWait),
+		"how long a request waits for one of the server's --db-max-conns places in the database before it gets 503 with Retry-After; "+
+			"one that finds 8 requests a place waiting already is refused at once (env ONCECALL_DB_WAIT)")
 	return f
 }
 
@@ -161,6 +167,9 @@ func (f *fairness) check(maxConns int) error {
 	}
 	if f.wait < time.Millisecond || f.wait > time.Minute {
 		return errors.New("--tenant-db-wait must be between 1ms and 1m")
+	}
+	if f.dbWait < time.Millisecond || f.dbWait > time.Minute {
+		return errors.New("--db-wait must be between 1ms and 1m")
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		{"--db-idle-in-transaction-timeout", "-1s"},
 		{"--tenant-db-requests", "9", "--db-max-conns", "8"},
 		{"--tenant-db-wait", "0s"},
+		{"--db-wait", "0s"},
 		{"--dasha-budget", "10s"},
 		{"--dasha-wait", "8s", "--dasha-budget", "8s"},
 		{"--answer-cache-bytes", "-1"},

@@ -142,7 +142,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, Clusters: clusters, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
 		DashaWait: *dashaWait, DashaBudget: *dashaBudget,
 		MaxBodyBytes: int64(*maxBody), ShutdownTimeout: *shutdown, MaxConns: int32(*maxConns), DBTimeouts: *timeouts,
-		TenantDBRequests: fair.requests, TenantDBWait: fair.wait,
+		TenantDBRequests: fair.requests, TenantDBWait: fair.wait, DBWait: fair.dbWait,
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
 		DashaRateLimit: *dashaRate, DashaRateBurst: *dashaBurst,

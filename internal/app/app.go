@@ -149,6 +149,13 @@ type Config struct {
 	// (default 1s) for its turn, then gets 503 with Retry-After.
 	TenantDBRequests int
 	TenantDBWait     time.Duration
+	// DBRequests is how many requests, all tenants together, may use the
+	// database at once: default MaxConns, negative disables the bound. A
+	// request past it waits up to DBWait (default api.DefaultDBWait) for a
+	// place, then gets 503 with Retry-After; one that finds 8 requests a
+	// place waiting already is refused at once.
+	DBRequests int
+	DBWait     time.Duration
 	// BodyReadTimeout bounds the read of a request body, which is read
 	// whole before the request takes one of its tenant's places. Default 5s.
 	BodyReadTimeout time.Duration
@@ -284,6 +291,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	}
 	cfg.MaxConns = cmp.Or(cfg.MaxConns, DefaultMaxConns())
 	cfg.TenantDBRequests = cmp.Or(cfg.TenantDBRequests, max(1, int(cfg.MaxConns)/2))
+	cfg.DBRequests = cmp.Or(cfg.DBRequests, int(cfg.MaxConns))
 	pool, err := OpenPool(ctx, url, migrateURL, cfg.MaxConns, cfg.DBTimeouts)
 	if err != nil {
 		m.Close()
@@ -417,6 +425,7 @@ func (m *Main) router(c *cluster, base api.Config) http.Handler {
 	base.RateLimit, base.RateBurst = cfg.RateLimit, cfg.RateBurst
 	base.DashaRateLimit, base.DashaRateBurst = cfg.DashaRateLimit, cfg.DashaRateBurst
 	base.TenantRequests, base.TenantWait, base.BodyReadTimeout = max(0, cfg.TenantDBRequests), cfg.TenantDBWait, cfg.BodyReadTimeout
+	base.DBRequests, base.DBWait = max(0, cfg.DBRequests), cfg.DBWait
 	base.Remote, base.Calendars = c.driver, c.calendars
 	base.StripeWebhookSecret, base.TwilioAuthToken, base.PublicURL = cfg.StripeWebhookSecret, cfg.TwilioAuthToken, cfg.PublicURL
 	base.LateResultURL = cfg.LateResultURL
