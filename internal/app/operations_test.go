@@ -157,3 +157,19 @@ func TestSchemasDescribeTheInput(t *testing.T) {
 		}
 	}
 }
+
+// Every operation has words for staff: the console shows its Label
+// ("Waitlist entry"), never only its name.
+func TestEveryOperationHasALabel(t *testing.T) {
+	t.Parallel()
+	labels := map[string]string{}
+	for _, o := range app.Operations().All() {
+		if o.Label() == "" || o.Label() == o.Name() {
+			t.Errorf("operation %s has no Label for the console", o.Name())
+		}
+		if other, dup := labels[o.Label()]; dup {
+			t.Errorf("operations %s and %s have the same Label %q", other, o.Name(), o.Label())
+		}
+		labels[o.Label()] = o.Name()
+	}
+}

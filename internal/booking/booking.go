@@ -61,6 +61,7 @@ type BookInput struct {
 // Book reserves a slot for a customer. A slot holds one booking.
 var Book = family.Add(op.Define(op.Spec[BookInput]{
 	Name:    "appointment.book",
+	Label:   "Booking",
 	Version: 1,
 	Tool:    "book_appointment",
 	Description: "Book an appointment slot for a customer, after the caller has confirmed the customer and the exact slot. " +
@@ -248,6 +249,7 @@ type RescheduleInput struct {
 // retry of the booking.
 var Reschedule = family.Add(op.Define(op.Spec[RescheduleInput]{
 	Name:    "appointment.reschedule",
+	Label:   "Reschedule",
 	Version: 1,
 	Tool:    "reschedule_appointment",
 	Description: "Move an existing appointment to a new slot, after the caller has confirmed the new time. " +
@@ -312,6 +314,7 @@ type CancelInput struct {
 // Cancel cancels a booking and frees its slot.
 var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:        "appointment.cancel",
+	Label:       "Cancellation",
 	Version:     1,
 	Tool:        "cancel_appointment",
 	Description: "Cancel an existing appointment after the caller has confirmed they want it cancelled.",
@@ -393,6 +396,7 @@ type SlotInput struct {
 // CreateSlot adds a bookable slot. It is not offered to voice agents.
 var CreateSlot = family.Add(op.Define(op.Spec[SlotInput]{
 	Name:    "slot.create",
+	Label:   "New slot",
 	Version: 1,
 	Logic:   createSlotOp{},
 	Say: op.Phrases{

@@ -74,6 +74,7 @@ type ScheduleResult struct {
 // slots the resource does not have yet. It is not offered to voice agents.
 var ScheduleSlots = family.Add(op.Define(op.Spec[ScheduleInput]{
 	Name:    "slot.schedule",
+	Label:   "Slots from weekly hours",
 	Version: 1,
 	Logic:   scheduleSlotsOp{},
 	Say: op.Phrases{

@@ -46,6 +46,7 @@ type joinWaitlist struct{}
 // JoinWaitlist puts a customer on the waitlist.
 var JoinWaitlist = family.Add(op.Define(op.Spec[JoinWaitlistInput]{
 	Name:    "waitlist.join",
+	Label:   "Waitlist entry",
 	Version: 1,
 	Tool:    "join_waitlist",
 	Description: "Put the caller on the waitlist to be offered an earlier time for a service or with a practitioner (or both), " +
@@ -165,6 +166,7 @@ type cancelWaitlist struct{}
 // CancelWaitlist takes a customer off the waitlist.
 var CancelWaitlist = family.Add(op.Define(op.Spec[CancelWaitlistInput]{
 	Name:        "waitlist.cancel",
+	Label:       "Waitlist entry cancelled",
 	Version:     1,
 	Tool:        "cancel_waitlist_entry",
 	Description: "Take the caller off the waitlist (one entry, by its id), after they confirmed they no longer want an earlier time.",

@@ -64,6 +64,7 @@ type RequestInput struct {
 // and callback_ref is one row that a later wording amends.
 var Request = family.Add(op.Define(op.Spec[RequestInput]{
 	Name:    "callback.request",
+	Label:   "Callback request",
 	Version: 1,
 	Tool:    "request_callback",
 	Description: "Arrange for the business to call the caller back, after the caller agreed on the time window (the business's " +
@@ -149,6 +150,7 @@ type CancelInput struct {
 // Cancel cancels a requested callback.
 var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:        "callback.cancel",
+	Label:       "Callback cancelled",
 	Version:     1,
 	Tool:        "cancel_callback",
 	Description: "Cancel a callback the caller no longer wants, after they confirmed it.",

@@ -57,6 +57,7 @@ type LocationInput struct {
 // CreateLocation adds a location. It is not offered to voice agents.
 var CreateLocation = family.Add(op.Define(op.Spec[LocationInput]{
 	Name:    "location.create",
+	Label:   "New location",
 	Version: 1,
 	Logic:   createLocationOp{},
 	Say: op.Phrases{
@@ -122,6 +123,7 @@ type ServiceInput struct {
 // CreateService adds a service. It is not offered to voice agents.
 var CreateService = family.Add(op.Define(op.Spec[ServiceInput]{
 	Name:    "service.create",
+	Label:   "New service",
 	Version: 1,
 	Logic:   createServiceOp{},
 	Say: op.Phrases{
@@ -192,6 +194,7 @@ type PractitionerInput struct {
 // performing some services. It is not offered to voice agents.
 var CreatePractitioner = family.Add(op.Define(op.Spec[PractitionerInput]{
 	Name:    "practitioner.create",
+	Label:   "New practitioner",
 	Version: 1,
 	Logic:   createPractitionerOp{},
 	Say: op.Phrases{

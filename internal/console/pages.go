@@ -170,7 +170,7 @@ func (c *Console) rows(r *http.Request, actions []oncecall.Action, ts tenants) [
 		t := ts.of(a.TenantID)
 		platform, call := platformOf(a)
 		out[i] = row{
-			ID: a.ID, Tenant: t.Name, Clock: t.Clock, Operation: a.Operation, What: operationWords(a.Operation),
+			ID: a.ID, Tenant: t.Name, Clock: t.Clock, Operation: a.Operation, What: c.operationWords(a.Operation),
 			Customer: names[a.ID], Queue: q, Outcome: string(a.Outcome), CreatedAt: a.CreatedAt, Platform: platform, CallID: call,
 		}
 	}

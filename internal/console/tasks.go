@@ -116,9 +116,9 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		t := ts.of(a.TenantID)
 		in := request(a)
 		tk := task{Kind: "action", ID: a.ID, Tenant: t.Name, Since: a.CreatedAt, Clock: t.Clock, ActionID: a.ID,
-			About: operationWords(a.Operation) + ": not settled yet; they were told someone would follow up"}
+			About: c.operationWords(a.Operation) + ": not settled yet; they were told someone would follow up"}
 		if a.State == oncecall.Completed && !a.NeedsOperator {
-			tk.About = operationWords(a.Operation) + ": now " + string(a.Outcome) + "; they were told someone would follow up: tell them"
+			tk.About = c.operationWords(a.Operation) + ": now " + string(a.Outcome) + "; they were told someone would follow up: tell them"
 		}
 		cid, err := c.customerOf(r, a, in)
 		if err != nil {

@@ -53,34 +53,11 @@ func (p person) Tel() template.URL {
 
 type fact struct{ Label, Value string }
 
-// operationNames say what each operation does.
-var operationNames = map[string]string{
-	"appointment.book":        "Booking",
-	"appointment.reschedule":  "Reschedule",
-	"appointment.cancel":      "Cancellation",
-	"slot.create":             "New slot",
-	"slot.schedule":           "Slots from weekly hours",
-	"payment_intent.create":   "Payment approval",
-	"payment.charge":          "Charge",
-	"payment.link":            "Payment link",
-	"payment_intent.cancel":   "Payment approval withdrawn",
-	"message.send":            "Message",
-	"message_template.create": "New message template",
-	"message_template.update": "Message template change",
-	"customer.create":         "New customer",
-	"customer.update":         "Customer details change",
-	"customer.note.append":    "Note on a customer",
-	"customer.points.add":     "Loyalty points",
-	"callback.request":        "Callback request",
-	"callback.cancel":         "Callback cancelled",
-	"location.create":         "New location",
-	"service.create":          "New service",
-	"practitioner.create":     "New practitioner",
-}
-
-func operationWords(name string) string {
-	if w, ok := operationNames[name]; ok {
-		return w
+// operationWords says what an operation does, as its Spec's Label puts it
+// for staff ("Booking"); its name when it has none.
+func (c *Console) operationWords(name string) string {
+	if o, ok := c.cfg.Ops.Get(name); ok && o.Label() != "" {
+		return o.Label()
 	}
 	return name
 }
@@ -210,7 +187,7 @@ func cmpOr(vals ...string) string {
 func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDetail, t tenantInfo) (words, error) {
 	ctx := r.Context()
 	in := request(a)
-	w := words{Title: operationWords(a.Operation)}
+	w := words{Title: c.operationWords(a.Operation)}
 	clock := t.Clock
 	cid, err := c.customerOf(r, a, in)
 	if err != nil {

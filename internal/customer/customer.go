@@ -62,6 +62,7 @@ type CreateInput struct {
 // on file is a definitive rejection carrying the existing customer's id.
 var Create = family.Add(op.Define(op.Spec[CreateInput]{
 	Name:    "customer.create",
+	Label:   "New customer",
 	Version: 1,
 	Tool:    "create_customer",
 	Description: "Create a customer record for a new caller, after confirming their name and phone number. " +
@@ -136,6 +137,7 @@ type UpdateInput struct {
 // workflows may hang on it), a retry under the same key does not.
 var Update = family.Add(op.Define(op.Spec[UpdateInput]{
 	Name:    "customer.update",
+	Label:   "Customer details change",
 	Version: 1,
 	Tool:    "update_customer",
 	Description: "Change a customer's name, phone, e-mail or external reference, after the caller has confirmed the new value. " +
@@ -208,6 +210,7 @@ type NoteInput struct {
 // AppendNote appends a note to a customer record.
 var AppendNote = family.Add(op.Define(op.Spec[NoteInput]{
 	Name:    "customer.note.append",
+	Label:   "Note on a customer",
 	Version: 1,
 	Tool:    "add_customer_note",
 	Description: "Add a note to a customer's record. A call keeps one note per customer: calling it again in the same call " +
@@ -261,6 +264,7 @@ type PointsInput struct {
 // zero.
 var AddPoints = family.Add(op.Define(op.Spec[PointsInput]{
 	Name:    "customer.points.add",
+	Label:   "Loyalty points",
 	Version: 1,
 	Tool:    "add_loyalty_points",
 	Description: "Add loyalty points to a customer (or redeem them with a negative delta), once per earned or redeemed reward. " +

@@ -70,6 +70,7 @@ type SendInput struct {
 // Send queues one message.
 var Send = family.Add(op.Define(op.Spec[SendInput]{
 	Name:    "message.send",
+	Label:   "Message",
 	Version: 1,
 	Tool:    "send_message",
 	Description: "Send one SMS or e-mail from a template, once per message the caller should get. " +

@@ -64,6 +64,7 @@ var templatePhrases = op.Phrases{
 // CreateTemplate stores version 1 of a tenant's template.
 var CreateTemplate = family.Add(op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.create",
+	Label:       "New message template",
 	Version:     1,
 	Description: "Create a message template of this tenant.",
 	Logic:       createTemplateOp{},
@@ -83,6 +84,7 @@ func (createTemplateOp) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in 
 // sent before keep the text of the version they used.
 var UpdateTemplate = family.Add(op.Define(op.Spec[TemplateInput]{
 	Name:        "message_template.update",
+	Label:       "Message template change",
 	Version:     1,
 	Description: "Replace a message template of this tenant with a new version.",
 	Logic:       updateTemplateOp{},

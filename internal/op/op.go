@@ -33,6 +33,8 @@ import (
 type Spec[In any] struct {
 	// Name is the operation's stable name, e.g. "appointment.book".
 	Name string
+	// Label is what staff read of it in the console, e.g. "Booking".
+	Label string
 	// Version is the input schema version; it is part of the fingerprint.
 	Version int
 	// Tool is the Dasha tool name, e.g. "book_appointment"; empty for
@@ -342,6 +344,7 @@ func (p *Prepared) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, res idem.
 // Operation is a Spec with its input type erased.
 type Operation interface {
 	Name() string
+	Label() string
 	Tool() string
 	Description() string
 	PerCall() bool
@@ -410,6 +413,7 @@ func Define[In any](s Spec[In]) Operation {
 }
 
 func (o *spec[In]) Name() string        { return o.s.Name }
+func (o *spec[In]) Label() string       { return o.s.Label }
 func (o *spec[In]) Tool() string        { return o.s.Tool }
 func (o *spec[In]) Description() string { return o.s.Description }
 func (o *spec[In]) PerCall() bool       { return o.s.PerCall }

@@ -86,6 +86,7 @@ type LinkPaid struct {
 // and answers once they have paid it.
 var Link = family.Add(op.Define(op.Spec[LinkInput]{
 	Name:    "payment.link",
+	Label:   "Payment link",
 	Version: 1,
 	Tool:    "send_payment_link",
 	Description: "Send the customer a payment link by text message for a payment they approved (a payment intent); " +

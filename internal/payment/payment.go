@@ -88,6 +88,7 @@ type IntentInput struct {
 // agents: an intent is approved by the business, then charged by the agent.
 var CreateIntent = family.Add(op.Define(op.Spec[IntentInput]{
 	Name:    "payment_intent.create",
+	Label:   "Payment approval",
 	Version: 1,
 	Logic:   createIntentOp{},
 	Remote:  holdRemote{},
@@ -165,6 +166,7 @@ type ChargeInput struct {
 // at most once.
 var Charge = family.Add(op.Define(op.Spec[ChargeInput]{
 	Name:    "payment.charge",
+	Label:   "Charge",
 	Version: 1,
 	Tool:    "charge_payment",
 	Description: "Charge a payment the caller has approved (a payment intent), once. " +

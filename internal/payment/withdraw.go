@@ -37,6 +37,7 @@ type CancelRequest struct {
 // It is not offered to voice agents: approvals are the business's.
 var Cancel = family.Add(op.Define(op.Spec[CancelInput]{
 	Name:    "payment_intent.cancel",
+	Label:   "Payment approval withdrawn",
 	Version: 1,
 	Logic:   cancelOp{},
 	Remote:  cancelRemote{},
