@@ -48,6 +48,9 @@ var paths = sync.OnceValues(func() (contractPaths, error) {
 			if name == "" {
 				continue
 			}
+			if method != http.MethodPost && method != http.MethodPut && method != http.MethodPatch {
+				return contractPaths{}, fmt.Errorf("openapi.yaml: the write %s is a %s", name, method)
+			}
 			w := writeRoute{method: method, path: "/" + rest, operation: name}
 			for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 				w.params = append(w.params, m[1])
@@ -75,27 +78,14 @@ type contractPaths struct {
 // own guard) and its operationId.
 type read struct{ path, operationID string }
 
-// writeRoutes reads the REST writes from the contract.
-func writeRoutes() ([]writeRoute, error) {
-	c, err := paths()
-	return c.writes, err
-}
-
-// mustWriteRoutes is writeRoutes of the embedded contract, which a test
-// holds valid.
+// mustWriteRoutes are the REST writes of the embedded contract, which a
+// test holds valid.
 func mustWriteRoutes() []writeRoute {
-	routes, err := writeRoutes()
+	c, err := paths()
 	if err != nil {
 		panic(err)
 	}
-	for _, w := range routes {
-		switch w.method {
-		case http.MethodPost, http.MethodPut, http.MethodPatch:
-		default:
-			panic("openapi.yaml: the write " + w.operation + " is a " + w.method)
-		}
-	}
-	return routes
+	return c.writes
 }
 
 // readRoute is a REST read as openapi.yaml declares it, with the handler
@@ -105,29 +95,21 @@ type readRoute struct {
 	handler http.HandlerFunc
 }
 
-// readRoutes reads the REST reads from the contract; a read without a
-// handler in handlers is an error.
-func readRoutes(handlers map[string]http.HandlerFunc) ([]readRoute, error) {
+// mustReadRoutes are the REST reads of the embedded contract, each with
+// its handler in Server.reads; a read without one is a wiring error.
+func (s *Server) mustReadRoutes() []readRoute {
 	c, err := paths()
 	if err != nil {
-		return nil, err
+		panic(err)
 	}
+	handlers := s.reads()
 	routes := make([]readRoute, 0, len(c.reads))
 	for _, rd := range c.reads {
 		h, ok := handlers[rd.operationID]
 		if !ok {
-			return nil, fmt.Errorf("openapi.yaml: GET /v1%s (%s) has no handler", rd.path, rd.operationID)
+			panic(fmt.Sprintf("openapi.yaml: GET /v1%s (%s) has no handler", rd.path, rd.operationID))
 		}
 		routes = append(routes, readRoute{path: rd.path, handler: h})
-	}
-	return routes, nil
-}
-
-// mustReadRoutes is readRoutes of the embedded contract.
-func (s *Server) mustReadRoutes() []readRoute {
-	routes, err := readRoutes(s.reads())
-	if err != nil {
-		panic(err)
 	}
 	return routes
 }

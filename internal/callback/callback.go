@@ -86,13 +86,13 @@ var Request = family.Add(op.Define(op.Spec[RequestInput]{
 	},
 }))
 
-// requestOp is the logic of Request.
+// requestOp is the logic of Request. It has no Identity: every field is,
+// each wording its own action, amending the call's callback.
 type requestOp struct{}
 
 func (requestOp) Normalize(in *RequestInput) error { return normalizeRequest(in) }
 
-// Identity is every field: each wording is its own action, amending
-// the call's callback.
+// Standing is "cancelled" or "changed" once the call's callback is.
 func (requestOp) Standing(ctx context.Context, s *db.Store, tenant uuid.UUID, in RequestInput, resourceID string) (string, error) {
 	c, ok, err := stored(ctx, s, tenant, resourceID)
 	switch {
