@@ -138,8 +138,9 @@ func (joinWaitlist) Execute(ctx context.Context, tx *db.Tx, x idem.Exec, in Join
 // Say phrases waitlist.join's outcomes.
 func (joinWaitlist) Say() op.Phrases {
 	return op.Phrases{
-		Confirmed: "The caller is on the waitlist. You may tell them the business will offer them an earlier time if one frees up " +
-			"(before the date in details.before, when given); no appointment is booked or moved by this.",
+		Confirmed: "The caller is on the waitlist: the business's team sees it and may offer an earlier time if one frees up " +
+			"(before the date in details.before, when given). Do not promise that one will be offered, or when; " +
+			"no appointment is booked or moved by this.",
 		Rejected: map[string]string{
 			CustomerNotFound: "The customer record was not found; the caller is not on the waitlist. Confirm who the caller is.",
 			ServiceNotFound: "That service does not exist; the caller is not on the waitlist. Look the services up with " +
