@@ -50,7 +50,7 @@ WITH c AS (
     RETURNING id, customer_id, slot_id, service, status
 )
 SELECT c.id, c.customer_id, c.slot_id, c.service, c.status, s.starts_at, s.ends_at
-FROM c JOIN slots s ON s.id = c.slot_id;
+FROM c JOIN slots s ON s.tenant_id = $1 AND s.id = c.slot_id;
 
 -- name: ListCustomerAppointments :many
 -- A customer's active appointments starting at or after from_time, soonest
@@ -169,7 +169,7 @@ WITH prior AS (
                 ELSE '{"slot_id":' || to_json(sqlc.arg(slot_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
-    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = sqlc.arg(tenant_id) AND sl.id = ap.slot_id
     LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
@@ -310,7 +310,7 @@ WITH prior AS (
                 ELSE '{"appointment_id":' || to_json(sqlc.arg(appointment_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN cancelled ca ON true
-    LEFT JOIN slots sl ON sl.id = ca.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = sqlc.arg(tenant_id) AND sl.id = ca.slot_id
     LEFT JOIN LATERAL (
         SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
         FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id
@@ -412,7 +412,7 @@ WITH prior AS (
                 ELSE '{"service_id":' || to_json(sqlc.arg(service_id)::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
-    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = sqlc.arg(tenant_id) AND sl.id = ap.slot_id
     LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL

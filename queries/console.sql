@@ -66,7 +66,7 @@ LIMIT sqlc.arg(max_rows);
 -- The actions whose step holds a provider's reference
 -- (action_steps_provider_ref, migration 0026), in the given tenants.
 SELECT a.* FROM action_steps s
-JOIN actions a ON a.id = s.action_id
+JOIN actions a ON a.tenant_id = s.tenant_id AND a.id = s.action_id
 WHERE s.provider_ref = sqlc.arg(provider_ref)::text AND a.tenant_id = ANY (sqlc.arg(tenant_ids)::uuid[])
 ORDER BY a.created_at DESC, a.id
 LIMIT 50;

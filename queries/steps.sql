@@ -8,7 +8,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
 -- a driver takes every time decision against the database's now(), never
 -- against the clock of its own process.
 SELECT s.*, a.created_at AS action_created_at, now()::timestamptz AS db_now
-FROM action_steps s JOIN actions a ON a.id = s.action_id
+FROM action_steps s JOIN actions a ON a.tenant_id = s.tenant_id AND a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq;
 

@@ -124,7 +124,7 @@ WITH c AS (
     RETURNING id, customer_id, slot_id, service, status
 )
 SELECT c.id, c.customer_id, c.slot_id, c.service, c.status, s.starts_at, s.ends_at
-FROM c JOIN slots s ON s.id = c.slot_id
+FROM c JOIN slots s ON s.tenant_id = $1 AND s.id = c.slot_id
 `
 
 type CancelAppointmentParams struct {
@@ -204,7 +204,7 @@ WITH prior AS (
                 ELSE '{"slot_id":' || to_json($11::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
-    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = $1 AND sl.id = ap.slot_id
     LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
@@ -407,7 +407,7 @@ WITH prior AS (
                 ELSE '{"service_id":' || to_json($4::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN booked ap ON true
-    LEFT JOIN slots sl ON sl.id = ap.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = $1 AND sl.id = ap.slot_id
     LEFT JOIN stands st ON true
     CROSS JOIN LATERAL (
         SELECT CASE WHEN ap.id IS NOT NULL THEN NULL
@@ -569,7 +569,7 @@ WITH prior AS (
                 ELSE '{"appointment_id":' || to_json($4::uuid) || '}' END AS body
     FROM fresh
     LEFT JOIN cancelled ca ON true
-    LEFT JOIN slots sl ON sl.id = ca.slot_id
+    LEFT JOIN slots sl ON sl.tenant_id = $1 AND sl.id = ca.slot_id
     LEFT JOIN LATERAL (
         SELECT a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
         FROM appointments a JOIN slots s ON s.tenant_id = a.tenant_id AND s.id = a.slot_id

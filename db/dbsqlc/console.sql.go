@@ -15,7 +15,7 @@ import (
 
 const actionsOfProviderRef = `-- name: ActionsOfProviderRef :many
 SELECT a.id, a.tenant_id, a.idempotency_key, a.operation, a.fingerprint, a.request, a.state, a.needs_operator, a.outcome, a.reason, a.http_status, a.resource_id, a.result, a.lease_until, a.created_at, a.updated_at, a.completed_at, a.lease_owner, a.call_id, a.call_platform FROM action_steps s
-JOIN actions a ON a.id = s.action_id
+JOIN actions a ON a.tenant_id = s.tenant_id AND a.id = s.action_id
 WHERE s.provider_ref = $1::text AND a.tenant_id = ANY ($2::uuid[])
 ORDER BY a.created_at DESC, a.id
 LIMIT 50

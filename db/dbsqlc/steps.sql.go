@@ -742,7 +742,7 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 
 const stepsOfAction = `-- name: StepsOfAction :many
 SELECT s.action_id, s.name, s.seq, s.capability, s.required, s.operation, s.provider_key, s.external_ref, s.payload, s.state, s.provider_ref, s.reject_code, s.attempts, s.checks, s.last_error, s.last_sent_at, s.next_check_at, s.updated_at, s.version, s.provider_until, s.result, s.provider_kind, s.provider_account, s.tenant_id, a.created_at AS action_created_at, now()::timestamptz AS db_now
-FROM action_steps s JOIN actions a ON a.id = s.action_id
+FROM action_steps s JOIN actions a ON a.tenant_id = s.tenant_id AND a.id = s.action_id
 WHERE s.action_id = $1
 ORDER BY s.seq
 `
