@@ -66,7 +66,7 @@ type bench struct {
 	firsts, peerFirsts []sentBooking
 	// alongside, when set, runs beside the next measured run from the
 	// moment its window opens (after the warm-up); load clears it and
-	// waits for it to return before it returns.
+	// waits for it to return before it returns (prune.go).
 	alongside func(ctx context.Context)
 	// round is the round running, from 1.
 	round      int
@@ -86,6 +86,8 @@ type result struct {
 	note    string
 	// over is an overload run's own figures (overload.go).
 	over *overloadFigures
+	// prune is a prune run's own figures (prune.go).
+	prune *pruneFigures
 }
 
 func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench, err error) {
@@ -316,6 +318,8 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runStorm(ctx, c)
 	case "dasha":
 		return b.runDasha(ctx, c)
+	case "prune":
+		return b.runPrune(ctx, c)
 	case "grown":
 		return b.runGrown(ctx, c)
 	case "overload":

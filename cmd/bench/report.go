@@ -72,6 +72,9 @@ var ratios = []ratio{
 	// The peer: idempotency keys done by hand on bare's stack (peer.go).
 	{name: "first/peer", num: "first", den: "peer", target: 1.5, bound: firstPeerBound},
 	{name: "replay/peer_replay", num: "replay", den: "peer_replay", target: 2, bound: replayPeerBound},
+	// A first execution's p99 while a prune runs over its p99 without
+	// one (prune.go).
+	{name: "prune/first", num: "prune", den: "first", target: pruneP99Target, p99: true},
 }
 
 // The bounds take a saturated machine, where what requests cost in CPU
@@ -334,6 +337,7 @@ func (b *bench) report() error {
 	fmt.Fprintln(b.stdout, "allocs/req, alloc KB/req: the heap allocations oncecall made per request it answered (its /metrics: Go's own counters, steady whatever the machine's speed)")
 	b.reportCPU(sums)
 	b.reportOverload(sums)
+	b.reportPrune(sums, b.ratioValues())
 	for _, r := range b.results {
 		if r.note != "" {
 			fmt.Fprintf(b.stdout, "note: %s at %d clients in round %d: %s\n", r.name, r.concurrency, r.round, r.note)
@@ -469,13 +473,16 @@ func (b *bench) report() error {
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
 				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu), Allocs: allocsJSON(r.allocs, r.allocBytes, r.allocOK),
-				Overload: r.over,
+				Overload: r.over, Prune: r.prune,
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
 			}
 		}
 		js.Note = strings.Join(notes, "; ")
+		if s.name == "prune" {
+			js.Prune = pruneMedians(s)
+		}
 		out.Scenarios = append(out.Scenarios, js)
 		if s.name == "replay" && !s.skipped {
 			out.ReplayP99.Clients[strconv.Itoa(s.concurrency)] = ms(s.p99)
@@ -674,6 +681,9 @@ type jsonRound struct {
 	Allocs *jsonAllocs `json:"oncecall_allocs_per_request,omitempty"`
 	// Overload is an overload run's own figures (a round's only).
 	Overload *overloadFigures `json:"overload,omitempty"`
+	// Prune is a prune run's own figures (a round's, or the median of the
+	// rounds').
+	Prune *pruneFigures `json:"prune,omitempty"`
 }
 
 // jsonAllocs is oncecall's heap allocations per request: objects and bytes.
