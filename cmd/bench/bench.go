@@ -64,6 +64,10 @@ type bench struct {
 	// firsts and peerFirsts are this round's first executions, which
 	// replay and peer_replay send again.
 	firsts, peerFirsts []sentBooking
+	// alongside, when set, runs beside the next measured run from the
+	// moment its window opens (after the warm-up); load clears it and
+	// waits for it to return before it returns (prune.go).
+	alongside func(ctx context.Context)
 	// round is the round running, from 1.
 	round      int
 	results    []result
@@ -82,6 +86,8 @@ type result struct {
 	note    string
 	// over is an overload run's own figures (overload.go).
 	over *overloadFigures
+	// prune is a prune run's own figures (prune.go).
+	prune *pruneFigures
 }
 
 func start(ctx context.Context, cfg config, stdout, stderr io.Writer) (_ *bench, err error) {
@@ -312,6 +318,8 @@ func (b *bench) scenario(ctx context.Context, name string, c int) (result, error
 		return b.runStorm(ctx, c)
 	case "dasha":
 		return b.runDasha(ctx, c)
+	case "prune":
+		return b.runPrune(ctx, c)
 	case "grown":
 		return b.runGrown(ctx, c)
 	case "overload":
@@ -332,22 +340,39 @@ func (b *bench) profilePath(name string, c int) string {
 }
 
 // load runs one measured run of scenario name at concurrency c with the
-// given number of workers (a storm worker is a group of clients).
+// given number of workers (a storm worker is a group of clients), and
+// b.alongside beside it if set.
 func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w *worker) bool) (stats, error) {
+	along := b.alongside
+	b.alongside = nil
 	if err := b.settle(ctx); err != nil {
 		return stats{}, err
 	}
 	// oncecall's heap counters are read before the warm-up starts (while it
 	// is idle, so the reading is not late) and when the run ends; the WAL
-	// position when the warm-up ends and when the run does.
+	// position when the warm-up ends and when the run does. What runs
+	// alongside starts when the warm-up ends, right after that reading.
 	heapFrom, heapErr := heapCounts(ctx, b.client, b.base)
 	var from int64
 	var fromErr error
-	read := make(chan struct{})
-	timer := time.AfterFunc(b.warmup, func() { from, fromErr = b.walPosition(ctx); close(read) })
+	read, alongDone := make(chan struct{}), make(chan struct{})
+	timer := time.AfterFunc(b.warmup, func() {
+		from, fromErr = b.walPosition(ctx)
+		close(read)
+		if along != nil {
+			along(ctx)
+		}
+		close(alongDone)
+	})
+	// Whatever else happens, what runs alongside has returned when load
+	// does (unless the run ended before its warm-up did: then it never ran).
+	defer func() {
+		if !timer.Stop() {
+			<-alongDone
+		}
+	}()
 	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
 	if err != nil {
-		timer.Stop()
 		return st, err
 	}
 	<-read

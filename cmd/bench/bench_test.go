@@ -77,6 +77,9 @@ func TestParseFlags(t *testing.T) {
 	if cfg.server != serverProcess {
 		t.Errorf("default server %q, want %s", cfg.server, serverProcess)
 	}
+	if cfg.pruneBacklog != 69_444 {
+		t.Errorf("default prune backlog %d, want 69444 (10 million actions a day over 10 minutes)", cfg.pruneBacklog)
+	}
 	for _, args := range [][]string{
 		{"--server", "docker"},
 		{"--scenarios", "first,nope"},
@@ -84,6 +87,8 @@ func TestParseFlags(t *testing.T) {
 		{"--url", "http://127.0.0.1:8080"}, // without --database-url
 		{"--duration", "0s"},
 		{"--rounds", "0"},
+		{"--prune-backlog", "0"},
+		{"--prune-backlog", "-1"},
 	} {
 		if _, err := parseFlags(args, &bytes.Buffer{}); err == nil {
 			t.Errorf("parseFlags(%q) accepted", args)
@@ -95,7 +100,7 @@ func TestParseFlags(t *testing.T) {
 // and started as in make bench, and checks the report and the JSON file.
 func TestBenchRuns(t *testing.T) {
 	t.Parallel()
-	stdout, rep := runBench(t, "--duration", "300ms", "--rounds", "1", "--concurrency", "2,8", "--preload", "2000")
+	stdout, rep := runBench(t, "--duration", "300ms", "--rounds", "1", "--concurrency", "2,8", "--preload", "2000", "--prune-backlog", "2000")
 	if got, want := len(rep.Scenarios), len(scenarioOrder)*2; got != want {
 		t.Fatalf("%d scenario results, want %d", got, want)
 	}
@@ -168,6 +173,83 @@ func TestBenchRuns(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("report lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// TestBenchPrune runs prune beside first with a small backlog: the prune
+// takes all of it, nothing else, and the report says so with prune's p99
+// against first's.
+func TestBenchPrune(t *testing.T) {
+	t.Parallel()
+	stdout, rep := runBench(t, "--scenarios", "first,prune", "--prune-backlog", "2000", "--duration", "300ms",
+		"--rounds", "1", "--concurrency", "2")
+	var prune *jsonScenario
+	for i, s := range rep.Scenarios {
+		if s.Name == "prune" {
+			prune = &rep.Scenarios[i]
+		}
+	}
+	if prune == nil || prune.Skipped || prune.RPS <= 0 || prune.P99 <= 0 || len(prune.Rounds) != 1 {
+		t.Fatalf("prune's result: %+v", prune)
+	}
+	for _, p := range []*pruneFigures{prune.Prune, prune.Rounds[0].Prune} {
+		if p == nil {
+			t.Fatal("prune's figures are missing")
+		}
+		if p.Backlog != 2000 || p.ActionsDeleted != 2000 || p.BodiesCleared != 2000 || p.ActionsLeft != 0 || p.BodiesLeft != 0 {
+			t.Errorf("prune's counts: %+v, want the backlog of 2000 of each taken", p)
+		}
+		if p.Seconds <= 0 || p.RowsPerSecond <= 0 || p.NeededRowsPerSecond != round(4000/600.0, 1) || p.WindowShare <= 0 || p.WindowShare > 1 {
+			t.Errorf("prune's figures: %+v", p)
+		}
+	}
+	if r := rep.Ratios["prune/first"]; r.Of != "p99" || r.Target != 1.2 || r.Clients["2"] <= 0 {
+		t.Errorf("prune/first: %+v, want a ratio of p99s with a target of 1.2", r)
+	}
+	for _, want := range []string{"prune: first's bookings while one prune", "needed rows/s", "prune/first p99", "<= 1.20"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("report lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// TestPruneTakesNothingElse proves that prune does not run when anything
+// but its backlog is due for pruning (an old action of another tenant), and
+// leaves it where it was.
+func TestPruneTakesNothingElse(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	cfg, err := parseFlags(append([]string{"--duration", "300ms", "--prune-backlog", "100", "--database-url", pgtest.NewDB(t)},
+		oncecallBin(t)...), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := start(ctx, cfg, &bytes.Buffer{}, &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.close)
+	f, err := b.newTenant(ctx, "someone-else")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.preloadAged(ctx, f.tenant, "old", 3, aged{newest: 40 * 24 * time.Hour, step: time.Second, bodies: true}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := b.runPrune(ctx, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.skipped || !strings.Contains(r.note, "103 actions and 100 bodies are due") {
+		t.Errorf("prune with someone else's old actions in the table: skipped %v, %q", r.skipped, r.note)
+	}
+	var n int
+	if err := b.pool.QueryRow(ctx, "SELECT count(result) FROM actions WHERE tenant_id = $1", f.tenant).Scan(&n); err != nil || n != 3 {
+		t.Errorf("someone else's old actions with a body: %d (%v), want 3", n, err)
+	}
+	var backlog int
+	if err := b.pool.QueryRow(ctx, "SELECT count(*) FROM actions WHERE tenant_id <> $1", f.tenant).Scan(&backlog); err != nil || backlog != 0 {
+		t.Errorf("%d actions left of the backlog (%v), want none", backlog, err)
 	}
 }
 

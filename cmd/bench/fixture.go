@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -102,12 +103,38 @@ func (b *bench) slotsPerRun() int {
 // preload inserts n completed booking actions for tenant with fast SQL, in
 // chunks, shaped like the ones the API stores: UUIDv7-like ids in time
 // order, random keys, a fingerprint, the normalised request and a replayable
-// body of the usual size.
+// body of the usual size. The newest completed now, the others a second
+// apart, or closer when n a second apart would reach back further than
+// preloadSpan: every one stays younger than the response retention, so that
+// the prune scenario's prune takes none of them.
 func (b *bench) preload(ctx context.Context, tenant uuid.UUID, tag string, n int) error {
+	step := time.Second
+	if n > 0 {
+		step = min(step, preloadSpan/time.Duration(n))
+	}
+	return b.preloadAged(ctx, tenant, tag, n, aged{step: step, bodies: true})
+}
+
+// preloadSpan is how far back preload's actions reach at most.
+const preloadSpan = 12 * time.Hour
+
+// aged places preloaded actions in time: the newest completed newest ago,
+// each of the others step before the next; bodies says whether they keep
+// their normalised request and replayable body, which a prune clears a
+// response retention after completion.
+type aged struct {
+	newest, step time.Duration
+	bodies       bool
+}
+
+// preloadAged inserts n completed booking actions for tenant as preload
+// does, placed in time by a.
+func (b *bench) preloadAged(ctx context.Context, tenant uuid.UUID, tag string, n int, a aged) error {
 	const chunk = 100_000
 	for lo := 1; lo <= n; lo += chunk {
 		hi := min(lo+chunk-1, n)
-		if _, err := b.pool.Exec(ctx, preloadActions, tenant, tag, n, lo, hi); err != nil {
+		if _, err := b.pool.Exec(ctx, preloadActions, tenant, tag, n, lo, hi,
+			a.newest.Microseconds(), a.step.Microseconds(), a.bodies); err != nil {
 			return fmt.Errorf("preload actions %d-%d: %w", lo, hi, err)
 		}
 		if n > chunk {
@@ -183,22 +210,27 @@ RETURNING id`
         substr(md5(random()::text), 1, 3) || '8' || substr(md5(random()::text), 1, 15))::uuid`
 
 	// $1 tenant, $2 tag (makes keys unique per preload), $3 total, $4-$5 the
-	// chunk. Ids are UUIDv7-shaped (48-bit millisecond time, version 7,
-	// variant 8) so the primary key grows the way the API's ids make it grow.
+	// chunk, $6 the newest's age and $7 the step between two in
+	// microseconds, $8 whether they keep their request and body (a pruned
+	// body leaves '{}' and NULL, as PruneResponses does). Ids are
+	// UUIDv7-shaped (48-bit millisecond time, version 7, variant 8) so the
+	// primary key grows the way the API's ids make it grow.
 	preloadActions = `
 WITH g AS (
-    SELECT i, now() - ($3::int - i) * interval '1 second' AS ts, md5($2 || ':' || i) AS h
+    SELECT i, now() - ($6::bigint + ($3::int - i) * $7::bigint) * interval '1 microsecond' AS ts,
+           md5($2 || ':' || i) AS h
     FROM generate_series($4::int, $5::int) AS i
 )
 INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state, outcome,
                      http_status, resource_id, result, created_at, updated_at, completed_at)
 SELECT (lpad(to_hex((extract(epoch FROM ts) * 1000)::bigint), 12, '0') || '7' || substr(h, 1, 3) || '8' || substr(h, 4, 15))::uuid,
        $1, md5(h || 'k')::uuid::text, 'appointment.book', encode(sha256(convert_to(h, 'UTF8')), 'hex'),
-       jsonb_build_object('customer_id', md5(h || 'c')::uuid, 'service', '', 'slot_id', md5(h || 's')::uuid),
+       CASE WHEN $8::boolean THEN jsonb_build_object('customer_id', md5(h || 'c')::uuid, 'service', '', 'slot_id', md5(h || 's')::uuid)
+            ELSE '{}'::jsonb END,
        'completed', 'confirmed', 201, md5(h || 'a')::uuid::text,
-       convert_to(json_build_object('id', md5(h || 'a')::uuid, 'customer_id', md5(h || 'c')::uuid,
+       CASE WHEN $8::boolean THEN convert_to(json_build_object('id', md5(h || 'a')::uuid, 'customer_id', md5(h || 'c')::uuid,
            'slot_id', md5(h || 's')::uuid, 'service', '', 'status', 'active',
-           'starts_at', ts + interval '7 days', 'ends_at', ts + interval '7 days 30 minutes')::text, 'UTF8'),
+           'starts_at', ts + interval '7 days', 'ends_at', ts + interval '7 days 30 minutes')::text, 'UTF8') END,
        ts, ts, ts
 FROM g`
 

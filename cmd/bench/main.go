@@ -13,19 +13,24 @@
 //
 // Scenarios, in the order they run in each round:
 //
-//	ceiling     the one statement of a first booking (claim, booking, completion), no HTTP
-//	ceiling_tx  claim, booking, completion one at a time in one transaction, no HTTP
-//	select      the read of an action by key that a replay needs, no HTTP
 //	floor       the bare request answered from memory: HTTP on the same stack, no database
+//	ceiling     the one statement of a first booking (claim, booking, completion), no HTTP
+//	first       REST bookings with fresh Idempotency-Keys
+//	statement   ceiling's statement under the key on bare's stack, over HTTP
 //	bare_sql    bare's statement (the booking's INSERT), no HTTP
 //	bare        an HTTP handler on the same stack doing only the booking write
-//	first       REST bookings with fresh Idempotency-Keys
+//	prune       first while a prune deletes --prune-backlog actions past the
+//	            action retention and clears as many bodies past the response
+//	            retention (prune.go)
+//	select      the read of an action by key that a replay needs, no HTTP
 //	replay      the requests of first again
 //	peer        bookings with fresh keys through idempotency written by hand, on bare's stack
 //	peer_replay the requests of peer again
+//	ceiling_tx  claim, booking, completion one at a time in one transaction, no HTTP
 //	storm       every key sent by 8 clients at once
 //	dasha       Dasha tool webhooks with fresh call ids
 //	grown       first again after --preload actions are in the table
+//	overload    first's request arriving at twice the rate served (overload.go)
 //
 // After each run it counts the effects in the database (appointments against
 // first executions, actions per key, appointments per action and per slot)
@@ -52,9 +57,11 @@ import (
 // of, next to each other (floor, ceiling and first; statement right after
 // first; bare_sql and bare after them; select before replay; peer before
 // peer_replay), because the machine's speed drifts between runs made
-// minutes apart. grown comes last but for overload, which leaves the most
-// behind it.
-var scenarioOrder = []string{"floor", "ceiling", "first", "statement", "bare_sql", "bare", "select", "replay", "peer", "peer_replay", "ceiling_tx", "storm", "dasha", "grown", "overload"}
+// minutes apart. prune comes right after the runs first's bound is made of,
+// a few seconds after first, whose p99 its own is held against within the
+// round. grown comes last but for overload, which leaves the most behind
+// it.
+var scenarioOrder = []string{"floor", "ceiling", "first", "statement", "bare_sql", "bare", "prune", "select", "replay", "peer", "peer_replay", "ceiling_tx", "storm", "dasha", "grown", "overload"}
 
 // config is the command line.
 type config struct {
@@ -76,6 +83,9 @@ type config struct {
 	// oncecallBin, when set, is the oncecall binary serverProcess runs
 	// instead of building one.
 	oncecallBin string
+	// pruneBacklog is how many actions past the action retention, and how
+	// many bodies past the response retention, prune's prune finds.
+	pruneBacklog int
 }
 
 // How the bench runs oncecall.
@@ -134,6 +144,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 5, "how many rounds run, each running every scenario once at each concurrency; the report gives medians")
 	conc := fs.String("concurrency", "8,32", "comma-separated numbers of concurrent clients")
 	fs.IntVar(&cfg.preload, "preload", 1_000_000, "actions inserted before the grown scenario")
+	fs.IntVar(&cfg.pruneBacklog, "prune-backlog", defaultPruneBacklog, "actions past the action retention, and as many bodies past the response retention, inserted before each prune run for its prune to take; the default is what one 10-minute --prune-interval of serve finds at 10 million actions a day")
 	fs.StringVar(&cfg.databaseURL, "database-url", "", "PostgreSQL to use (default: a private embedded one in a temporary folder, removed after)")
 	fs.StringVar(&cfg.url, "url", "", "base URL of a running oncecall (default: one in this process); needs --database-url naming its database")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
@@ -156,6 +167,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.preload < 0 {
 		return config{}, errors.New("--preload must not be negative")
+	}
+	if cfg.pruneBacklog < 1 {
+		return config{}, errors.New("--prune-backlog must be positive")
 	}
 	if cfg.server != serverProcess && cfg.server != serverInProcess {
 		return config{}, fmt.Errorf("--server: %q is neither %s nor %s", cfg.server, serverProcess, serverInProcess)

@@ -31,9 +31,12 @@ const serveStartTimeout = 5 * time.Minute
 // limits (the rate limits off and the tenant's share of the pool the whole
 // pool, so that the server's admission control, --db-wait, is its only
 // gate: the benchmark is one tenant sending as fast as it can, and the
-// SQL-only scenarios get the whole pool too), JSON logs at info level
-// (written to a pipe that the bench drains, keeping the last lines for
-// errors).
+// SQL-only scenarios get the whole pool too) and its periodic prune (off,
+// as in the bench's in-process server: pruning at the server's own clock
+// would delete or empty the preloaded actions older than the retentions
+// during whichever run it fell in, and the prune scenario measures a
+// prune it runs itself), JSON logs at info level (written to a pipe that
+// the bench drains, keeping the last lines for errors).
 func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	bin := b.cfg.oncecallBin
 	if bin == "" {
@@ -51,7 +54,7 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ONCECALL_ADDR="+addr, "ONCECALL_RATE_LIMIT=0", "ONCECALL_DASHA_RATE_LIMIT=0",
 		"ONCECALL_TENANT_DB_REQUESTS="+strconv.Itoa(int(app.DefaultMaxConns())),
-		"ONCECALL_REQUIRE_DATABASE_URL=1", "LOG_LEVEL=info")
+		"ONCECALL_PRUNE_INTERVAL=0", "ONCECALL_REQUIRE_DATABASE_URL=1", "LOG_LEVEL=info")
 	if b.cfg.answerBytes >= 0 {
 		cmd.Env = append(cmd.Env, "ONCECALL_ANSWER_CACHE_BYTES="+strconv.Itoa(b.cfg.answerBytes))
 	}

@@ -18,34 +18,63 @@ import (
 // concurrency, and the target it should meet (0: reported, no target).
 // bound, when set, is the highest value the ratio can have on this machine
 // by the runs' own figures (see bounds), and shareTarget the share of that
-// bound (ratio / bound) it should reach (0: none).
+// bound (ratio / bound) it should reach (0: none). A p99 ratio is of the
+// p99s instead, where lower is better: its target is the most it may be.
 type ratio struct {
 	name, num, den string
 	target         float64
 	bound          func(rps func(string) float64) float64
 	shareTarget    float64
+	p99            bool
+}
+
+// label is the ratio's name as the report prints it.
+func (r ratio) label() string {
+	if r.p99 {
+		return r.name + " p99"
+	}
+	return r.name
+}
+
+// met says whether v meets the ratio's target.
+func (r ratio) met(v float64) bool {
+	if r.p99 {
+		return v <= r.target
+	}
+	return v >= r.target
+}
+
+// targetText is the ratio's target as the report prints it.
+func (r ratio) targetText() string {
+	if r.p99 {
+		return fmt.Sprintf("<= %.2f", r.target)
+	}
+	return fmt.Sprintf(">= %.2f", r.target)
 }
 
 var ratios = []ratio{
-	{"first/ceiling", "first", "ceiling", 0.8, firstCeilingBound, 0.95},
-	{"first/bare", "first", "bare", 0.9, firstBareBound, 0.95},
-	{"replay/select", "replay", "select", 0.6, replaySelectBound, 0.8},
-	{"grown/first", "grown", "first", 0.9, nil, 0},
-	{"first/ceiling_tx", "first", "ceiling_tx", 0, nil, 0},
+	{name: "first/ceiling", num: "first", den: "ceiling", target: 0.8, bound: firstCeilingBound, shareTarget: 0.95},
+	{name: "first/bare", num: "first", den: "bare", target: 0.9, bound: firstBareBound, shareTarget: 0.95},
+	{name: "replay/select", num: "replay", den: "select", target: 0.6, bound: replaySelectBound, shareTarget: 0.8},
+	{name: "grown/first", num: "grown", den: "first", target: 0.9},
+	{name: "first/ceiling_tx", num: "first", den: "ceiling_tx"},
 	// statement is first's statement on bare's stack with none of
 	// oncecall's own code around it: first/statement is what that code
 	// costs a first execution, measured rather than built from a bound, and
 	// statement's share of first's bound says how much of the bound such a
 	// server reaches on this machine.
-	{"first/statement", "first", "statement", 0, nil, 0},
-	{"statement/ceiling", "statement", "ceiling", 0, firstCeilingBound, 0},
+	{name: "first/statement", num: "first", den: "statement"},
+	{name: "statement/ceiling", num: "statement", den: "ceiling", bound: firstCeilingBound},
 	// The baseline against a bound built on floor, as first's bound on
 	// floor is: the share of it that a server doing one statement per
 	// request and nothing else reaches on this machine.
-	{"bare/bare_sql", "bare", "bare_sql", 0, bareSQLBound, 0},
+	{name: "bare/bare_sql", num: "bare", den: "bare_sql", bound: bareSQLBound},
 	// The peer: idempotency keys done by hand on bare's stack (peer.go).
-	{"first/peer", "first", "peer", 1.5, firstPeerBound, 0},
-	{"replay/peer_replay", "replay", "peer_replay", 2, replayPeerBound, 0},
+	{name: "first/peer", num: "first", den: "peer", target: 1.5, bound: firstPeerBound},
+	{name: "replay/peer_replay", num: "replay", den: "peer_replay", target: 2, bound: replayPeerBound},
+	// A first execution's p99 while a prune runs over its p99 without
+	// one (prune.go).
+	{name: "prune/first", num: "prune", den: "first", target: pruneP99Target, p99: true},
 }
 
 // The bounds take a saturated machine, where what requests cost in CPU
@@ -184,6 +213,15 @@ func (b *bench) rpsIn(c, round int) func(name string) float64 {
 	}
 }
 
+// p99In is a scenario's p99 in milliseconds at concurrency c in a round
+// (0: it did not run).
+func (b *bench) p99In(c, round int) func(name string) float64 {
+	return func(name string) float64 {
+		res, _ := b.find(name, c, round)
+		return ms(res.p99)
+	}
+}
+
 // ratioFigures is one ratio at one concurrency: its value, its bound and
 // its share of the bound (value / bound) in each round that had the runs
 // they need, and the median of each (0: not known).
@@ -202,8 +240,12 @@ func (b *bench) ratioValues() map[string]map[int]*ratioFigures {
 			f := &ratioFigures{}
 			for round := 1; round <= b.cfg.rounds; round++ {
 				rps := b.rpsIn(c, round)
+				of := rps
+				if r.p99 {
+					of = b.p99In(c, round)
+				}
 				v := 0.0
-				if num, den := rps(r.num), rps(r.den); num > 0 && den > 0 {
+				if num, den := of(r.num), of(r.den); num > 0 && den > 0 {
 					v = round3(num / den)
 					f.values = append(f.values, v)
 				}
@@ -295,6 +337,7 @@ func (b *bench) report() error {
 	fmt.Fprintln(b.stdout, "allocs/req, alloc KB/req: the heap allocations oncecall made per request it answered (its /metrics: Go's own counters, steady whatever the machine's speed)")
 	b.reportCPU(sums)
 	b.reportOverload(sums)
+	b.reportPrune(sums, b.ratioValues())
 	for _, r := range b.results {
 		if r.note != "" {
 			fmt.Fprintf(b.stdout, "note: %s at %d clients in round %d: %s\n", r.name, r.concurrency, r.round, r.note)
@@ -324,20 +367,20 @@ func (b *bench) report() error {
 		return "\t-"
 	}
 	for _, r := range ratios {
-		fmt.Fprint(tw, r.name)
+		fmt.Fprint(tw, r.label())
 		for _, c := range b.cfg.concurrency {
 			v := figures[r.name][c].value
 			switch {
 			case v == 0:
 				fmt.Fprint(tw, "\t-")
 			case r.target > 0:
-				fmt.Fprintf(tw, "\t%.3f %s", v, verdict(v >= r.target))
+				fmt.Fprintf(tw, "\t%.3f %s", v, verdict(r.met(v)))
 			default:
 				fmt.Fprintf(tw, "\t%.3f", v)
 			}
 		}
 		if r.target > 0 {
-			fmt.Fprintf(tw, "\t>= %.2f", r.target)
+			fmt.Fprint(tw, "\t"+r.targetText())
 		} else {
 			fmt.Fprint(tw, "\t")
 		}
@@ -430,13 +473,16 @@ func (b *bench) report() error {
 				RPS: round(r.rps, 1), P50: ms(r.p50), P99: ms(r.p99), Errors: r.errors, Skipped: r.skipped,
 				Note: r.note, WALKBPerRequest: walKB(r.walBytes, r.walOK), CPUIdle: share(r.idle, r.idleOK),
 				CPUSteal: share(r.steal, r.idleOK), CPU: cpuJSON(r.cpu), Allocs: allocsJSON(r.allocs, r.allocBytes, r.allocOK),
-				Overload: r.over,
+				Overload: r.over, Prune: r.prune,
 			})
 			if r.note != "" && !slices.Contains(notes, r.note) {
 				notes = append(notes, r.note)
 			}
 		}
 		js.Note = strings.Join(notes, "; ")
+		if s.name == "prune" {
+			js.Prune = pruneMedians(s)
+		}
 		out.Scenarios = append(out.Scenarios, js)
 		if s.name == "replay" && !s.skipped {
 			out.ReplayP99.Clients[strconv.Itoa(s.concurrency)] = ms(s.p99)
@@ -447,6 +493,9 @@ func (b *bench) report() error {
 	}
 	for _, r := range ratios {
 		jr := jsonRatio{Target: r.target, ShareTarget: r.shareTarget, Clients: map[string]float64{}, Rounds: map[string][]float64{}}
+		if r.p99 {
+			jr.Of = "p99"
+		}
 		for c, f := range figures[r.name] {
 			if f.value == 0 {
 				continue
@@ -539,6 +588,10 @@ type jsonReport struct {
 
 type jsonRatio struct {
 	Target float64 `json:"target,omitempty"`
+	// Of is "p99" for a ratio of p99s, where lower is better and Target is
+	// the most it may be; absent for a ratio of req/s, where Target is the
+	// least.
+	Of string `json:"of,omitempty"`
 	// Clients maps the number of clients to the ratio: the median of the
 	// ratios computed within each round.
 	Clients map[string]float64 `json:"clients"`
@@ -628,6 +681,9 @@ type jsonRound struct {
 	Allocs *jsonAllocs `json:"oncecall_allocs_per_request,omitempty"`
 	// Overload is an overload run's own figures (a round's only).
 	Overload *overloadFigures `json:"overload,omitempty"`
+	// Prune is a prune run's own figures (a round's, or the median of the
+	// rounds').
+	Prune *pruneFigures `json:"prune,omitempty"`
 }
 
 // jsonAllocs is oncecall's heap allocations per request: objects and bytes.
