@@ -65,8 +65,9 @@ type bench struct {
 	// replay and peer_replay send again.
 	firsts, peerFirsts []sentBooking
 	// alongside, when set, runs beside the next measured run from the
-	// moment its window opens (after the warm-up); load clears it and
-	// waits for it to return before it returns (prune.go).
+	// moment its window opens (after the warm-up) until the window ends,
+	// when its context is cancelled; load clears it and waits for it to
+	// return before it returns (prune.go).
 	alongside func(ctx context.Context)
 	// round is the round running, from 1.
 	round      int
@@ -356,11 +357,13 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 	var from int64
 	var fromErr error
 	read, alongDone := make(chan struct{}), make(chan struct{})
+	alongCtx, windowEnded := context.WithCancel(ctx)
+	defer windowEnded()
 	timer := time.AfterFunc(b.warmup, func() {
 		from, fromErr = b.walPosition(ctx)
 		close(read)
 		if along != nil {
-			along(ctx)
+			along(alongCtx)
 		}
 		close(alongDone)
 	})
@@ -372,6 +375,7 @@ func (b *bench) load(ctx context.Context, name string, c, workers int, op func(w
 		}
 	}()
 	st, err := load(ctx, workers, b.warmup, b.cfg.duration, b.profilePath(name, c), b.parts, op)
+	windowEnded()
 	if err != nil {
 		return st, err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -27,16 +28,18 @@ import (
 //
 // The run books as first does (fresh keys, fresh slots, the same effect
 // count after it) on another tenant, while a prune.Pruner with its
-// defaults (those of serve: 24 h, 720 h, batches of 1000) runs once, on the
-// bench's store, from the moment the measured window opens until it has
-// taken the whole backlog, the window's end or not. The run's p99 is the
+// defaults (those of serve: 24 h, 720 h, batches of 1000, a tenth of its
+// time in statements) runs on the bench's store from the moment the
+// measured window opens until it ends: the prune is stopped there, as the
+// backlog takes it longer than a window at its duty. The run's p99 is the
 // window's; prune/first p99 holds it against first's at the same
-// concurrency in the same round. After it, the pruner's counts must be the
-// backlog's, what is left of the backlog is reported, and every action
-// outside the backlog must still be there with its body: a prune that
-// took anything else fails the bench. What remains of the backlog (the
-// compact actions whose bodies were cleared) is then deleted, so that the
-// runs after it find the table as first leaves it.
+// concurrency in the same round. Keeping up is the prune's rate (rows
+// deleted and cleared over the time it ran) against the backlog's rows
+// over serve's interval. After it, the pruner's counts must be at most the
+// backlog's, and every action outside the backlog must still be there with
+// its body: a prune that took anything else fails the bench. What remains
+// of the backlog is then deleted, so that the runs after it find the table
+// as first leaves it.
 //
 // The pruner runs in the bench process on the bench's pool: in serve it
 // holds one of the server's connections while it runs.
@@ -74,8 +77,11 @@ type pruneFigures struct {
 	// still due after the prune.
 	ActionsLeft int64 `json:"actions_left"`
 	BodiesLeft  int64 `json:"bodies_left"`
-	// Seconds is how long the prune took, from the window's opening.
-	Seconds float64 `json:"seconds"`
+	// Seconds is how long the prune ran, from the window's opening to
+	// its end or the window's; BusyShare the share of it spent in
+	// statements (prune.Config.Duty).
+	Seconds   float64 `json:"seconds"`
+	BusyShare float64 `json:"busy_share"`
 	// RowsPerSecond is the rows pruned (actions deleted and bodies
 	// cleared) a second; NeededRowsPerSecond is the backlog's rows over
 	// pruneInterval, the rate that keeps up.
@@ -87,9 +93,9 @@ type pruneFigures struct {
 }
 
 func (p *pruneFigures) line() string {
-	return fmt.Sprintf("backlog %d actions and %d bodies: %d actions deleted, %d bodies cleared (%d batches) in %.2f s, "+
+	return fmt.Sprintf("backlog %d actions and %d bodies: %d actions deleted, %d bodies cleared (%d batches) in %.2f s (%.0f%% in statements), "+
 		"%.0f rows/s against %.0f to keep up, during %.0f%% of the window; left %d actions, %d bodies",
-		p.Backlog, p.Backlog, p.ActionsDeleted, p.BodiesCleared, p.Batches, p.Seconds,
+		p.Backlog, p.Backlog, p.ActionsDeleted, p.BodiesCleared, p.Batches, p.Seconds, 100*p.BusyShare,
 		p.RowsPerSecond, p.NeededRowsPerSecond, 100*p.WindowShare, p.ActionsLeft, p.BodiesLeft)
 }
 
@@ -164,7 +170,9 @@ func (b *bench) runPrune(ctx context.Context, c int) (result, error) {
 	if !ran {
 		return result{}, fmt.Errorf("the prune did not start")
 	}
-	if runErr != nil {
+	// The window's end stops the prune (its context); anything else
+	// stopping it is an error.
+	if runErr != nil && !(errors.Is(runErr, context.Canceled) && ctx.Err() == nil) {
 		return result{}, fmt.Errorf("the prune during the load: %w", runErr)
 	}
 
@@ -175,6 +183,7 @@ func (b *bench) runPrune(ctx context.Context, c int) (result, error) {
 	}
 	if d := stopped.Sub(windowFrom).Seconds(); d > 0 {
 		p.RowsPerSecond = round(float64(counts.Actions+counts.Responses)/d, 1)
+		p.BusyShare = round(counts.Busy.Seconds()/d, 3)
 	}
 	if r.elapsed > 0 {
 		p.WindowShare = round(min(stopped.Sub(windowFrom).Seconds()/r.elapsed.Seconds(), 1), 3)
@@ -217,11 +226,8 @@ func (b *bench) runPrune(ctx context.Context, c int) (result, error) {
 	if r.note != "" {
 		notes = append(notes, r.note)
 	}
-	if left.old > 0 || left.bodies > 0 {
-		notes = append(notes, fmt.Sprintf("%d actions and %d bodies of the backlog left after the prune", left.old, left.bodies))
-	}
-	if taken := counts.Actions + counts.Responses; taken < int64(2*n) && left.old == 0 && left.bodies == 0 {
-		notes = append(notes, fmt.Sprintf("the prune took %d of the backlog's %d rows, someone else the rest", taken, 2*n))
+	if taken, gone := counts.Actions+counts.Responses, int64(2*n)-left.old-left.bodies; taken < gone {
+		notes = append(notes, fmt.Sprintf("the prune took %d of the backlog's rows, someone else %d more", taken, gone-taken))
 	}
 	r.note = strings.Join(notes, "; ")
 	b.logf("  prune at %d clients: %s", c, p.line())
@@ -289,6 +295,7 @@ func pruneMedians(s summary) *pruneFigures {
 		RowsPerSecond:       round(med(func(f pruneFigures) float64 { return f.RowsPerSecond }), 1),
 		NeededRowsPerSecond: round(med(func(f pruneFigures) float64 { return f.NeededRowsPerSecond }), 1),
 		WindowShare:         round(med(func(f pruneFigures) float64 { return f.WindowShare }), 3),
+		BusyShare:           round(med(func(f pruneFigures) float64 { return f.BusyShare }), 3),
 	}
 }
 
@@ -311,10 +318,11 @@ func (b *bench) reportPrune(sums []summary, figures map[string]map[int]*ratioFig
 	}
 	fmt.Fprintln(b.stdout)
 	fmt.Fprintf(b.stdout, "prune: first's bookings while one prune takes a backlog of actions past the action retention (deleted) and as many bodies past the response retention (cleared), the median of the rounds';\n")
-	fmt.Fprintf(b.stdout, "rows/s: both kinds a second, from the window's opening to the prune's end; needed: the backlog within serve's %.0f-minute --prune-interval; window %%: the share of the measured window the prune ran in;\n", pruneInterval.Minutes())
+	fmt.Fprintf(b.stdout, "the prune runs with serve's defaults (a tenth of its time in statements: busy %%) from the window's opening to its end or the prune's; rows/s: both kinds a second while it ran;\n")
+	fmt.Fprintf(b.stdout, "needed: the backlog within serve's %.0f-minute --prune-interval; window %%: the share of the measured window the prune ran in;\n", pruneInterval.Minutes())
 	fmt.Fprintf(b.stdout, "prune/first p99: computed within each round, then the median (target <= %.2f)\n", pruneP99Target)
 	tw := tabwriter.NewWriter(b.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "clients\tbacklog each\tactions deleted\tbodies cleared\tleft\tbatches\tprune s\trows/s\tneeded rows/s\twindow %\tfirst p99 ms\tprune p99 ms\tprune/first p99\t")
+	fmt.Fprintln(tw, "clients\tbacklog each\tactions deleted\tbodies cleared\tleft\tbatches\tprune s\tbusy %\trows/s\tneeded rows/s\twindow %\tfirst p99 ms\tprune p99 ms\tprune/first p99\t")
 	for _, s := range rows {
 		p := pruneMedians(s)
 		if p == nil {
@@ -328,8 +336,8 @@ func (b *bench) reportPrune(sums []summary, figures map[string]map[int]*ratioFig
 		if f := figures["prune/first"][s.concurrency]; f != nil && f.value > 0 {
 			ratio = fmt.Sprintf("%.3f %s", f.value, verdict(f.value <= pruneP99Target))
 		}
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.0f %s\t%.0f\t%.0f\t%s\t%.2f\t%s\t\n", s.concurrency,
-			p.Backlog, p.ActionsDeleted, p.BodiesCleared, p.ActionsLeft+p.BodiesLeft, p.Batches, p.Seconds,
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.0f\t%.0f %s\t%.0f\t%.0f\t%s\t%.2f\t%s\t\n", s.concurrency,
+			p.Backlog, p.ActionsDeleted, p.BodiesCleared, p.ActionsLeft+p.BodiesLeft, p.Batches, p.Seconds, 100*p.BusyShare,
 			p.RowsPerSecond, verdict(p.RowsPerSecond >= p.NeededRowsPerSecond), p.NeededRowsPerSecond,
 			100*p.WindowShare, first, ms(s.p99), ratio)
 	}

@@ -83,6 +83,7 @@ func (e *envDefaults) bool(name string, def bool) bool {
 type retention struct {
 	response, action time.Duration
 	batch            int
+	duty             float64
 }
 
 func (r *retention) check() error {
@@ -91,6 +92,9 @@ func (r *retention) check() error {
 	}
 	if r.batch < 1 || r.batch > 100000 {
 		return errors.New("--prune-batch must be between 1 and 100000")
+	}
+	if !(r.duty > 0 && r.duty <= 1) {
+		return errors.New("--prune-duty must be more than 0 and at most 1")
 	}
 	return nil
 }

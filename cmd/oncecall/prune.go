@@ -18,6 +18,7 @@ func retentionFlags(fs *flag.FlagSet, envs *envDefaults) *retention {
 	fs.DurationVar(&r.response, "response-retention", envs.duration("RESPONSE_RETENTION", 24*time.Hour), "how long a completed action keeps its replayable body (env RESPONSE_RETENTION)")
 	fs.DurationVar(&r.action, "action-retention", envs.duration("ACTION_RETENTION", 720*time.Hour), "how long a completed action is kept; after it, its key is free again (env ACTION_RETENTION)")
 	fs.IntVar(&r.batch, "prune-batch", envs.int("ONCECALL_PRUNE_BATCH", 1000), "rows per pruning statement (env ONCECALL_PRUNE_BATCH)")
+	fs.Float64Var(&r.duty, "prune-duty", envs.float("ONCECALL_PRUNE_DUTY", prune.DefaultDuty), "share of a prune's time spent in statements, resting between batches for the rest; 1 prunes batch after batch (env ONCECALL_PRUNE_DUTY)")
 	return r
 }
 
@@ -61,7 +62,7 @@ func pruneCluster(ctx context.Context, url, migrateURL string, dryRun bool, keep
 	defer pool.Close()
 	store := db.New(pool)
 	p := prune.New(store, prune.Config{
-		ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch,
+		ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch, Duty: keep.duty,
 	})
 	// Retention is measured by the database's clock.
 	now, err := store.Now(ctx)

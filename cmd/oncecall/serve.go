@@ -146,7 +146,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ReadHeaderTimeout: *readHeader, ReadTimeout: *read, WriteTimeout: *write, IdleTimeout: *idle,
 		RateLimit: *rateLimit, RateBurst: *rateBurst, MetricsToken: *metricsToken,
 		DashaRateLimit: *dashaRate, DashaRateBurst: *dashaBurst,
-		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch},
+		Prune:         prune.Config{ResponseRetention: keep.response, ActionRetention: keep.action, BatchSize: keep.batch, Duty: keep.duty},
 		PruneInterval: *pruneEvery,
 		Core:          idem.Config{Lease: *lease, AnswerBytes: *answerBytes, AnswerAge: *answerAge},
 		Providers:     providers, Simulate: simulate, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,

@@ -156,7 +156,7 @@ func TestPrunes100kActionsInBatches(t *testing.T) {
 	var mu sync.Mutex
 	reported := map[string]int64{}
 	largest := int64(0)
-	p := prune.New(e.store, prune.Config{BatchSize: batch, Pruned: func(kind string, k int64) {
+	p := prune.New(e.store, prune.Config{BatchSize: batch, Duty: 1, Pruned: func(kind string, k int64) {
 		mu.Lock()
 		defer mu.Unlock()
 		reported[kind] += k
@@ -190,7 +190,59 @@ func TestPrunes100kActionsInBatches(t *testing.T) {
 	if left != 2500 || bodies != 0 {
 		t.Fatalf("after prune: %d actions, %d bodies; want 2500 and 0", left, bodies)
 	}
+	if got.Rested != 0 {
+		t.Fatalf("rested %v at a duty of 1", got.Rested)
+	}
 	t.Logf("pruned %d actions and %d bodies in %d statements", got.Actions, got.Responses, got.Batches)
+}
+
+// A pruner at a duty of a quarter rests three times as long as each full
+// batch took before the next, and a rest ends with the run's context.
+func TestRestsBetweenBatches(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	const batches, batch = 20, 200
+	_, err := e.pool.Exec(t.Context(), `
+		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
+		                     outcome, http_status, result, created_at, completed_at)
+		SELECT gen_random_uuid(), $1, 'old-' || i, 'appointment.book', 'fp', '{}', 'completed',
+		       'confirmed', 201, '{"id":"x"}', $2, $2
+		FROM generate_series(1, $3::int) AS i`, e.tenant, base.AddDate(0, -2, 0), batches*batch)
+	if err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	p := prune.New(e.store, prune.Config{BatchSize: batch, Duty: 0.25})
+	began := time.Now()
+	got, err := p.Run(t.Context(), base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(began)
+	if got.Actions != batches*batch {
+		t.Fatalf("pruned %+v, want %d actions", got, batches*batch)
+	}
+	// 20 full batches rest 3 times their time each; the two short ones
+	// (the last of actions, the only one of bodies) rest not at all.
+	if got.Rested < 2*got.Busy || elapsed < got.Busy+got.Rested {
+		t.Fatalf("busy %v, rested %v, elapsed %v: want rests of about 3 times the statements' time", got.Busy, got.Rested, elapsed)
+	}
+
+	// A run cancelled while it rests returns at once with the context's error.
+	_, err = e.pool.Exec(t.Context(), `
+		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
+		                     outcome, http_status, result, created_at, completed_at)
+		SELECT gen_random_uuid(), $1, 'again-' || i, 'appointment.book', 'fp', '{}', 'completed',
+		       'confirmed', 201, '{"id":"x"}', $2, $2
+		FROM generate_series(1, $3::int) AS i`, e.tenant, base.AddDate(0, -2, 0), 2*batch)
+	if err != nil {
+		t.Fatalf("insert: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	slow := prune.New(e.store, prune.Config{BatchSize: batch, Duty: 0.0001, Pruned: func(string, int64) { cancel() }})
+	got, err = slow.Run(ctx, base)
+	if !errors.Is(err, context.Canceled) || got.Actions != batch || got.Batches != 1 {
+		t.Fatalf("cancelled while resting: %+v, %v; want one batch and context.Canceled", got, err)
+	}
 }
 
 func TestSkipsLockedRowsWithoutWaiting(t *testing.T) {
