@@ -84,10 +84,10 @@ bench:
 bench-short:
 	go run ./cmd/bench --duration 2s --rounds 2 --preload 100000 $(BENCH_FLAGS)
 
-# first and grown on a database of 10 million preloaded actions (the preload
+# first, prune and grown on a database of 10 million preloaded actions (the preload
 # takes most of the time): docs/performance.md#a-large-database.
 bench-large:
-	go run ./cmd/bench --scenarios first,grown --rounds 3 --duration 2s --preload 10000000 $(BENCH_FLAGS)
+	go run ./cmd/bench --scenarios first,prune,grown --rounds 3 --duration 2s --preload 10000000 $(BENCH_FLAGS)
 
 # Each fuzz target for FUZZTIME; `go test` (make test) replays their seeds.
 FUZZTIME ?= 30s
@@ -150,7 +150,7 @@ help:
 	@echo 'make tools           regenerate the Dasha tool definitions in tools/'
 	@echo 'make bench           the load benchmark, a few minutes (BENCH_FLAGS adds flags)'
 	@echo 'make bench-short     a short load benchmark'
-	@echo 'make bench-large     first and grown at 10 million preloaded actions'
+	@echo 'make bench-large     first, prune and grown at 10 million preloaded actions'
 	@echo 'make fuzz            each fuzz target for FUZZTIME (default 30s)'
 	@echo 'make chaos           replicas, faults, kills and a database restart for DURATION, then the audit'
 	@echo 'make chaos-providers the chaos run with payments through Stripe, SMS through Twilio and bookings in Google Calendar, Microsoft 365 and Cal.com (simulated; DURATION)'

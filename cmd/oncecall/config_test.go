@@ -22,6 +22,10 @@ func TestServeRejectsBadDatabaseSettings(t *testing.T) {
 		{"--answer-cache-bytes", "-1"},
 		{"--answer-cache-age", "0s"},
 		{"--answer-cache-age", "2h", "--response-retention", "1h"},
+		{"--prune-duty", "0"},
+		{"--prune-duty", "1.5"},
+		{"--prune-duty", "NaN"},
+		{"--prune-batch", "0"},
 	} {
 		var out bytes.Buffer
 		err := run(t.Context(), append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...), &out, &out)
