@@ -219,7 +219,7 @@ WITH prior AS (
     UPDATE appointments a
     SET slot_id = s.id, updated_at = now()
     FROM slots s
-    WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> sqlc.arg(slot_id)::uuid)
+    WHERE a.tenant_id = sqlc.arg(tenant_id) AND a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> sqlc.arg(slot_id)::uuid)
       AND s.tenant_id = sqlc.arg(tenant_id) AND s.id = sqlc.arg(slot_id) AND s.starts_at > now()
       AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = sqlc.arg(tenant_id) AND o.slot_id = sqlc.arg(slot_id) AND o.status = 'active')
     RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at

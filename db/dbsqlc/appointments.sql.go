@@ -688,7 +688,7 @@ WITH prior AS (
     UPDATE appointments a
     SET slot_id = s.id, updated_at = now()
     FROM slots s
-    WHERE a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> $5::uuid)
+    WHERE a.tenant_id = $1 AND a.id IN (SELECT cur.id FROM cur WHERE cur.status = 'active' AND cur.slot_id <> $5::uuid)
       AND s.tenant_id = $1 AND s.id = $5 AND s.starts_at > now()
       AND NOT EXISTS (SELECT 1 FROM appointments o WHERE o.tenant_id = $1 AND o.slot_id = $5 AND o.status = 'active')
     RETURNING a.id, a.customer_id, a.slot_id, a.service, a.status, s.starts_at, s.ends_at
