@@ -200,9 +200,12 @@ func TestBenchPrune(t *testing.T) {
 		if p.Backlog != 2000 || p.ActionsDeleted <= 0 || p.ActionsDeleted+p.ActionsLeft != 2000 || p.BodiesCleared+p.BodiesLeft != 2000 {
 			t.Errorf("prune's counts: %+v, want some of the backlog of 2000 of each taken and the rest left", p)
 		}
+		// How much of the time the prune spent in statements depends on
+		// the machine (a first batch slower than the window is all busy);
+		// internal/prune's TestRestsBetweenBatches holds the duty itself.
 		if p.Seconds <= 0 || p.RowsPerSecond <= 0 || p.NeededRowsPerSecond != round(4000/600.0, 1) || p.WindowShare <= 0 || p.WindowShare > 1 ||
-			p.BusyShare <= 0 || p.BusyShare >= 0.6 {
-			t.Errorf("prune's figures: %+v (busy share: the default duty is a tenth)", p)
+			p.BusyShare <= 0 || p.BusyShare > 1 {
+			t.Errorf("prune's figures: %+v", p)
 		}
 	}
 	if r := rep.Ratios["prune/first"]; r.Of != "p99" || r.Target != 1.2 || r.Clients["2"] <= 0 {
