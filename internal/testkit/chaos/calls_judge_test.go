@@ -320,3 +320,27 @@ func TestCallWorldIsTheSeeds(t *testing.T) {
 		t.Errorf("300 calls have %d long call ids and %d paired calls", shapes["long"], pairs)
 	}
 }
+
+// Every call id a script gives a platform is one oncecall takes (at most
+// 200 printable ASCII characters), the long ones and those that spell
+// another platform's stored id ("vapi:" and the Vapi call's id) included:
+// a script that sends one oncecall refuses would count the refusal as a
+// call that never got its work done.
+func TestCallIDsAreValid(t *testing.T) {
+	t.Parallel()
+	prefixed := 0
+	for seed := range uint64(300) {
+		w := newCallWorld(seed, scriptOptions{Calls: 200, Tenants: 3, Start: t0})
+		for _, c := range w.Calls {
+			if c.Shape == "platform-prefixed" {
+				prefixed++
+			}
+			if len(c.CallID) > 200 || strings.IndexFunc(c.CallID, func(r rune) bool { return r < 0x20 || r > 0x7e }) >= 0 {
+				t.Fatalf("seed %d: call on %s with a call id oncecall refuses (%d characters, %s): %q", seed, c.Platform, len(c.CallID), c.Shape, c.CallID)
+			}
+		}
+	}
+	if prefixed == 0 {
+		t.Error("no platform-prefixed call id in 300 scripts")
+	}
+}

@@ -292,10 +292,12 @@ func (g *scriptGen) call() {
 		}
 		g.renumber(other)
 		other.CallID, other.Shape = g.callID(other.Platform)
-		if other.Platform == platDasha && c.Platform != platDasha && g.rare(0.3) {
-			// A Dasha call id that spells another platform's stored one.
+		// A Dasha call id that spells another platform's stored one, when
+		// it is one oncecall takes (a long id with its platform's prefix
+		// can be longer than that: no Dasha call can spell it).
+		if other.Platform == platDasha && c.Platform != platDasha && g.rare(0.3) && len(c.Platform)+1+len(c.CallID) <= maxCallID {
 			other.CallID, other.Shape = c.Platform+":"+c.CallID, "platform-prefixed"
-		} else if c.Platform == platDasha && other.Platform != platDasha && g.rare(0.3) {
+		} else if c.Platform == platDasha && other.Platform != platDasha && g.rare(0.3) && len(other.Platform)+1+len(other.CallID) <= maxCallID {
 			c.CallID, c.Shape = other.Platform+":"+other.CallID, "platform-prefixed"
 		}
 		c.Partner, other.Partner = other, c
@@ -483,12 +485,15 @@ func (g *scriptGen) intent(p *callPerson) *callPI {
 	return pi
 }
 
+// maxCallID is the longest call id oncecall takes.
+const maxCallID = 200
+
 // callID makes a platform's call id in one of the shapes seen: the
-// platform's usual one, or a long one (up to the 200 characters oncecall
-// takes).
+// platform's usual one, or a long one (up to the maxCallID characters
+// oncecall takes).
 func (g *scriptGen) callID(platform string) (id, shape string) {
 	if g.rare(0.02) {
-		n := 180 + g.rng.IntN(21)
+		n := maxCallID - 20 + g.rng.IntN(21)
 		return strings.Repeat("x", n-32) + hexOf(g.rng, 16), "long"
 	}
 	switch platform {
