@@ -309,13 +309,7 @@ func (b *bench) reportOverload(sums []summary) {
 				fig = append(fig, *r.over)
 			}
 		}
-		med := func(get func(overloadFigures) float64) float64 {
-			v := make([]float64, len(fig))
-			for i, f := range fig {
-				v[i] = get(f)
-			}
-			return median(v)
-		}
+		med := func(get func(overloadFigures) float64) float64 { return medianBy(fig, get) }
 		fmt.Fprintf(tw, "%d\t%.0f\t%.0f\t%.0f\t%.2f\t%.1f\t%.2f\t%.2f\t%.2f\t%.0f\t%.0f\t\n", s.concurrency,
 			med(func(f overloadFigures) float64 { return f.CapacityRPS }),
 			med(func(f overloadFigures) float64 { return f.OfferedRPS }),

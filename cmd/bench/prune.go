@@ -277,13 +277,7 @@ func pruneMedians(s summary) *pruneFigures {
 	if len(fig) == 0 {
 		return nil
 	}
-	med := func(get func(pruneFigures) float64) float64 {
-		v := make([]float64, len(fig))
-		for i, f := range fig {
-			v[i] = get(f)
-		}
-		return median(v)
-	}
+	med := func(get func(pruneFigures) float64) float64 { return medianBy(fig, get) }
 	return &pruneFigures{
 		Backlog:             int(med(func(f pruneFigures) float64 { return float64(f.Backlog) })),
 		ActionsDeleted:      int64(med(func(f pruneFigures) float64 { return float64(f.ActionsDeleted) })),

@@ -105,6 +105,15 @@ func (b *bench) summaries() []summary {
 
 // median is the middle value, or the mean of the two middle values; 0 for
 // none.
+// medianBy is the median of get over a run's figures, one per round.
+func medianBy[T any](figs []T, get func(T) float64) float64 {
+	v := make([]float64, len(figs))
+	for i, f := range figs {
+		v[i] = get(f)
+	}
+	return median(v)
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

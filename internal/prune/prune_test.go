@@ -60,6 +60,21 @@ func (e env) action(t *testing.T, key, state string, needsOperator bool, at time
 	return id
 }
 
+// completed inserts n completed actions with a body, keyed prefix-1 to
+// prefix-n, completed (and created) at at.
+func (e env) completed(t *testing.T, prefix string, n int, at time.Time) {
+	t.Helper()
+	_, err := e.pool.Exec(t.Context(), `
+		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
+		                     outcome, http_status, resource_id, result, created_at, completed_at)
+		SELECT gen_random_uuid(), $1, $2 || i, 'appointment.book', 'fp', '{}', 'completed',
+		       'confirmed', 201, 'r-' || i, '{"id":"x"}', $3, $3
+		FROM generate_series(1, $4::int) AS i`, e.tenant, prefix+"-", at, n)
+	if err != nil {
+		t.Fatalf("insert %d %s actions: %v", n, prefix, err)
+	}
+}
+
 // row reports whether the action exists and whether it still has its body;
 // the normalised request (customer data) must go with the body.
 func (e env) row(t *testing.T, id uuid.UUID) (exists, hasBody bool) {
@@ -133,25 +148,9 @@ func TestPrunes100kActionsInBatches(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	const n, batch = 100_000, 1000
-	_, err := e.pool.Exec(t.Context(), `
-		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
-		                     outcome, http_status, resource_id, result, created_at, completed_at)
-		SELECT gen_random_uuid(), $1, 'bulk-' || i, 'appointment.book', 'fp', '{}', 'completed',
-		       'confirmed', 201, 'r-' || i, '{"id":"x"}', $2, $2
-		FROM generate_series(1, $3::int) AS i`, e.tenant, base.AddDate(0, -2, 0), n)
-	if err != nil {
-		t.Fatalf("insert: %v", err)
-	}
+	e.completed(t, "bulk", n, base.AddDate(0, -2, 0))
 	// Younger than the action retention: only their bodies go.
-	_, err = e.pool.Exec(t.Context(), `
-		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
-		                     outcome, http_status, result, completed_at)
-		SELECT gen_random_uuid(), $1, 'recent-' || i, 'appointment.book', 'fp', '{}', 'completed',
-		       'confirmed', 201, '{"id":"x"}', $2
-		FROM generate_series(1, 2500) AS i`, e.tenant, base.AddDate(0, 0, -2))
-	if err != nil {
-		t.Fatalf("insert: %v", err)
-	}
+	e.completed(t, "recent", 2500, base.AddDate(0, 0, -2))
 
 	var mu sync.Mutex
 	reported := map[string]int64{}
@@ -202,15 +201,7 @@ func TestRestsBetweenBatches(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	const batches, batch = 20, 200
-	_, err := e.pool.Exec(t.Context(), `
-		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
-		                     outcome, http_status, result, created_at, completed_at)
-		SELECT gen_random_uuid(), $1, 'old-' || i, 'appointment.book', 'fp', '{}', 'completed',
-		       'confirmed', 201, '{"id":"x"}', $2, $2
-		FROM generate_series(1, $3::int) AS i`, e.tenant, base.AddDate(0, -2, 0), batches*batch)
-	if err != nil {
-		t.Fatalf("insert: %v", err)
-	}
+	e.completed(t, "old", batches*batch, base.AddDate(0, -2, 0))
 	p := prune.New(e.store, prune.Config{BatchSize: batch, Duty: 0.25})
 	began := time.Now()
 	got, err := p.Run(t.Context(), base)
@@ -228,15 +219,7 @@ func TestRestsBetweenBatches(t *testing.T) {
 	}
 
 	// A run cancelled while it rests returns at once with the context's error.
-	_, err = e.pool.Exec(t.Context(), `
-		INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, state,
-		                     outcome, http_status, result, created_at, completed_at)
-		SELECT gen_random_uuid(), $1, 'again-' || i, 'appointment.book', 'fp', '{}', 'completed',
-		       'confirmed', 201, '{"id":"x"}', $2, $2
-		FROM generate_series(1, $3::int) AS i`, e.tenant, base.AddDate(0, -2, 0), 2*batch)
-	if err != nil {
-		t.Fatalf("insert: %v", err)
-	}
+	e.completed(t, "again", 2*batch, base.AddDate(0, -2, 0))
 	ctx, cancel := context.WithCancel(t.Context())
 	slow := prune.New(e.store, prune.Config{BatchSize: batch, Duty: 0.0001, Pruned: func(string, int64) { cancel() }})
 	got, err = slow.Run(ctx, base)
