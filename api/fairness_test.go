@@ -28,19 +28,7 @@ func TestOneTenantCannotExhaustThePool(t *testing.T) {
 		c.MaxConns = poolSize
 		c.DBTimeouts.Lock = time.Minute
 	})
-	direct, err := pgxpool.New(t.Context(), e.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close()
-	count := func(query string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := directCount(t, e.DBURL)
 
 	a, aKey := e.Tenant("tenant-a")
 	b, bKey, err := e.Store.CreateTenant(t.Context(), "tenant-b", testOrg)
@@ -308,19 +296,7 @@ func TestPastThePoolRequestsAreRefusedAtOnce(t *testing.T) {
 		c.DBWait = wait
 		c.DBTimeouts.Lock, c.DBTimeouts.Statement = time.Minute, time.Minute
 	})
-	direct, err := pgxpool.New(t.Context(), e.DBURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer direct.Close()
-	count := func(query string, args ...any) int {
-		t.Helper()
-		var n int
-		if err := direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	count := directCount(t, e.DBURL)
 	a, aKey := e.Tenant("tenant-a")
 	b, bKey, err := e.Store.CreateTenant(t.Context(), "tenant-b", testOrg)
 	if err != nil {
@@ -401,5 +377,23 @@ func TestPastThePoolRequestsAreRefusedAtOnce(t *testing.T) {
 	}
 	if n := count("SELECT count(*) FROM actions WHERE tenant_id = $1", b.ID); n != 2 {
 		t.Errorf("tenant B: %d actions, want 2", n)
+	}
+}
+
+// directCount returns a count query on a pool of its own: the server's pool
+// is what these tests fill, and a count must not wait for a place in it.
+func directCount(t *testing.T, dbURL string) func(query string, args ...any) int {
+	direct, err := pgxpool.New(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(direct.Close)
+	return func(query string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := direct.QueryRow(t.Context(), query, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 }
