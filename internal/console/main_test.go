@@ -4,7 +4,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/oncecall/oncecall/internal/testkit/buildtest"
 	"github.com/oncecall/oncecall/internal/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(buildtest.Main(m, pgtest.Main)) }
