@@ -4,8 +4,11 @@ SQLC_VERSION := v1.31.1
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 OAPI_CODEGEN_VERSION := v2.8.2
 OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
-# The flags the Dockerfile builds with; CI builds the same way.
-BUILD_FLAGS := -trimpath -ldflags="-s -w"
+# The flags the Dockerfile builds with; CI builds the same way. COMMIT stamps the commit that
+# `oncecall --version` prints (a container build has no .git to read it from: docker build
+# --build-arg COMMIT=<the commit>).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_FLAGS := -trimpath -ldflags="-s -w -X main.commit=${COMMIT}"
 
 .PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short bench-large fuzz chaos chaos-providers chaos-failover chaos-calls screenshots
 

@@ -17,6 +17,16 @@ import (
 	"github.com/oncecall/oncecall/internal/prune"
 )
 
+// serveNotes follow serve's flags: what is set elsewhere than on serve.
+const serveNotes = `
+Each tenant's own settings are not flags of serve: oncecall tenant update --tenant T
+  --caller-confirmation on|off   a voice tool call that books, moves, cancels or charges needs the
+                                 caller's confirmation of the read-back (docs/voice-platforms.md)
+  --timezone ZONE, --locale en-US|en-GB   how its times are read and said
+The operator console is served under /console/; add its staff with oncecall operator add (docs/console.md).
+README lists every setting.
+`
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	var envs envDefaults
@@ -47,6 +57,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
 	fair := fairnessFlags(fs, &envs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage: oncecall serve [flags]")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), serveNotes)
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
