@@ -34,9 +34,9 @@ func TestPhone(t *testing.T) {
 		{"+1.415.555.0100", "+14155550100"},
 		{"+44 (0)20 7946 0958", "+442079460958"}, // the trunk prefix is not part of it
 		{"+3612345678", "+3612345678"},
-		{"+12345678", ""},           // 7 digits: no number of the North American plan
-		{"+123456789012345", ""},    // 14 digits: neither
-		{"+9991234567", ""},         // no country has 999
+		{"+12345678", ""},        // 7 digits: no number of the North American plan
+		{"+123456789012345", ""}, // 14 digits: neither
+		{"+9991234567", ""},      // no country has 999
 		{"", ""},
 		{"02079460958", ""},            // national form: no country code
 		{"+0442079460958", ""},         // country codes never start with 0
