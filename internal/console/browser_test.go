@@ -254,7 +254,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	pkey := s.providerKey(t, first)
 	do(t, tab, "open the first booking",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/console/actions/%s"]`, first))), chromedp.WaitVisible(chromedp.ID("resolve")))
-	if who := text(t, tab, "#person"); !strings.Contains(who, "Maria Lopez") || !strings.Contains(who, "+447700900123") {
+	if who := text(t, tab, "#person"); !strings.Contains(who, "Maria Lopez") || !strings.Contains(who, "07700 900123") {
 		t.Fatalf("who: %q", who)
 	}
 	if href, err := chromedp.Run(tab, chromedp.JavascriptAttribute[string](chromedp.ID("call"), "href")); err != nil || href != "tel:+447700900123" {

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/phone"
 	"github.com/oncecall/oncecall/internal/schedule"
 	"github.com/oncecall/oncecall/wire"
 )
@@ -105,6 +106,9 @@ type tenantInfo struct {
 	ID    uuid.UUID
 	Name  string
 	Clock schedule.Clock
+	// Region is the tenant's country, its timezone's: phone numbers are
+	// read and shown as people there write them.
+	Region string
 }
 
 // tenants are the tenants the person sees, by name, and every tenant by id.
@@ -131,7 +135,7 @@ func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
 	}
 	ts := tenants{byID: make(map[uuid.UUID]tenantInfo, len(list)), clock: c.clock}
 	for _, t := range list {
-		info := tenantInfo{ID: t.ID, Name: t.Name, Clock: t.Clock}
+		info := tenantInfo{ID: t.ID, Name: t.Name, Clock: t.Clock, Region: phone.Region(t.Clock.Zone)}
 		ts.byID[t.ID] = info
 		if s.sees(t.ID) {
 			ts.List = append(ts.List, info)

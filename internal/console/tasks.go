@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/phone"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -126,9 +127,9 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 			return
 		}
 		if cu, err := c.cfg.Store.CustomerByID(ctx, a.TenantID, cid); err == nil {
-			tk.Call = person{Name: cmpOr(cu.Name, "the customer"), Phone: cu.Phone, Email: cu.Email}
+			tk.Call = person{Name: cmpOr(cu.Name, "the customer"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}
 		} else {
-			tk.Call = person{Name: "the caller", Phone: cmpOr(in["phone"], in["to"])}
+			tk.Call = person{Name: "the caller", Phone: cmpOr(in["phone"], in["to"]), Region: t.Region}
 		}
 		d.Open = append(d.Open, tk)
 	}
@@ -137,7 +138,8 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		cc, _ := schedule.NewClock(cb.Timezone, string(t.Clock.Locale))
 		d.Open = append(d.Open, task{
 			Kind: "callback", ID: cb.ID, Tenant: t.Name, Since: cb.WindowStart, Clock: t.Clock, ActionID: cb.ActionID,
-			Call:  person{Name: cmpOr(cb.CustomerName, cb.Phone, cb.CustomerPhone), Phone: cmpOr(cb.Phone, cb.CustomerPhone)},
+			Call: person{Name: cmpOr(cb.CustomerName, phone.Display(cmpOr(cb.Phone, cb.CustomerPhone), t.Region)),
+				Phone: cmpOr(cb.Phone, cb.CustomerPhone), Region: t.Region},
 			About: cmpOr(cb.Reason, "a callback the caller asked for"), When: cc.Window(cb.WindowStart, cb.WindowEnd, d.Now) + " (" + cc.Zone + ")",
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/phone"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -34,10 +35,16 @@ type words struct {
 	Look    []string
 }
 
-// person is a customer (or a phone number) to reach.
+// person is a customer (or a phone number) to reach. Phone is E.164;
+// Region is the country of the business that calls them.
 type person struct {
 	Name, Phone, Email string
+	Region             string
 }
+
+// Shown is the phone number as the business writes it: nationally when it
+// is of the business's country ("(212) 555-0142"), else internationally.
+func (p person) Shown() string { return phone.Display(p.Phone, p.Region) }
 
 // e164 is a phone number as oncecall stores it.
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{7,14}$`)
@@ -199,14 +206,14 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 			return w, err
 		}
 		if cu.ID != uuid.Nil {
-			w.Who = &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email}
+			w.Who = &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}
 		}
 	}
 	if w.Who == nil && (in["phone"] != "" || in["to"] != "") {
 		to := cmpOr(in["phone"], in["to"])
-		p := &person{Name: cmpOr(in["name"], to)}
+		p := &person{Name: cmpOr(in["name"], to), Region: t.Region}
 		if strings.HasPrefix(to, "+") {
-			p.Phone = to
+			p.Phone, p.Name = to, cmpOr(in["name"], phone.Display(to, t.Region))
 		} else {
 			p.Email = to
 		}
