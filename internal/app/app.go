@@ -342,7 +342,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	consoleHandler, err := console.New(console.Config{
 		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Operator: operator, Log: cfg.Log,
 		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
-		OIDC:  oidcSignIn, Zone: cfg.Console.Zone,
+		OIDC:  oidcSignIn, Zone: cfg.Console.Zone, PublicURL: cfg.PublicURL,
 	})
 	if err != nil {
 		m.Close()
