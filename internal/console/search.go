@@ -95,47 +95,11 @@ func (c *Console) search(r *http.Request, s session, d *searchData) error {
 		cq.Email = email
 		terms = append(terms, db.SubjectTerm(email))
 	}
-	var customers []oncecall.Customer
-	var tenantOf []uuid.UUID
-	// A number is read in each tenant's country ("(212) 555-0142" is a
-	// New York clinic's number there, not a London one's): the tenants
-	// whose countries read it as the same E.164 number are searched
-	// together, by the customers' phones (customers_phone) and callbacks'.
-	for e164, group := range byPhone(q, tenantIDs, ts) {
-		gq := cq
-		if gq.Phone = e164; e164 != "" {
-			terms = append(terms, db.SubjectTerm(e164))
-			links, err := c.cfg.Store.CallbacksToPhone(ctx, group, e164)
-			if err != nil {
-				return err
-			}
-			for _, l := range links {
-				terms = append(terms, db.SubjectTerm(l))
-			}
-		}
-		found, of, err := c.cfg.Store.SearchCustomers(ctx, group, gq)
-		if err != nil {
-			return err
-		}
-		customers, tenantOf = append(customers, found...), append(tenantOf, of...)
+	more, err := c.searchCustomers(r, d, q, cq, tenantIDs, ts)
+	if err != nil {
+		return err
 	}
-	for i, cu := range customers {
-		d.Customers = append(d.Customers, customerHit{Tenant: ts.of(tenantOf[i]).Name, Name: cmpOr(cu.Name, "a customer without a name")})
-		terms = append(terms, db.SubjectTerm(cu.ID.String()))
-		if cu.Phone != "" {
-			terms = append(terms, db.SubjectTerm(cu.Phone))
-		}
-		if cu.Email != "" {
-			terms = append(terms, db.SubjectTerm(cu.Email))
-		}
-		links, err := c.cfg.Store.CustomerLinks(ctx, tenantOf[i], cu.ID)
-		if err != nil {
-			return err
-		}
-		for _, l := range links {
-			terms = append(terms, db.SubjectTerm(l))
-		}
-	}
+	terms = append(terms, more...)
 	call := q
 	if platform, rest, ok := strings.Cut(q, ":"); ok && platformNames[platform] != "" {
 		call = rest
@@ -168,6 +132,55 @@ func (c *Console) search(r *http.Request, s session, d *searchData) error {
 	}
 	d.ByKey, d.ByCall, d.ByCust = c.rows(r, byKey, ts), c.rows(r, byCall, ts), c.rows(r, byCust, ts)
 	return nil
+}
+
+// searchCustomers finds the customers q names, lists them in d, and
+// returns the terms that find their operations.
+func (c *Console) searchCustomers(r *http.Request, d *searchData, q string, cq db.CustomerQuery, tenantIDs []uuid.UUID, ts tenants) ([]string, error) {
+	ctx := r.Context()
+	var terms []string
+	var customers []oncecall.Customer
+	var tenantOf []uuid.UUID
+	// A number is read in each tenant's country ("(212) 555-0142" is a
+	// New York clinic's number there, not a London one's): the tenants
+	// whose countries read it as the same E.164 number are searched
+	// together, by the customers' phones (customers_phone) and callbacks'.
+	for e164, group := range byPhone(q, tenantIDs, ts) {
+		gq := cq
+		if gq.Phone = e164; e164 != "" {
+			terms = append(terms, db.SubjectTerm(e164))
+			links, err := c.cfg.Store.CallbacksToPhone(ctx, group, e164)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range links {
+				terms = append(terms, db.SubjectTerm(l))
+			}
+		}
+		found, of, err := c.cfg.Store.SearchCustomers(ctx, group, gq)
+		if err != nil {
+			return nil, err
+		}
+		customers, tenantOf = append(customers, found...), append(tenantOf, of...)
+	}
+	for i, cu := range customers {
+		d.Customers = append(d.Customers, customerHit{Tenant: ts.of(tenantOf[i]).Name, Name: cmpOr(cu.Name, "a customer without a name")})
+		terms = append(terms, db.SubjectTerm(cu.ID.String()))
+		if cu.Phone != "" {
+			terms = append(terms, db.SubjectTerm(cu.Phone))
+		}
+		if cu.Email != "" {
+			terms = append(terms, db.SubjectTerm(cu.Email))
+		}
+		links, err := c.cfg.Store.CustomerLinks(ctx, tenantOf[i], cu.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range links {
+			terms = append(terms, db.SubjectTerm(l))
+		}
+	}
+	return terms, nil
 }
 
 // nameQuery is the words of q as prefixes for to_tsquery('simple'): "mar

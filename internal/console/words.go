@@ -196,38 +196,15 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 	in := request(a)
 	w := words{Title: c.operationWords(a.Operation)}
 	clock := t.Clock
-	cid, err := c.customerOf(r, a, in)
-	if err != nil {
+	var err error
+	if w.Who, err = c.who(r, a, in, t); err != nil {
 		return w, err
-	}
-	if cid != uuid.Nil {
-		cu, err := c.cfg.Store.CustomerByID(ctx, a.TenantID, cid)
-		if err = ignoreMissing(err); err != nil {
-			return w, err
-		}
-		if cu.ID != uuid.Nil {
-			w.Who = &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}
-		}
-	}
-	if w.Who == nil && (in["phone"] != "" || in["to"] != "") {
-		to := cmpOr(in["phone"], in["to"])
-		p := &person{Name: cmpOr(in["name"], to), Region: t.Region}
-		if strings.HasPrefix(to, "+") {
-			p.Phone, p.Name = to, cmpOr(in["name"], phone.Display(to, t.Region))
-		} else {
-			p.Email = to
-		}
-		w.Who = p
 	}
 	if w.Who != nil {
 		w.Title += " for " + w.Who.Name
 	}
 	now := c.now()
-	add := func(label, value string) {
-		if value != "" {
-			w.Asked = append(w.Asked, fact{label, value})
-		}
-	}
+	add := func(label, value string) { w.Asked = addFact(w.Asked, label, value) }
 	slot := func(id uuid.UUID) error {
 		if id == uuid.Nil {
 			return nil
@@ -279,11 +256,32 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 		if err := slot(parseID(in["slot_id"])); err != nil {
 			return w, err
 		}
+	default:
+		if err := c.askedOther(r, a, in, clock, now, add); err != nil {
+			return w, err
+		}
+	}
+	w.Asked = dedupe(w.Asked)
+	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
+		ans := dashatool.ForAction(a, o.Phrases())
+		w.Told, w.ToldOutcome = ans.Say, ans.Outcome
+	}
+	if a.NeedsOperator || a.State != oncecall.Completed {
+		w.Unknown, w.Look = unknownWords(a, d.Steps, w, clock, now)
+	}
+	return w, nil
+}
+
+// askedOther adds what was asked of a charge, a message, a callback or a
+// customer's record.
+func (c *Console) askedOther(r *http.Request, a oncecall.Action, in map[string]string, clock schedule.Clock, now time.Time, add func(label, value string)) error {
+	ctx := r.Context()
+	switch a.Operation {
 	case "payment_intent.create", "payment.charge", "payment.link", "payment_intent.cancel":
 		if id := parseID(in["payment_intent_id"]); id != uuid.Nil {
 			pi, err := c.cfg.Store.PaymentIntentByID(ctx, a.TenantID, id)
 			if err = ignoreMissing(err); err != nil {
-				return w, err
+				return err
 			}
 			if pi.ID != uuid.Nil {
 				amount := pi.Amount
@@ -320,16 +318,44 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 		add("Points", in["points"])
 		add("Why", in["reason"])
 	}
-	w.Asked = dedupe(w.Asked)
+	return nil
+}
 
-	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
-		ans := dashatool.ForAction(a, o.Phrases())
-		w.Told, w.ToldOutcome = ans.Say, ans.Outcome
+// who is the person an action concerns: its customer, else the number or
+// address its request names.
+func (c *Console) who(r *http.Request, a oncecall.Action, in map[string]string, t tenantInfo) (*person, error) {
+	cid, err := c.customerOf(r, a, in)
+	if err != nil {
+		return nil, err
 	}
-	if a.NeedsOperator || a.State != oncecall.Completed {
-		w.Unknown, w.Look = unknownWords(a, d.Steps, w, clock, now)
+	if cid != uuid.Nil {
+		cu, err := c.cfg.Store.CustomerByID(r.Context(), a.TenantID, cid)
+		if err = ignoreMissing(err); err != nil {
+			return nil, err
+		}
+		if cu.ID != uuid.Nil {
+			return &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}, nil
+		}
 	}
-	return w, nil
+	to := cmpOr(in["phone"], in["to"])
+	if to == "" {
+		return nil, nil
+	}
+	p := &person{Name: cmpOr(in["name"], to), Region: t.Region}
+	if strings.HasPrefix(to, "+") {
+		p.Phone, p.Name = to, cmpOr(in["name"], phone.Display(to, t.Region))
+	} else {
+		p.Email = to
+	}
+	return p, nil
+}
+
+// addFact adds a fact that has a value.
+func addFact(fs []fact, label, value string) []fact {
+	if value == "" {
+		return fs
+	}
+	return append(fs, fact{label, value})
 }
 
 func dedupe(fs []fact) []fact {
