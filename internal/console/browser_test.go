@@ -278,7 +278,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if look := text(t, tab, "#look"); !strings.Contains(look, pkey) || !strings.Contains(look, "Maria Lopez") || !strings.Contains(look, "Dr. Patel 1") {
 		t.Fatalf("where to look: %q", look)
 	}
-	if steps := text(t, tab, "#steps"); !strings.Contains(steps, pkey) || !strings.Contains(steps, "unknown") {
+	if steps := text(t, tab, "#steps"); !strings.Contains(steps, pkey) || !strings.Contains(steps, "outcome not known") {
 		t.Fatalf("steps without the provider key %s or the unknown state:\n%s", pkey, steps)
 	}
 	if ev := text(t, tab, "#evidence"); !strings.Contains(ev, "went to a person") {

@@ -55,6 +55,40 @@ var funcs = template.FuncMap{
 		}{now, rows}
 	},
 	"provider": providerName,
+	// state says a queue state or a step's state as the front desk
+	// says it; the internal name stays in the page's classes and filters.
+	"state": func(st string) string { return cmpOr(stateWords[st], st) },
+	// plural is n with its noun: "1 action", "2 actions".
+	"plural": func(n int64, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	},
+	"seconds": func(ms int64) string { return fmt.Sprintf("%g", float64(ms)/1000) },
+	"next":    nextCheck,
+}
+
+// nextCheck says when a step is looked at next, never a time past as
+// "next": a settled step is not checked again, one of an action waiting
+// for a person waits for them, one whose time has come is due now.
+func nextCheck(st oncecall.Step, needsPerson bool, now time.Time, c schedule.Clock) string {
+	switch {
+	case st.State != oncecall.StepUnknown && st.State != oncecall.StepPending:
+		return "–"
+	case needsPerson:
+		return "none: it waits for a person"
+	case !st.NextCheckAt.After(now):
+		return "due now"
+	}
+	return local(st.NextCheckAt, c)
+}
+
+// stateWords say the states of actions and steps as people say them.
+var stateWords = map[string]string{
+	"needs_operator": "needs a person", "unknown": "outcome not known", "running": "being worked on",
+	"completed": "settled", "pending": "not sent yet", "sent": "sent", "succeeded": "done", "failed": "failed",
+	"confirmed": "confirmed", "rejected": "not done",
 }
 
 // local is a time on a business's wall clock, with its zone: "Thu 12 Mar
@@ -191,10 +225,10 @@ type queueData struct {
 	Query     template.URL
 	Tenants   []tenantInfo
 	Scoped    bool
-	Ops       []string
+	Ops       []choice
 	States    []string
 	Ages      []string
-	Providers []string
+	Providers []choice
 	Counts    []count
 	Total     int64
 	Rows      []row
@@ -202,6 +236,9 @@ type queueData struct {
 	Truncated bool
 	CanBulk   bool
 }
+
+// choice is an option of a filter: its value, and what people read.
+type choice struct{ Value, Label string }
 
 type count struct {
 	State string
@@ -290,10 +327,13 @@ func (c *Console) queueData(r *http.Request, s session) (queueData, error) {
 	}
 	d := queueData{
 		Now: c.now(), Filter: form, Tenants: ts.List, Scoped: s.Scoped(), States: queueStates, Ages: ages,
-		Providers: providerKinds, Refresh: c.cfg.Refresh.Milliseconds(), CanBulk: s.Can("resolver"),
+		Refresh: c.cfg.Refresh.Milliseconds(), CanBulk: s.Can("resolver"),
 	}
 	for _, o := range c.cfg.Ops.All() {
-		d.Ops = append(d.Ops, o.Name())
+		d.Ops = append(d.Ops, choice{o.Name(), cmpOr(o.Label(), o.Name())})
+	}
+	for _, k := range providerKinds {
+		d.Providers = append(d.Providers, choice{k, cmpOr(providerNames[k], "a provider service (http)")})
 	}
 	for _, st := range queueStates {
 		d.Counts = append(d.Counts, count{State: st, N: counts[st]})
