@@ -38,6 +38,7 @@ type actionData struct {
 	Audit      []auditRow
 	Words      words
 	Truth      truth
+	Checked    int64 // the steps' checks, counted
 	Resolvable bool
 	Retryable  bool
 	Held       bool
@@ -80,6 +81,9 @@ func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionDa
 	}
 	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
 		out.Tool = o.Tool()
+	}
+	for _, st := range d.Steps {
+		out.Checked += int64(st.Checks)
 	}
 	var evidence []oncecall.Event
 	for _, e := range d.Events {

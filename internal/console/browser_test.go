@@ -290,6 +290,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 	shoot("action")
+	// At 1280 px nothing on the page scrolls sideways, the steps table included.
+	do(t, tab, "a 1280 px wide window", chromedp.EmulateViewport(1280, 1000))
+	if wide, err := chromedp.Run(tab, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > document.documentElement.clientWidth`)); err != nil || wide {
+		t.Fatalf("the action's page scrolls sideways at 1280 px (%v)", err)
+	}
+	do(t, tab, "the window as it was", chromedp.EmulateViewport(1360, 1000))
 	do(t, tab, "open the timeline", chromedp.Click(chromedp.CSS(`#more summary`)), chromedp.WaitVisible(chromedp.ID("timeline")))
 	if tl := text(t, tab, "#timeline"); !strings.Contains(tl, "claimed") || !strings.Contains(tl, "sent:ambiguous") {
 		t.Fatalf("timeline:\n%s", tl)

@@ -17,6 +17,7 @@ import (
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/phone"
+	"github.com/oncecall/oncecall/internal/provider/calendar"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -358,6 +359,33 @@ func addFact(fs []fact, label, value string) []fact {
 	return append(fs, fact{label, value})
 }
 
+// calendarLook says where to look for a write to a business's own
+// calendar (Google Calendar, Microsoft 365, Cal.com) in words its own
+// search finds: the title and the time oncecall wrote the event with, not
+// oncecall's key, which no calendar page shows.
+func calendarLook(a oncecall.Action, s oncecall.Step, clock schedule.Clock, now time.Time) (string, bool) {
+	if s.ProviderKind != "google" && s.ProviderKind != "microsoft" && s.ProviderKind != "calcom" {
+		return "", false
+	}
+	if _, ok := calendar.OpOf(a.Operation); !ok {
+		return "", false
+	}
+	var p calendar.Payload // read, not checked: what the step was sent with
+	if err := json.Unmarshal(s.Payload, &p); err != nil || p.Start.UTC.IsZero() {
+		return "", false
+	}
+	at := clock.In(p.Start.Zone)
+	line := fmt.Sprintf("Search %s for “%s” on %s (%s)", providerName(s), p.Title(), at.Spoken(p.Start.UTC, now), at.Zone)
+	if p.Practitioner.Name != "" {
+		line += ", " + p.Practitioner.Name + "'s calendar"
+	}
+	line += ": oncecall writes the event under that title. Found: confirm with the event's id"
+	if s.ProviderRef != "" {
+		line += " (it may be " + s.ProviderRef + ")"
+	}
+	return line + ". Not there: reject.", true
+}
+
 func dedupe(fs []fact) []fact {
 	seen := map[fact]bool{}
 	out := fs[:0]
@@ -386,6 +414,10 @@ func unknownWords(a oncecall.Action, steps []oncecall.Step, w words, clock sched
 		}
 		if w.Who != nil {
 			what = append(what, w.Who.Name)
+		}
+		if line, ok := calendarLook(a, s, clock, now); ok {
+			look = append(look, line)
+			continue
 		}
 		line := "Check " + providerName(s)
 		if len(what) > 0 {
