@@ -35,7 +35,7 @@ type truth struct {
 
 // outcomeWords say an outcome as the caller heard it.
 var outcomeWords = map[string]string{
-	string(oncecall.Confirmed): "confirmed", string(oncecall.Rejected): "not done",
+	string(oncecall.Confirmed): "confirmed", string(oncecall.Rejected): "not done (rejected)",
 	string(oncecall.Pending): "not confirmed yet",
 }
 
