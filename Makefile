@@ -75,7 +75,7 @@ tools:
 # the console's browser test in chromium (CI=true: it fails instead of skipping without chromium).
 screenshots:
 	mkdir -p testdata/screenshots
-	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^TestConsoleInABrowser$$' ./internal/console
+	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^(TestConsoleInABrowser|TestTheFrontDesksFirstDay)$$' ./internal/console
 
 # The load benchmark (a few minutes): see docs/performance.md. It builds
 # and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.
