@@ -39,6 +39,7 @@ type actionData struct {
 	Words      words
 	Truth      truth
 	Checked    int64 // the steps' checks, counted
+	Found      []foundEvent
 	Resolvable bool
 	Retryable  bool
 	Held       bool
@@ -104,6 +105,9 @@ func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionDa
 	}
 	if out.Truth, err = c.heardOf(r, a, t, request(a)); err != nil {
 		return actionData{}, err
+	}
+	if out.Resolvable && s.Can("resolver") {
+		out.Found = c.foundEvents(r, a, d.Steps, t.Clock)
 	}
 	return out, nil
 }
@@ -174,6 +178,10 @@ func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
 	form := map[string]string{}
 	for _, k := range []string{"outcome", "provider_ref", "reason", "note"} {
 		form[k] = strings.TrimSpace(r.PostFormValue(k))
+	}
+	if form["provider_ref"] == "" {
+		// An event the form offered, chosen rather than typed.
+		form["provider_ref"] = strings.TrimSpace(r.PostFormValue("found"))
 	}
 	a, err := c.cfg.Operator.Resolve(r.Context(), id, oncecall.Resolution{
 		Outcome: oncecall.Outcome(form["outcome"]), ProviderRef: form["provider_ref"], Reason: form["reason"],

@@ -54,6 +54,9 @@ type Config struct {
 	// Zone is where times are shown that belong to no tenant (sign-ins in
 	// the audit trail). Default time.Local.
 	Zone *time.Location
+	// Calendars, when set, reads the businesses' own calendars: the
+	// resolve form of a stuck booking offers the events found at its time.
+	Calendars CalendarEvents
 	// PublicURL is oncecall's public URL, under which the sign-in links
 	// an admin makes are given; empty: the address the admin used.
 	PublicURL string

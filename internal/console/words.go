@@ -364,7 +364,7 @@ func addFact(fs []fact, label, value string) []fact {
 // search finds: the title and the time oncecall wrote the event with, not
 // oncecall's key, which no calendar page shows.
 func calendarLook(a oncecall.Action, s oncecall.Step, clock schedule.Clock, now time.Time) (string, bool) {
-	if s.ProviderKind != "google" && s.ProviderKind != "microsoft" && s.ProviderKind != "calcom" {
+	if !calendarKinds[s.ProviderKind] {
 		return "", false
 	}
 	if _, ok := calendar.OpOf(a.Operation); !ok {
