@@ -199,7 +199,7 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 	// only when most requests are replays (see replayShare).
 	statement := req.Work.OneStatement() && len(req.Steps) == 0
 	counted := false
-	if !statement || c.replays.likely() {
+	if !statement || req.Gate != nil || c.replays.likely() {
 		a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
 			return Reply{}, db.Fault(err)
@@ -209,10 +209,13 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 			counted = true
 		}
 		if err == nil {
+			// follow asks the gate before it supersedes a.
 			reply, err := c.follow(ctx, &req, a)
 			if !errors.Is(err, errSuperseded) {
 				return reply, err
 			}
+		} else if err := req.admit(ctx, nil); err != nil {
+			return Reply{}, err
 		}
 	}
 

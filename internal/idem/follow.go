@@ -10,7 +10,8 @@ import (
 
 // follow answers a request whose key already names an action. An answer
 // that no longer holds under a derived key (req.Stale) is superseded once
-// per request: the key is retired from a and errSuperseded returned. A
+// per request, if req's gate admits it: the key is retired from a and
+// errSuperseded returned. A
 // request waiting for a running attempt is answered with that attempt's
 // outcome, whatever it is.
 func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
@@ -23,6 +24,9 @@ func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Rep
 			// Once: an action a concurrent attempt of this request just
 			// made is this request's answer, whatever it says.
 			req.Stale = nil
+			if err := req.admit(ctx, &a); err != nil {
+				return Reply{}, err
+			}
 			if _, err := c.store.RetireKey(ctx, req.TenantID, a.ID, req.Key); err != nil {
 				return Reply{}, db.Fault(err)
 			}

@@ -127,6 +127,11 @@ type Request struct {
 	// room for. It is asked only when Reserve runs, in the claim's
 	// transaction: once per action, never for a replay.
 	Offer Offerer
+	// Gate, when set, is asked before the request performs anything (see
+	// Gate): its refusal is Do's error, with nothing claimed. A request
+	// with a gate always reads its key's action first, since only that
+	// read tells a replay, which needs no admission, from a new action.
+	Gate Gate
 	// Place, when set, is the request's place in a share of the database
 	// pool its caller rations (the API's per-tenant gate), held when Do is
 	// called. It is freed while the request waits for a running attempt of
