@@ -18,12 +18,7 @@ import (
 )
 
 // serveNotes follow serve's flags: what is set elsewhere than on serve.
-const serveNotes = `
-Each tenant's own settings are not flags of serve: oncecall tenant update --tenant T
-  --caller-confirmation on|off   a voice tool call that books, moves, cancels or charges needs the
-                                 caller's confirmation of the read-back (docs/voice-platforms.md)
-  --timezone ZONE, --locale en-US|en-GB   how its times are read and said
-The operator console is served under /console/; add its staff with oncecall operator add (docs/console.md).
+const serveNotes = `The operator console is served under /console/; add its staff with oncecall operator add (docs/console.md).
 README lists every setting.
 `
 
@@ -58,8 +53,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	timeouts := dbTimeoutFlags(fs, &envs)
 	fair := fairnessFlags(fs, &envs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "Usage: oncecall serve [flags]")
+		fmt.Fprintln(fs.Output(), "Usage of oncecall serve:")
 		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "\nThe caller-confirmation gate is a tenant's setting, not the server's: "+
+			"oncecall tenant update --tenant NAME --caller-confirmation on|off (docs/voice-platforms.md#the-confirmation-gate).")
 		fmt.Fprint(fs.Output(), serveNotes)
 	}
 	if err := fs.Parse(args); err != nil {
