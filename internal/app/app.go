@@ -19,6 +19,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/api"
@@ -107,6 +108,8 @@ type Config struct {
 	// running inside this process.
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
+	// Jobs tunes the workers of the durable jobs (late results).
+	Jobs JobsConfig
 	// OperatorToken enables /v1/ops for bearers of this token, and a
 	// break-glass admin sign-in to the operator console (/console/, where
 	// named staff sign in: docs/console.md); it
@@ -194,6 +197,7 @@ type Main struct {
 	calendars  *calendars.Service
 	reconciler *reconcile.Reconciler
 	core       *idem.Core
+	jobs       *river.Client[pgx.Tx] // the home cluster's job workers
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
 	dbURL      string // the database in use
@@ -220,6 +224,10 @@ type cluster struct {
 	driver     *step.Driver
 	reconciler *reconcile.Reconciler
 	calendars  *calendars.Service
+	// workers are the River workers its router registers; jobs works
+	// them (jobs.go).
+	workers *river.Workers
+	jobs    *river.Client[pgx.Tx]
 }
 
 // Operations returns every operation oncecall offers.
@@ -351,6 +359,11 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	handler := m.router(home, api.Config{
 		OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 	})
+	if home.jobs, err = newJobs(pool, home.workers, cfg.Jobs, cfg.Log); err != nil {
+		m.Close()
+		return nil, err
+	}
+	m.jobs = home.jobs
 	if len(cfg.Clusters) > 0 {
 		clusters := []api.Cluster{{Store: m.store, Handler: handler}}
 		for _, c := range cfg.Clusters {
@@ -361,6 +374,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 			}
 			clusters = append(clusters, api.Cluster{Name: c.Name, Store: cl.store,
 				Handler: m.router(cl, api.Config{Operator: reconcile.Operator{Store: cl.store, Ops: m.ops}})})
+			if cl.jobs, err = newJobs(cl.pool, cl.workers, cfg.Jobs, cfg.Log); err != nil {
+				m.Close()
+				return nil, err
+			}
 		}
 		handler = api.NewClusterRouter(api.ClustersConfig{Clusters: clusters, Directory: m.store.Directory, Log: cfg.Log})
 	}
@@ -380,7 +397,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 // idempotency core, over that cluster's store.
 func (m *Main) newCluster(name string, pool *pgxpool.Pool, store *db.Store, providers provider.Set, coreCfg idem.Config) *cluster {
 	cfg := m.cfg
-	c := &cluster{name: name, pool: pool, store: store}
+	c := &cluster{name: name, pool: pool, store: store, workers: river.NewWorkers()}
 	c.driver = step.NewDriver(store, m.ops, providers, cfg.Steps, cfg.Log)
 	c.driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
 	calCfg := cfg.Calendars
@@ -428,7 +445,7 @@ func (m *Main) router(c *cluster, base api.Config) http.Handler {
 	base.DBRequests, base.DBWait = max(0, cfg.DBRequests), cfg.DBWait
 	base.Remote, base.Calendars = c.driver, c.calendars
 	base.StripeWebhookSecret, base.TwilioAuthToken, base.PublicURL = cfg.StripeWebhookSecret, cfg.TwilioAuthToken, cfg.PublicURL
-	base.LateResultURL = cfg.LateResultURL
+	base.LateResultURL, base.Jobs = cfg.LateResultURL, c.workers
 	return api.NewRouter(base)
 }
 
@@ -517,7 +534,7 @@ func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
 // Serve serves until ctx is done, then drains in-flight requests. While it
 // serves, the pruner runs every PruneInterval.
 func (m *Main) Serve(ctx context.Context) error {
-	home := &cluster{store: m.store, core: m.core, reconciler: m.reconciler}
+	home := &cluster{store: m.store, core: m.core, reconciler: m.reconciler, jobs: m.jobs}
 	all := append([]*cluster{home}, m.extra...)
 	if m.cfg.PruneInterval > 0 {
 		pruneCtx, stopPrune := context.WithCancel(ctx)
@@ -543,6 +560,21 @@ func (m *Main) Serve(ctx context.Context) error {
 	}
 	defer reconciled.Wait()
 	defer stopReconciler()
+	// The durable jobs stop after the requests drained (a late result
+	// queued by the last of them is worked by this or another replica).
+	var worked sync.WaitGroup
+	jctx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
+	if !m.cfg.Jobs.Disabled {
+		for _, c := range all {
+			worked.Go(func() {
+				if err := runJobs(jctx, c.jobs, m.cfg.ShutdownTimeout); err != nil {
+					m.cfg.Log.Error().Err(err).Msg("job queue")
+				}
+			})
+		}
+	}
+	defer worked.Wait()
+	defer stopJobs()
 	m.cfg.Log.Info().Str("addr", m.Addr()).Int("clusters", len(all)).Msg("serving")
 	select {
 	case err := <-errc:
