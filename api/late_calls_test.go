@@ -187,3 +187,30 @@ func TestPendingAnswersHoldNoGoroutineEach(t *testing.T) {
 		t.Fatalf("%d goroutines more after %d pending answers (%d before): one per pending answer", after-before, calls, before)
 	}
 }
+
+// ElevenLabs runs a write tool in the background (execution_mode async)
+// and takes its answer when it comes: on the async route a booking that
+// would answer pending at the budget (the calendar is slower) is answered
+// once it settles, confirmed, with one booking; the synchronous route
+// still answers pending within the budget.
+func TestElevenLabsAsyncToolAnswersTheSettledResult(t *testing.T) {
+	t.Parallel()
+	sim, providers := slowCalendar(t, "4s")
+	d := setupDasha(t, func(c *app.Config) {
+		c.Providers = providers
+		c.DashaBudget, c.DashaWait = 2*time.Second, 500*time.Millisecond
+	})
+	body := voicePayload(t, "elevenlabs_tool.json", d.bookFill("conv_async", d.customer, d.slot))
+	start := time.Now()
+	a := decodeAnswer(t, within(t, d.Env, 50*time.Second, http.MethodPost, "/v1/elevenlabs/async/tools/book_appointment", d.key, body))
+	took := time.Since(start)
+	if a.Outcome != "confirmed" || a.ActionID == "" || took < 3*time.Second {
+		t.Fatalf("the async booking after %v: %+v", took, a)
+	}
+	if l := sim.Ledger(provider.Calendar); len(l) != 1 {
+		t.Fatalf("the calendar holds %d bookings, want 1", len(l))
+	}
+	if n := d.Count("SELECT count(*) FROM actions WHERE tenant_id = $1 AND state = 'completed' AND outcome = 'confirmed'", d.tenant); n != 1 {
+		t.Fatalf("%d confirmed actions, want 1", n)
+	}
+}

@@ -210,6 +210,7 @@ func NewRouter(cfg Config) http.Handler {
 	}))
 	r.Mount("/v1/elevenlabs", s.voiceRouter(platformElevenLabs, "X-Oncecall-Key", func(r chi.Router) {
 		r.Post("/tools/{tool}", s.elevenLabsTool)
+		r.Post("/async/tools/{tool}", s.elevenLabsAsyncTool)
 	}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.keys.authenticate)
