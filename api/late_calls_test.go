@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/sim/providersim"
@@ -212,5 +215,89 @@ func TestElevenLabsAsyncToolAnswersTheSettledResult(t *testing.T) {
 	}
 	if n := d.Count("SELECT count(*) FROM actions WHERE tenant_id = $1 AND state = 'completed' AND outcome = 'confirmed'", d.tenant); n != 1 {
 		t.Fatalf("%d confirmed actions, want 1", n)
+	}
+}
+
+// A late result goes only to a call that heard pending for the action, of
+// the action's tenant. A call told rejected (its slot was taken) subscribes
+// to nothing; another tenant's call asking check_action_status about the
+// action hears that it names no action of its tenant, and subscribes to
+// nothing either, as the store refuses a subscription across tenants.
+// When the action settles, only the call that heard pending gets it.
+func TestLateResultsOnlyForPendingAnswersOfTheTenant(t *testing.T) {
+	t.Parallel()
+	_, providers := slowCalendar(t, "4s")
+	d := setupDasha(t, lateLocal, func(c *app.Config) {
+		c.Providers = providers
+		c.ReconcileDisabled = true
+		c.DashaBudget, c.DashaWait = 2*time.Second, 500*time.Millisecond
+	})
+	vapi := func(call, control, tool string, args map[string]any) answer {
+		t.Helper()
+		body := map[string]any{"message": map[string]any{
+			"type":         "tool-calls",
+			"toolCallList": []map[string]any{{"id": "tc-" + call, "type": "function", "function": map[string]any{"name": tool, "arguments": args}}},
+			"call":         map[string]any{"id": call, "monitor": map[string]any{"controlUrl": control}},
+		}}
+		_, a := vapiResults(t, within(t, d.Env, 6*time.Second, http.MethodPost, "/v1/vapi/webhook", d.key, body))
+		return a[0]
+	}
+	pending, rejected := newControlServer(t, http.StatusOK), newControlServer(t, http.StatusOK)
+	booked := vapi("told-pending", pending.URL, "book_appointment", d.bookArgs(d.slot))
+	if booked.Outcome != "pending" {
+		t.Fatalf("the slow booking: %+v", booked)
+	}
+	// Another customer takes a second slot (the calendar answers at once
+	// now); the call asking for it after is told rejected.
+	other, taken := d.Customer(d.tenant), d.Slot(d.tenant, 2)
+	if a := decodeAnswer(t, d.call("book_appointment", "first-comer", map[string]any{"customer_id": other, "slot_id": taken})); a.Outcome != "confirmed" {
+		t.Fatalf("the first comer's booking: %+v", a)
+	}
+	if a := vapi("told-rejected", rejected.URL, "book_appointment", d.bookArgs(taken)); a.Outcome != "rejected" {
+		t.Fatalf("the taken slot: %+v", a)
+	}
+	// Another tenant's Vapi call asks about the pending action.
+	_, otherKey := d.Tenant("other")
+	foreign := newControlServer(t, http.StatusOK)
+	body := map[string]any{"message": map[string]any{
+		"type": "tool-calls",
+		"toolCallList": []map[string]any{{"id": "tc-foreign", "type": "function", "function": map[string]any{
+			"name": "check_action_status", "arguments": map[string]any{"action_id": booked.ActionID}}}},
+		"call": map[string]any{"id": "foreign-call", "monitor": map[string]any{"controlUrl": foreign.URL}},
+	}}
+	if _, a := vapiResults(t, d.Post("/v1/vapi/webhook", otherKey, "", body)); a[0].Outcome == "pending" || a[0].Outcome == "confirmed" {
+		t.Fatalf("another tenant's status check of the action: %+v", a[0])
+	}
+	// The store itself subscribes no call to another tenant's action.
+	otherTenant, err := d.Store.TenantByAPIKey(t.Context(), otherKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	action, err := uuid.Parse(booked.ActionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := d.Store.SubscribeLate(t.Context(), db.LateSubscriber{
+		TenantID: otherTenant.ID, ActionID: action, CallPlatform: "vapi", CallID: "foreign-call", Tool: "book_appointment", ControlURL: foreign.URL,
+	})
+	if err != nil || fresh {
+		t.Fatalf("a subscription across tenants: fresh %v, %v", fresh, err)
+	}
+
+	waitFor(t, "the pending call gets its late result", func() bool { return len(pending.got()) > 0 })
+	waitFor(t, "every delivery job has finished", func() bool {
+		return d.Count("SELECT count(*) FROM river_job WHERE state <> 'completed'") == 0
+	})
+	if n := d.Count("SELECT count(*) FROM late_results WHERE call_id <> 'told-pending'"); n != 0 {
+		t.Fatalf("%d subscriptions of calls that did not hear pending for the action", n)
+	}
+	if n := d.Count("SELECT count(*) FROM river_job"); n != 1 {
+		t.Fatalf("%d delivery jobs, want 1", n)
+	}
+	if got := len(pending.got()); got != 1 {
+		t.Fatalf("the pending call got %d late results, want 1", got)
+	}
+	if r, f := rejected.got(), foreign.got(); len(r) != 0 || len(f) != 0 {
+		t.Fatalf("late results to the call told rejected (%d) or another tenant's call (%d)", len(r), len(f))
 	}
 }
