@@ -7,14 +7,11 @@ package app
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -359,11 +356,6 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	handler := m.router(home, api.Config{
 		OperatorToken: cfg.OperatorToken, OperatorGuard: operators, Operator: operator, Console: consoleHandler,
 	})
-	if home.jobs, err = newJobs(pool, home.workers, cfg.Jobs, cfg.Log); err != nil {
-		m.Close()
-		return nil, err
-	}
-	m.jobs = home.jobs
 	if len(cfg.Clusters) > 0 {
 		clusters := []api.Cluster{{Store: m.store, Handler: handler}}
 		for _, c := range cfg.Clusters {
@@ -374,12 +366,12 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 			}
 			clusters = append(clusters, api.Cluster{Name: c.Name, Store: cl.store,
 				Handler: m.router(cl, api.Config{Operator: reconcile.Operator{Store: cl.store, Ops: m.ops}})})
-			if cl.jobs, err = newJobs(cl.pool, cl.workers, cfg.Jobs, cfg.Log); err != nil {
-				m.Close()
-				return nil, err
-			}
 		}
 		handler = api.NewClusterRouter(api.ClustersConfig{Clusters: clusters, Directory: m.store.Directory, Log: cfg.Log})
+	}
+	if err := m.jobClients(home); err != nil {
+		m.Close()
+		return nil, err
 	}
 	m.srv = &http.Server{
 		Handler:           handler,
@@ -449,59 +441,6 @@ func (m *Main) router(c *cluster, base api.Config) http.Handler {
 	return api.NewRouter(base)
 }
 
-// StartEmbedded starts the embedded PostgreSQL with data under dataDir, on
-// a free port.
-func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pgembed.Postgres, error) {
-	return StartEmbeddedOn(ctx, dataDir, 0, log)
-}
-
-// StartEmbeddedOn is StartEmbedded on the given port (0: a free one).
-func StartEmbeddedOn(ctx context.Context, dataDir string, port int, log zerolog.Logger) (*pgembed.Postgres, error) {
-	if dataDir == "" {
-		dataDir = ".oncecall"
-	}
-	abs, err := filepath.Abs(filepath.Join(dataDir, "pgdata"))
-	if err != nil {
-		return nil, err
-	}
-	log.Info().Str("data_dir", abs).Int("port", port).Msg("starting embedded PostgreSQL")
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs, Port: port})
-	if err != nil {
-		if errors.Is(err, pgembed.ErrNoBinaries) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("start embedded PostgreSQL: %w", err)
-	}
-	return pg, nil
-}
-
-// OpenDB connects to url, applies the migrations (on migrateURL when it is
-// set, url otherwise) and returns a pool on url whose connections have the
-// default timeouts.
-func OpenDB(ctx context.Context, url, migrateURL string, maxConns int32) (*pgxpool.Pool, error) {
-	return OpenPool(ctx, url, migrateURL, maxConns, db.Timeouts{})
-}
-
-// OpenPool is OpenDB with the given timeouts. Migrations run on their own
-// connection first, without them.
-func OpenPool(ctx context.Context, url, migrateURL string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
-	if err := Migrate(ctx, cmp.Or(migrateURL, url)); err != nil {
-		return nil, err
-	}
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse database URL: %w", err)
-	}
-	pcfg.MaxConns = cmp.Or(maxConns, DefaultMaxConns())
-	db.Configure(pcfg)
-	db.SetTimeouts(pcfg, timeouts)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	return pool, nil
-}
-
 // DefaultAnswerBytes is the memory a server spends by default keeping the
 // completed answers it gave recently, so that their replays are answered
 // without the database: about 8,000 bookings' answers.
@@ -512,16 +451,6 @@ const DefaultAnswerBytes = 8 << 20
 // cmd/bench: 20 connections on 2 cores served fewer requests than 6).
 func DefaultMaxConns() int32 { return int32(max(4, 3*runtime.GOMAXPROCS(0))) }
 
-// Migrate applies the embedded migrations to the database at url.
-func Migrate(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("connect to database: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return db.Migrate(ctx, conn)
-}
-
 // Addr is the address the server listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
@@ -530,90 +459,3 @@ func (m *Main) Store() *db.Store { return m.store }
 
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
-
-// Serve serves until ctx is done, then drains in-flight requests. While it
-// serves, the pruner runs every PruneInterval.
-func (m *Main) Serve(ctx context.Context) error {
-	home := &cluster{store: m.store, core: m.core, reconciler: m.reconciler, jobs: m.jobs}
-	all := append([]*cluster{home}, m.extra...)
-	if m.cfg.PruneInterval > 0 {
-		pruneCtx, stopPrune := context.WithCancel(ctx)
-		var pruned sync.WaitGroup
-		defer func() { stopPrune(); pruned.Wait() }()
-		for _, c := range all {
-			pc := m.cfg.Prune
-			pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
-			p := prune.New(c.store, pc)
-			pruned.Go(func() { p.Every(pruneCtx, m.cfg.PruneInterval, c.store.Now) })
-		}
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- m.srv.Serve(m.ln) }()
-	var reconciled sync.WaitGroup
-	rctx, stopReconciler := context.WithCancel(ctx)
-	if !m.cfg.ReconcileDisabled {
-		for _, c := range all {
-			reconciled.Go(func() {
-				c.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
-			})
-		}
-	}
-	defer reconciled.Wait()
-	defer stopReconciler()
-	// The durable jobs stop after the requests drained (a late result
-	// queued by the last of them is worked by this or another replica).
-	var worked sync.WaitGroup
-	jctx, stopJobs := context.WithCancel(context.WithoutCancel(ctx))
-	if !m.cfg.Jobs.Disabled {
-		for _, c := range all {
-			worked.Go(func() {
-				if err := runJobs(jctx, c.jobs, m.cfg.ShutdownTimeout); err != nil {
-					m.cfg.Log.Error().Err(err).Msg("job queue")
-				}
-			})
-		}
-	}
-	defer worked.Wait()
-	defer stopJobs()
-	m.cfg.Log.Info().Str("addr", m.Addr()).Int("clusters", len(all)).Msg("serving")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := m.srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("drain requests: %w", err)
-	}
-	// Remote writes that outlived their requests record their results
-	// before the pools close.
-	for _, c := range all {
-		if err := c.core.Drain(shutdown); err != nil {
-			return fmt.Errorf("drain remote writes: %w", err)
-		}
-	}
-	return nil
-}
-
-// Reconciler is the running program's reconciler.
-func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
-
-// Close releases the pool and stops the provider simulator and the
-// embedded database.
-func (m *Main) Close() error {
-	if m.ln != nil {
-		m.ln.Close()
-	}
-	if m.pool != nil {
-		m.pool.Close()
-	}
-	for _, c := range m.extra {
-		c.pool.Close()
-	}
-	err := m.closeSimulator()
-	if m.pg != nil {
-		return errors.Join(err, m.pg.Stop())
-	}
-	return err
-}

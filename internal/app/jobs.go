@@ -68,3 +68,16 @@ func runJobs(ctx context.Context, c *river.Client[pgx.Tx], stop time.Duration) e
 	}
 	return nil
 }
+
+// jobClients makes the River client that works the jobs of each cluster
+// (home's and Config.Clusters'), with the workers its router registered.
+func (m *Main) jobClients(home *cluster) error {
+	for _, c := range append([]*cluster{home}, m.extra...) {
+		var err error
+		if c.jobs, err = newJobs(c.pool, c.workers, m.cfg.Jobs, m.cfg.Log); err != nil {
+			return err
+		}
+	}
+	m.jobs = home.jobs
+	return nil
+}
