@@ -34,7 +34,9 @@ func setupCut(t *testing.T, cfg ...func(*app.Config)) cutEnv {
 	}
 	t.Cleanup(direct.Close)
 	e := apptest.StartOn(t, url, append([]func(*app.Config){func(c *app.Config) {
-		c.DatabaseURL, c.ReconcileDisabled = proxy.URL, true
+		// No background traffic (the reconciler's passes, River's polls for
+		// jobs) through the proxy: an armed cut must meet the request's own.
+		c.DatabaseURL, c.ReconcileDisabled, c.Jobs.Disabled = proxy.URL, true, true
 	}}, cfg...)...)
 	// A stalled connection holds a request, and the request a pool
 	// connection, until the proxy lets go: cut before oncecall stops.

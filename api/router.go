@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall"
@@ -103,6 +104,9 @@ type Config struct {
 	// posted a late result (voice_late.go); nil: https on vapi.ai and its
 	// subdomains only.
 	LateResultURL func(u *url.URL) bool
+	// Jobs, when set, gets the workers of the River jobs this API's
+	// handlers work: the late results' deliveries (voice_late_worker.go).
+	Jobs *river.Workers
 }
 
 // DefaultDBWait is how long a request waits for one of the server's
@@ -151,6 +155,10 @@ func NewRouter(cfg Config) http.Handler {
 	}
 	if cfg.TenantRequests > 0 && (s.server == nil || cfg.TenantRequests < cfg.DBRequests) {
 		s.gate = newTenantGate(cfg.TenantRequests, cmp.Or(cfg.TenantWait, time.Second))
+	}
+
+	if cfg.Jobs != nil {
+		river.AddWorker(cfg.Jobs, &lateWorker{s: s})
 	}
 
 	r := chi.NewRouter()
@@ -202,6 +210,7 @@ func NewRouter(cfg Config) http.Handler {
 	}))
 	r.Mount("/v1/elevenlabs", s.voiceRouter(platformElevenLabs, "X-Oncecall-Key", func(r chi.Router) {
 		r.Post("/tools/{tool}", s.elevenLabsTool)
+		r.Post("/async/tools/{tool}", s.elevenLabsAsyncTool)
 	}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(s.limitBody, s.keys.authenticate)

@@ -24,21 +24,29 @@ const (
 // identity) and system__caller_id, which are taken out of the arguments;
 // any other system__ variable is ignored.
 func (s *Server) elevenLabsTool(w http.ResponseWriter, r *http.Request) {
+	if c, ok := s.elevenLabsCall(w, r); ok {
+		s.answerVoice(w, r, c)
+	}
+}
+
+// elevenLabsCall reads an ElevenLabs server tool's call; when it cannot,
+// the refusal is written and ok is false.
+func (s *Server) elevenLabsCall(w http.ResponseWriter, r *http.Request) (voiceCall, bool) {
 	body, err := readRaw(r)
 	if err != nil {
 		writeError(w, r, err)
-		return
+		return voiceCall{}, false
 	}
 	var args map[string]json.RawMessage
 	raw, err := canonicalWebhook(body, &args, "an ElevenLabs server tool body")
 	if err != nil {
 		writeError(w, r, err)
-		return
+		return voiceCall{}, false
 	}
 	tool := chi.URLParam(r, "tool")
 	if !toolNamePattern.MatchString(tool) || len(tool) > 64 {
 		writeError(w, r, fault.New(fault.NotFound, "no tool named %s", tool))
-		return
+		return voiceCall{}, false
 	}
 	var conv, caller string
 	for k, v := range args {
@@ -57,14 +65,12 @@ func (s *Server) elevenLabsTool(w http.ResponseWriter, r *http.Request) {
 		}
 		if string(v) != "null" && json.Unmarshal(v, dst) != nil {
 			writeError(w, r, fault.Field(k, "must be a string"))
-			return
+			return voiceCall{}, false
 		}
 	}
 	if err := checkCallID(conv, elevenConversationID); err != nil {
 		writeError(w, r, err)
-		return
+		return voiceCall{}, false
 	}
-	s.answerVoice(w, r, voiceCall{
-		Platform: platformElevenLabs, CallID: conv, Tool: tool, Arguments: raw, Caller: phoneOf(caller),
-	})
+	return voiceCall{Platform: platformElevenLabs, CallID: conv, Tool: tool, Arguments: raw, Caller: phoneOf(caller)}, true
 }

@@ -71,8 +71,14 @@ func (s *Server) retellFunction(w http.ResponseWriter, r *http.Request) {
 // 200), as Dasha, Retell and ElevenLabs take it; an unknown tool is 404 and
 // a failure 503, both with nothing claimed.
 func (s *Server) answerVoice(w http.ResponseWriter, r *http.Request, c voiceCall) {
-	info := infoFrom(r.Context())
 	ans, err := s.answerTool(r, tenantFrom(r.Context()), c)
+	s.writeVoice(w, r, ans, err)
+}
+
+// writeVoice writes a tool call's answer, or its error as the route
+// answers errors.
+func (s *Server) writeVoice(w http.ResponseWriter, r *http.Request, ans dashatool.Answer, err error) {
+	info := infoFrom(r.Context())
 	if err != nil {
 		writeError(w, r, dashaError(err))
 		return

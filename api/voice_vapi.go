@@ -105,13 +105,6 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case m.Type == "tool-calls":
 	case m.Type == "end-of-call-report" || (m.Type == "status-update" && m.Status == "ended"):
-		if callID != "" {
-			// No late result is delivered to an ended call.
-			if err := s.cfg.Store.EndLateResults(r.Context(), tenant.ID, platformVapi, callID); err != nil {
-				writeError(w, r, dashaError(db.Fault(err)))
-				return
-			}
-		}
 		s.voiceCallEnded(w, r, tenant, voiceCall{Platform: platformVapi, CallID: callID}, vapiCallEnded)
 		return
 	default:
@@ -253,7 +246,8 @@ func fallbackFor(tool string) dashatool.Answer {
 }
 
 // voiceCallEnded nudges the unfinished actions of a call that has ended so
-// the reconciler settles them at its next pass, and answers 200.
+// the reconciler settles them at its next pass, ends the call's
+// subscriptions to late results, and answers 200.
 func (s *Server) voiceCallEnded(w http.ResponseWriter, r *http.Request, tenant oncecall.Tenant, c voiceCall, event string) {
 	if c.CallID == "" {
 		writeJSON(w, http.StatusOK, dashaEventAnswer{})
@@ -261,6 +255,11 @@ func (s *Server) voiceCallEnded(w http.ResponseWriter, r *http.Request, tenant o
 	}
 	info := infoFrom(r.Context())
 	info.callPlatform, info.callID = c.Platform, c.CallID
+	// No late result is delivered to an ended call.
+	if err := s.cfg.Store.EndLateResults(r.Context(), tenant.ID, c.Platform, c.CallID); err != nil {
+		writeError(w, r, dashaError(db.Fault(err)))
+		return
+	}
 	n, err := s.cfg.Store.NudgeCall(r.Context(), tenant.ID, c.Platform, c.CallID, event)
 	if err != nil {
 		writeError(w, r, dashaError(db.Fault(err)))

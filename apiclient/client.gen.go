@@ -3443,6 +3443,9 @@ type CallDashaToolJSONRequestBody = DashaToolPayload
 // CallDashaToolByNameJSONRequestBody defines body for CallDashaToolByName for application/json ContentType.
 type CallDashaToolByNameJSONRequestBody = DashaToolPayload
 
+// CallElevenLabsAsyncToolJSONRequestBody defines body for CallElevenLabsAsyncTool for application/json ContentType.
+type CallElevenLabsAsyncToolJSONRequestBody = ElevenLabsToolBody
+
 // CallElevenLabsToolJSONRequestBody defines body for CallElevenLabsTool for application/json ContentType.
 type CallElevenLabsToolJSONRequestBody = ElevenLabsToolBody
 
@@ -6303,6 +6306,38 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByName(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CallElevenLabsAsyncToolWithBody Call a write tool that ElevenLabs runs in the background
+	//
+	// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+	// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+	// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+	// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+	// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+	// database places, until its action settles, and then answers the settled answer, the same one
+	// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+	// within 50 seconds; the status tool then still answers.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+	CallElevenLabsAsyncToolWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CallElevenLabsAsyncTool Call a write tool that ElevenLabs runs in the background
+	//
+	// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+	// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+	// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+	// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+	// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+	// database places, until its action settles, and then answers the settled answer, the same one
+	// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+	// within 50 seconds; the status tool then still answers.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+	CallElevenLabsAsyncTool(ctx context.Context, tool ToolName, body CallElevenLabsAsyncToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CallElevenLabsToolWithBody Call a tool as an ElevenLabs server tool
 	//
 	// An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
@@ -7844,6 +7879,58 @@ func (c *Client) CallDashaToolByNameWithBody(ctx context.Context, toolName ToolN
 // Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 func (c *Client) CallDashaToolByName(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCallDashaToolByNameRequest(c.Server, toolName, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CallElevenLabsAsyncToolWithBody Call a write tool that ElevenLabs runs in the background
+//
+// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+// database places, until its action settles, and then answers the settled answer, the same one
+// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+// within 50 seconds; the status tool then still answers.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+func (c *Client) CallElevenLabsAsyncToolWithBody(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallElevenLabsAsyncToolRequestWithBody(c.Server, tool, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CallElevenLabsAsyncTool Call a write tool that ElevenLabs runs in the background
+//
+// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+// database places, until its action settles, and then answers the settled answer, the same one
+// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+// within 50 seconds; the status tool then still answers.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+func (c *Client) CallElevenLabsAsyncTool(ctx context.Context, tool ToolName, body CallElevenLabsAsyncToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallElevenLabsAsyncToolRequest(c.Server, tool, body)
 	if err != nil {
 		return nil, err
 	}
@@ -10335,6 +10422,53 @@ func NewCallDashaToolByNameRequestWithBody(server string, toolName ToolName, par
 	return req, nil
 }
 
+// NewCallElevenLabsAsyncToolRequest calls the generic CallElevenLabsAsyncTool builder with application/json body
+func NewCallElevenLabsAsyncToolRequest(server string, tool ToolName, body CallElevenLabsAsyncToolJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCallElevenLabsAsyncToolRequestWithBody(server, tool, "application/json", bodyReader)
+}
+
+// NewCallElevenLabsAsyncToolRequestWithBody constructs an http.Request for the CallElevenLabsAsyncTool method, with any body, and a specified content type
+func NewCallElevenLabsAsyncToolRequestWithBody(server string, tool ToolName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tool", tool, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/elevenlabs/async/tools/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewCallElevenLabsToolRequest calls the generic CallElevenLabsTool builder with application/json body
 func NewCallElevenLabsToolRequest(server string, tool ToolName, body CallElevenLabsToolJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12754,6 +12888,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/dasha/tools/{toolName} (the `CallDashaToolByName` operationId).
 	CallDashaToolByNameWithResponse(ctx context.Context, toolName ToolName, params *CallDashaToolByNameParams, body CallDashaToolByNameJSONRequestBody, reqEditors ...RequestEditorFn) (*CallDashaToolByNameResponse, error)
+
+	// CallElevenLabsAsyncToolWithBodyWithResponse Call a write tool that ElevenLabs runs in the background
+	//
+	// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+	// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+	// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+	// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+	// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+	// database places, until its action settles, and then answers the settled answer, the same one
+	// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+	// within 50 seconds; the status tool then still answers.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+	CallElevenLabsAsyncToolWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallElevenLabsAsyncToolResponse, error)
+
+	// CallElevenLabsAsyncToolWithResponse Call a write tool that ElevenLabs runs in the background
+	//
+	// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+	// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+	// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+	// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+	// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+	// database places, until its action settles, and then answers the settled answer, the same one
+	// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+	// within 50 seconds; the status tool then still answers.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+	CallElevenLabsAsyncToolWithResponse(ctx context.Context, tool ToolName, body CallElevenLabsAsyncToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallElevenLabsAsyncToolResponse, error)
 
 	// CallElevenLabsToolWithBodyWithResponse Call a tool as an ElevenLabs server tool
 	//
@@ -16218,6 +16384,54 @@ func (r CallDashaToolByNameResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CallDashaToolByNameResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CallElevenLabsAsyncToolResponse200Headers the declared response headers of an HTTP 200 response for CallElevenLabsAsyncTool
+type CallElevenLabsAsyncToolResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
+type CallElevenLabsAsyncToolResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DashaAnswer
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CallElevenLabsAsyncToolResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CallElevenLabsAsyncToolResponse) GetJSON200() *DashaAnswer {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r CallElevenLabsAsyncToolResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CallElevenLabsAsyncToolResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CallElevenLabsAsyncToolResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CallElevenLabsAsyncToolResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -21012,6 +21226,50 @@ func (c *ClientWithResponses) CallDashaToolByNameWithResponse(ctx context.Contex
 	return ParseCallDashaToolByNameResponse(rsp)
 }
 
+// CallElevenLabsAsyncToolWithBodyWithResponse Call a write tool that ElevenLabs runs in the background
+//
+// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+// database places, until its action settles, and then answers the settled answer, the same one
+// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+// within 50 seconds; the status tool then still answers.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+func (c *ClientWithResponses) CallElevenLabsAsyncToolWithBodyWithResponse(ctx context.Context, tool ToolName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallElevenLabsAsyncToolResponse, error) {
+	rsp, err := c.CallElevenLabsAsyncToolWithBody(ctx, tool, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallElevenLabsAsyncToolResponse(rsp)
+}
+
+// CallElevenLabsAsyncToolWithResponse Call a write tool that ElevenLabs runs in the background
+//
+// The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+// `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+// and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+// The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+// answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+// database places, until its action settles, and then answers the settled answer, the same one
+// `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+// within 50 seconds; the status tool then still answers.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/elevenlabs/async/tools/{tool} (the `CallElevenLabsAsyncTool` operationId).
+func (c *ClientWithResponses) CallElevenLabsAsyncToolWithResponse(ctx context.Context, tool ToolName, body CallElevenLabsAsyncToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallElevenLabsAsyncToolResponse, error) {
+	rsp, err := c.CallElevenLabsAsyncTool(ctx, tool, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCallElevenLabsAsyncToolResponse(rsp)
+}
+
 // CallElevenLabsToolWithBodyWithResponse Call a tool as an ElevenLabs server tool
 //
 // An ElevenLabs server tool's URL. The body is the tool's arguments (its `request_body_schema`)
@@ -24948,6 +25206,45 @@ func ParseCallDashaToolByNameResponse(rsp *http.Response) (*CallDashaToolByNameR
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCallElevenLabsAsyncToolResponse parses an HTTP response from a CallElevenLabsAsyncToolWithResponse call
+func ParseCallElevenLabsAsyncToolResponse(rsp *http.Response) (*CallElevenLabsAsyncToolResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CallElevenLabsAsyncToolResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DashaAnswer
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CallElevenLabsAsyncToolResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

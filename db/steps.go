@@ -365,19 +365,6 @@ func (q queries) ActionAnyTenant(ctx context.Context, id uuid.UUID) (oncecall.Ac
 	return action(row), nil
 }
 
-// ResolveAction completes an unfinished action that owner holds the lease
-// of (a driver's evidence or an operator's decision); false when the lease
-// is not owner's or the action is already completed. needsOperator keeps
-// the completed action in the operator's queue (a follow-up step is stuck).
-func (q queries) ResolveAction(ctx context.Context, id, owner uuid.UUID, c Completion, needsOperator bool) (bool, error) {
-	status := int32(c.Status)
-	n, err := q.q.ResolveAction(ctx, dbsqlc.ResolveActionParams{
-		ID: id, Owner: &owner, NeedsOperator: needsOperator, Outcome: ptr(string(c.Outcome)), Reason: ptr(c.Reason), HTTPStatus: &status,
-		ResourceID: ptr(c.ResourceID), Result: c.Result,
-	})
-	return n == 1, err
-}
-
 // optionalTime is t, or NULL when it is zero.
 func optionalTime(t time.Time) *time.Time {
 	if t.IsZero() {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/oncecall/oncecall/db/dbsqlc"
 )
@@ -23,6 +24,8 @@ var ErrNotFound = errors.New("not found")
 type Store struct {
 	queries
 	pool *pgxpool.Pool
+	// jobs queues River jobs in the store's transactions (late.go).
+	jobs *river.Client[pgx.Tx]
 	// noSyncUntil (Unix nanoseconds) is until when Replicated takes the
 	// server to have no synchronous standby without asking it again.
 	noSyncUntil atomic.Int64
@@ -31,7 +34,8 @@ type Store struct {
 // Tx is a Store view bound to one Read Committed transaction.
 type Tx struct {
 	queries
-	tx pgx.Tx
+	tx   pgx.Tx
+	jobs *river.Client[pgx.Tx]
 }
 
 // queries holds the methods that work both on the pool and inside a Tx:
@@ -48,7 +52,7 @@ func on(db dbsqlc.DBTX) queries { return queries{q: dbsqlc.New(db), db: db} }
 
 // New returns a Store on pool.
 func New(pool *pgxpool.Pool) *Store {
-	return &Store{queries: on(pool), pool: pool}
+	return &Store{queries: on(pool), pool: pool, jobs: newJobs()}
 }
 
 // SetStepPlanner installs the planner that names, on every step recorded
@@ -58,7 +62,7 @@ func (s *Store) SetStepPlanner(p StepPlanner) { s.plan = p }
 
 // tx is the Tx of a transaction begun on s's pool.
 func (s *Store) tx(tx pgx.Tx) *Tx {
-	t := &Tx{queries: on(tx), tx: tx}
+	t := &Tx{queries: on(tx), tx: tx, jobs: s.jobs}
 	t.plan = s.plan
 	return t
 }

@@ -26,6 +26,13 @@ var globalTables = map[string]string{
 	"provider_ref_claims": "a provider's reference is the provider's, across tenants: the step that claimed " +
 		"a write found by a search (migration 0041)",
 	"tenant_directory": "which cluster each tenant lives on: read before the tenant's cluster is known, in the home cluster",
+	// River's job queue (migrations 0054, 0055): the late results' outbox. A job names its
+	// tenant in its arguments; the rows it delivers are the tenant's own (late_results).
+	"river_job":          "River's jobs, fetched by any replica whatever their tenant",
+	"river_leader":       "River's elected leader (its maintenance services)",
+	"river_migration":    "River's own record of its schema versions",
+	"river_queue":        "River's queues",
+	"river_notification": "River's notification outbox (unused by PostgreSQL clients)",
 }
 
 // TestKeysLeadWithTenant reads the migrated schema from the catalog: every table not in
@@ -145,6 +152,8 @@ var hintsOnly = map[string]string{
 	"db/migrations/0010_claim_key.sql": "oncecall_key_free: the wait for a concurrent attempt of the same key; " +
 		"the unique index actions (tenant_id, idempotency_key) decides which attempt owns the key",
 	"db/migrations/0011_key_free_wait_only.sql": "as 0010",
+	"db/migrations/0054_river_queue.sql": "River's 002 creates a trigger that NOTIFYs inserts and its 004, in the same " +
+		"migration, drops it; River's clients here poll (PollOnly), and a job's row in river_job is what is worked",
 }
 
 // restsOnLock are the advisory locks correctness still rests on, each with why

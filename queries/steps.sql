@@ -185,15 +185,17 @@ LIMIT sqlc.arg(max_rows);
 -- name: ActionByIDAnyTenant :one
 SELECT * FROM actions WHERE id = $1;
 
--- name: ResolveAction :execrows
+-- name: ResolveAction :one
 -- Completes an unfinished action from evidence (a driver) or an operator's
 -- decision, if the caller holds its lease; needs_operator stays set when a
--- follow-up step ran out of evidence.
+-- follow-up step ran out of evidence. No row: not the caller's lease, or
+-- completed already.
 UPDATE actions
 SET state = 'completed', outcome = sqlc.arg(outcome), reason = sqlc.narg(reason), http_status = sqlc.arg(http_status),
     resource_id = sqlc.narg(resource_id), result = sqlc.arg(result),
     needs_operator = sqlc.arg(needs_operator), lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
-WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner) AND state <> 'completed';
+WHERE id = sqlc.arg(id) AND lease_owner = sqlc.arg(owner) AND state <> 'completed'
+RETURNING tenant_id;
 
 -- name: ClearNeedsOperator :execrows
 -- An operator resolved what a completed action was waiting for (a stuck

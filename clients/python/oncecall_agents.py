@@ -12,7 +12,12 @@ the action the first run made (docs/voice-platforms.md#in-process-agents).
 
 Pipecat:
 
-    tools.register_pipecat(llm)   # llm.register_function(name, tools.pipecat_handler) for each tool
+    tools.register_pipecat(llm)   # llm.register_function(name, tools.pipecat_handler, ...) for each tool
+
+register_pipecat registers every write with cancel_on_interruption=False: Pipecat runs it in the background,
+the conversation goes on, and its result is injected into the context when the handler gives it. A write
+oncecall answers pending (a provider slower than oncecall's budget) keeps asking check_action_status about
+the same action and gives the settled answer, so the agent says the outcome when it is known.
     schema = ToolsSchema(standard_tools=[FunctionSchema(**s) for s in tools.function_schemas()])
 
 LiveKit Agents (Python):
@@ -37,6 +42,11 @@ __all__ = ["Oncecall", "OncecallRefusal", "Reply"]
 # Answers that mean no answer came: the same call is sent again (it maps to the same action).
 _RETRY_STATUSES = (429, 502, 503, 504)
 _CALL_ID = re.compile(r"^[ -~]{1,200}$")
+# oncecall's read-only tools: they answer at once, and a Pipecat interruption may cancel them.
+_READ_ONLY = frozenset({
+    "check_action_status", "find_available_slots", "find_customer", "get_customer", "list_appointments",
+    "list_payment_intents", "list_practitioners", "list_services",
+})
 
 
 class OncecallRefusal(Exception):
@@ -74,6 +84,7 @@ class Oncecall:
         org_id: str | None = None,
         on_reply: Callable[[Reply], None] | None = None,
         urlopen: Callable[..., Any] = urllib.request.urlopen,
+        late_wait_seconds: float = 300,
     ):
         """
         definitions: `oncecall tools export` (its JSON array, parsed).
@@ -86,6 +97,8 @@ class Oncecall:
         org_id: the tenant's Dasha orgId, if the tenant is bound to one.
         on_reply: called with every Reply, e.g. to log it.
         urlopen: urllib.request.urlopen or a function like it.
+        late_wait_seconds: how long a write answered pending keeps asking for its outcome in the Pipecat
+            handler; past it the model gets the last answer, still pending.
         """
         self._defs = {d["name"]: d for d in definitions}
         self._call_id = f"{framework}:{call_id}"
@@ -99,6 +112,7 @@ class Oncecall:
         self._org_id = org_id or ""
         self._on_reply = on_reply
         self._urlopen = urlopen
+        self._late_wait = late_wait_seconds
 
     @classmethod
     def from_file(cls, path: str, **kwargs: Any) -> "Oncecall":
@@ -171,6 +185,28 @@ class Oncecall:
         started is settled, and a re-run is answered with it."""
         return await asyncio.to_thread(self.call, tool, arguments, tool_call_id)
 
+    def waits_for(self, reply: Reply) -> bool:
+        """Whether a reply is a pending action whose outcome check_action_status can tell later."""
+        a = reply.answer
+        return (a.get("outcome") == "pending" and bool(a.get("action_id")) and a.get("reason") != "no_answer"
+                and "check_action_status" in self._defs)
+
+    async def settled(self, reply: Reply) -> Reply:
+        """Asks check_action_status about a pending reply's action, a little apart (0.5 s doubling to 5 s),
+        until it is no longer pending or late_wait_seconds pass, and returns the last reply. It sends
+        nothing that could act again: the status tool only reads."""
+        deadline = time.monotonic() + self._late_wait
+        last, pause = reply, 0.5
+        while time.monotonic() + pause < deadline:
+            await asyncio.sleep(pause)
+            status = await self.acall("check_action_status", {"action_id": reply.answer["action_id"]}, reply.tool_call_id)
+            if status.answer.get("action_id") == reply.answer["action_id"]:
+                last = Reply(reply.tool, reply.tool_call_id, status.answer, status.replayed)
+            if last.answer.get("outcome") != "pending":
+                break
+            pause = min(2 * pause, 5.0)
+        return last
+
     # Pipecat
 
     def function_schemas(self) -> list[dict]:
@@ -188,14 +224,21 @@ class Oncecall:
 
     async def pipecat_handler(self, params: Any) -> None:
         """A Pipecat function handler: takes FunctionCallParams (function_name, tool_call_id, arguments,
-        result_callback) and gives oncecall's answer to result_callback."""
+        result_callback) and gives oncecall's answer to result_callback. A write answered pending is
+        answered when it settles (settled): registered with cancel_on_interruption=False, it runs in the
+        background meanwhile, and Pipecat injects the settled answer into the context then."""
         reply = await self.acall(params.function_name, params.arguments, params.tool_call_id)
+        if params.function_name not in _READ_ONLY and self.waits_for(reply):
+            reply = await self.settled(reply)
         await params.result_callback(reply.answer)
 
     def register_pipecat(self, llm: Any, **kwargs: Any) -> None:
-        """llm.register_function(name, self.pipecat_handler, **kwargs) for every tool."""
+        """llm.register_function(name, self.pipecat_handler, **kwargs) for every tool; a write also with
+        cancel_on_interruption=False (unless kwargs say otherwise), so that Pipecat runs it in the
+        background and injects its result, the settled answer, when the handler gives it."""
         for name in self._defs:
-            llm.register_function(name, self.pipecat_handler, **kwargs)
+            extra = {} if name in _READ_ONLY else {"cancel_on_interruption": False}
+            llm.register_function(name, self.pipecat_handler, **{**extra, **kwargs})
 
     # LiveKit Agents (Python)
 

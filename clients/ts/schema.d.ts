@@ -943,6 +943,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/elevenlabs/async/tools/{tool}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Call a write tool that ElevenLabs runs in the background
+         * @description The URL of the write tools that `oncecall tools export --platform elevenlabs` exports with
+         *     `execution_mode: "async"`: ElevenLabs runs the webhook in the background, the conversation goes on,
+         *     and the answer reaches the agent when it arrives, within the tool's `response_timeout_secs` (60).
+         *     The body, the key and the refusals are those of `POST /v1/elevenlabs/tools/{tool}`. A call that would
+         *     answer `pending` there (a provider slower than the budget) waits here, holding none of the tenant's
+         *     database places, until its action settles, and then answers the settled answer, the same one
+         *     `check_action_status` gives: the late result. It answers `pending` when the action has not settled
+         *     within 50 seconds; the status tool then still answers.
+         */
+        post: operations["callElevenLabsAsyncTool"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/dasha/events": {
         parameters: {
             query?: never;
@@ -5732,6 +5759,33 @@ export interface operations {
         };
     };
     callElevenLabsTool: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The tool's name. */
+                tool: components["schemas"]["ToolName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "customer_id": "01a231f5-5772-74d6-a2f2-877d7f82b71a",
+                 *       "slot_id": "01a231f5-5783-7345-9606-6804ecb538f9",
+                 *       "system__conversation_id": "conv_01jx",
+                 *       "system__caller_id": "+14155550100"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ElevenLabsToolBody"];
+            };
+        };
+        responses: {
+            200: components["responses"]["DashaAnswer"];
+        };
+    };
+    callElevenLabsAsyncTool: {
         parameters: {
             query?: never;
             header?: never;

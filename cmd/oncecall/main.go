@@ -82,6 +82,7 @@ Environment:
   ONCECALL_PROVIDER_PAYMENTS=stripe payments through Stripe (STRIPE_SECRET_KEY, STRIPE_WEBHOOK_SECRET; docs/providers/stripe.md)
   ONCECALL_PROVIDER_MESSAGING=twilio SMS through Twilio (TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN, TWILIO_FROM; docs/providers/twilio.md)
   ONCECALL_RECONCILE_INTERVAL       time between reconciler passes (default 2s)
+  ONCECALL_LATE_WORKERS             late results sent at once (default 8); ONCECALL_LATE_RESULT_HOSTS: more hosts they may go to
   RESPONSE_RETENTION, ACTION_RETENTION   retention of replay bodies (24h) and actions (720h)
   ONCECALL_DASHA_RATE_LIMIT, ONCECALL_DASHA_RATE_BURST  the Dasha webhooks' own budget (200/s, bursts of 400; 503 past it)
   ONCECALL_RATE_LIMIT, ONCECALL_METRICS_TOKEN, ONCECALL_REQUIRE_DATABASE_URL, ...

@@ -49,6 +49,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	answerAge := fs.Duration("answer-cache-age", envs.duration("ONCECALL_ANSWER_CACHE_AGE", 0), "how long a kept answer is used; shorter than --response-retention (default 1m, or half the retention when that is under 2m) (env ONCECALL_ANSWER_CACHE_AGE)")
 	clusterList := fs.String("clusters", os.Getenv("ONCECALL_CLUSTERS"), "PostgreSQL clusters besides DATABASE_URL's, name=URL,...: each tenant is served from the cluster the directory places it on (docs/scaling.md#tenants-across-clusters) (env ONCECALL_CLUSTERS)")
 	pruneEvery := fs.Duration("prune-interval", envs.duration("ONCECALL_PRUNE_INTERVAL", 10*time.Minute), "how often to prune expired bodies and actions; 0 disables (env ONCECALL_PRUNE_INTERVAL)")
+	lateHosts := fs.String("late-result-hosts", os.Getenv("ONCECALL_LATE_RESULT_HOSTS"), "hosts besides Vapi's (https on vapi.ai) that late results may be posted to, comma-separated: a staging fake of Vapi's control URL; a tenant's call names the URL, so name only hosts you run (env ONCECALL_LATE_RESULT_HOSTS)")
+	lateWorkers := fs.Int("late-workers", envs.int("ONCECALL_LATE_WORKERS", 8), "late results this process sends at once (env ONCECALL_LATE_WORKERS)")
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
 	fair := fairnessFlags(fs, &envs)
@@ -164,6 +166,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Providers:     providers, Simulate: simulate, Calendars: cc, Steps: sc, Reconcile: rc, ReconcileDisabled: *noReconcile,
 		OperatorToken: operatorToken, Console: console, StripeWebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
 		TwilioAuthToken: twilioStatusToken(os.Getenv), PublicURL: os.Getenv("ONCECALL_PUBLIC_URL"),
+		LateResultURL: lateResultHosts(*lateHosts), Jobs: app.JobsConfig{LateWorkers: max(1, *lateWorkers)},
 	})
 	if err != nil {
 		return err

@@ -31,37 +31,100 @@ func (q *Queries) EndLateResults(ctx context.Context, arg EndLateResultsParams) 
 	return result.RowsAffected(), nil
 }
 
-const lateResultCallEnded = `-- name: LateResultCallEnded :one
-SELECT (call_ended_at IS NOT NULL)::boolean AS ended FROM late_results WHERE tenant_id = $1 AND action_id = $2
+const lateDelivered = `-- name: LateDelivered :execrows
+UPDATE late_results SET delivered_at = now()
+WHERE tenant_id = $1 AND action_id = $2 AND call_platform = $3 AND call_id = $4 AND delivered_at IS NULL
 `
 
-type LateResultCallEndedParams struct {
-	TenantID uuid.UUID
-	ActionID uuid.UUID
+type LateDeliveredParams struct {
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CallPlatform string
+	CallID       string
 }
 
-func (q *Queries) LateResultCallEnded(ctx context.Context, arg LateResultCallEndedParams) (bool, error) {
-	row := q.db.QueryRow(ctx, lateResultCallEnded, arg.TenantID, arg.ActionID)
-	var ended bool
-	err := row.Scan(&ended)
-	return ended, err
-}
-
-const lateResultDelivered = `-- name: LateResultDelivered :execrows
-UPDATE late_results SET delivered_at = now() WHERE tenant_id = $1 AND action_id = $2 AND delivered_at IS NULL
-`
-
-type LateResultDeliveredParams struct {
-	TenantID uuid.UUID
-	ActionID uuid.UUID
-}
-
-func (q *Queries) LateResultDelivered(ctx context.Context, arg LateResultDeliveredParams) (int64, error) {
-	result, err := q.db.Exec(ctx, lateResultDelivered, arg.TenantID, arg.ActionID)
+func (q *Queries) LateDelivered(ctx context.Context, arg LateDeliveredParams) (int64, error) {
+	result, err := q.db.Exec(ctx, lateDelivered,
+		arg.TenantID,
+		arg.ActionID,
+		arg.CallPlatform,
+		arg.CallID,
+	)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const lateSubscriber = `-- name: LateSubscriber :one
+SELECT tenant_id, action_id, call_platform, call_id, control_url, created_at, call_ended_at, delivered_at, tool FROM late_results
+WHERE tenant_id = $1 AND action_id = $2 AND call_platform = $3 AND call_id = $4
+`
+
+type LateSubscriberParams struct {
+	TenantID     uuid.UUID
+	ActionID     uuid.UUID
+	CallPlatform string
+	CallID       string
+}
+
+func (q *Queries) LateSubscriber(ctx context.Context, arg LateSubscriberParams) (LateResult, error) {
+	row := q.db.QueryRow(ctx, lateSubscriber,
+		arg.TenantID,
+		arg.ActionID,
+		arg.CallPlatform,
+		arg.CallID,
+	)
+	var i LateResult
+	err := row.Scan(
+		&i.TenantID,
+		&i.ActionID,
+		&i.CallPlatform,
+		&i.CallID,
+		&i.ControlUrl,
+		&i.CreatedAt,
+		&i.CallEndedAt,
+		&i.DeliveredAt,
+		&i.Tool,
+	)
+	return i, err
+}
+
+const lateSubscribers = `-- name: LateSubscribers :many
+SELECT call_platform, call_id FROM late_results
+WHERE tenant_id = $1 AND action_id = $2 AND call_ended_at IS NULL AND delivered_at IS NULL
+ORDER BY call_platform, call_id
+`
+
+type LateSubscribersParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+type LateSubscribersRow struct {
+	CallPlatform string
+	CallID       string
+}
+
+// The calls still live that wait for an action's late result.
+func (q *Queries) LateSubscribers(ctx context.Context, arg LateSubscribersParams) ([]LateSubscribersRow, error) {
+	rows, err := q.db.Query(ctx, lateSubscribers, arg.TenantID, arg.ActionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LateSubscribersRow
+	for rows.Next() {
+		var i LateSubscribersRow
+		if err := rows.Scan(&i.CallPlatform, &i.CallID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const nudgeCall = `-- name: NudgeCall :many
@@ -114,32 +177,52 @@ func (q *Queries) NudgeCall(ctx context.Context, arg NudgeCallParams) ([]uuid.UU
 	return items, nil
 }
 
-const registerLateResult = `-- name: RegisterLateResult :execrows
-INSERT INTO late_results (tenant_id, action_id, call_platform, call_id, control_url)
-VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (tenant_id, action_id) DO NOTHING
+const subscribeLate = `-- name: SubscribeLate :one
+WITH target AS (
+    SELECT tenant_id, id, state FROM actions
+    WHERE actions.tenant_id = $1 AND actions.id = $2
+    FOR SHARE
+), added AS (
+    INSERT INTO late_results (tenant_id, action_id, call_platform, call_id, control_url, tool)
+    SELECT target.tenant_id, target.id, $3, $4, $5, $6
+    FROM target
+    ON CONFLICT (tenant_id, action_id, call_platform, call_id) DO NOTHING
+    RETURNING late_results.call_id
+)
+SELECT (target.state = 'completed')::boolean AS settled, EXISTS (SELECT 1 FROM added)::boolean AS fresh FROM target
 `
 
-type RegisterLateResultParams struct {
+type SubscribeLateParams struct {
 	TenantID     uuid.UUID
 	ActionID     uuid.UUID
 	CallPlatform string
 	CallID       string
 	ControlUrl   string
+	Tool         string
 }
 
-// Registers the delivery of an action's late result; a second
-// registration of the same action is nothing (one delivery per action).
-func (q *Queries) RegisterLateResult(ctx context.Context, arg RegisterLateResultParams) (int64, error) {
-	result, err := q.db.Exec(ctx, registerLateResult,
+type SubscribeLateRow struct {
+	Settled bool
+	Fresh   bool
+}
+
+// A call that heard pending for an action subscribes to its late result:
+// one row per action and call, so asking again adds nothing. The action is
+// read FOR SHARE, which a settlement's UPDATE waits for: a settlement that
+// committed before this statement is seen here (settled: the caller queues
+// the delivery in this transaction), one that commits after it sees this
+// row (it queues the delivery). Another tenant's action is no row, so
+// nothing subscribes to it.
+func (q *Queries) SubscribeLate(ctx context.Context, arg SubscribeLateParams) (SubscribeLateRow, error) {
+	row := q.db.QueryRow(ctx, subscribeLate,
 		arg.TenantID,
 		arg.ActionID,
 		arg.CallPlatform,
 		arg.CallID,
 		arg.ControlUrl,
+		arg.Tool,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i SubscribeLateRow
+	err := row.Scan(&i.Settled, &i.Fresh)
+	return i, err
 }

@@ -775,12 +775,13 @@ func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, 
 	return result.RowsAffected(), nil
 }
 
-const resolveAction = `-- name: ResolveAction :execrows
+const resolveAction = `-- name: ResolveAction :one
 UPDATE actions
 SET state = 'completed', outcome = $1, reason = $2, http_status = $3,
     resource_id = $4, result = $5,
     needs_operator = $6, lease_owner = NULL, lease_until = NULL, updated_at = now(), completed_at = now()
 WHERE id = $7 AND lease_owner = $8 AND state <> 'completed'
+RETURNING tenant_id
 `
 
 type ResolveActionParams struct {
@@ -796,9 +797,10 @@ type ResolveActionParams struct {
 
 // Completes an unfinished action from evidence (a driver) or an operator's
 // decision, if the caller holds its lease; needs_operator stays set when a
-// follow-up step ran out of evidence.
-func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (int64, error) {
-	result, err := q.db.Exec(ctx, resolveAction,
+// follow-up step ran out of evidence. No row: not the caller's lease, or
+// completed already.
+func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, resolveAction,
 		arg.Outcome,
 		arg.Reason,
 		arg.HTTPStatus,
@@ -808,10 +810,9 @@ func (q *Queries) ResolveAction(ctx context.Context, arg ResolveActionParams) (i
 		arg.ID,
 		arg.Owner,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var tenant_id uuid.UUID
+	err := row.Scan(&tenant_id)
+	return tenant_id, err
 }
 
 const stepsOfAction = `-- name: StepsOfAction :many

@@ -7,18 +7,16 @@ package app
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 	"github.com/rs/zerolog"
 
 	"github.com/oncecall/oncecall/api"
@@ -107,6 +105,8 @@ type Config struct {
 	// running inside this process.
 	Reconcile         reconcile.Config
 	ReconcileDisabled bool
+	// Jobs tunes the workers of the durable jobs (late results).
+	Jobs JobsConfig
 	// OperatorToken enables /v1/ops for bearers of this token, and a
 	// break-glass admin sign-in to the operator console (/console/, where
 	// named staff sign in: docs/console.md); it
@@ -194,6 +194,7 @@ type Main struct {
 	calendars  *calendars.Service
 	reconciler *reconcile.Reconciler
 	core       *idem.Core
+	jobs       *river.Client[pgx.Tx] // the home cluster's job workers
 	pg         *pgembed.Postgres
 	pool       *pgxpool.Pool
 	dbURL      string // the database in use
@@ -220,6 +221,10 @@ type cluster struct {
 	driver     *step.Driver
 	reconciler *reconcile.Reconciler
 	calendars  *calendars.Service
+	// workers are the River workers its router registers; jobs works
+	// them (jobs.go).
+	workers *river.Workers
+	jobs    *river.Client[pgx.Tx]
 }
 
 // Operations returns every operation oncecall offers.
@@ -364,6 +369,10 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		}
 		handler = api.NewClusterRouter(api.ClustersConfig{Clusters: clusters, Directory: m.store.Directory, Log: cfg.Log})
 	}
+	if err := m.jobClients(home); err != nil {
+		m.Close()
+		return nil, err
+	}
 	m.srv = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
@@ -380,7 +389,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 // idempotency core, over that cluster's store.
 func (m *Main) newCluster(name string, pool *pgxpool.Pool, store *db.Store, providers provider.Set, coreCfg idem.Config) *cluster {
 	cfg := m.cfg
-	c := &cluster{name: name, pool: pool, store: store}
+	c := &cluster{name: name, pool: pool, store: store, workers: river.NewWorkers()}
 	c.driver = step.NewDriver(store, m.ops, providers, cfg.Steps, cfg.Log)
 	c.driver.Local = provider.Set{provider.Messaging: message.Local{Store: store}}
 	calCfg := cfg.Calendars
@@ -428,61 +437,8 @@ func (m *Main) router(c *cluster, base api.Config) http.Handler {
 	base.DBRequests, base.DBWait = max(0, cfg.DBRequests), cfg.DBWait
 	base.Remote, base.Calendars = c.driver, c.calendars
 	base.StripeWebhookSecret, base.TwilioAuthToken, base.PublicURL = cfg.StripeWebhookSecret, cfg.TwilioAuthToken, cfg.PublicURL
-	base.LateResultURL = cfg.LateResultURL
+	base.LateResultURL, base.Jobs = cfg.LateResultURL, c.workers
 	return api.NewRouter(base)
-}
-
-// StartEmbedded starts the embedded PostgreSQL with data under dataDir, on
-// a free port.
-func StartEmbedded(ctx context.Context, dataDir string, log zerolog.Logger) (*pgembed.Postgres, error) {
-	return StartEmbeddedOn(ctx, dataDir, 0, log)
-}
-
-// StartEmbeddedOn is StartEmbedded on the given port (0: a free one).
-func StartEmbeddedOn(ctx context.Context, dataDir string, port int, log zerolog.Logger) (*pgembed.Postgres, error) {
-	if dataDir == "" {
-		dataDir = ".oncecall"
-	}
-	abs, err := filepath.Abs(filepath.Join(dataDir, "pgdata"))
-	if err != nil {
-		return nil, err
-	}
-	log.Info().Str("data_dir", abs).Int("port", port).Msg("starting embedded PostgreSQL")
-	pg, err := pgembed.Start(ctx, pgembed.Config{DataDir: abs, Port: port})
-	if err != nil {
-		if errors.Is(err, pgembed.ErrNoBinaries) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("start embedded PostgreSQL: %w", err)
-	}
-	return pg, nil
-}
-
-// OpenDB connects to url, applies the migrations (on migrateURL when it is
-// set, url otherwise) and returns a pool on url whose connections have the
-// default timeouts.
-func OpenDB(ctx context.Context, url, migrateURL string, maxConns int32) (*pgxpool.Pool, error) {
-	return OpenPool(ctx, url, migrateURL, maxConns, db.Timeouts{})
-}
-
-// OpenPool is OpenDB with the given timeouts. Migrations run on their own
-// connection first, without them.
-func OpenPool(ctx context.Context, url, migrateURL string, maxConns int32, timeouts db.Timeouts) (*pgxpool.Pool, error) {
-	if err := Migrate(ctx, cmp.Or(migrateURL, url)); err != nil {
-		return nil, err
-	}
-	pcfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("parse database URL: %w", err)
-	}
-	pcfg.MaxConns = cmp.Or(maxConns, DefaultMaxConns())
-	db.Configure(pcfg)
-	db.SetTimeouts(pcfg, timeouts)
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
-	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
-	}
-	return pool, nil
 }
 
 // DefaultAnswerBytes is the memory a server spends by default keeping the
@@ -495,16 +451,6 @@ const DefaultAnswerBytes = 8 << 20
 // cmd/bench: 20 connections on 2 cores served fewer requests than 6).
 func DefaultMaxConns() int32 { return int32(max(4, 3*runtime.GOMAXPROCS(0))) }
 
-// Migrate applies the embedded migrations to the database at url.
-func Migrate(ctx context.Context, url string) error {
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		return fmt.Errorf("connect to database: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	return db.Migrate(ctx, conn)
-}
-
 // Addr is the address the server listens on.
 func (m *Main) Addr() string { return m.ln.Addr().String() }
 
@@ -513,78 +459,6 @@ func (m *Main) Store() *db.Store { return m.store }
 
 // Embedded is the embedded database, nil when DatabaseURL was given.
 func (m *Main) Embedded() *pgembed.Postgres { return m.pg }
-
-// Serve serves until ctx is done, then drains in-flight requests. While it
-// serves, the pruner runs every PruneInterval.
-func (m *Main) Serve(ctx context.Context) error {
-	home := &cluster{store: m.store, core: m.core, reconciler: m.reconciler}
-	all := append([]*cluster{home}, m.extra...)
-	if m.cfg.PruneInterval > 0 {
-		pruneCtx, stopPrune := context.WithCancel(ctx)
-		var pruned sync.WaitGroup
-		defer func() { stopPrune(); pruned.Wait() }()
-		for _, c := range all {
-			pc := m.cfg.Prune
-			pc.Pruned, pc.Log = m.metrics.Pruned, m.cfg.Log
-			p := prune.New(c.store, pc)
-			pruned.Go(func() { p.Every(pruneCtx, m.cfg.PruneInterval, c.store.Now) })
-		}
-	}
-	errc := make(chan error, 1)
-	go func() { errc <- m.srv.Serve(m.ln) }()
-	var reconciled sync.WaitGroup
-	rctx, stopReconciler := context.WithCancel(ctx)
-	if !m.cfg.ReconcileDisabled {
-		for _, c := range all {
-			reconciled.Go(func() {
-				c.reconciler.Run(rctx) //nolint:errcheck // returns nil when rctx ends; logs its own failures
-			})
-		}
-	}
-	defer reconciled.Wait()
-	defer stopReconciler()
-	m.cfg.Log.Info().Str("addr", m.Addr()).Int("clusters", len(all)).Msg("serving")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.ShutdownTimeout)
-	defer cancel()
-	if err := m.srv.Shutdown(shutdown); err != nil {
-		return fmt.Errorf("drain requests: %w", err)
-	}
-	// Remote writes that outlived their requests record their results
-	// before the pools close.
-	for _, c := range all {
-		if err := c.core.Drain(shutdown); err != nil {
-			return fmt.Errorf("drain remote writes: %w", err)
-		}
-	}
-	return nil
-}
-
-// Reconciler is the running program's reconciler.
-func (m *Main) Reconciler() *reconcile.Reconciler { return m.reconciler }
-
-// Close releases the pool and stops the provider simulator and the
-// embedded database.
-func (m *Main) Close() error {
-	if m.ln != nil {
-		m.ln.Close()
-	}
-	if m.pool != nil {
-		m.pool.Close()
-	}
-	for _, c := range m.extra {
-		c.pool.Close()
-	}
-	err := m.closeSimulator()
-	if m.pg != nil {
-		return errors.Join(err, m.pg.Stop())
-	}
-	return err
-}
 
 // consoleCalendars is what the console reads of the businesses' own
 // calendars: none without the service.

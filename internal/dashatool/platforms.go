@@ -20,6 +20,10 @@ const (
 	RetellTimeoutMS = 10000
 	// ElevenLabsTimeoutSeconds is ElevenLabs' default response timeout.
 	ElevenLabsTimeoutSeconds = 20
+	// ElevenLabsAsyncTimeoutSeconds is the response timeout of the write
+	// tools, which ElevenLabs runs in the background (execution_mode
+	// async): oncecall answers them when their action settles, within it.
+	ElevenLabsAsyncTimeoutSeconds = 60
 )
 
 // What a platform says while a tool runs and when it fails. None of them
@@ -132,26 +136,34 @@ func retellFunction(d Definition, base, key string) map[string]any {
 // the dynamic variables oncecall reads: the conversation id, the identity of
 // the call, and the caller's number; a property bound to a dynamic variable
 // has no description (ElevenLabs takes a value from one source only). The
-// agent always speaks before the tool runs (pre_tool_speech force), the tool
-// runs at once (execution_mode immediate: its answer is what the agent says
-// next), and an error reaches the agent (tool_error_handling_mode
-// passthrough) rather than being hidden, so it cannot take a failure for a
-// success.
+// agent always speaks before the tool runs (pre_tool_speech force), and an
+// error reaches the agent (tool_error_handling_mode passthrough) rather than
+// being hidden, so it cannot take a failure for a success. A read-only tool
+// runs at once (execution_mode immediate: its answer, within oncecall's
+// budget, is what the agent says next). A write, which a remote provider
+// may take longer than the budget to settle, runs in the background
+// (execution_mode async, response_timeout_secs
+// ElevenLabsAsyncTimeoutSeconds) on oncecall's async route, which answers
+// once the action settles: its late result.
 func elevenLabsTool(d Definition, base, key string) map[string]any {
 	body := platformSchema(d.Schema, elevenLabsKeywords, false)
 	props := body["properties"].(map[string]any)
 	props["system__conversation_id"] = map[string]any{"type": "string", "dynamic_variable": "system__conversation_id"}
 	props["system__caller_id"] = map[string]any{"type": "string", "dynamic_variable": "system__caller_id"}
+	mode, timeout, path := "immediate", ElevenLabsTimeoutSeconds, "/v1/elevenlabs/tools/"
+	if !ReadOnly(d.Name) {
+		mode, timeout, path = "async", ElevenLabsAsyncTimeoutSeconds, "/v1/elevenlabs/async/tools/"
+	}
 	return map[string]any{"tool_config": map[string]any{
 		"type":                     "webhook",
 		"name":                     d.Name,
 		"description":              d.Description,
-		"response_timeout_secs":    ElevenLabsTimeoutSeconds,
+		"response_timeout_secs":    timeout,
 		"pre_tool_speech":          "force",
-		"execution_mode":           "immediate",
+		"execution_mode":           mode,
 		"tool_error_handling_mode": "passthrough",
 		"api_schema": map[string]any{
-			"url":                 base + "/v1/elevenlabs/tools/" + d.Name,
+			"url":                 base + path + d.Name,
 			"method":              "POST",
 			"request_headers":     map[string]string{"X-Oncecall-Key": key},
 			"request_body_schema": body,

@@ -6,7 +6,8 @@
 // caller. The idempotency key is not the tool call id: oncecall derives it from the call id and the
 // operation's identity fields (the customer and slot of a booking, ...). So when an interrupted turn loses
 // a tool's result and the model runs the tool again under a new tool call id, oncecall answers with the
-// action the first run made (docs/voice-platforms.md#in-process-agents).
+// action the first run made (docs/voice-platforms.md#in-process-agents). oncecallToolset puts them in a
+// LiveKit AsyncToolset, so that an answer that settles after the tool returned pending is spoken.
 import { llm } from "@livekit/agents";
 
 /** One tool definition as `oncecall tools export` prints it (the default, Dasha-shaped export). */
@@ -57,6 +58,11 @@ export interface OncecallOptions {
   fetch?: typeof fetch;
   /** Called with every answer, e.g. to log it. */
   onAnswer?: (event: AnswerEvent) => void;
+  /**
+   * How long a tool of oncecallToolset whose answer was pending keeps asking oncecall for the outcome
+   * (default 300 seconds); past it the model gets the last answer, still pending.
+   */
+  lateWaitSeconds?: number;
 }
 
 /** One answered tool call. */
@@ -96,6 +102,39 @@ export function oncecallTools(options: OncecallOptions): llm.FunctionTool[] {
   );
 }
 
+/**
+ * The same tools in an AsyncToolset, for an Agent's tools, so that a result that arrives late is spoken:
+ *
+ *   new voice.Agent({ instructions, tools: [oncecallToolset({ definitions, apiKey, callId: ctx.room.name })] })
+ *
+ * A call oncecall answers pending (a provider slower than oncecall's budget) hands the pending answer to the
+ * model at once (RunContext.update: the conversation goes on, and the model says that nothing is confirmed
+ * yet), then keeps asking check_action_status about the same action, and returns the settled answer, which
+ * LiveKit delivers to the model as the background call's result when the session is idle: the agent speaks
+ * the outcome. It is the same action throughout: nothing is sent again.
+ */
+export function oncecallToolset(options: OncecallOptions): llm.AsyncToolset {
+  const client = new OncecallClient(options);
+  return llm.AsyncToolset.create({
+    id: "oncecall",
+    tools: options.definitions.map((def) =>
+      llm.tool({
+        name: def.name,
+        description: def.description,
+        parameters: def.schema,
+        execute: async (args: Record<string, unknown>, { ctx, toolCallId, abortSignal }) => {
+          const first = await client.call(def.name, args, toolCallId);
+          if (!client.waitsFor(first)) {
+            return first.answer;
+          }
+          await ctx.update(first.answer);
+          return (await client.settled(first, abortSignal)).answer;
+        },
+      }),
+    ),
+  });
+}
+
 /** Calls oncecall's tools for one phone call. */
 export class OncecallClient {
   readonly #options: OncecallOptions;
@@ -112,6 +151,33 @@ export class OncecallClient {
     if (!options.apiKey) {
       throw new Error("apiKey is required");
     }
+  }
+
+  /** Whether an answer is a pending action whose outcome check_action_status can tell later. */
+  waitsFor(event: AnswerEvent): boolean {
+    const a = event.answer;
+    return a.outcome === "pending" && a.action_id !== "" && a.reason !== "no_answer" && this.#defs.has("check_action_status");
+  }
+
+  /**
+   * Asks check_action_status about a pending answer's action, a little apart (0.5 s doubling to 5 s), until
+   * it is no longer pending, lateWaitSeconds pass or signal aborts, and returns the last answer. It sends
+   * nothing that could act again: the status tool only reads.
+   */
+  async settled(event: AnswerEvent, signal?: AbortSignal): Promise<AnswerEvent> {
+    const deadline = Date.now() + 1000 * (this.#options.lateWaitSeconds ?? 300);
+    let last = event;
+    for (let pause = 500; Date.now() + pause < deadline && !signal?.aborted; pause = Math.min(2 * pause, 5000)) {
+      await new Promise((resolve) => setTimeout(resolve, pause));
+      const status = await this.call("check_action_status", { action_id: event.answer.action_id }, event.toolCallId);
+      if (status.answer.action_id === event.answer.action_id) {
+        last = { ...status, tool: event.tool };
+      }
+      if (last.answer.outcome !== "pending") {
+        break;
+      }
+    }
+    return last;
   }
 
   /**
