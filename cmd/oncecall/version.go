@@ -11,7 +11,13 @@ import (
 // checkout), the commit it was built from (with "+dirty" when the work tree
 // had changes) and the Go version.
 func versionLine() string {
-	version, commit, goVersion := "(devel)", "unknown", runtime.Version()
+	version, commit, goVersion := buildVersion()
+	return fmt.Sprintf("oncecall %s commit %s %s %s/%s", version, commit, goVersion, runtime.GOOS, runtime.GOARCH)
+}
+
+// buildVersion reads versionLine's module version, commit and Go version.
+func buildVersion() (version, commit, goVersion string) {
+	version, commit, goVersion = "(devel)", "unknown", runtime.Version()
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if info.Main.Version != "" {
 			version = info.Main.Version
@@ -30,5 +36,5 @@ func versionLine() string {
 			commit += "+dirty"
 		}
 	}
-	return fmt.Sprintf("oncecall %s commit %s %s %s/%s", version, commit, goVersion, runtime.GOOS, runtime.GOARCH)
+	return version, commit, goVersion
 }

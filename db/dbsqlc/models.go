@@ -33,6 +33,7 @@ type Action struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 type ActionEvent struct {

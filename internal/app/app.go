@@ -391,9 +391,9 @@ func (m *Main) newCluster(name string, pool *pgxpool.Pool, store *db.Store, prov
 	// Every step claimed here names the provider this configuration sends
 	// it to; only a server configured for it drives the step.
 	store.SetStepPlanner(c.driver.Plan)
-	c.driver.Observe = func(capability, result string, took time.Duration) {
+	c.driver.Observe = func(ctx context.Context, capability, result string, took time.Duration) {
 		if took > 0 {
-			m.metrics.ProviderCall(capability, took)
+			m.metrics.ProviderCall(ctx, capability, took)
 		}
 	}
 	c.reconciler = reconcile.New(store, c.driver, cfg.Reconcile, cfg.Log)

@@ -19,6 +19,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Outcome is what the caller hears.
@@ -433,6 +434,11 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	// Only an action claimed running has a lease, with its owner's token.
 	owner := uuid.New()
 	claim.Lease, claim.LeaseOwner = c.cfg.Lease, owner
+	if len(req.Steps) > 0 {
+		// A remote action may be settled later, by the reconciler, whose
+		// span links back to this request's.
+		claim.TraceContext = telemetry.Keep(ctx)
+	}
 	var reply Reply
 	// The claim waits while another attempt's uncommitted claim holds the
 	// key; bound that wait so a caller is never held past its patience.
@@ -485,7 +491,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	if err != nil || reply.Action.State != oncecall.Running {
 		return reply, err
 	}
-	return c.drive(ctx, reply.Action, owner), nil
+	return c.drive(ctx, reply.Action, owner, req.Steps), nil
 }
 
 // claimOnce claims the action and runs its writes and completion, the
@@ -515,7 +521,7 @@ func (c *Core) claimOnce(ctx context.Context, claim db.Claim, claimWait time.Dur
 // provider call in half: when ctx ends first, the caller hears pending
 // (the action is still running) while the driver goes on and records the
 // provider's answer. Drain waits for such drives.
-func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Reply {
+func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID, steps []db.NewStep) Reply {
 	if c.driver == nil {
 		a.State = oncecall.Unknown
 		return Reply{Action: a}
@@ -533,6 +539,11 @@ func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Re
 	case r := <-done:
 		return r
 	case <-ctx.Done():
+		names := make([]string, len(steps))
+		for i, s := range steps {
+			names[i] = s.Name
+		}
+		telemetry.Pending(ctx, "the provider's answer did not come within the request's time", names...)
 		return Reply{Action: a}
 	}
 }
@@ -632,6 +643,7 @@ func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Repl
 		a = next
 		delay = min(delay*2, 250*time.Millisecond)
 	}
+	telemetry.Pending(ctx, "another attempt of the action was still running")
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
 }
 
