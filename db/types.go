@@ -20,11 +20,13 @@ import (
 // json.RawMessage (an action's request, a stored answer) is kept as
 // PostgreSQL sent it instead of being parsed again by json.Unmarshal
 // (jsonb is valid JSON by construction). It also installs
-// WatchReplication, and the tracer that makes a span of each statement of
-// a traced request (telemetry.DB).
+// WatchReplication, and, unless cfg has a tracer of its own, the tracer
+// that makes a span of each statement of a traced request (telemetry.DB).
 func Configure(cfg *pgxpool.Config) {
 	WatchReplication(cfg)
-	cfg.ConnConfig.Tracer = telemetry.DB{}
+	if cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = telemetry.DB{}
+	}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		RegisterTypes(conn.TypeMap())

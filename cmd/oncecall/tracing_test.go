@@ -47,3 +47,19 @@ func TestTracingFollowsTheOTELEnvironment(t *testing.T) {
 		t.Errorf("http/json: %v, want a refusal naming the supported protocols", err)
 	}
 }
+
+func TestTraceURLNeedsATraceID(t *testing.T) {
+	t.Parallel()
+	for url, ok := range map[string]bool{
+		"https://jaeger.example/trace/{trace_id}":     true,
+		"http://127.0.0.1:16686/trace/{trace_id}?x=1": true,
+		"https://jaeger.example/trace/":               false, // nowhere to put the id
+		"javascript:alert(1)//{trace_id}":             false,
+		"/trace/{trace_id}":                           false,
+	} {
+		c, err := consoleConfig(func(k string) string { return map[string]string{"ONCECALL_TRACE_URL": url}[k] })
+		if (err == nil) != ok || (ok && c.TraceURL != url) {
+			t.Errorf("ONCECALL_TRACE_URL=%q: %+v %v, want accepted %v", url, c.TraceURL, err, ok)
+		}
+	}
+}

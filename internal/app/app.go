@@ -244,6 +244,8 @@ type ConsoleConfig struct {
 	OIDC staff.OIDCConfig
 	// Zone shows times that belong to no tenant. Default time.Local.
 	Zone *time.Location
+	// TraceURL links an action's page to its trace (console.Config).
+	TraceURL string
 }
 
 // MinOperatorTokenLen is the shortest operator token accepted: guessing
@@ -342,7 +344,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	consoleHandler, err := console.New(console.Config{
 		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Operator: operator, Log: cfg.Log,
 		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
-		OIDC:  oidcSignIn, Zone: cfg.Console.Zone,
+		OIDC:  oidcSignIn, Zone: cfg.Console.Zone, TraceURL: cfg.Console.TraceURL,
 	})
 	if err != nil {
 		m.Close()
