@@ -124,6 +124,7 @@ func TestTraceOfACall(t *testing.T) {
 		return false
 	})
 	checkReconcileTrace(t, settled, call1.TraceID, tool.SpanID, action)
+	screenshot(t, jaeger.Query+"/trace/"+traceID, "jaeger-trace")
 
 	t.Run("no patient data in any span", func(t *testing.T) {
 		// Every span of the service, the whole call's, as Jaeger's API

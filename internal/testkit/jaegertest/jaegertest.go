@@ -26,6 +26,11 @@ import (
 // Version is the Jaeger release internal/tools/jaeger pins.
 const Version = "v1.75.0"
 
+// UIAssets names the environment variable that may give the folder of a
+// built Jaeger UI (its Go module carries none): the query port then serves
+// the UI's pages too, for a screenshot of a trace.
+const UIAssets = "JAEGERTEST_UI_ASSETS"
+
 // Jaeger is a running collector.
 type Jaeger struct {
 	// OTLP is the OTLP/HTTP receiver's base URL, for
@@ -42,6 +47,9 @@ func Start(t testing.TB) *Jaeger {
 	bin := Binary(t)
 	ports := freePorts(t, 3)
 	cfg := fmt.Sprintf(config, ports[0], ports[1], ports[2])
+	if ui := os.Getenv(UIAssets); ui != "" {
+		cfg = strings.Replace(cfg, "  jaeger_query:\n", fmt.Sprintf("  jaeger_query:\n    ui:\n      assets_path: %q\n", ui), 1)
+	}
 	path := filepath.Join(t.TempDir(), "jaeger.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
