@@ -39,11 +39,11 @@ func readGate(t *testing.T, a answer) gateAnswer {
 // The confirmation gate, once a tenant turns it on: a booking, a move, a
 // cancellation and a charge asked for without the caller's confirmation
 // are refused (needs_caller_confirmation) with the sentence to read back,
-// the time in the location's zone with the practitioner, or the amount;
-// a confirmation of another time or amount is refused too; nothing is
-// claimed by a refusal, and the confirmed call that follows acts once.
-// The echo may be the local time the refusal gave, the instant, or the
-// time as said. REST is not gated.
+// the time in the location's zone with the practitioner and location, or
+// the amount; a confirmation of another time or amount is refused too, and
+// so are bare times and amounts (the instant, the time as said, "$45"): the
+// echo is the one the read-back gave. Nothing is claimed by a refusal, and
+// the confirmed call that follows acts once. REST is not gated.
 func TestConfirmationGate(t *testing.T) {
 	t.Parallel()
 	c := setupClinic(t)
@@ -92,21 +92,25 @@ func TestConfirmationGate(t *testing.T) {
 
 	// A booking without confirmation: the read-back, nothing done.
 	a := tool("book_appointment", book)
-	wantEcho := fmt.Sprintf("%d-12-10T15:30", year)
-	if a.Reason != "needs_caller_confirmation" || a.Echo != wantEcho || !strings.Contains(a.ReadBack, "with Dr. Ortiz — shall I book it?") ||
+	wantEcho := fmt.Sprintf("%d-12-10T15:30-05:00 #", year)
+	if a.Reason != "needs_caller_confirmation" || !strings.HasPrefix(a.Echo, wantEcho) || len(a.Echo) != len(wantEcho)+8 ||
+		!strings.Contains(a.ReadBack, "with Dr. Ortiz at Downtown — shall I book it?") ||
 		!strings.Contains(a.ReadBack, a.When) || !strings.Contains(a.When, "10") || a.ActionID != "" {
 		t.Fatalf("a booking without confirmation: %+v read back %q echo %q", a.answer, a.ReadBack, a.Echo)
 	}
 	untouched("unconfirmed booking", created0)
 	// An interim yes to another time cannot book this one.
-	if b := tool("book_appointment", with(book, fmt.Sprintf("%d-12-10T16:00", year))); b.Reason != "needs_caller_confirmation" ||
-		!strings.Contains(b.Say, "is not what this request would do") {
-		t.Fatalf("a confirmation of another time: %+v", b.answer)
+	for _, other := range []string{fmt.Sprintf("%d-12-10T16:00", year), fmt.Sprintf("%d-12-10T15:30", year), at(15, 30).UTC().Format(time.RFC3339), a.When,
+		strings.Replace(a.Echo, "15:30", "16:00", 1)} {
+		if b := tool("book_appointment", with(book, other)); b.Reason != "needs_caller_confirmation" ||
+			!strings.Contains(b.Say, "is not the confirmation of what this request would do") {
+			t.Fatalf("a confirmation of %q: %+v", other, b.answer)
+		}
 	}
 	untouched("a confirmation of another time", created0)
-	// The echo the refusal gave books, once; the same booking again is
-	// its replay, not asked again.
-	booked := tool("book_appointment", with(book, a.Echo))
+	// The echo the refusal gave books (case and spacing aside), once; the
+	// same booking again is its replay, not asked again.
+	booked := tool("book_appointment", with(book, "  "+strings.ToUpper(a.Echo)+" "))
 	if booked.Outcome != "confirmed" {
 		t.Fatalf("the confirmed booking: %+v", booked.answer)
 	}
@@ -123,31 +127,37 @@ func TestConfirmationGate(t *testing.T) {
 		t.Fatalf("the booking's details: %s", booked.Details)
 	}
 
-	// A move: the new time is read back; the instant echoes it too.
+	// A move: the appointment's time now and the new time are read back.
 	move := map[string]any{"appointment_id": appt.ID, "slot_id": later}
 	m := tool("reschedule_appointment", move)
-	if m.Reason != "needs_caller_confirmation" || !strings.HasPrefix(m.ReadBack, "Move your appointment to ") ||
-		!strings.Contains(m.ReadBack, "with Dr. Ortiz") || m.Echo != fmt.Sprintf("%d-12-10T17:00", year) {
+	if m.Reason != "needs_caller_confirmation" || !strings.HasPrefix(m.ReadBack, "Move your appointment from "+a.When+" to ") ||
+		!strings.Contains(m.ReadBack, "with Dr. Ortiz at Downtown") || !strings.HasPrefix(m.Echo, fmt.Sprintf("%d-12-10T17:00-05:00 #", year)) {
 		t.Fatalf("a move without confirmation: %+v read back %q", m.answer, m.ReadBack)
 	}
-	if b := tool("reschedule_appointment", with(move, at(15, 30).Format(time.RFC3339))); b.Reason != "needs_caller_confirmation" {
-		t.Fatalf("a move confirmed with the old time: %+v", b.answer)
+	for _, other := range []string{a.Echo, at(17, 0).UTC().Format(time.RFC3339)} {
+		if b := tool("reschedule_appointment", with(move, other)); b.Reason != "needs_caller_confirmation" {
+			t.Fatalf("a move confirmed with %q: %+v", other, b.answer)
+		}
 	}
-	if moved := tool("reschedule_appointment", with(move, at(17, 0).UTC().Format(time.RFC3339))); moved.Outcome != "confirmed" {
+	if moved := tool("reschedule_appointment", with(move, m.Echo)); moved.Outcome != "confirmed" {
 		t.Fatalf("the confirmed move: %+v", moved.answer)
 	}
 
-	// A cancellation: the appointment's time is read back; the time as
-	// said echoes it.
+	// A cancellation: the appointment's time is read back; the move's
+	// echo, for the same time, does not cancel it.
 	cancel := map[string]any{"appointment_id": appt.ID}
 	x := tool("cancel_appointment", cancel)
-	if x.Reason != "needs_caller_confirmation" || !strings.HasPrefix(x.ReadBack, "Cancel your appointment on ") || x.Echo != m.Echo {
+	if x.Reason != "needs_caller_confirmation" || x.ReadBack != "Cancel your appointment on "+m.When+" with Dr. Ortiz at Downtown — shall I cancel it?" ||
+		x.Echo == m.Echo {
 		t.Fatalf("a cancellation without confirmation: %+v read back %q", x.answer, x.ReadBack)
+	}
+	if b := tool("cancel_appointment", with(cancel, m.Echo)); b.Reason != "needs_caller_confirmation" {
+		t.Fatalf("a cancellation confirmed with the move's echo: %+v", b.answer)
 	}
 	if n := c.Count("SELECT count(*) FROM appointments WHERE id = $1 AND status = 'active'", uuid.MustParse(appt.ID)); n != 1 {
 		t.Fatal("an unconfirmed cancellation cancelled")
 	}
-	if done := tool("cancel_appointment", with(cancel, strings.ToUpper(x.When))); done.Outcome != "confirmed" {
+	if done := tool("cancel_appointment", with(cancel, x.Echo)); done.Outcome != "confirmed" {
 		t.Fatalf("the confirmed cancellation: %+v", done.answer)
 	}
 	if n := c.Count("SELECT count(*) FROM appointments WHERE id = $1 AND status = 'cancelled'", uuid.MustParse(appt.ID)); n != 1 {
@@ -159,14 +169,16 @@ func TestConfirmationGate(t *testing.T) {
 	before := c.Count("SELECT count(*) FROM actions WHERE tenant_id = $1", c.tenant)
 	charge := map[string]any{"payment_intent_id": intent}
 	p := tool("charge_payment", charge)
-	if p.Reason != "needs_caller_confirmation" || !strings.Contains(p.ReadBack, "45.00 US dollars") || p.Echo != "45.00 USD" {
+	if p.Reason != "needs_caller_confirmation" || !strings.Contains(p.ReadBack, "45.00 US dollars") || !strings.HasPrefix(p.Echo, "45.00 USD #") {
 		t.Fatalf("a charge without confirmation: %+v read back %q echo %q", p.answer, p.ReadBack, p.Echo)
 	}
-	if b := tool("charge_payment", with(charge, "40.00 USD")); b.Reason != "needs_caller_confirmation" {
-		t.Fatalf("a charge confirmed with another amount: %+v", b.answer)
+	for _, other := range []string{"40.00 USD", "45.00 USD", "$45", strings.Replace(p.Echo, "45.00", "40.00", 1)} {
+		if b := tool("charge_payment", with(charge, other)); b.Reason != "needs_caller_confirmation" {
+			t.Fatalf("a charge confirmed with %q: %+v", other, b.answer)
+		}
 	}
 	untouched("unconfirmed charges", before)
-	if paid := tool("charge_payment", with(charge, "$45")); paid.Reason == "needs_caller_confirmation" || paid.ActionID == "" {
+	if paid := tool("charge_payment", with(charge, p.Echo)); paid.Reason == "needs_caller_confirmation" || paid.ActionID == "" {
 		t.Fatalf("the confirmed charge did not pass the gate: %+v", paid.answer)
 	}
 	untouched("the confirmed charge", before+1)

@@ -2,36 +2,41 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"math/big"
 	"strings"
-	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/canon"
 	"github.com/oncecall/oncecall/internal/dashatool"
+	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
-	"github.com/oncecall/oncecall/internal/schedule"
 )
 
 // The confirmation gate (a tenant setting, off by default): a voice tool
-// call that books, moves or cancels an appointment or charges a payment is
-// refused, nothing claimed, unless it carries in caller_confirmed what the
-// caller confirmed: the appointment's time (or the amount), checked against
-// the slot, the appointment or the intent the call acts on. The refusal says
-// the exact sentence to read back and the value to echo; an interim "yes"
-// to another time or amount cannot book. The argument is not part of the
-// request's identity: the confirmed call is the same request, performed once.
+// call that books, moves or cancels an appointment or charges a payment
+// performs nothing unless it carries in caller_confirmed the echo of the
+// read-back the gate gave for exactly that effect. The read-back is built
+// from the values the effect will have (the instant in the zone where it
+// takes place, the practitioner and location, or the amount and its
+// currency); its echo carries a code that binds them, with the request's
+// arguments, the call and the action the request would supersede, so an
+// echo given for one effect confirms no other. The gate is an idem.Gate:
+// the core asks it on every path that would perform, and never for an
+// answer that stands. The argument is not part of the request's identity:
+// the confirmed call is the same request, performed once.
 const (
 	callerConfirmedArg      = dashatool.CallerConfirmed
 	cancelOperation         = "appointment.cancel"
 	needsCallerConfirmation = dashatool.NeedsCallerConfirmation
 	maxConfirmation         = 200
+	// echoVersion names how an echo's code is made; a new way is a new
+	// version, and an echo made the old way is refused (and read back
+	// again).
+	echoVersion = "oncecall caller confirmation 1"
 )
 
 // gated reports whether an operation is behind the confirmation gate.
@@ -51,240 +56,132 @@ func cutConfirmation(raw json.RawMessage) (confirmed string, rest json.RawMessag
 		return "", args, nil
 	}
 	if string(v) != "null" && (json.Unmarshal(v, &confirmed) != nil || len(confirmed) > maxConfirmation) {
-		a := dashatool.Invalid(callerConfirmedArg, fmt.Sprintf("caller_confirmed must be a string of at most %d characters: the time or amount the caller confirmed", maxConfirmation))
+		a := dashatool.Invalid(callerConfirmedArg, fmt.Sprintf("caller_confirmed must be a string of at most %d characters: "+
+			"the details.caller_confirmed of the read-back the caller said yes to", maxConfirmation))
 		return "", nil, &a
 	}
 	return strings.TrimSpace(confirmed), rest, nil
 }
 
+// confirmation is the gate of one voice tool call (see idem.Gate): what it
+// asks, in which call, and the echo it carries (given; "" for none).
+type confirmation struct {
+	s      *Server
+	tenant oncecall.Tenant
+	prep   *op.Prepared
+	call   voiceCall
+	given  string
+}
+
+var _ idem.Gate = confirmation{}
+
+// gateFor is the gate of a tool call, or nil when its operation is not
+// gated or its tenant's gate is off. The tenant's setting is read first,
+// so a tenant without the gate pays one read.
+func (s *Server) gateFor(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, c voiceCall, given string) (idem.Gate, error) {
+	if !gated(prep.Operation) {
+		return nil, nil
+	}
+	on, err := s.cfg.Store.CallerConfirmation(ctx, tenant.ID)
+	if err != nil || !on {
+		return nil, db.Fault(err)
+	}
+	return confirmation{s: s, tenant: tenant, prep: prep, call: c, given: given}, nil
+}
+
+// Admit lets the request perform when it carries the echo of what it
+// would do now, after prior; otherwise it refuses with the read-back
+// (gateRefusal). A request whose target cannot be read (no such slot,
+// appointment or intent) is admitted: the operation refuses it.
+func (g confirmation) Admit(ctx context.Context, prior *oncecall.Action) error {
+	rb, found, err := g.s.readBack(ctx, g.tenant, g.prep)
+	if err != nil || !found {
+		return err
+	}
+	echo := g.echo(rb, prior)
+	if g.given != "" && sameEcho(g.given, echo) {
+		return nil
+	}
+	ans, err := rb.refusal(echo, g.given)
+	if err != nil {
+		return err
+	}
+	return &gateRefusal{answer: ans}
+}
+
+// echo is what caller_confirmed must carry to confirm rb: its readable
+// value (the local time with its offset, or the amount and currency) and a
+// code, the first 8 hex digits of a SHA-256 over what the confirmation
+// binds: the tenant, the operation, the request's fingerprint (every
+// argument that bears on the effect: customer, slot, service, amount, ...),
+// the voice call, the action the request would supersede (none for a free
+// key), the sentence read back and the values it was read from. Nothing
+// is kept between the read-back and its echo: any replica checks it.
+func (g confirmation) echo(rb readBack, prior *oncecall.Action) string {
+	priorID := ""
+	if prior != nil {
+		priorID = prior.ID.String()
+	}
+	h := sha256.New()
+	parts := []string{echoVersion, g.tenant.ID.String(), g.prep.Operation, g.prep.Fingerprint,
+		g.call.Platform, g.call.CallID, priorID, rb.Sentence}
+	for _, p := range append(parts, rb.bound...) {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	return rb.value + " #" + hex.EncodeToString(h.Sum(nil))[:8]
+}
+
+// sameEcho compares caller_confirmed with the echo, case and spacing
+// aside.
+func sameEcho(given, echo string) bool {
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+	return norm(given) == norm(echo)
+}
+
+// gateRefusal is the gate's refusal of a request: the
+// needs_caller_confirmation answer, which Do returns as its error with
+// nothing claimed.
+type gateRefusal struct{ answer dashatool.Answer }
+
+func (*gateRefusal) Error() string { return "the caller has not confirmed what this request would do" }
+
 // readBack is what the caller must confirm before a gated request runs.
 type readBack struct {
 	// Sentence is read to the caller as it is.
 	Sentence string
-	// Echo is the value caller_confirmed must carry (a local time
-	// YYYY-MM-DDTHH:MM, or an amount such as 45.00 USD).
-	Echo string
-	// Said is the time or amount as it is said, which caller_confirmed may
-	// also carry.
+	// Said is the time or amount as it is said.
 	Said string
-	// matches reports whether caller_confirmed names this time or amount.
-	matches func(given string) bool
+	// value is the readable part of the echo: the local time with its
+	// offset (2031-06-18T15:30-04:00), or the amount and currency
+	// (45.00 USD).
+	value string
+	// bound are the values the effect will have, which the echo's code
+	// binds with the sentence.
+	bound   []string
 	details map[string]any
+	// place is the slot a time read back is of (timeReadBack).
+	place oncecall.OpenSlot
 }
 
-// confirmGate answers a gated request: ok when the tenant's gate is off,
-// when the request is not new (its key has an action that did or may have
-// happened: it is answered for that), or when caller_confirmed names what
-// the request would do; else the needs_caller_confirmation refusal. A
-// request whose target cannot be read (no such slot, appointment or
-// intent) passes: the operation refuses it. The gate's setting is read
-// first, so a tenant without the gate pays one read.
-func (s *Server) confirmGate(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared, key, confirmed string) (dashatool.Answer, bool, error) {
-	on, err := s.cfg.Store.CallerConfirmation(ctx, tenant.ID)
-	if err != nil || !on {
-		return dashatool.Answer{}, true, db.Fault(err)
-	}
-	a, err := s.cfg.Store.ActionByKey(ctx, tenant.ID, key)
-	switch {
-	case err == nil && (a.State != oncecall.Completed || a.Outcome != oncecall.Rejected):
-		return dashatool.Answer{}, true, nil
-	case err != nil && !errors.Is(err, db.ErrNotFound):
-		return dashatool.Answer{}, true, db.Fault(err)
-	}
-	rb, found, err := s.readBack(ctx, tenant, prep)
-	if err != nil || !found {
-		return dashatool.Answer{}, true, err
-	}
-	if confirmed != "" && rb.matches(confirmed) {
-		return dashatool.Answer{}, true, nil
-	}
+// refusal is the needs_caller_confirmation answer for rb: the sentence to
+// read back and the echo to send once the caller says yes; given, when the
+// request carried another echo, is named as not this confirmation.
+func (rb readBack) refusal(echo, given string) (dashatool.Answer, error) {
 	details := rb.details
 	details["code"] = "NEEDS_CALLER_CONFIRMATION"
 	details["read_back"] = rb.Sentence
-	details[callerConfirmedArg] = rb.Echo
+	details[callerConfirmedArg] = echo
 	say := fmt.Sprintf("Nothing was done yet: this needs the caller's explicit confirmation first. Read this back to the caller, "+
-		"exactly: %q If they clearly say yes to it, call this tool again with the same arguments and caller_confirmed set to %q. "+
-		"If they want something else, do not call it with this confirmation.", rb.Sentence, rb.Echo)
-	if confirmed != "" {
-		details["given"] = confirmed
-		say = fmt.Sprintf("Nothing was done: caller_confirmed %q is not what this request would do (%s), so it is not the caller's "+
-			"confirmation of it. ", confirmed, rb.Said) + say
+		"exactly: %q If they clearly say yes to it, call this tool again with the same arguments and caller_confirmed set to %q, "+
+		"exactly as given. If they want something else, do not call it with this confirmation.", rb.Sentence, echo)
+	if given != "" {
+		details["given"] = given
+		say = fmt.Sprintf("Nothing was done: caller_confirmed %q is not the confirmation of what this request would do now (%s), "+
+			"so it is not the caller's yes to it. ", given, rb.Said) + say
 	}
 	raw, err := json.Marshal(details)
 	if err != nil {
-		return dashatool.Answer{}, false, err
+		return dashatool.Answer{}, err
 	}
-	return dashatool.Answer{Outcome: string(oncecall.Rejected), Reason: needsCallerConfirmation, Say: say, Details: raw}, false, nil
-}
-
-// readBack reads what a gated request would do: the slot it books or moves
-// to, the appointment it cancels, the amount it charges.
-func (s *Server) readBack(ctx context.Context, tenant oncecall.Tenant, prep *op.Prepared) (readBack, bool, error) {
-	var in struct {
-		SlotID          string          `json:"slot_id"`
-		StartsAt        string          `json:"starts_at"`
-		LocationID      string          `json:"location_id"`
-		PractitionerID  string          `json:"practitioner_id"`
-		AppointmentID   string          `json:"appointment_id"`
-		PaymentIntentID string          `json:"payment_intent_id"`
-		Amount          json.RawMessage `json:"amount"`
-	}
-	if err := json.Unmarshal(prep.Input, &in); err != nil {
-		return readBack{}, false, err
-	}
-	clock, err := s.tenantClock(ctx, tenant.ID)
-	if err != nil {
-		return readBack{}, false, err
-	}
-	switch prep.Operation {
-	case chargeOperation:
-		return s.amountReadBack(ctx, tenant, in.PaymentIntentID, in.Amount)
-	case cancelOperation:
-		id, err := uuid.Parse(in.AppointmentID)
-		if err != nil {
-			return readBack{}, false, nil //nolint:nilerr // the operation refuses it
-		}
-		appt, err := s.cfg.Store.AppointmentByID(ctx, tenant.ID, id)
-		if errors.Is(err, db.ErrNotFound) {
-			return readBack{}, false, nil
-		}
-		if err != nil {
-			return readBack{}, false, db.Fault(err)
-		}
-		return s.slotReadBack(ctx, tenant, clock, appt.SlotID, "Cancel your appointment on %s — shall I cancel it?")
-	case rescheduleOperation:
-		slot, err := uuid.Parse(in.SlotID)
-		if err != nil {
-			return readBack{}, false, nil //nolint:nilerr // the operation refuses it
-		}
-		return s.slotReadBack(ctx, tenant, clock, slot, "Move your appointment to %s — shall I move it?")
-	}
-	if slot, err := uuid.Parse(in.SlotID); err == nil {
-		return s.slotReadBack(ctx, tenant, clock, slot, "%s — shall I book it?")
-	}
-	// A booking by service: the time asked for, where it takes place, and
-	// the practitioner when one is asked for.
-	start, err := time.Parse(time.RFC3339Nano, in.StartsAt)
-	if err != nil {
-		return readBack{}, false, nil //nolint:nilerr // the operation refuses it
-	}
-	place := oncecall.OpenSlot{Slot: oncecall.Slot{StartsAt: start}}
-	if id, err := uuid.Parse(in.PractitionerID); err == nil {
-		p, err := s.cfg.Store.PractitionerByID(ctx, tenant.ID, id)
-		if err != nil && !errors.Is(err, db.ErrNotFound) {
-			return readBack{}, false, db.Fault(err)
-		}
-		place.Practitioner = p.Name
-	}
-	if id, err := uuid.Parse(in.LocationID); err == nil {
-		if l, err := s.cfg.Store.LocationByID(ctx, tenant.ID, id); err == nil {
-			place.Timezone = l.Timezone
-		} else if !errors.Is(err, db.ErrNotFound) {
-			return readBack{}, false, db.Fault(err)
-		}
-	}
-	return timeReadBack(clock.In(place.Timezone), place, "%s — shall I book it?"), true, nil
-}
-
-// slotReadBack reads back a slot's time in its location's zone, with its
-// practitioner.
-func (s *Server) slotReadBack(ctx context.Context, tenant oncecall.Tenant, clock schedule.Clock, slot uuid.UUID, sentence string) (readBack, bool, error) {
-	place, err := s.cfg.Store.SlotPlace(ctx, tenant.ID, slot)
-	if errors.Is(err, db.ErrNotFound) {
-		return readBack{}, false, nil
-	}
-	if err != nil {
-		return readBack{}, false, db.Fault(err)
-	}
-	return timeReadBack(clock.In(place.Timezone), place, sentence), true, nil
-}
-
-// localEcho is the layout of the local time caller_confirmed carries.
-const localEcho = "2006-01-02T15:04"
-
-func timeReadBack(clock schedule.Clock, place oncecall.OpenSlot, sentence string) readBack {
-	start := place.StartsAt
-	when := clock.Spoken(start, time.Now())
-	what := when
-	if place.Practitioner != "" {
-		what += " with " + place.Practitioner
-	}
-	details := map[string]any{"when": when, "starts_at": start.UTC(), "timezone": clock.Zone,
-		"starts_at_local": start.In(clock.Loc).Format(time.RFC3339)}
-	if place.Practitioner != "" {
-		details["practitioner"] = place.Practitioner
-	}
-	if place.ID != uuid.Nil {
-		details["slot_id"] = place.ID
-	}
-	return readBack{
-		Sentence: fmt.Sprintf(sentence, what),
-		Echo:     start.In(clock.Loc).Format(localEcho),
-		Said:     when,
-		details:  details,
-		matches: func(given string) bool {
-			if sameText(given, when) || sameText(given, what) {
-				return true
-			}
-			if t, err := time.Parse(time.RFC3339Nano, strings.ToUpper(given)); err == nil {
-				return t.Equal(start)
-			}
-			for _, layout := range []string{localEcho, "2006-01-02T15:04:05", "2006-01-02 15:04"} {
-				if t, err := time.ParseInLocation(layout, given, clock.Loc); err == nil {
-					return t.Equal(start)
-				}
-			}
-			return false
-		},
-	}
-}
-
-// amountReadBack reads back the amount a charge takes: the amount asked
-// for, else the intent's.
-func (s *Server) amountReadBack(ctx context.Context, tenant oncecall.Tenant, intent string, amount json.RawMessage) (readBack, bool, error) {
-	id, err := uuid.Parse(intent)
-	if err != nil {
-		return readBack{}, false, nil //nolint:nilerr // the operation refuses it
-	}
-	pi, err := s.cfg.Store.PaymentIntentByID(ctx, tenant.ID, id)
-	if errors.Is(err, db.ErrNotFound) {
-		return readBack{}, false, nil
-	}
-	if err != nil {
-		return readBack{}, false, db.Fault(err)
-	}
-	minor := pi.Amount
-	var n json.Number
-	if len(amount) > 0 && json.Unmarshal(amount, &n) == nil {
-		if v, err := n.Int64(); err == nil && v > 0 {
-			minor = v
-		}
-	}
-	said := op.SpokenAmount(minor, pi.Currency)
-	echo := op.DecimalAmount(minor, pi.Currency) + " " + pi.Currency
-	return readBack{
-		Sentence: fmt.Sprintf("I'll charge %s to your card — shall I go ahead?", said),
-		Echo:     echo,
-		Said:     said,
-		details:  map[string]any{"amount": minor, "currency": pi.Currency, "amount_spoken": said, "payment_intent_id": pi.ID},
-		matches: func(given string) bool {
-			if sameText(given, said) || sameText(given, echo) {
-				return true
-			}
-			g := strings.TrimSpace(strings.TrimPrefix(strings.TrimSuffix(strings.ToUpper(given), pi.Currency), pi.Currency))
-			g = strings.TrimLeft(g, "$£€¥ ")
-			r, ok := new(big.Rat).SetString(strings.ReplaceAll(g, ",", ""))
-			return ok && r.Cmp(new(big.Rat).SetFrac64(minor, op.MinorUnit(pi.Currency))) == 0
-		},
-	}, true, nil
-}
-
-// sameText compares two texts as said: case, spacing and punctuation aside.
-func sameText(a, b string) bool {
-	norm := func(s string) string {
-		return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9')
-		}), " ")
-	}
-	return norm(a) != "" && norm(a) == norm(b)
+	return dashatool.Answer{Outcome: string(oncecall.Rejected), Reason: needsCallerConfirmation, Say: say, Details: raw}, nil
 }

@@ -244,13 +244,12 @@ func (s *Server) runOp(r *http.Request, tenant oncecall.Tenant, o op.Operation, 
 		return dashatool.Answer{}, err
 	}
 	info.keyHash = idem.KeyHash(key)
-	if named == uuid.Nil && gated(prep.Operation) {
-		if ans, ok, err := s.confirmGate(ctx, tenant, prep, key, confirmed); !ok || err != nil {
-			return ans, err
-		}
-	}
 	req, err := s.request(r, prep, key, s.dashaWait(ctx))
 	if err != nil {
+		return dashatool.Answer{}, err
+	}
+	// The confirmation gate, asked by the core before anything performs.
+	if req.Gate, err = s.gateFor(ctx, tenant, prep, c, confirmed); err != nil {
 		return dashatool.Answer{}, err
 	}
 	if derived {
@@ -263,7 +262,10 @@ func (s *Server) runOp(r *http.Request, tenant oncecall.Tenant, o op.Operation, 
 	reply, err := s.cfg.Core.Do(ctx, req)
 	var inProgress *idem.InProgressError
 	var reused *idem.ReusedError
+	var refusal *gateRefusal
 	switch {
+	case errors.As(err, &refusal):
+		return refusal.answer, nil
 	case errors.As(err, &inProgress):
 		if inProgress.Action.ID != uuid.Nil {
 			info.actionID = inProgress.Action.ID.String()

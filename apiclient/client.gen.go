@@ -1455,7 +1455,8 @@ type DashaEventPayload struct {
 // pending answer that is final for the call (a person will follow up; stop checking).
 // `needs_caller_confirmation`: the tenant's confirmation gate is on and the call did not carry the
 // caller's confirmation (`caller_confirmed`) of what it would do; `details.read_back` is the
-// sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
+// sentence to read to the caller, `details.caller_confirmed` the value to send, exactly as given,
+// once they say yes.
 type DashaReason string
 
 // DashaToolPayload Dasha BlackBox's `ToolWebHookPayload`. Fields not listed are tolerated. `arguments` are the

@@ -2215,7 +2215,8 @@ export interface components {
          *     pending answer that is final for the call (a person will follow up; stop checking).
          *     `needs_caller_confirmation`: the tenant's confirmation gate is on and the call did not carry the
          *     caller's confirmation (`caller_confirmed`) of what it would do; `details.read_back` is the
-         *     sentence to read to the caller, `details.caller_confirmed` the value to send once they say yes.
+         *     sentence to read to the caller, `details.caller_confirmed` the value to send, exactly as given,
+         *     once they say yes.
          * @enum {string}
          */
         DashaReason: "needs_operator" | "needs_caller_confirmation" | "invalid_arguments" | "conflicting_request" | "unknown_action" | "customer_not_found" | "slot_not_found" | "slot_unavailable" | "no_practitioner_free" | "already_booked_in_call" | "appointment_not_found" | "appointment_not_active" | "payment_intent_not_found" | "intent_already_captured" | "payment_declined" | "authentication_required" | "saved_cards_need_stripe" | "amount_exceeds_intent" | "intent_charge_in_progress" | "intent_withdrawn" | "intent_hold_expired" | "intent_paid_by_link" | "intent_held_on_card" | "payment_links_need_stripe" | "payment_link_expired" | "payments_not_configured" | "messaging_not_configured" | "customer_has_no_phone" | "customer_has_no_email" | "customer_exists" | "insufficient_points" | "template_exists" | "template_not_found" | "callback_not_found" | "callback_not_active" | "waitlist_entry_not_found" | "waitlist_entry_not_active" | "location_exists" | "practitioner_exists" | "service_exists" | "location_not_found" | "service_not_found" | "practitioner_not_found" | "practitioner_not_at_location" | "slot_overlaps" | "calendar_not_mapped" | "calendar_changed" | "appointment_change_in_progress" | "slot_other_calendar" | "booking_in_progress";

@@ -47,6 +47,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	keep := retentionFlags(fs, &envs)
 	timeouts := dbTimeoutFlags(fs, &envs)
 	fair := fairnessFlags(fs, &envs)
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "Usage of oncecall serve:")
+		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "\nThe caller-confirmation gate is a tenant's setting, not the server's: "+
+			"oncecall tenant update --tenant NAME --caller-confirmation on|off (docs/voice-platforms.md#the-confirmation-gate).")
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

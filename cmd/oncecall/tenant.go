@@ -105,8 +105,8 @@ func tenantUpdate(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	ref := fs.String("tenant", "", "the tenant: its id, or its name (the oldest tenant of that name) (required)")
 	zone := fs.String("timezone", "", "the business's IANA timezone, e.g. America/Chicago; leave it out to keep the tenant's")
 	localeName := fs.String("locale", "", "en-US or en-GB; leave it out to keep the tenant's (a new timezone does not change it)")
-	gate := fs.String("caller-confirmation", "", "on: a voice tool call that books, moves, cancels or charges needs the caller's confirmation "+
-		"echoing the time or amount (docs/voice-platforms.md); off (the default): it does not; leave it out to keep the tenant's")
+	gate := fs.String("caller-confirmation", "", "on: a voice tool call that books, moves, cancels or charges performs only with the echo "+
+		"of the read-back of that effect the caller said yes to (docs/voice-platforms.md); off (the default): it does not; leave it out to keep the tenant's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

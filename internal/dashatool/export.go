@@ -123,16 +123,17 @@ func Schema(o op.Operation) map[string]any {
 			"maxLength": 200,
 			"description": "Only when an answer asked for the caller's confirmation (reason needs_caller_confirmation): after " +
 				"reading that answer's details.read_back to the caller and hearing them say yes to exactly that, the value of its " +
-				"details.caller_confirmed (the local time such as 2030-01-02T14:00, or the amount such as 45.00 USD; at most 200 characters). Never set it " +
-				"without the caller's yes to that time or amount.",
+				"details.caller_confirmed exactly as given (such as 2030-01-02T14:00-05:00 #1a2b3c4d, or 45.00 USD #1a2b3c4d; the " +
+				"code names that one read-back), with the same other arguments. A time or amount of your own is not a " +
+				"confirmation. Never set it without the caller's yes to that read-back.",
 		}
 	}
 	return s
 }
 
 // CallerConfirmed is the argument that carries the caller's confirmation
-// through the confirmation gate (a tenant setting): the time or amount the
-// caller confirmed.
+// through the confirmation gate (a tenant setting): the echo of the
+// read-back the caller said yes to.
 const CallerConfirmed = "caller_confirmed"
 
 // Gated reports whether an operation is behind the confirmation gate: a

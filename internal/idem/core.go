@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -31,164 +30,6 @@ const (
 	Rejected  = oncecall.Rejected
 	Pending   = oncecall.Pending
 )
-
-// Result is what an operation's execution produced.
-type Result struct {
-	Outcome Outcome // Confirmed or Rejected
-	// Status is the HTTP status of the answer (201, 200; 422 for rejections).
-	Status int
-	// Reason is the rejection code (e.g. SLOT_UNAVAILABLE); empty when confirmed.
-	Reason string
-	// ResourceID identifies the created or changed resource; kept with the
-	// compact action after the body is pruned.
-	ResourceID string
-	// Body is the JSON of the resource, or the details of a rejection.
-	Body []byte
-}
-
-// Exec is what an operation's execution knows about its action.
-type Exec struct {
-	TenantID uuid.UUID
-	ActionID uuid.UUID
-	// CallPlatform and CallID are the voice call the action was claimed in
-	// (see oncecall.Action); empty outside one.
-	CallPlatform string
-	CallID       string
-	// Remotes tells which capabilities are served by a remote provider
-	// (nil: none is): a local operation's follow-up on a remote capability
-	// (a booking's confirmation message) is recorded as a step of the
-	// action, which the driver sends. See IsRemote.
-	Remotes Remotes
-	// Offer, when set, keeps of a remote action's candidate slots those
-	// the tenant's calendars show free by their latest read (see
-	// Request.Offer); nil: nothing is read but oncecall's own records.
-	Offer Offerer
-}
-
-// IsRemote reports whether capability is served by a remote provider.
-func (x Exec) IsRemote(capability string) bool {
-	return x.Remotes != nil && x.Remotes.Remote(capability)
-}
-
-// Remotes tells which capabilities are served by a remote provider (the
-// step driver does).
-type Remotes interface {
-	Remote(capability string) bool
-}
-
-// Offerer keeps of candidate slots those a tenant's calendars show free.
-type Offerer interface {
-	Offered(ctx context.Context, slots []oncecall.OpenSlot) ([]oncecall.OpenSlot, error)
-}
-
-// Work is an operation's writes bound to one request's input (op.Prepared
-// makes it): one statement, or Go in the claim's transaction, and the local
-// checks of a remote action.
-type Work interface {
-	// OneStatement reports whether the operation is one statement: then
-	// Statement is used, otherwise Run.
-	OneStatement() bool
-	// Statement makes s the operation's one statement (see
-	// op.Stater): claim, writes and completion in one round trip.
-	Statement(s *db.Statement, x Exec)
-	// Run performs the operation's writes inside the claim's transaction.
-	Run(ctx context.Context, tx *db.Tx, x Exec) (Result, error)
-	// Reserve runs in a remote action's claim transaction before its steps
-	// are recorded (local checks and holds) and may set their payloads; a
-	// result from it is a definitive answer that completes the action with
-	// nothing sent.
-	Reserve(ctx context.Context, tx *db.Tx, x Exec, steps []db.NewStep) (*Result, error)
-}
-
-// Staleness tells whether the answer of a completed action no longer
-// holds.
-type Staleness interface {
-	Stale(ctx context.Context, a oncecall.Action) (bool, error)
-}
-
-// Request is one attempt at an action.
-type Request struct {
-	TenantID    uuid.UUID
-	Key         string
-	Operation   string
-	Fingerprint string
-	// Input is the normalised request, kept with the action.
-	Input []byte
-	// Wait bounds how long to wait for an attempt of the same action that is
-	// still running before answering ErrInProgress.
-	Wait time.Duration
-	// Work is the operation's writes bound to this request's input: Run
-	// or Statement for a local action, Reserve for a remote one.
-	Work Work
-	// Steps, when set, makes the action remote: the steps and their
-	// provider keys are committed with the claim, before any dispatch, and
-	// the Driver performs them; Work.Run is not called.
-	Steps []db.NewStep
-	// Stale, when set, reports whether the answer of a completed action
-	// under Key no longer holds. Only keys derived from identity fields set
-	// it: such a key names an intent ("this customer in this slot"), so
-	// once its answer stops being true the same request is a new action.
-	// The key is then retired from the old action and claimed anew. It is
-	// not asked about a rejection of the same request (operation and
-	// fingerprint) recorded less than Config.RejectionHold ago: that
-	// rejection is the request's answer.
-	Stale Staleness
-	// CallPlatform and CallID are the voice call of a tool call (its
-	// platform, and the platform's id of the call), kept with the action.
-	CallPlatform string
-	CallID       string
-	// Named, when set, is the action the request names (a tool call's
-	// action_id): the request is answered for that action only, read by
-	// its id, never by Key, which a concurrent request may have retired
-	// from it (Stale) and claimed for a new action meanwhile. Nothing is
-	// claimed. Key is then the action's key.
-	Named uuid.UUID
-	// Offer, when set, is given to Reserve (Exec.Offer): what the
-	// tenant's calendars show free, read through their short cache, so
-	// that a booking by service picks a practitioner the calendar has
-	// room for. It is asked only when Reserve runs, in the claim's
-	// transaction: once per action, never for a replay.
-	Offer Offerer
-	// Place, when set, is the request's place in a share of the database
-	// pool its caller rations (the API's per-tenant gate), held when Do is
-	// called. It is freed while the request waits for a running attempt of
-	// its action (see Core.await).
-	Place Place
-}
-
-// Place is a request's place in a share of the database pool.
-type Place interface {
-	// Free gives the place up; the request keeps none of its connections
-	// meanwhile.
-	Free()
-	// Take gets the place back before the request uses the database
-	// again. Its error ends the request, which has then claimed nothing.
-	Take(ctx context.Context) error
-}
-
-// made reports whether a is the action of a request like req (the same
-// operation and fingerprint); another action under req's key means the key
-// was reused.
-func (req *Request) made(a oncecall.Action) bool {
-	return a.Operation == req.Operation && a.Fingerprint == req.Fingerprint
-}
-
-// Driver performs the remote steps of a claimed action and returns the
-// action as it then stands (completed, or unknown when a provider's answer
-// was lost). owner is the token of the lease the claim took.
-type Driver interface {
-	Drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) (oncecall.Action, error)
-}
-
-// Reply is the action the request maps to.
-type Reply struct {
-	Action oncecall.Action
-	// Replayed is true when the action was not executed by this request.
-	Replayed bool
-	// Kept is true when the replay was answered from the answers this
-	// process keeps in memory, without the database.
-	Kept bool
-}
 
 // Config tunes the core.
 type Config struct {
@@ -359,7 +200,7 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 	// only when most requests are replays (see replayShare).
 	statement := req.Work.OneStatement() && len(req.Steps) == 0
 	counted := false
-	if !statement || c.replays.likely() {
+	if !statement || req.Gate != nil || c.replays.likely() {
 		a, err := c.store.ActionByKey(ctx, req.TenantID, req.Key)
 		if err != nil && !errors.Is(err, db.ErrNotFound) {
 			return Reply{}, db.Fault(err)
@@ -369,10 +210,13 @@ func (c *Core) fromDB(ctx context.Context, req Request) (Reply, error) {
 			counted = true
 		}
 		if err == nil {
+			// follow asks the gate before it supersedes a.
 			reply, err := c.follow(ctx, &req, a)
 			if !errors.Is(err, errSuperseded) {
 				return reply, err
 			}
+		} else if err := req.admit(ctx, nil); err != nil {
+			return Reply{}, err
 		}
 	}
 
@@ -570,121 +414,6 @@ func (c *Core) claimSteps(ctx context.Context, tx *db.Tx, x Exec, req Request) (
 	return nil, tx.AddEvent(ctx, x.ActionID, "claimed", "", map[string]int{"steps": len(steps)})
 }
 
-// follow answers a request whose key already names an action. An answer
-// that no longer holds under a derived key (req.Stale) is superseded once
-// per request: the key is retired from a and errSuperseded returned. A
-// request waiting for a running attempt is answered with that attempt's
-// outcome, whatever it is.
-func (c *Core) follow(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
-	if req.Stale != nil && a.State == oncecall.Completed && !c.held(req, a) {
-		stale, err := req.Stale.Stale(ctx, a)
-		if err != nil {
-			return Reply{}, db.Fault(err)
-		}
-		if stale {
-			// Once: an action a concurrent attempt of this request just
-			// made is this request's answer, whatever it says.
-			req.Stale = nil
-			if _, err := c.store.RetireKey(ctx, req.TenantID, a.ID, req.Key); err != nil {
-				return Reply{}, db.Fault(err)
-			}
-			return Reply{}, errSuperseded
-		}
-	}
-	if !req.made(a) {
-		// A caller may answer from the action that stands (a voice call
-		// that restates it hears it confirmed): as sure as a replay.
-		if err := c.replicated(ctx, a); err != nil {
-			return Reply{}, err
-		}
-		return Reply{}, &ReusedError{Action: a}
-	}
-	if a.State != oncecall.Running {
-		return c.replay(ctx, a)
-	}
-	return c.await(ctx, req, a)
-}
-
-// await waits up to req.Wait for a, a running attempt of req's action, to
-// end, and answers with how it ended, or InProgressError. The request's
-// place in its caller's share of the pool (req.Place) is given up while it
-// waits: between its reads, each of one row by its key that takes no lock,
-// it holds no connection, and duplicates of one slow attempt (a remote
-// provider's call) must not shut their tenant's other requests out. It is
-// taken back once the attempt has ended, for the replay and whatever the
-// caller does next; an answer of InProgressError goes without it.
-func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Reply, error) {
-	deadline := time.Now().Add(req.Wait)
-	delay := c.cfg.PollInterval
-	place := req.Place
-	if place != nil && time.Now().Add(delay).Before(deadline) {
-		place.Free()
-	}
-	for time.Now().Add(delay).Before(deadline) {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Reply{}, ctx.Err()
-		case <-t.C:
-		}
-		next, err := c.store.ActionByID(ctx, req.TenantID, a.ID)
-		if err != nil {
-			return Reply{}, db.Fault(err)
-		}
-		if next.State != oncecall.Running {
-			if place != nil {
-				if err := place.Take(ctx); err != nil {
-					return Reply{}, err
-				}
-			}
-			return c.replay(ctx, next)
-		}
-		a = next
-		delay = min(delay*2, 250*time.Millisecond)
-	}
-	telemetry.Pending(ctx, "another attempt of the action was still running")
-	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
-}
-
-// held reports whether a is a rejection of a request like req recorded
-// less than RejectionHold ago, which answers req however stale (see
-// Config.RejectionHold). A completion time ahead of this process's clock
-// counts as now.
-func (c *Core) held(req *Request, a oncecall.Action) bool {
-	return req.made(a) && c.Holds(a)
-}
-
-// Holds reports whether a is a rejection recorded less than RejectionHold
-// ago: a request that only restates the rejected one in other words (an
-// operation's own judgement, op.Restater) is answered with it too.
-func (c *Core) Holds(a oncecall.Action) bool {
-	return a.Outcome == oncecall.Rejected && !a.CompletedAt.IsZero() &&
-		time.Since(a.CompletedAt) < c.cfg.RejectionHold
-}
-
-// replay answers with a, an action this request did not complete, once it
-// is replicated.
-func (c *Core) replay(ctx context.Context, a oncecall.Action) (Reply, error) {
-	if err := c.replicated(ctx, a); err != nil {
-		return Reply{}, err
-	}
-	return Reply{Action: a, Replayed: true}, nil
-}
-
-// replicated returns once a completed action, which this request did not
-// complete, is known to be on the synchronous standbys: its own request may
-// have had its wait for them cancelled, and a failover would then lose
-// what an answer built from it confirms (see db.Store.Replicated). Every
-// action the core hands out that it did not commit itself passes here: a
-// replay's, and the one a reused key names (ReusedError).
-func (c *Core) replicated(ctx context.Context, a oncecall.Action) error {
-	if a.State != oncecall.Completed {
-		return nil
-	}
-	return db.Fault(c.store.Replicated(ctx))
-}
-
 // claimWait is how long a claim may wait on a concurrent uncommitted attempt.
 func (c *Core) claimWait(req Request) time.Duration {
 	if req.Wait > 0 {
@@ -700,46 +429,3 @@ func retryAfter(a oncecall.Action) time.Duration {
 	d := time.Until(*a.LeaseUntil)
 	return min(max(d, time.Second), 30*time.Second)
 }
-
-// replayShare estimates the share of this process's recent requests for an
-// operation with a statement (op.Stater) that found their key
-// already taken: a moving average over about the last 64 such requests,
-// in units of 1/65536. It picks which of two correct first round trips a
-// request takes, never an answer:
-//
-//   - the statement (the usual case): a first execution costs its one
-//     round trip, and a replay costs the statement too, which starts its
-//     whole plan (both INSERTs and the subqueries of the answer) only to
-//     return the action its first step read;
-//   - the read of the action by key (ActionByKey) first, the statement only
-//     when the key is free: a replay costs that read alone, a first
-//     execution the read and then the statement.
-//
-// A replay's statement costs more than twice the read in CPU, this
-// process's and PostgreSQL's together (docs/performance-log.md), so the read
-// first is the cheaper path once more than about one request in two is a
-// replay, and it is taken then: when replays dominate (clients retrying
-// after an outage, a platform re-sending a call's tool calls). Either path
-// answers every request correctly: a key the read finds taken is followed
-// as it is now (stale answers and retired keys included); a key it finds
-// free is claimed by the statement, which checks it again. A wrong
-// estimate costs one read, nothing else.
-type replayShare struct{ v atomic.Int64 }
-
-const (
-	replayShareOne    = 1 << 16
-	replayShareWindow = 6 // the average's weight of a new request: 1/2^6
-)
-
-// observe counts one request: a replay (the key was taken) or not.
-// Concurrent calls may lose an update, which only slows the average.
-func (r *replayShare) observe(replay bool) {
-	v, target := r.v.Load(), int64(0)
-	if replay {
-		target = replayShareOne
-	}
-	r.v.Store(v + (target-v)>>replayShareWindow)
-}
-
-// likely reports whether most recent requests were replays.
-func (r *replayShare) likely() bool { return r.v.Load() > replayShareOne/2 }
