@@ -12,7 +12,9 @@ RUN go mod download
 COPY . .
 # The release build: the same command and flags as `make build`, which CI
 # runs (a test keeps the two in step).
-RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/oncecall ./cmd/oncecall
+# COMMIT is what `oncecall --version` names: docker build --build-arg COMMIT=$(git rev-parse HEAD) .
+ARG COMMIT
+RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X main.commit=${COMMIT}" -o /out/oncecall ./cmd/oncecall
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/oncecall /oncecall

@@ -4,8 +4,11 @@ SQLC_VERSION := v1.31.1
 SQLC := go run github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION)
 OAPI_CODEGEN_VERSION := v2.8.2
 OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION)
-# The flags the Dockerfile builds with; CI builds the same way.
-BUILD_FLAGS := -trimpath -ldflags="-s -w"
+# The flags the Dockerfile builds with; CI builds the same way. COMMIT stamps the commit that
+# `oncecall --version` prints (a container build has no .git to read it from: docker build
+# --build-arg COMMIT=<the commit>).
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+BUILD_FLAGS := -trimpath -ldflags="-s -w -X main.commit=${COMMIT}"
 
 .PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short bench-large fuzz chaos chaos-providers chaos-failover chaos-calls screenshots jaeger
 
@@ -77,7 +80,7 @@ tools:
 # the console's browser test in chromium (CI=true: it fails instead of skipping without chromium).
 screenshots:
 	mkdir -p testdata/screenshots
-	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^TestConsoleInABrowser$$' ./internal/console
+	ONCECALL_SCREENSHOTS=$(CURDIR)/testdata/screenshots CI=true go test -count=1 -run '^(TestConsoleInABrowser|TestTheFrontDesksFirstDay)$$' ./internal/console
 
 # The load benchmark (a few minutes): see docs/performance.md. It builds
 # and starts oncecall serve itself. BENCH_FLAGS adds flags, e.g.

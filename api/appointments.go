@@ -1,10 +1,15 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/fault"
@@ -97,5 +102,25 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getAppointment(w http.ResponseWriter, r *http.Request) {
-	getRecord(s, "appointment_id", "appointment", viewed(s.appointmentByID, wire.FromAppointment))(w, r)
+	getRecord(s, "appointment_id", "appointment", viewed(s.appointmentNow, wire.FromAppointment))(w, r)
+}
+
+// appointmentNow is an appointment as it is now: one a person moved in
+// the business's calendar to another time is at that time and at none of
+// oncecall's slots (its slot_id is null), whatever slot it was booked in.
+func (s *Server) appointmentNow(ctx context.Context, tenant, id uuid.UUID) (oncecall.Appointment, error) {
+	a, err := s.appointmentByID(ctx, tenant, id)
+	if err != nil || a.SlotID == uuid.Nil {
+		return a, err
+	}
+	p, err := s.cfg.Store.SlotPlace(ctx, tenant, a.SlotID)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		a.SlotID = uuid.Nil
+	case err != nil:
+		return a, db.Fault(err)
+	case !p.StartsAt.Equal(a.StartsAt):
+		a.SlotID = uuid.Nil
+	}
+	return a, nil
 }

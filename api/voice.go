@@ -1,10 +1,14 @@
 package api
 
 import (
+	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/internal/dashatool"
@@ -70,8 +74,41 @@ func (c voiceCall) callerNumber() (string, bool) {
 
 // answerTool answers one tool call: a read-only tool, or an operation run
 // through the idempotency core. An unknown tool is fault.NotFound; any
-// other error is a failure that claimed nothing.
+// other error is a failure that claimed nothing. An answer about an action
+// is kept as what the caller heard of it (s.heard).
 func (s *Server) answerTool(r *http.Request, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
+	ans, err := s.toolAnswer(r, tenant, c)
+	if err == nil {
+		s.heard(r.Context(), tenant, c, ans)
+	}
+	return ans, err
+}
+
+// heardTimeout bounds the write of what a caller heard, which the answer
+// waits for.
+const heardTimeout = 2 * time.Second
+
+// heard keeps an answer about an action as what the caller heard: one
+// INSERT after the action's own transaction, so the claim never waits for
+// it; the answer waits for it, so a normal answer is never given without
+// it. It is written even when the caller has hung up meanwhile; a write
+// that fails (the database gone since the answer) is logged, not hidden.
+func (s *Server) heard(ctx context.Context, tenant oncecall.Tenant, c voiceCall, ans dashatool.Answer) {
+	id, err := uuid.Parse(ans.ActionID)
+	if err != nil {
+		return // nothing was claimed: invalid arguments, a read-only tool
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), heardTimeout)
+	defer cancel()
+	h := oncecall.Heard{ActionID: id, Platform: c.Platform, CallID: c.CallID, Tool: c.Tool,
+		Outcome: ans.Outcome, Reason: ans.Reason, Current: ans.Current, Say: ans.Say}
+	if err := s.cfg.Store.AddHeard(ctx, tenant.ID, h); err != nil {
+		logFrom(ctx).Error().Err(err).Str("action_id", id.String()).
+			Msg("what the caller heard could not be kept: the console will not show this answer")
+	}
+}
+
+func (s *Server) toolAnswer(r *http.Request, tenant oncecall.Tenant, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
 	info.callPlatform, info.callID = c.Platform, c.CallID
 	switch c.Tool {

@@ -1017,9 +1017,12 @@ type Appointment struct {
 	Id         openapi_types.UUID `json:"id"`
 
 	// Service The service booked; may be empty.
-	Service  string             `json:"service"`
-	SlotId   openapi_types.UUID `json:"slot_id"`
-	StartsAt time.Time          `json:"starts_at"`
+	Service string `json:"service"`
+
+	// SlotId The slot it is booked in; null when it is at none of oncecall's slots: someone moved it in the
+	// business's own calendar to another time (`starts_at` and `ends_at` are that time).
+	SlotId   nullable.Nullable[openapi_types.UUID] `json:"slot_id"`
+	StartsAt time.Time                             `json:"starts_at"`
 
 	// Status `active`, or `cancelled` (its slot is free again).
 	Status AppointmentStatus `json:"status"`

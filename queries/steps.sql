@@ -253,3 +253,11 @@ SELECT EXISTS (
       AND state IN ('succeeded', 'unknown')
       AND NOT (action_id = sqlc.arg(step_action) AND name = sqlc.arg(step_name))
 );
+
+-- name: AddAnswer :exec
+-- What a caller heard about an action (migration 0046).
+INSERT INTO action_answers (tenant_id, action_id, platform, call_id, tool, outcome, reason, current, say)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9);
+
+-- name: AnswersOfAction :many
+SELECT * FROM action_answers WHERE tenant_id = $1 AND action_id = $2 ORDER BY id LIMIT 200;

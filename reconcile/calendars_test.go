@@ -404,6 +404,12 @@ func TestCalendarsEventMovedThereIsListedAtItsNewTime(t *testing.T) {
 				got := c.listed(t, e.URL)
 				return len(got) == 1 && got[0].StartsAt.Equal(later) && got[0].ID == booked.ActionID
 			})
+			// The REST record says where the appointment is now: its new
+			// time, and no slot of oncecall's, which is not at that time.
+			got := e.Get("/v1/appointments/"+booked.ActionID, c.key).JSON(t)
+			if got["starts_at"] != later.UTC().Format(time.RFC3339) || got["slot_id"] != nil || got["status"] != "active" {
+				t.Fatalf("GET the appointment after it moved in the calendar: %v; want it at %s, active, with no slot", got, later)
+			}
 			status := c.tool(t, e.URL, "check_action_status", "call-move", map[string]any{"action_id": booked.ActionID})
 			var now struct {
 				Current string `json:"current"`

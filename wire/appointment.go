@@ -38,7 +38,9 @@ func FromSlots(s []oncecall.Slot) []Slot { return list(s, FromSlot) }
 type Appointment struct {
 	ID         uuid.UUID `json:"id"`
 	CustomerID uuid.UUID `json:"customer_id"`
-	SlotID     uuid.UUID `json:"slot_id"`
+	// SlotID is nil when the appointment is at no slot of oncecall's: a
+	// person moved it in the business's calendar to another time.
+	SlotID *uuid.UUID `json:"slot_id"`
 	Service    string    `json:"service"`
 	Status     string    `json:"status"`
 	StartsAt   time.Time `json:"starts_at"`
@@ -48,9 +50,16 @@ type Appointment struct {
 // FromAppointment is the wire shape of an appointment.
 func FromAppointment(a oncecall.Appointment) Appointment {
 	return Appointment{
-		ID: a.ID, CustomerID: a.CustomerID, SlotID: a.SlotID, Service: a.Service, Status: a.Status,
+		ID: a.ID, CustomerID: a.CustomerID, SlotID: slotOf(a.SlotID), Service: a.Service, Status: a.Status,
 		StartsAt: a.StartsAt, EndsAt: a.EndsAt,
 	}
+}
+
+func slotOf(id uuid.UUID) *uuid.UUID {
+	if id == uuid.Nil {
+		return nil
+	}
+	return &id
 }
 
 // FromAppointments is FromAppointment of each appointment.

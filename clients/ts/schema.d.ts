@@ -1537,8 +1537,12 @@ export interface components {
             id: string;
             /** Format: uuid */
             customer_id: string;
-            /** Format: uuid */
-            slot_id: string;
+            /**
+             * Format: uuid
+             * @description The slot it is booked in; null when it is at none of oncecall's slots: someone moved it in the
+             *     business's own calendar to another time (`starts_at` and `ends_at` are that time).
+             */
+            slot_id: string | null;
             /** @description The service booked; may be empty. */
             service: string;
             status: components["schemas"]["AppointmentStatus"];

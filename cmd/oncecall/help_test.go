@@ -57,3 +57,13 @@ func TestEveryCommandsHelpExitsZeroWithoutADatabase(t *testing.T) {
 		}
 	}
 }
+
+// serve --help names the settings a person looks for there that are a
+// tenant's, not the server's: the caller-confirmation gate among them.
+func TestServeHelpNamesTheTenantsSettings(t *testing.T) {
+	t.Parallel()
+	out, code := runCommand(t, "serve", "--help")
+	if code != 0 || !strings.Contains(out, "--caller-confirmation") || !strings.Contains(out, "/console/") {
+		t.Fatalf("oncecall serve --help: exit %d, no --caller-confirmation or console:\n%s", code, out)
+	}
+}

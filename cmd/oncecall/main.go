@@ -30,8 +30,9 @@ Usage:
   oncecall tenant create --name NAME [--dasha-org ORG] [--timezone ZONE] [--locale en-US|en-GB] [--scope SCOPE]
                          [--stripe-account ACCT] [--json]
                                                         create a tenant and print its API key once
-  oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB]
-                                                        change how a tenant's times are read and said
+  oncecall tenant update --tenant ID_OR_NAME [--timezone ZONE] [--locale en-US|en-GB] [--caller-confirmation on|off]
+                                                        change how a tenant's times are read and said, and
+                                                        whether its callers confirm a read-back first
   oncecall tenant stripe-account --tenant ID [--account acct_...]
                                                         set or clear the tenant's Stripe Connect account
   oncecall tenant twilio-sender --tenant ID [--from +1... | --messaging-service MG...]

@@ -17,6 +17,11 @@ import (
 	"github.com/oncecall/oncecall/internal/prune"
 )
 
+// serveNotes follow serve's flags: what is set elsewhere than on serve.
+const serveNotes = `The operator console is served under /console/; add its staff with oncecall operator add (docs/console.md).
+README lists every setting.
+`
+
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	var envs envDefaults
@@ -52,6 +57,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 		fmt.Fprintln(fs.Output(), "\nThe caller-confirmation gate is a tenant's setting, not the server's: "+
 			"oncecall tenant update --tenant NAME --caller-confirmation on|off (docs/voice-platforms.md#the-confirmation-gate).")
+		fmt.Fprint(fs.Output(), serveNotes)
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -46,9 +46,9 @@ func startTracing(ctx context.Context, getenv func(string) string, log zerolog.L
 	if err != nil {
 		return stop, fmt.Errorf("start the OTLP trace exporter: %w", err)
 	}
-	version, commit, _ := buildVersion()
-	if version == "(devel)" && commit != "unknown" {
-		version = commit
+	version, rev, _ := buildVersion(commit)
+	if version == "(devel)" && rev != "unknown" {
+		version = rev
 	}
 	// The environment's service name and attributes override the defaults.
 	res, err := resource.Merge(

@@ -23,6 +23,17 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	}
 }
 
+// A release build made without git (a container build copies no .git)
+// says the commit it was stamped with, not "commit unknown".
+func TestVersionSaysTheStampedCommit(t *testing.T) {
+	t.Parallel()
+	if line := versionOf("0123456789ab"); !strings.Contains(line, " commit 0123456789ab") && !strings.Contains(line, " commit 0123456789ab+dirty") {
+		// A test binary has no version control information: the stamp is
+		// what it says.
+		t.Fatalf("a build stamped with commit 0123456789ab says %q", line)
+	}
+}
+
 func TestMakeHelpListsEveryTarget(t *testing.T) {
 	t.Parallel()
 	b, err := os.ReadFile("../../Makefile")

@@ -36,6 +36,20 @@ type Action struct {
 	TraceContext   []byte
 }
 
+type ActionAnswer struct {
+	TenantID uuid.UUID
+	ID       int64
+	ActionID uuid.UUID
+	At       time.Time
+	Platform string
+	CallID   string
+	Tool     string
+	Outcome  string
+	Reason   string
+	Current  string
+	Say      string
+}
+
 type ActionEvent struct {
 	ID       int64
 	ActionID uuid.UUID

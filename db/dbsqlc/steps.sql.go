@@ -47,6 +47,39 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 	return i, err
 }
 
+const addAnswer = `-- name: AddAnswer :exec
+INSERT INTO action_answers (tenant_id, action_id, platform, call_id, tool, outcome, reason, current, say)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+`
+
+type AddAnswerParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+	Platform string
+	CallID   string
+	Tool     string
+	Outcome  string
+	Reason   string
+	Current  string
+	Say      string
+}
+
+// What a caller heard about an action (migration 0046).
+func (q *Queries) AddAnswer(ctx context.Context, arg AddAnswerParams) error {
+	_, err := q.db.Exec(ctx, addAnswer,
+		arg.TenantID,
+		arg.ActionID,
+		arg.Platform,
+		arg.CallID,
+		arg.Tool,
+		arg.Outcome,
+		arg.Reason,
+		arg.Current,
+		arg.Say,
+	)
+	return err
+}
+
 const addEvent = `-- name: AddEvent :exec
 INSERT INTO action_events (action_id, kind, step, detail) VALUES ($1, $2, $3, $4)
 `
@@ -66,6 +99,47 @@ func (q *Queries) AddEvent(ctx context.Context, arg AddEventParams) error {
 		arg.Detail,
 	)
 	return err
+}
+
+const answersOfAction = `-- name: AnswersOfAction :many
+SELECT tenant_id, id, action_id, at, platform, call_id, tool, outcome, reason, current, say FROM action_answers WHERE tenant_id = $1 AND action_id = $2 ORDER BY id LIMIT 200
+`
+
+type AnswersOfActionParams struct {
+	TenantID uuid.UUID
+	ActionID uuid.UUID
+}
+
+func (q *Queries) AnswersOfAction(ctx context.Context, arg AnswersOfActionParams) ([]ActionAnswer, error) {
+	rows, err := q.db.Query(ctx, answersOfAction, arg.TenantID, arg.ActionID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ActionAnswer
+	for rows.Next() {
+		var i ActionAnswer
+		if err := rows.Scan(
+			&i.TenantID,
+			&i.ID,
+			&i.ActionID,
+			&i.At,
+			&i.Platform,
+			&i.CallID,
+			&i.Tool,
+			&i.Outcome,
+			&i.Reason,
+			&i.Current,
+			&i.Say,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const beginSend = `-- name: BeginSend :execrows

@@ -344,7 +344,8 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 	consoleHandler, err := console.New(console.Config{
 		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Operator: operator, Log: cfg.Log,
 		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
-		OIDC:  oidcSignIn, Zone: cfg.Console.Zone, TraceURL: cfg.Console.TraceURL,
+		OIDC:  oidcSignIn, Zone: cfg.Console.Zone, PublicURL: cfg.PublicURL, Calendars: consoleCalendars(m.calendars),
+		TraceURL: cfg.Console.TraceURL,
 	})
 	if err != nil {
 		m.Close()
@@ -586,4 +587,13 @@ func (m *Main) Close() error {
 		return errors.Join(err, m.pg.Stop())
 	}
 	return err
+}
+
+// consoleCalendars is what the console reads of the businesses' own
+// calendars: none without the service.
+func consoleCalendars(s *calendars.Service) console.CalendarEvents {
+	if s == nil {
+		return nil
+	}
+	return s
 }

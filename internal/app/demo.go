@@ -34,7 +34,7 @@ const demoKeyFile = "demo-api-key"
 // variables README's tour uses, where payments and messages go (the
 // provider simulator, when this process runs it), a REST booking, a Dasha
 // tool call booking another slot, an SMS, how to create a tenant against
-// the embedded database, how to change the port and how to start afresh. self is how a
+// the embedded database, the console and how to add its first admin, how to change the port and how to start afresh. self is how a
 // person runs oncecall from the same place (e.g. "bin/oncecall").
 //
 // With the embedded database the key is kept in demoKeyFile and reused
@@ -147,6 +147,12 @@ The embedded database, while this server runs (%[11]s):
 DATABASE_URL='%[7]s' %[8]s tenant create --name acme
 
 creates another tenant and prints its API key once (add --scope dasha for a key that may call only the Dasha webhooks).
+
+The operator console, where staff settle what waits for a person: %[1]s/console/
+Add its first admin; the command prints a one-time sign-in link to open in a browser:
+
+DATABASE_URL='%[7]s' %[8]s operator add --name "Your Name" --email you@clinic.example --role admin --base-url %[1]s
+
 Another port: ONCECALL_ADDR=127.0.0.1:9090 make run. Start afresh: stop the server, then rm -rf %[9]s
 Ctrl-C stops the server and its database.
 

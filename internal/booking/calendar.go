@@ -471,7 +471,7 @@ func (calendarMoveRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec, i
 }
 
 func (calendarMoveRemote) Confirmed(in RescheduleInput, rec provider.Record) (idem.Result, error) {
-	return calendarAnswer(http.StatusOK, in.AppointmentID, "", in.SlotID, "", oncecall.CalendarActive, rec)
+	return calendarAnswer(http.StatusOK, in.AppointmentID, "", in.SlotID, rec.Data["service"], oncecall.CalendarActive, rec)
 }
 
 func (calendarMoveRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in RescheduleInput, res idem.Result, ref string) error {
@@ -507,7 +507,7 @@ func (calendarCancelRemote) Reserve(ctx context.Context, tx *db.Tx, x idem.Exec,
 }
 
 func (calendarCancelRemote) Confirmed(in CancelInput, rec provider.Record) (idem.Result, error) {
-	return calendarAnswer(http.StatusOK, in.AppointmentID, "", "", "", oncecall.CalendarCancelled, rec)
+	return calendarAnswer(http.StatusOK, in.AppointmentID, "", "", rec.Data["service"], oncecall.CalendarCancelled, rec)
 }
 
 func (calendarCancelRemote) Settle(ctx context.Context, tx *db.Tx, x idem.Exec, in CancelInput, res idem.Result, _ string) error {

@@ -59,6 +59,9 @@ var viaWords = map[string]string{
 
 func who(a oncecall.Actor) string {
 	if a.Via == oncecall.ViaBreakGlass || a.Via == oncecall.ViaAPI || a.Via == oncecall.ViaCommand {
+		if a.Name == viaWords[a.Via] {
+			return a.Name // "command line", not "command line (command line)"
+		}
 		return a.Name + " (" + viaWords[a.Via] + ")"
 	}
 	return a.Name

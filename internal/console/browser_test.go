@@ -254,7 +254,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	pkey := s.providerKey(t, first)
 	do(t, tab, "open the first booking",
 		chromedp.Click(chromedp.CSS(fmt.Sprintf(`a[href="/console/actions/%s"]`, first))), chromedp.WaitVisible(chromedp.ID("resolve")))
-	if who := text(t, tab, "#person"); !strings.Contains(who, "Maria Lopez") || !strings.Contains(who, "+447700900123") {
+	if who := text(t, tab, "#person"); !strings.Contains(who, "Maria Lopez") || !strings.Contains(who, "07700 900123") {
 		t.Fatalf("who: %q", who)
 	}
 	if href, err := chromedp.Run(tab, chromedp.JavascriptAttribute[string](chromedp.ID("call"), "href")); err != nil || href != "tel:+447700900123" {
@@ -278,7 +278,7 @@ func TestConsoleInABrowser(t *testing.T) {
 	if look := text(t, tab, "#look"); !strings.Contains(look, pkey) || !strings.Contains(look, "Maria Lopez") || !strings.Contains(look, "Dr. Patel 1") {
 		t.Fatalf("where to look: %q", look)
 	}
-	if steps := text(t, tab, "#steps"); !strings.Contains(steps, pkey) || !strings.Contains(steps, "unknown") {
+	if steps := text(t, tab, "#steps"); !strings.Contains(steps, pkey) || !strings.Contains(steps, "outcome not known") {
 		t.Fatalf("steps without the provider key %s or the unknown state:\n%s", pkey, steps)
 	}
 	if ev := text(t, tab, "#evidence"); !strings.Contains(ev, "went to a person") {
@@ -290,6 +290,12 @@ func TestConsoleInABrowser(t *testing.T) {
 		}
 	}
 	shoot("action")
+	// At 1280 px nothing on the page scrolls sideways, nor the steps table in its box.
+	do(t, tab, "a 1280 px wide window", chromedp.EmulateViewport(1280, 1000))
+	if wide, err := chromedp.Run(tab, chromedp.Evaluate[bool](`[document.documentElement, ...document.querySelectorAll(".scroll")].some(e => e.scrollWidth > e.clientWidth + 1)`)); err != nil || wide {
+		t.Fatalf("the action's page scrolls sideways at 1280 px (%v)", err)
+	}
+	do(t, tab, "the window as it was", chromedp.EmulateViewport(1360, 1000))
 	do(t, tab, "open the timeline", chromedp.Click(chromedp.CSS(`#more summary`)), chromedp.WaitVisible(chromedp.ID("timeline")))
 	if tl := text(t, tab, "#timeline"); !strings.Contains(tl, "claimed") || !strings.Contains(tl, "sent:ambiguous") {
 		t.Fatalf("timeline:\n%s", tl)

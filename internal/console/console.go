@@ -54,6 +54,12 @@ type Config struct {
 	// Zone is where times are shown that belong to no tenant (sign-ins in
 	// the audit trail). Default time.Local.
 	Zone *time.Location
+	// Calendars, when set, reads the businesses' own calendars: the
+	// resolve form of a stuck booking offers the events found at its time.
+	Calendars CalendarEvents
+	// PublicURL is oncecall's public URL, under which the sign-in links
+	// an admin makes are given; empty: the address the admin used.
+	PublicURL string
 	// Refresh is how often the queue reloads its rows. Default 5s.
 	Refresh time.Duration
 	Log     zerolog.Logger
@@ -127,6 +133,8 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle("GET /console/staff", c.allow(admin, c.staffPage))
 	mux.Handle("POST /console/staff/{id}/end-sessions", c.allow(admin, c.staffEndSessions))
 	mux.Handle("POST /console/staff/{id}/disable", c.allow(admin, c.staffDisable))
+	mux.Handle("POST /console/staff", c.allow(admin, c.staffAdd))
+	mux.Handle("POST /console/staff/{id}/link", c.allow(admin, c.staffLink))
 	mux.Handle("GET /console/actions/{id}", c.allow(viewer, c.actionPage))
 	mux.Handle("POST /console/actions/{id}/resolve", c.allow(resolver, c.resolve))
 	mux.Handle("POST /console/actions/{id}/retry", c.allow(resolver, c.retry))

@@ -17,9 +17,8 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
-	"github.com/oncecall/oncecall/internal/idem"
+	"github.com/oncecall/oncecall/internal/phone"
 	"github.com/oncecall/oncecall/internal/schedule"
-	"github.com/oncecall/oncecall/wire"
 )
 
 // page is what every template gets.
@@ -56,6 +55,40 @@ var funcs = template.FuncMap{
 		}{now, rows}
 	},
 	"provider": providerName,
+	// state says a queue state or a step's state as the front desk
+	// says it; the internal name stays in the page's classes and filters.
+	"state": func(st string) string { return cmpOr(stateWords[st], st) },
+	// plural is n with its noun: "1 action", "2 actions".
+	"plural": func(n int64, one, many string) string {
+		if n == 1 {
+			return "1 " + one
+		}
+		return fmt.Sprintf("%d %s", n, many)
+	},
+	"seconds": func(ms int64) string { return fmt.Sprintf("%g", float64(ms)/1000) },
+	"next":    nextCheck,
+}
+
+// nextCheck says when a step is looked at next, never a time past as
+// "next": a settled step is not checked again, one of an action waiting
+// for a person waits for them, one whose time has come is due now.
+func nextCheck(st oncecall.Step, needsPerson bool, now time.Time, c schedule.Clock) string {
+	switch {
+	case st.State != oncecall.StepUnknown && st.State != oncecall.StepPending:
+		return "–"
+	case needsPerson:
+		return "none: it waits for a person"
+	case !st.NextCheckAt.After(now):
+		return "due now"
+	}
+	return local(st.NextCheckAt, c)
+}
+
+// stateWords say the states of actions and steps as people say them.
+var stateWords = map[string]string{
+	"needs_operator": "needs a person", "unknown": "outcome not known", "running": "being worked on",
+	"completed": "settled", "pending": "not sent yet", "sent": "sent", "succeeded": "done", "failed": "failed",
+	"confirmed": "confirmed", "rejected": "not done",
 }
 
 // local is a time on a business's wall clock, with its zone: "Thu 12 Mar
@@ -105,6 +138,9 @@ type tenantInfo struct {
 	ID    uuid.UUID
 	Name  string
 	Clock schedule.Clock
+	// Region is the tenant's country, its timezone's: phone numbers are
+	// read and shown as people there write them.
+	Region string
 }
 
 // tenants are the tenants the person sees, by name, and every tenant by id.
@@ -131,7 +167,7 @@ func (c *Console) tenants(r *http.Request, s session) (tenants, error) {
 	}
 	ts := tenants{byID: make(map[uuid.UUID]tenantInfo, len(list)), clock: c.clock}
 	for _, t := range list {
-		info := tenantInfo{ID: t.ID, Name: t.Name, Clock: t.Clock}
+		info := tenantInfo{ID: t.ID, Name: t.Name, Clock: t.Clock, Region: phone.Region(t.Clock.Zone)}
 		ts.byID[t.ID] = info
 		if s.sees(t.ID) {
 			ts.List = append(ts.List, info)
@@ -189,10 +225,10 @@ type queueData struct {
 	Query     template.URL
 	Tenants   []tenantInfo
 	Scoped    bool
-	Ops       []string
+	Ops       []choice
 	States    []string
 	Ages      []string
-	Providers []string
+	Providers []choice
 	Counts    []count
 	Total     int64
 	Rows      []row
@@ -200,6 +236,9 @@ type queueData struct {
 	Truncated bool
 	CanBulk   bool
 }
+
+// choice is an option of a filter: its value, and what people read.
+type choice struct{ Value, Label string }
 
 type count struct {
 	State string
@@ -288,10 +327,13 @@ func (c *Console) queueData(r *http.Request, s session) (queueData, error) {
 	}
 	d := queueData{
 		Now: c.now(), Filter: form, Tenants: ts.List, Scoped: s.Scoped(), States: queueStates, Ages: ages,
-		Providers: providerKinds, Refresh: c.cfg.Refresh.Milliseconds(), CanBulk: s.Can("resolver"),
+		Refresh: c.cfg.Refresh.Milliseconds(), CanBulk: s.Can("resolver"),
 	}
 	for _, o := range c.cfg.Ops.All() {
-		d.Ops = append(d.Ops, o.Name())
+		d.Ops = append(d.Ops, choice{o.Name(), cmpOr(o.Label(), o.Name())})
+	}
+	for _, k := range providerKinds {
+		d.Providers = append(d.Providers, choice{k, cmpOr(providerNames[k], "a provider service (http)")})
 	}
 	for _, st := range queueStates {
 		d.Counts = append(d.Counts, count{State: st, N: counts[st]})
@@ -331,217 +373,6 @@ func (c *Console) queueRows(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	c.write(w, r, http.StatusOK, c.pages["queue"], "queue-rows", d)
-}
-
-type actionData struct {
-	Now        time.Time
-	Clock      schedule.Clock
-	View       wire.OperatorAction
-	Action     oncecall.Action
-	Tenant     string
-	Platform   string
-	CallID     string
-	Tool       string
-	KeyHash    string
-	Derived    bool
-	Envelope   string
-	Request    string
-	Steps      []oncecall.Step
-	Events     []event
-	Evidence   []evidenceRun
-	Audit      []auditRow
-	Words      words
-	Resolvable bool
-	Retryable  bool
-	Held       bool
-}
-
-type event struct {
-	oncecall.Event
-	Text string
-}
-
-// evidenceKinds are the timeline events in which a driver or the
-// reconciler recorded what it learned about a step.
-var evidenceKinds = []string{"evidence", "inconclusive", "needs_operator", "lease_expired", "nudged", "waiting"}
-
-func (c *Console) actionData(r *http.Request, s session, id uuid.UUID) (actionData, error) {
-	d, err := c.cfg.Operator.Show(r.Context(), id)
-	if err != nil {
-		return actionData{}, err
-	}
-	a := d.Action
-	if !s.sees(a.TenantID) {
-		// Another tenant's action does not exist for this person.
-		return actionData{}, db.ErrNotFound
-	}
-	view := wire.FromActionDetail(d)
-	ts, err := c.tenants(r, s)
-	if err != nil {
-		return actionData{}, err
-	}
-	t := ts.of(a.TenantID)
-	env, _ := json.Marshal(view.Envelope)
-	platform, call := platformOf(a)
-	out := actionData{
-		Now: c.now(), Clock: t.Clock, View: view, Action: a, Tenant: t.Name, Platform: platform, CallID: call,
-		KeyHash: idem.KeyHash(a.Key), Derived: strings.HasPrefix(a.Key, "derived:"),
-		Envelope: pretty(env), Request: pretty(a.Request), Steps: d.Steps,
-		Resolvable: a.State != oncecall.Completed || a.NeedsOperator,
-		Retryable:  a.NeedsOperator,
-		Held:       a.LeaseUntil != nil && a.LeaseUntil.After(c.now()),
-	}
-	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
-		out.Tool = o.Tool()
-	}
-	var evidence []oncecall.Event
-	for _, e := range d.Events {
-		out.Events = append(out.Events, event{Event: e, Text: compact(e.Detail)})
-		if slices.Contains(evidenceKinds, e.Kind) {
-			evidence = append(evidence, e)
-		}
-	}
-	out.Evidence = summarise(evidence, t.Clock)
-	entries, err := c.cfg.Store.Audit(r.Context(), db.AuditFilter{ActionID: a.ID, Limit: 100})
-	if err != nil {
-		return actionData{}, err
-	}
-	out.Audit = auditRows(entries, ts)
-	out.Words, err = c.words(r, a, d, t)
-	if err != nil {
-		return actionData{}, err
-	}
-	return out, nil
-}
-
-func (c *Console) actionPage(w http.ResponseWriter, r *http.Request, s session) {
-	id, ok := c.pathID(w, r, "action")
-	if !ok {
-		return
-	}
-	p := page{Title: "Action", Session: s}
-	if o := r.URL.Query().Get("resolved"); o == string(oncecall.Confirmed) || o == string(oncecall.Rejected) {
-		p.Notice = "Resolved as " + o + "."
-	}
-	switch r.URL.Query().Get("done") {
-	case "retried":
-		p.Notice = "Given back to the reconciler: it looks the writes up again."
-	case "noted":
-		p.Notice = "Your note is in the timeline."
-	}
-	c.showAction(w, r, s, http.StatusOK, id, p)
-}
-
-func (c *Console) showAction(w http.ResponseWriter, r *http.Request, s session, status int, id uuid.UUID, p page) {
-	d, err := c.actionData(r, s, id)
-	if errors.Is(err, db.ErrNotFound) {
-		c.fail(w, r, http.StatusNotFound, "No such action.")
-		return
-	}
-	if err != nil {
-		c.internal(w, r, err)
-		return
-	}
-	p.Title = d.Words.Title
-	p.Data = d
-	c.render(w, r, status, "action", p)
-}
-
-// ownAction is the action of the URL when the person may act on it: 404
-// for a missing one or another tenant's.
-func (c *Console) ownAction(w http.ResponseWriter, r *http.Request, s session) (uuid.UUID, bool) {
-	id, ok := c.pathID(w, r, "action")
-	if !ok {
-		return id, false
-	}
-	a, err := c.cfg.Store.ActionAnyTenant(r.Context(), id)
-	switch {
-	case errors.Is(err, db.ErrNotFound) || (err == nil && !s.sees(a.TenantID)):
-		if err == nil {
-			c.cfg.Log.Warn().Str("action_id", id.String()).Msg("console: refused another tenant's action")
-		}
-		c.fail(w, r, http.StatusNotFound, "No such action.")
-		return id, false
-	case err != nil:
-		c.internal(w, r, err)
-		return id, false
-	}
-	return id, true
-}
-
-// resolve applies the operator's resolution through the same function as
-// POST /v1/ops/actions/{id}/resolve and answers with the API's statuses: a
-// bad form 400, an action someone holds 409, an unknown one 404.
-func (c *Console) resolve(w http.ResponseWriter, r *http.Request, s session) {
-	id, ok := c.ownAction(w, r, s)
-	if !ok {
-		return
-	}
-	form := map[string]string{}
-	for _, k := range []string{"outcome", "provider_ref", "reason", "note"} {
-		form[k] = strings.TrimSpace(r.PostFormValue(k))
-	}
-	a, err := c.cfg.Operator.Resolve(r.Context(), id, oncecall.Resolution{
-		Outcome: oncecall.Outcome(form["outcome"]), ProviderRef: form["provider_ref"], Reason: form["reason"],
-		Note: form["note"], Actor: s.Actor,
-	})
-	if err == nil {
-		c.cfg.Log.Info().Str("action_id", a.ID.String()).Str("outcome", form["outcome"]).Str("via", s.Actor.Via).Msg("console: action resolved")
-		http.Redirect(w, r, "/console/actions/"+a.ID.String()+"?resolved="+url.QueryEscape(form["outcome"]), http.StatusSeeOther)
-		return
-	}
-	c.refused(w, r, s, id, form, "Not resolved", err)
-}
-
-// retry gives the action back to the reconciler (OperatorService.Retry).
-func (c *Console) retry(w http.ResponseWriter, r *http.Request, s session) {
-	id, ok := c.ownAction(w, r, s)
-	if !ok {
-		return
-	}
-	if _, err := c.cfg.Operator.Retry(r.Context(), id, s.Actor, ""); err != nil {
-		c.refused(w, r, s, id, nil, "Not retried", err)
-		return
-	}
-	c.cfg.Log.Info().Str("action_id", id.String()).Str("via", s.Actor.Via).Msg("console: action retried")
-	http.Redirect(w, r, "/console/actions/"+id.String()+"?done=retried", http.StatusSeeOther)
-}
-
-// note adds the operator's note to the timeline (OperatorService.Note).
-func (c *Console) note(w http.ResponseWriter, r *http.Request, s session) {
-	id, ok := c.ownAction(w, r, s)
-	if !ok {
-		return
-	}
-	text := strings.TrimSpace(r.PostFormValue("text"))
-	if err := c.cfg.Operator.Note(r.Context(), id, s.Actor, text); err != nil {
-		c.refused(w, r, s, id, map[string]string{"text": text}, "Not noted", err)
-		return
-	}
-	http.Redirect(w, r, "/console/actions/"+id.String()+"?done=noted", http.StatusSeeOther)
-}
-
-// refused shows the action again with why a change was refused, with the
-// API's status.
-func (c *Console) refused(w http.ResponseWriter, r *http.Request, s session, id uuid.UUID, form map[string]string, what string, err error) {
-	e := fault.As(err)
-	if errors.Is(err, db.ErrNotFound) {
-		e = fault.New(fault.NotFound, "no such action")
-	}
-	status := e.Code.HTTPStatus()
-	switch {
-	case status >= 500:
-		c.internal(w, r, err)
-		return
-	case e.Code == fault.NotFound:
-		c.fail(w, r, status, "No such action.")
-		return
-	}
-	p := page{Session: s, Form: form, Error: what + ": " + e.Message + "."}
-	if e.Code == fault.InFlight {
-		p.Error = "Someone is working on it (a request, the reconciler or another operator holds the action; a step may be in flight). Look again in a moment: nothing was changed."
-	}
-	c.showAction(w, r, s, status, id, p)
 }
 
 // ago is a short age: 45s, 12m, 3h 5m, 2d 4h.

@@ -14,6 +14,7 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/phone"
 )
 
 type searchData struct {
@@ -90,48 +91,15 @@ func (c *Console) search(r *http.Request, s session, d *searchData) error {
 		cq.IDs = []uuid.UUID{id}
 		terms = append(terms, db.SubjectTerm(id.String())) // an appointment's, payment intent's or callback's id
 	}
-	phone, plus := q, "+"+q
-	ok := op.Phone("q", &phone) == nil
-	if !ok && isDigits(q) && op.Phone("q", &plus) == nil {
-		// Digits without the +: read as an international number.
-		phone, ok = plus, true
-	}
-	if ok {
-		cq.Phone = phone
-		terms = append(terms, db.SubjectTerm(phone))
-		links, err := c.cfg.Store.CallbacksToPhone(ctx, tenantIDs, phone)
-		if err != nil {
-			return err
-		}
-		for _, l := range links {
-			terms = append(terms, db.SubjectTerm(l))
-		}
-	}
 	if email := q; strings.Contains(q, "@") && op.Email("q", &email) == nil {
 		cq.Email = email
 		terms = append(terms, db.SubjectTerm(email))
 	}
-	customers, tenantOf, err := c.cfg.Store.SearchCustomers(ctx, tenantIDs, cq)
+	more, err := c.searchCustomers(r, d, q, cq, tenantIDs, ts)
 	if err != nil {
 		return err
 	}
-	for i, cu := range customers {
-		d.Customers = append(d.Customers, customerHit{Tenant: ts.of(tenantOf[i]).Name, Name: cmpOr(cu.Name, "a customer without a name")})
-		terms = append(terms, db.SubjectTerm(cu.ID.String()))
-		if cu.Phone != "" {
-			terms = append(terms, db.SubjectTerm(cu.Phone))
-		}
-		if cu.Email != "" {
-			terms = append(terms, db.SubjectTerm(cu.Email))
-		}
-		links, err := c.cfg.Store.CustomerLinks(ctx, tenantOf[i], cu.ID)
-		if err != nil {
-			return err
-		}
-		for _, l := range links {
-			terms = append(terms, db.SubjectTerm(l))
-		}
-	}
+	terms = append(terms, more...)
 	call := q
 	if platform, rest, ok := strings.Cut(q, ":"); ok && platformNames[platform] != "" {
 		call = rest
@@ -166,6 +134,55 @@ func (c *Console) search(r *http.Request, s session, d *searchData) error {
 	return nil
 }
 
+// searchCustomers finds the customers q names, lists them in d, and
+// returns the terms that find their operations.
+func (c *Console) searchCustomers(r *http.Request, d *searchData, q string, cq db.CustomerQuery, tenantIDs []uuid.UUID, ts tenants) ([]string, error) {
+	ctx := r.Context()
+	var terms []string
+	var customers []oncecall.Customer
+	var tenantOf []uuid.UUID
+	// A number is read in each tenant's country ("(212) 555-0142" is a
+	// New York clinic's number there, not a London one's): the tenants
+	// whose countries read it as the same E.164 number are searched
+	// together, by the customers' phones (customers_phone) and callbacks'.
+	for e164, group := range byPhone(q, tenantIDs, ts) {
+		gq := cq
+		if gq.Phone = e164; e164 != "" {
+			terms = append(terms, db.SubjectTerm(e164))
+			links, err := c.cfg.Store.CallbacksToPhone(ctx, group, e164)
+			if err != nil {
+				return nil, err
+			}
+			for _, l := range links {
+				terms = append(terms, db.SubjectTerm(l))
+			}
+		}
+		found, of, err := c.cfg.Store.SearchCustomers(ctx, group, gq)
+		if err != nil {
+			return nil, err
+		}
+		customers, tenantOf = append(customers, found...), append(tenantOf, of...)
+	}
+	for i, cu := range customers {
+		d.Customers = append(d.Customers, customerHit{Tenant: ts.of(tenantOf[i]).Name, Name: cmpOr(cu.Name, "a customer without a name")})
+		terms = append(terms, db.SubjectTerm(cu.ID.String()))
+		if cu.Phone != "" {
+			terms = append(terms, db.SubjectTerm(cu.Phone))
+		}
+		if cu.Email != "" {
+			terms = append(terms, db.SubjectTerm(cu.Email))
+		}
+		links, err := c.cfg.Store.CustomerLinks(ctx, tenantOf[i], cu.ID)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range links {
+			terms = append(terms, db.SubjectTerm(l))
+		}
+	}
+	return terms, nil
+}
+
 // nameQuery is the words of q as prefixes for to_tsquery('simple'): "mar
 // lop" is "mar:* & lop:*"; only letters and digits are kept, so nothing
 // of q is read as query syntax. Empty when q has no word of two letters.
@@ -179,11 +196,19 @@ func nameQuery(q string) string {
 	return strings.Join(words, " & ")
 }
 
-func isDigits(s string) bool {
-	for _, r := range s {
-		if r < '0' || r > '9' {
-			return false
+// byPhone groups tenants by what q is as a phone number in each one's
+// country: its E.164 form, or "" where it is none.
+func byPhone(q string, tenantIDs []uuid.UUID, ts tenants) map[string][]uuid.UUID {
+	read := map[string]string{} // region -> E.164
+	out := map[string][]uuid.UUID{}
+	for _, id := range tenantIDs {
+		region := ts.of(id).Region
+		e164, ok := read[region]
+		if !ok {
+			e164, _ = phone.Parse(q, region)
+			read[region] = e164
 		}
+		out[e164] = append(out[e164], id)
 	}
-	return s != ""
+	return out
 }

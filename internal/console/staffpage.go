@@ -20,11 +20,33 @@ type staffRow struct {
 
 type staffData struct {
 	People []staffRow
+	// Tenants are those a new person may be limited to; Scoped: the
+	// admin's own only.
+	Tenants []tenantInfo
+	Scoped  bool
+	// OIDC names the identity provider, when one is configured.
+	OIDC string
+	// Link is a one-time sign-in link just made, shown once, and For whom.
+	Link, For string
+	Roles     []oncecall.Role
 }
 
 // staffPage lists the staff an admin looks after (a tenant's admin: that
 // tenant's people), with their open sessions.
 func (c *Console) staffPage(w http.ResponseWriter, r *http.Request, s session) {
+	p := page{Title: "Staff", Session: s}
+	switch r.URL.Query().Get("done") {
+	case "ended":
+		p.Notice = "Their sessions are ended: they sign in again."
+	case "disabled":
+		p.Notice = "Disabled: they cannot sign in, and their sessions are ended."
+	}
+	c.showStaff(w, r, s, http.StatusOK, p, "", "")
+}
+
+// showStaff renders the staff page, with a sign-in link just made for
+// whom, when there is one.
+func (c *Console) showStaff(w http.ResponseWriter, r *http.Request, s session, status int, p page, link, whom string) {
 	ts, err := c.tenants(r, s)
 	if err != nil {
 		c.internal(w, r, err)
@@ -40,7 +62,11 @@ func (c *Console) staffPage(w http.ResponseWriter, r *http.Request, s session) {
 		c.internal(w, r, err)
 		return
 	}
-	var d staffData
+	d := staffData{Tenants: ts.List, Scoped: s.Scoped(), Link: link, For: whom,
+		Roles: []oncecall.Role{oncecall.RoleViewer, oncecall.RoleResolver, oncecall.RoleAdmin}}
+	if c.cfg.OIDC != nil {
+		d.OIDC = c.cfg.OIDC.Name()
+	}
 	for _, o := range people {
 		if s.Scoped() && o.TenantID != s.TenantID {
 			continue
@@ -51,14 +77,8 @@ func (c *Console) staffPage(w http.ResponseWriter, r *http.Request, s session) {
 		}
 		d.People = append(d.People, row)
 	}
-	p := page{Title: "Staff", Session: s, Data: d}
-	switch r.URL.Query().Get("done") {
-	case "ended":
-		p.Notice = "Their sessions are ended: they sign in again."
-	case "disabled":
-		p.Notice = "Disabled: they cannot sign in, and their sessions are ended."
-	}
-	c.render(w, r, http.StatusOK, "staff", p)
+	p.Data = d
+	c.render(w, r, status, "staff", p)
 }
 
 // person is the person of the URL whom the admin looks after.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/phone"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -59,40 +60,10 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 			return
 		}
 	}
-	f := db.QueueFilter{State: "needs_operator", Limit: queueLimit}
-	if s.Scoped() {
-		f.Tenant = &s.TenantID
-	}
-	waiting, err := c.cfg.Store.Queue(ctx, f)
+	waiting, err := c.owed(r, s)
 	if err != nil {
 		c.internal(w, r, err)
 		return
-	}
-	// Resolved since: their callers heard "not confirmed, someone will
-	// follow up" and are owed the answer now known.
-	resolved, err := c.cfg.Store.Audit(ctx, db.AuditFilter{TenantID: s.TenantID, Kind: "resolved", Since: c.now().Add(-doneSince), Limit: queueLimit})
-	if err != nil {
-		c.internal(w, r, err)
-		return
-	}
-	seen := map[uuid.UUID]bool{}
-	for _, a := range waiting {
-		seen[a.ID] = true
-	}
-	for _, e := range resolved {
-		if seen[e.ActionID] || e.ActionID == uuid.Nil {
-			continue
-		}
-		seen[e.ActionID] = true
-		a, err := c.cfg.Store.ActionAnyTenant(ctx, e.ActionID)
-		if errors.Is(err, db.ErrNotFound) {
-			continue // pruned
-		}
-		if err != nil {
-			c.internal(w, r, err)
-			return
-		}
-		waiting = append(waiting, a)
 	}
 	callbacks, err := c.cfg.Store.OpenCallbacks(ctx, tenantIDs, doneSince)
 	if err != nil {
@@ -113,22 +84,10 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		if _, ok := done[a.ID]; ok {
 			continue
 		}
-		t := ts.of(a.TenantID)
-		in := request(a)
-		tk := task{Kind: "action", ID: a.ID, Tenant: t.Name, Since: a.CreatedAt, Clock: t.Clock, ActionID: a.ID,
-			About: c.operationWords(a.Operation) + ": not settled yet; they were told someone would follow up"}
-		if a.State == oncecall.Completed && !a.NeedsOperator {
-			tk.About = c.operationWords(a.Operation) + ": now " + string(a.Outcome) + "; they were told someone would follow up: tell them"
-		}
-		cid, err := c.customerOf(r, a, in)
+		tk, err := c.actionTask(r, a, ts.of(a.TenantID))
 		if err != nil {
 			c.internal(w, r, err)
 			return
-		}
-		if cu, err := c.cfg.Store.CustomerByID(ctx, a.TenantID, cid); err == nil {
-			tk.Call = person{Name: cmpOr(cu.Name, "the customer"), Phone: cu.Phone, Email: cu.Email}
-		} else {
-			tk.Call = person{Name: "the caller", Phone: cmpOr(in["phone"], in["to"])}
 		}
 		d.Open = append(d.Open, tk)
 	}
@@ -137,7 +96,8 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		cc, _ := schedule.NewClock(cb.Timezone, string(t.Clock.Locale))
 		d.Open = append(d.Open, task{
 			Kind: "callback", ID: cb.ID, Tenant: t.Name, Since: cb.WindowStart, Clock: t.Clock, ActionID: cb.ActionID,
-			Call:  person{Name: cmpOr(cb.CustomerName, cb.Phone, cb.CustomerPhone), Phone: cmpOr(cb.Phone, cb.CustomerPhone)},
+			Call: person{Name: cmpOr(cb.CustomerName, phone.Display(cmpOr(cb.Phone, cb.CustomerPhone), t.Region)),
+				Phone: cmpOr(cb.Phone, cb.CustomerPhone), Region: t.Region},
 			About: cmpOr(cb.Reason, "a callback the caller asked for"), When: cc.Window(cb.WindowStart, cb.WindowEnd, d.Now) + " (" + cc.Zone + ")",
 		})
 	}
@@ -159,6 +119,84 @@ func (c *Console) tasksPage(w http.ResponseWriter, r *http.Request, s session) {
 		p.Notice = "Someone had marked it done already."
 	}
 	c.render(w, r, http.StatusOK, "tasks", p)
+}
+
+// owed are the actions whose callers are owed a call: those waiting for a
+// person, and those resolved in the last week (their callers heard "not
+// confirmed, someone will follow up" and are owed the answer now known).
+func (c *Console) owed(r *http.Request, s session) ([]oncecall.Action, error) {
+	ctx := r.Context()
+	f := db.QueueFilter{State: "needs_operator", Limit: queueLimit}
+	if s.Scoped() {
+		f.Tenant = &s.TenantID
+	}
+	waiting, err := c.cfg.Store.Queue(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := c.cfg.Store.Audit(ctx, db.AuditFilter{TenantID: s.TenantID, Kind: "resolved", Since: c.now().Add(-doneSince), Limit: queueLimit})
+	if err != nil {
+		return nil, err
+	}
+	seen := map[uuid.UUID]bool{}
+	for _, a := range waiting {
+		seen[a.ID] = true
+	}
+	for _, e := range resolved {
+		if seen[e.ActionID] || e.ActionID == uuid.Nil {
+			continue
+		}
+		seen[e.ActionID] = true
+		a, err := c.cfg.Store.ActionAnyTenant(ctx, e.ActionID)
+		if errors.Is(err, db.ErrNotFound) {
+			continue // pruned
+		}
+		if err != nil {
+			return nil, err
+		}
+		waiting = append(waiting, a)
+	}
+	return waiting, nil
+}
+
+// actionTask is the call owed to the caller of an action that waited for
+// a person: whom to call, and what changed since they were told.
+func (c *Console) actionTask(r *http.Request, a oncecall.Action, t tenantInfo) (task, error) {
+	in := request(a)
+	tk := task{Kind: "action", ID: a.ID, Tenant: t.Name, Since: a.CreatedAt, Clock: t.Clock, ActionID: a.ID}
+	tr, err := c.heardOf(r, a, t, in)
+	if err != nil {
+		return tk, err
+	}
+	tk.About = c.operationWords(a.Operation) + ": " + changedSince(tr, t.Clock)
+	cid, err := c.customerOf(r, a, in)
+	if err != nil {
+		return tk, err
+	}
+	if cu, err := c.cfg.Store.CustomerByID(r.Context(), a.TenantID, cid); err == nil {
+		tk.Call = person{Name: cmpOr(cu.Name, "the customer"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}
+	} else {
+		tk.Call = person{Name: "the caller", Phone: cmpOr(in["phone"], in["to"]), Region: t.Region}
+	}
+	return tk, nil
+}
+
+// changedSince says what changed since the caller was told: "they were
+// told not confirmed yet (Vapi, Thu 3 Dec 2026, 10:30:00 GMT); now
+// confirmed: tell them".
+func changedSince(tr truth, clock schedule.Clock) string {
+	told := "they were told someone would follow up"
+	if n := len(tr.Heard); n > 0 {
+		last := tr.Heard[n-1]
+		told = "they were told " + tr.Told + " (" + last.From + ", " + local(last.At, clock) + ")"
+	}
+	switch tr.Now {
+	case "not known yet":
+		return told + "; still not settled"
+	case "":
+		return told
+	}
+	return told + "; now " + tr.Now + ": tell them"
 }
 
 // taskDone marks a follow-up call done by the signed-in person, with what

@@ -16,6 +16,8 @@ import (
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/dashatool"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/phone"
+	"github.com/oncecall/oncecall/internal/provider/calendar"
 	"github.com/oncecall/oncecall/internal/schedule"
 )
 
@@ -34,10 +36,16 @@ type words struct {
 	Look    []string
 }
 
-// person is a customer (or a phone number) to reach.
+// person is a customer (or a phone number) to reach. Phone is E.164;
+// Region is the country of the business that calls them.
 type person struct {
 	Name, Phone, Email string
+	Region             string
 }
+
+// Shown is the phone number as the business writes it: nationally when it
+// is of the business's country ("(212) 555-0142"), else internationally.
+func (p person) Shown() string { return phone.Display(p.Phone, p.Region) }
 
 // e164 is a phone number as oncecall stores it.
 var e164 = regexp.MustCompile(`^\+[1-9][0-9]{7,14}$`)
@@ -189,38 +197,15 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 	in := request(a)
 	w := words{Title: c.operationWords(a.Operation)}
 	clock := t.Clock
-	cid, err := c.customerOf(r, a, in)
-	if err != nil {
+	var err error
+	if w.Who, err = c.who(r, a, in, t); err != nil {
 		return w, err
-	}
-	if cid != uuid.Nil {
-		cu, err := c.cfg.Store.CustomerByID(ctx, a.TenantID, cid)
-		if err = ignoreMissing(err); err != nil {
-			return w, err
-		}
-		if cu.ID != uuid.Nil {
-			w.Who = &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email}
-		}
-	}
-	if w.Who == nil && (in["phone"] != "" || in["to"] != "") {
-		to := cmpOr(in["phone"], in["to"])
-		p := &person{Name: cmpOr(in["name"], to)}
-		if strings.HasPrefix(to, "+") {
-			p.Phone = to
-		} else {
-			p.Email = to
-		}
-		w.Who = p
 	}
 	if w.Who != nil {
 		w.Title += " for " + w.Who.Name
 	}
 	now := c.now()
-	add := func(label, value string) {
-		if value != "" {
-			w.Asked = append(w.Asked, fact{label, value})
-		}
-	}
+	add := func(label, value string) { w.Asked = addFact(w.Asked, label, value) }
 	slot := func(id uuid.UUID) error {
 		if id == uuid.Nil {
 			return nil
@@ -272,11 +257,32 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 		if err := slot(parseID(in["slot_id"])); err != nil {
 			return w, err
 		}
+	default:
+		if err := c.askedOther(r, a, in, clock, now, add); err != nil {
+			return w, err
+		}
+	}
+	w.Asked = dedupe(w.Asked)
+	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
+		ans := dashatool.ForAction(a, o.Phrases())
+		w.Told, w.ToldOutcome = ans.Say, ans.Outcome
+	}
+	if a.NeedsOperator || a.State != oncecall.Completed {
+		w.Unknown, w.Look = unknownWords(a, d.Steps, w, clock, now)
+	}
+	return w, nil
+}
+
+// askedOther adds what was asked of a charge, a message, a callback or a
+// customer's record.
+func (c *Console) askedOther(r *http.Request, a oncecall.Action, in map[string]string, clock schedule.Clock, now time.Time, add func(label, value string)) error {
+	ctx := r.Context()
+	switch a.Operation {
 	case "payment_intent.create", "payment.charge", "payment.link", "payment_intent.cancel":
 		if id := parseID(in["payment_intent_id"]); id != uuid.Nil {
 			pi, err := c.cfg.Store.PaymentIntentByID(ctx, a.TenantID, id)
 			if err = ignoreMissing(err); err != nil {
-				return w, err
+				return err
 			}
 			if pi.ID != uuid.Nil {
 				amount := pi.Amount
@@ -313,16 +319,71 @@ func (c *Console) words(r *http.Request, a oncecall.Action, d oncecall.ActionDet
 		add("Points", in["points"])
 		add("Why", in["reason"])
 	}
-	w.Asked = dedupe(w.Asked)
+	return nil
+}
 
-	if o, ok := c.cfg.Ops.Get(a.Operation); ok {
-		ans := dashatool.ForAction(a, o.Phrases())
-		w.Told, w.ToldOutcome = ans.Say, ans.Outcome
+// who is the person an action concerns: its customer, else the number or
+// address its request names.
+func (c *Console) who(r *http.Request, a oncecall.Action, in map[string]string, t tenantInfo) (*person, error) {
+	cid, err := c.customerOf(r, a, in)
+	if err != nil {
+		return nil, err
 	}
-	if a.NeedsOperator || a.State != oncecall.Completed {
-		w.Unknown, w.Look = unknownWords(a, d.Steps, w, clock, now)
+	if cid != uuid.Nil {
+		cu, err := c.cfg.Store.CustomerByID(r.Context(), a.TenantID, cid)
+		if err = ignoreMissing(err); err != nil {
+			return nil, err
+		}
+		if cu.ID != uuid.Nil {
+			return &person{Name: cmpOr(cu.Name, "a customer without a name"), Phone: cu.Phone, Email: cu.Email, Region: t.Region}, nil
+		}
 	}
-	return w, nil
+	to := cmpOr(in["phone"], in["to"])
+	if to == "" {
+		return nil, nil
+	}
+	p := &person{Name: cmpOr(in["name"], to), Region: t.Region}
+	if strings.HasPrefix(to, "+") {
+		p.Phone, p.Name = to, cmpOr(in["name"], phone.Display(to, t.Region))
+	} else {
+		p.Email = to
+	}
+	return p, nil
+}
+
+// addFact adds a fact that has a value.
+func addFact(fs []fact, label, value string) []fact {
+	if value == "" {
+		return fs
+	}
+	return append(fs, fact{label, value})
+}
+
+// calendarLook says where to look for a write to a business's own
+// calendar (Google Calendar, Microsoft 365, Cal.com) in words its own
+// search finds: the title and the time oncecall wrote the event with, not
+// oncecall's key, which no calendar page shows.
+func calendarLook(a oncecall.Action, s oncecall.Step, clock schedule.Clock, now time.Time) (string, bool) {
+	if !calendarKinds[s.ProviderKind] {
+		return "", false
+	}
+	if _, ok := calendar.OpOf(a.Operation); !ok {
+		return "", false
+	}
+	var p calendar.Payload // read, not checked: what the step was sent with
+	if err := json.Unmarshal(s.Payload, &p); err != nil || p.Start.UTC.IsZero() {
+		return "", false
+	}
+	at := clock.In(p.Start.Zone)
+	line := fmt.Sprintf("Search %s for “%s” on %s (%s)", providerName(s), p.Title(), at.Spoken(p.Start.UTC, now), at.Zone)
+	if p.Practitioner.Name != "" {
+		line += ", " + p.Practitioner.Name + "'s calendar"
+	}
+	line += ": oncecall writes the event under that title. Found: confirm with the event's id"
+	if s.ProviderRef != "" {
+		line += " (it may be " + s.ProviderRef + ")"
+	}
+	return line + ". Not there: reject.", true
 }
 
 func dedupe(fs []fact) []fact {
@@ -353,6 +414,10 @@ func unknownWords(a oncecall.Action, steps []oncecall.Step, w words, clock sched
 		}
 		if w.Who != nil {
 			what = append(what, w.Who.Name)
+		}
+		if line, ok := calendarLook(a, s, clock, now); ok {
+			look = append(look, line)
+			continue
 		}
 		line := "Check " + providerName(s)
 		if len(what) > 0 {

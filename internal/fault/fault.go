@@ -91,8 +91,15 @@ func As(err error) *Error {
 	return &Error{Code: Internal, Message: "internal error", Err: err}
 }
 
-// CodeOf returns the code of err, INTERNAL when err is not an *Error.
-func CodeOf(err error) Code { return As(err).Code }
+// CodeOf returns the code of err: none ("") when err is nil, INTERNAL
+// when err is not an *Error (nor a service's unavailability). A switch on
+// it reaches `case "":` on success.
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return As(err).Code
+}
 
 // HTTPStatus is the one mapping from error codes to HTTP statuses: the API's
 // problem+json and the operator console's pages answer with it.

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/phone"
 )
 
 // Text trims and NFC-normalises *v and checks its length in characters.
@@ -96,7 +97,9 @@ const PhonePattern = `^(\+|[ .()-]*0[ .()-]*0)[ .()-]*[1-9]([ .()-]*[0-9]){7,14}
 // (+ and 8 to 15 digits), so that "+44 20 7946 0958", "0044 (20) 7946-0958"
 // and "+442079460958" are the same input. Spaces, dashes, dots and
 // parentheses are dropped; a leading 00 is the international prefix. A
-// national number without a country code is refused rather than guessed.
+// national number without a country code is refused rather than guessed
+// (PhonePattern, the tools' schema, says as much); of the numbers it
+// matches, libphonenumber refuses those no country could have.
 func Phone(field string, v *string) error {
 	s := strings.TrimSpace(*v)
 	if s == "" {
@@ -125,7 +128,15 @@ func Phone(field string, v *string) error {
 	if !ok || len(digits) < 8 || len(digits) > 15 || digits[0] == '0' {
 		return fault.Field(field, "must be a phone number in international form (E.164) such as +442079460958")
 	}
-	*v = n
+	// The numbering plans are libphonenumber's to know: a country code no
+	// country has, or a length the country never uses, is no number; a
+	// national trunk prefix written after the country code ("+44 (0)20")
+	// is not part of it.
+	e164, ok := phone.International(n)
+	if !ok {
+		return fault.Field(field, "is not a phone number of any country (its country code, or its length for that country): give it in international form such as +442079460958")
+	}
+	*v = e164
 	return nil
 }
 

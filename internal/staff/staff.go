@@ -338,7 +338,7 @@ func (s *Staff) SignOut(ctx context.Context, secret string) error {
 		if err != nil || !ended {
 			return err
 		}
-		return tx.AddAudit(ctx, oncecall.AuditEntry{Actor: sess.Actor, Kind: "signed_out"}, nil)
+		return tx.AddAudit(ctx, oncecall.AuditEntry{Actor: sess.Actor, TenantID: sess.TenantID, Kind: "signed_out"}, nil)
 	})
 }
 
@@ -400,8 +400,9 @@ func (s *Staff) openOn(ctx context.Context, q sessionOpener, who oncecall.Actor)
 	if err != nil {
 		return Signed{}, err
 	}
-	// Every sign-in is in the audit trail, a break-glass one named as such.
-	if err := q.AddAudit(ctx, oncecall.AuditEntry{Actor: who, Kind: "signed_in"}, nil); err != nil {
+	// Every sign-in is in the audit trail, a break-glass one named as such,
+	// under the person's tenant, so that its admins see it.
+	if err := q.AddAudit(ctx, oncecall.AuditEntry{Actor: who, TenantID: sess.TenantID, Kind: "signed_in"}, nil); err != nil {
 		return Signed{}, err
 	}
 	return Signed{Secret: secret, Session: sess}, nil
