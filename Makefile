@@ -10,7 +10,7 @@ OAPI_CODEGEN := go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
 BUILD_FLAGS := -trimpath -ldflags="-s -w -X main.commit=${COMMIT}"
 
-.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short bench-large fuzz chaos chaos-providers chaos-failover chaos-calls screenshots
+.PHONY: run sim test test-race build generate check-generated vet tools generate-ts lint-openapi ts-deps bench bench-short bench-large fuzz chaos chaos-providers chaos-failover chaos-calls screenshots jaeger
 
 # Builds bin/oncecall, then the shell becomes it (exec): Ctrl-C reaches
 # oncecall, which stops its server and embedded PostgreSQL and exits 0, so
@@ -23,6 +23,11 @@ run:
 # PROVIDERSIM_LEDGER and PROVIDERSIM_AUTH_TOKEN pass through (docs/providers.md).
 sim:
 	go run ./cmd/providersim
+
+# Jaeger (v1.75.0, pinned by internal/tools/jaeger/go.mod), the collector the trace test starts, built
+# into the user's cache folder once per machine: the first build takes long (docs/observability.md).
+jaeger:
+	go test -count=1 -run '^TestBinaryBuilds$$' ./internal/testkit/jaegertest
 
 # go test -count=1 ./..., listing the skipped tests and why at the end. Each package's tests may take
 # 30 minutes (go test's default is 10), so that a busy 2-core machine finishes them too.
@@ -144,6 +149,7 @@ help:
 	@echo 'make test            go vet and every test (real PostgreSQL; README says what else they use), then the skipped ones'
 	@echo 'make test-race       the tests of every package under the race detector (RACE_PKGS narrows it)'
 	@echo 'make build           build the release binaries bin/oncecall and bin/providersim'
+	@echo 'make jaeger          build the Jaeger collector the trace test runs (once per machine)'
 	@echo 'make generate        regenerate db/dbsqlc (pinned sqlc) and the Go client apiclient/'
 	@echo 'make check-generated fail when generated Go code is stale or not committed'
 	@echo 'make vet             go vet ./...'

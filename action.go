@@ -61,4 +61,8 @@ type Action struct {
 	// two platforms are two calls. Both empty for REST requests.
 	CallPlatform string
 	CallID       string
+	// TraceContext is the trace context of the request that claimed a
+	// remote action when that request was traced: its W3C trace id, span
+	// id and flags (25 bytes). nil otherwise.
+	TraceContext []byte
 }

@@ -29,6 +29,11 @@ import (
 // the core gives the place up while it waits for another attempt.
 func (s *Server) write(operation string, pathFields ...string) http.HandlerFunc {
 	o := s.cfg.Ops.MustGet(operation)
+	return traceWrite(o, s.writeOp(o, operation, pathFields))
+}
+
+// writeOp is write's handler, without its span.
+func (s *Server) writeOp(o op.Operation, operation string, pathFields []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		info := infoFrom(r.Context())
 		info.operation = operation

@@ -93,7 +93,7 @@ func accessLog(base zerolog.Logger, m *metrics.Metrics) func(http.Handler) http.
 			}
 			route := chi.RouteContext(ctx).RoutePattern()
 			if m != nil {
-				m.Request(route, r.Method, status, took)
+				m.Request(ctx, route, r.Method, status, took)
 			}
 			ev := base.Info()
 			if status >= 500 {

@@ -162,7 +162,7 @@ func NewRouter(cfg Config) http.Handler {
 	}
 
 	r := chi.NewRouter()
-	r.Use(safeRequestID, middleware.RequestID, accessLog(cfg.Log, cfg.Metrics), recoverer)
+	r.Use(serverSpan, safeRequestID, middleware.RequestID, accessLog(cfg.Log, cfg.Metrics), recoverer)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, fault.New(fault.NotFound, "no such route"))
 	})

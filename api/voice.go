@@ -47,6 +47,9 @@ type voiceCall struct {
 	Arguments json.RawMessage
 	// Caller returns the number the call comes from, if the platform says.
 	Caller func() (string, bool)
+	// ToolCallID is the platform's id of this invocation (Vapi's toolCall
+	// id), when it sends one: traced, never part of the identity.
+	ToolCallID string
 }
 
 // callField names the call id in the platform's payload, for errors.

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall/internal/fault"
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // dashaPayload is a Dasha BlackBox ToolWebHookPayload. Fields not listed
@@ -202,8 +203,27 @@ func invalid(err error) (dashatool.Answer, error) {
 	return dashatool.Invalid(fe.Field, fe.Message), nil
 }
 
-// runTool performs an operation for a tool call through the idempotency core.
+// runTool performs an operation for a tool call through the idempotency
+// core, in the tool call's execute_tool span.
 func (s *Server) runTool(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
+	ctx, span := telemetry.StartTool(r.Context(), telemetry.Tool{
+		Name: c.Tool, Operation: o.Name(), Platform: c.Platform, CallID: c.CallID, ToolCallID: c.ToolCallID,
+	})
+	if !span.IsRecording() {
+		return s.runOp(r, tenant, o, c)
+	}
+	ans, err := s.runOp(r.WithContext(ctx), tenant, o, c)
+	info := infoFrom(ctx)
+	done := telemetry.Done{ActionID: ans.ActionID, Outcome: ans.Outcome, Replay: info.replayed, ErrorType: errorType(err)}
+	if ans.Reason == dashatool.InvalidArguments {
+		done.ErrorType = ans.Reason
+	}
+	telemetry.EndTool(span, done)
+	return ans, err
+}
+
+// runOp is runTool's work.
+func (s *Server) runOp(r *http.Request, tenant oncecall.Tenant, o op.Operation, c voiceCall) (dashatool.Answer, error) {
 	ctx, info := r.Context(), infoFrom(r.Context())
 	confirmed, args, bad := cutConfirmation(c.Arguments)
 	if bad != nil {

@@ -125,7 +125,7 @@ func (s *Server) vapiWebhook(w http.ResponseWriter, r *http.Request) {
 		controlURL = s.lateControlURL(control)
 	}
 	for _, tc := range calls {
-		c := voiceCall{Platform: platformVapi, CallID: callID, Tool: tc.Name, Arguments: tc.Arguments, Caller: caller}
+		c := voiceCall{Platform: platformVapi, CallID: callID, Tool: tc.Name, Arguments: tc.Arguments, Caller: caller, ToolCallID: tc.ID}
 		a, err := s.answerTool(r, tenant, c)
 		if fault.CodeOf(err) == fault.NotFound {
 			ans.Results = append(ans.Results, vapiResult{ToolCallID: tc.ID, Error: fault.As(err).Message})

@@ -27,6 +27,9 @@ type Claim struct {
 	// for REST requests.
 	CallPlatform string
 	CallID       string
+	// TraceContext is the claiming request's trace context
+	// (telemetry.Keep), or nil: see the column's migration.
+	TraceContext []byte
 }
 
 // Completion is the known outcome of an action.
@@ -87,7 +90,7 @@ func action(r dbsqlc.Action) oncecall.Action {
 		Fingerprint: r.Fingerprint, State: oncecall.State(r.State), NeedsOperator: r.NeedsOperator,
 		Outcome: oncecall.Outcome(deref(r.Outcome)), Reason: deref(r.Reason), ResourceID: deref(r.ResourceID),
 		Result: r.Result, LeaseUntil: r.LeaseUntil, CreatedAt: r.CreatedAt, CompletedAt: deref(r.CompletedAt),
-		Request: r.Request, CallPlatform: deref(r.CallPlatform), CallID: deref(r.CallID),
+		Request: r.Request, CallPlatform: deref(r.CallPlatform), CallID: deref(r.CallID), TraceContext: r.TraceContext,
 	}
 	if r.HTTPStatus != nil {
 		a.Status = int(*r.HTTPStatus)

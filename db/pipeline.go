@@ -25,14 +25,14 @@ import (
 // claimSQL is the atomic claim: a returned row means this attempt owns the
 // action. Its arguments are claimArgs's.
 const claimSQL = `INSERT INTO actions (id, tenant_id, idempotency_key, operation, fingerprint, request, lease_owner, lease_until,
-                     call_id, call_platform)
-VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9, $10)
+                     call_id, call_platform, trace_context)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8::interval, $9, $10, $11)
 ON CONFLICT (tenant_id, idempotency_key) DO NOTHING
 RETURNING id`
 
 func claimArgs(c Claim) []any {
 	return []any{c.ID, c.TenantID, c.Key, c.Operation, c.Fingerprint, json.RawMessage(c.Request),
-		&c.LeaseOwner, interval(c.Lease), ptr(c.CallID), ptr(c.CallPlatform)}
+		&c.LeaseOwner, interval(c.Lease), ptr(c.CallID), ptr(c.CallPlatform), c.TraceContext}
 }
 
 // completeSQL records an action's known outcome. Its arguments are

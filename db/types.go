@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Configure prepares a pool for the store: ids are sent to PostgreSQL as
@@ -18,9 +20,13 @@ import (
 // json.RawMessage (an action's request, a stored answer) is kept as
 // PostgreSQL sent it instead of being parsed again by json.Unmarshal
 // (jsonb is valid JSON by construction). It also installs
-// WatchReplication.
+// WatchReplication, and, unless cfg has a tracer of its own, the tracer
+// that makes a span of each statement of a traced request (telemetry.DB).
 func Configure(cfg *pgxpool.Config) {
 	WatchReplication(cfg)
+	if cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = telemetry.DB{}
+	}
 	after := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
 		RegisterTypes(conn.TypeMap())

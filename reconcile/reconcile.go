@@ -16,6 +16,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/step"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Config tunes the reconciler.
@@ -118,16 +119,25 @@ func (r *Reconciler) RunOnce(ctx context.Context) (Stats, error) {
 		if err != nil {
 			return st, err
 		}
-		after, err := r.driver.Drive(ctx, a, owner)
+		// A span of its own, linked to the request that left the action
+		// unsettled when that request was traced.
+		actx, span := telemetry.StartSettle(ctx, "reconcile", a.ID.String(), a.Operation, a.TraceContext)
+		after, err := r.driver.Drive(actx, a, owner)
 		if err != nil {
+			telemetry.EndSettle(span, "", "error", "drive_failed")
 			r.count("error")
 			r.log.Error().Err(err).Str("action_id", a.ID.String()).Msg("reconcile action")
 			continue
 		}
+		result := string(after.State)
 		if a.State != oncecall.Completed && after.State == oncecall.Completed {
 			st.Completed++
 			r.count("completed")
 		}
+		if after.NeedsOperator {
+			result = "needs_operator"
+		}
+		telemetry.EndSettle(span, string(after.Outcome), result, "")
 	}
 	return st, nil
 }

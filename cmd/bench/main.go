@@ -83,6 +83,9 @@ type config struct {
 	// oncecallBin, when set, is the oncecall binary serverProcess runs
 	// instead of building one.
 	oncecallBin string
+	// otlpEndpoint, when set, is where the server process exports its
+	// traces, every request sampled; empty: tracing off.
+	otlpEndpoint string
 	// pruneBacklog is how many actions past the action retention, and how
 	// many bodies past the response retention, prune's prune finds.
 	pruneBacklog int
@@ -153,8 +156,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.server, "server", serverProcess, "how to run oncecall without --url: process (build and start `oncecall serve`, whose peak RSS is reported) or inprocess (inside the bench, for --cpuprofile)")
 	fs.StringVar(&cfg.oncecallBin, "oncecall-bin", "", "with --server process: run this oncecall binary instead of building one as make build does (e.g. bin/oncecall after make build)")
 	fs.IntVar(&cfg.answerBytes, "answer-cache-bytes", -1, "the server's --answer-cache-bytes (0 keeps no answers in memory, so every replay reads the database); default: the server's")
+	fs.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "with --server process: the server exports its traces to this OTLP/HTTP endpoint (a collector such as Jaeger's, http://127.0.0.1:4318), every request sampled; default: tracing off (docs/performance.md#tracing)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if cfg.otlpEndpoint != "" && (cfg.server != serverProcess || cfg.url != "") {
+		return config{}, errors.New("--otlp-endpoint needs --server process (the default) and no --url: it configures the server the bench starts")
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))

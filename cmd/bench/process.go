@@ -58,6 +58,13 @@ func (b *bench) startProcess(ctx context.Context, dbURL string) error {
 	if b.cfg.answerBytes >= 0 {
 		cmd.Env = append(cmd.Env, "ONCECALL_ANSWER_CACHE_BYTES="+strconv.Itoa(b.cfg.answerBytes))
 	}
+	// Tracing is off unless asked for, whatever the environment says.
+	if b.cfg.otlpEndpoint == "" {
+		cmd.Env = append(cmd.Env, "OTEL_SDK_DISABLED=true")
+	} else {
+		cmd.Env = append(cmd.Env, "OTEL_SDK_DISABLED=false", "OTEL_EXPORTER_OTLP_ENDPOINT="+b.cfg.otlpEndpoint,
+			"OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf", "OTEL_TRACES_SAMPLER=always_on", "OTEL_TRACES_EXPORTER=otlp")
+	}
 	logs := &tail{size: 16 << 10}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := b.startChild(ctx, cmd, "oncecall serve", "http://"+addr+"/readyz", http.StatusOK, logs); err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/oncecall/oncecall/api"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/app"
+	"github.com/oncecall/oncecall/internal/console"
 	"github.com/oncecall/oncecall/internal/schedule"
 	"github.com/oncecall/oncecall/internal/staff"
 )
@@ -189,6 +191,13 @@ func consoleConfig(getenv func(string) string) (app.ConsoleConfig, error) {
 			return c, fmt.Errorf("ONCECALL_CONSOLE_TIMEZONE=%q: %w", z, err)
 		}
 		c.Zone = loc
+	}
+	if c.TraceURL = strings.TrimSpace(getenv("ONCECALL_TRACE_URL")); c.TraceURL != "" {
+		u, err := url.Parse(c.TraceURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || !strings.Contains(c.TraceURL, console.TraceIDPlaceholder) {
+			return c, fmt.Errorf("ONCECALL_TRACE_URL=%q must be an http(s) URL with %s where the trace id goes, such as https://jaeger.example/trace/%s",
+				c.TraceURL, console.TraceIDPlaceholder, console.TraceIDPlaceholder)
+		}
 	}
 	issuer := getenv("ONCECALL_OIDC_ISSUER")
 	if issuer == "" {

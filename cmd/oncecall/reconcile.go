@@ -43,6 +43,11 @@ func reconcileCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	log := logger(stderr)
+	stopTracing, err := startTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTracing, log)
 	// One reconciler per cluster, each over its own cluster's actions.
 	rs := make([]*reconcile.Reconciler, len(clusters))
 	for i, c := range clusters {

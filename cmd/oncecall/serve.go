@@ -152,6 +152,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	log := logger(stderr)
+	stopTracing, err := startTracing(ctx, os.Getenv, log)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTracing, log)
 	m, err := app.Start(ctx, app.Config{
 		Addr: *addr, DatabaseURL: url, MigrateDatabaseURL: migrateURL, Clusters: clusters, DataDir: *dataDir, EmbeddedPort: *embeddedPort, Log: log,
 		DashaWait: *dashaWait, DashaBudget: *dashaBudget,

@@ -21,7 +21,14 @@ func versionLine() string {
 }
 
 func versionOf(stamped string) string {
-	version, commit, goVersion := "(devel)", "unknown", runtime.Version()
+	version, commit, goVersion := buildVersion(stamped)
+	return fmt.Sprintf("oncecall %s commit %s %s %s/%s", version, commit, goVersion, runtime.GOOS, runtime.GOARCH)
+}
+
+// buildVersion reads versionOf's module version, commit (stamped, when
+// the build has no version control information) and Go version.
+func buildVersion(stamped string) (version, commit, goVersion string) {
+	version, commit, goVersion = "(devel)", "unknown", runtime.Version()
 	if stamped != "" {
 		commit = stamped
 	}
@@ -43,5 +50,5 @@ func versionOf(stamped string) string {
 			commit += "+dirty"
 		}
 	}
-	return fmt.Sprintf("oncecall %s commit %s %s %s/%s", version, commit, goVersion, runtime.GOOS, runtime.GOARCH)
+	return version, commit, goVersion
 }

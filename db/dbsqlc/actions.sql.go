@@ -12,7 +12,7 @@ import (
 )
 
 const actionByID = `-- name: ActionByID :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions WHERE tenant_id = $1 AND id = $2
 `
 
 type ActionByIDParams struct {
@@ -44,12 +44,13 @@ func (q *Queries) ActionByID(ctx context.Context, arg ActionByIDParams) (Action,
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const actionByKey = `-- name: ActionByKey :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type ActionByKeyParams struct {
@@ -81,6 +82,7 @@ func (q *Queries) ActionByKey(ctx context.Context, arg ActionByKeyParams) (Actio
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }

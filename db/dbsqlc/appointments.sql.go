@@ -159,7 +159,7 @@ func (q *Queries) CancelAppointment(ctx context.Context, arg CancelAppointmentPa
 
 const claimAndBook = `-- name: ClaimAndBook :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -223,11 +223,11 @@ WITH prior AS (
            $14, $4, $6, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndBookParams struct {
@@ -268,6 +268,7 @@ type ClaimAndBookRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A booking's one round trip (see db.Statement): claim, booking, completion
@@ -336,13 +337,14 @@ func (q *Queries) ClaimAndBook(ctx context.Context, arg ClaimAndBookParams) (Cla
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndBookService = `-- name: ClaimAndBookService :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -425,11 +427,11 @@ WITH prior AS (
            $17, $9, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndBookServiceParams struct {
@@ -473,6 +475,7 @@ type ClaimAndBookServiceRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A booking of a service at a time (see ClaimAndBook): when the key is not
@@ -531,13 +534,14 @@ func (q *Queries) ClaimAndBookService(ctx context.Context, arg ClaimAndBookServi
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndCancel = `-- name: ClaimAndCancel :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -584,11 +588,11 @@ WITH prior AS (
            $8, $9, $10, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndCancelParams struct {
@@ -625,6 +629,7 @@ type ClaimAndCancelRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A cancellation's one round trip, as ClaimAndBook: when the key is not
@@ -668,13 +673,14 @@ func (q *Queries) ClaimAndCancel(ctx context.Context, arg ClaimAndCancelParams) 
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndReschedule = `-- name: ClaimAndReschedule :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -733,11 +739,11 @@ WITH prior AS (
            $9, $10, $11, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndRescheduleParams struct {
@@ -775,6 +781,7 @@ type ClaimAndRescheduleRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A move's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -822,6 +829,7 @@ func (q *Queries) ClaimAndReschedule(ctx context.Context, arg ClaimAndReschedule
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }

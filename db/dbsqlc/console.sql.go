@@ -14,7 +14,7 @@ import (
 )
 
 const actionsOfProviderRef = `-- name: ActionsOfProviderRef :many
-SELECT a.id, a.tenant_id, a.idempotency_key, a.operation, a.fingerprint, a.request, a.state, a.needs_operator, a.outcome, a.reason, a.http_status, a.resource_id, a.result, a.lease_until, a.created_at, a.updated_at, a.completed_at, a.lease_owner, a.call_id, a.call_platform FROM action_steps s
+SELECT a.id, a.tenant_id, a.idempotency_key, a.operation, a.fingerprint, a.request, a.state, a.needs_operator, a.outcome, a.reason, a.http_status, a.resource_id, a.result, a.lease_until, a.created_at, a.updated_at, a.completed_at, a.lease_owner, a.call_id, a.call_platform, a.trace_context FROM action_steps s
 JOIN actions a ON a.tenant_id = s.tenant_id AND a.id = s.action_id
 WHERE s.provider_ref = $1::text AND a.tenant_id = ANY ($2::uuid[])
 ORDER BY a.created_at DESC, a.id
@@ -58,6 +58,7 @@ func (q *Queries) ActionsOfProviderRef(ctx context.Context, arg ActionsOfProvide
 			&i.LeaseOwner,
 			&i.CallID,
 			&i.CallPlatform,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -103,7 +104,7 @@ func (q *Queries) CallbacksToPhone(ctx context.Context, arg CallbacksToPhonePara
 }
 
 const consoleQueue = `-- name: ConsoleQueue :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
 WHERE (needs_operator OR state <> 'completed')
   AND ($1::uuid IS NULL OR tenant_id = $1)
   AND ($2::text IS NULL OR operation = $2)
@@ -177,6 +178,7 @@ func (q *Queries) ConsoleQueue(ctx context.Context, arg ConsoleQueueParams) ([]A
 			&i.LeaseOwner,
 			&i.CallID,
 			&i.CallPlatform,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -346,11 +348,11 @@ func (q *Queries) CustomerLinks(ctx context.Context, arg CustomerLinksParams) ([
 
 const searchActions = `-- name: SearchActions :many
 WITH hits AS MATERIALIZED (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE action_search_terms(request, call_id, idempotency_key, resource_id) && $3::text[]
     LIMIT 2000
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM hits
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM hits
 WHERE tenant_id = ANY ($1::uuid[])
 ORDER BY created_at DESC, id
 LIMIT $2
@@ -383,6 +385,7 @@ type SearchActionsRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // Actions by their search terms (migration 0034: action_search_terms and
@@ -420,6 +423,7 @@ func (q *Queries) SearchActions(ctx context.Context, arg SearchActionsParams) ([
 			&i.LeaseOwner,
 			&i.CallID,
 			&i.CallPlatform,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

@@ -64,7 +64,7 @@ func (q *Queries) AddPoints(ctx context.Context, arg AddPointsParams) (PointsLed
 
 const claimAndAddPoints = `-- name: ClaimAndAddPoints :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -109,11 +109,11 @@ WITH prior AS (
            $11, $12, $13, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndAddPointsParams struct {
@@ -153,6 +153,7 @@ type ClaimAndAddPointsRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A points change's one round trip, as ClaimAndBook: when the key is not
@@ -199,13 +200,14 @@ func (q *Queries) ClaimAndAddPoints(ctx context.Context, arg ClaimAndAddPointsPa
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndAppendNote = `-- name: ClaimAndAppendNote :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -239,11 +241,11 @@ WITH prior AS (
            $13, $7, $8, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndAppendNoteParams struct {
@@ -283,6 +285,7 @@ type ClaimAndAppendNoteRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A note's one round trip, as ClaimAndBook: when the key is not taken, it
@@ -328,13 +331,14 @@ func (q *Queries) ClaimAndAppendNote(ctx context.Context, arg ClaimAndAppendNote
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndCreateCustomer = `-- name: ClaimAndCreateCustomer :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -381,11 +385,11 @@ WITH prior AS (
            $12, $13, $14, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndCreateCustomerParams struct {
@@ -426,6 +430,7 @@ type ClaimAndCreateCustomerRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A customer's creation in one round trip, as ClaimAndBook: when the key is
@@ -475,13 +480,14 @@ func (q *Queries) ClaimAndCreateCustomer(ctx context.Context, arg ClaimAndCreate
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const claimAndUpdateCustomer = `-- name: ClaimAndUpdateCustomer :one
 WITH prior AS (
-    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+    SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
     WHERE actions.tenant_id = $1 AND actions.idempotency_key = $2
 ), fresh AS (
     SELECT CASE WHEN EXISTS (SELECT 1 FROM prior) THEN false
@@ -541,11 +547,11 @@ WITH prior AS (
            $16, $17, $18, 'completed', answer.outcome, answer.reason, answer.http_status,
            answer.resource_id, convert_to(answer.body, 'UTF8'), now()
     FROM answer
-    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform
+    RETURNING id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context
 )
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM claimed
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM claimed
 UNION ALL
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM prior
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM prior
 `
 
 type ClaimAndUpdateCustomerParams struct {
@@ -590,6 +596,7 @@ type ClaimAndUpdateCustomerRow struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 // A customer's change in one round trip, as ClaimAndBook: when the key is
@@ -643,6 +650,7 @@ func (q *Queries) ClaimAndUpdateCustomer(ctx context.Context, arg ClaimAndUpdate
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }

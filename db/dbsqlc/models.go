@@ -83,6 +83,7 @@ type Action struct {
 	LeaseOwner     *uuid.UUID
 	CallID         *string
 	CallPlatform   *string
+	TraceContext   []byte
 }
 
 type ActionAnswer struct {

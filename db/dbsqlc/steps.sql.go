@@ -15,7 +15,7 @@ import (
 )
 
 const actionByIDAnyTenant = `-- name: ActionByIDAnyTenant :one
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions WHERE id = $1
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions WHERE id = $1
 `
 
 func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action, error) {
@@ -42,6 +42,7 @@ func (q *Queries) ActionByIDAnyTenant(ctx context.Context, id uuid.UUID) (Action
 		&i.LeaseOwner,
 		&i.CallID,
 		&i.CallPlatform,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -490,7 +491,7 @@ func (q *Queries) LeaseDue(ctx context.Context, arg LeaseDueParams) ([]LeaseDueR
 }
 
 const listActions = `-- name: ListActions :many
-SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform FROM actions
+SELECT id, tenant_id, idempotency_key, operation, fingerprint, request, state, needs_operator, outcome, reason, http_status, resource_id, result, lease_until, created_at, updated_at, completed_at, lease_owner, call_id, call_platform, trace_context FROM actions
 WHERE ($1::text IS NULL OR state = $1)
   AND (NOT $2::boolean OR needs_operator)
   AND ($3::uuid IS NULL OR tenant_id = $3)
@@ -540,6 +541,7 @@ func (q *Queries) ListActions(ctx context.Context, arg ListActionsParams) ([]Act
 			&i.LeaseOwner,
 			&i.CallID,
 			&i.CallPlatform,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

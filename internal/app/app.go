@@ -249,6 +249,8 @@ type ConsoleConfig struct {
 	OIDC staff.OIDCConfig
 	// Zone shows times that belong to no tenant. Default time.Local.
 	Zone *time.Location
+	// TraceURL links an action's page to its trace (console.Config).
+	TraceURL string
 }
 
 // MinOperatorTokenLen is the shortest operator token accepted: guessing
@@ -348,6 +350,7 @@ func Start(ctx context.Context, cfg Config) (*Main, error) {
 		Store: m.store, Ops: m.ops, Token: cfg.OperatorToken, Guard: operators, Operator: operator, Log: cfg.Log,
 		Staff: staff.New(staff.Config{Store: m.store, SessionTTL: cfg.Console.SessionTTL, Cost: cfg.Console.BcryptCost}),
 		OIDC:  oidcSignIn, Zone: cfg.Console.Zone, PublicURL: cfg.PublicURL, Calendars: consoleCalendars(m.calendars),
+		TraceURL: cfg.Console.TraceURL,
 	})
 	if err != nil {
 		m.Close()
@@ -400,9 +403,9 @@ func (m *Main) newCluster(name string, pool *pgxpool.Pool, store *db.Store, prov
 	// Every step claimed here names the provider this configuration sends
 	// it to; only a server configured for it drives the step.
 	store.SetStepPlanner(c.driver.Plan)
-	c.driver.Observe = func(capability, result string, took time.Duration) {
+	c.driver.Observe = func(ctx context.Context, capability, result string, took time.Duration) {
 		if took > 0 {
-			m.metrics.ProviderCall(capability, took)
+			m.metrics.ProviderCall(ctx, capability, took)
 		}
 	}
 	c.reconciler = reconcile.New(store, c.driver, cfg.Reconcile, cfg.Log)

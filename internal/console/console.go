@@ -65,6 +65,11 @@ type Config struct {
 	Log     zerolog.Logger
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// TraceURL, when set, is the trace viewer's URL of a trace, with
+	// TraceIDPlaceholder where its id goes (such as
+	// https://jaeger.example/trace/{trace_id}): an action's page links the
+	// trace of the request that claimed it.
+	TraceURL string
 }
 
 // Console serves the console's pages.

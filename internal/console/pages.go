@@ -107,7 +107,7 @@ func local(t time.Time, c schedule.Clock) string {
 func (c *Console) parse() error {
 	c.pages = map[string]*template.Template{}
 	for _, name := range []string{"signin", "welcome", "signedin", "error", "queue", "action", "search", "bulk", "tasks", "audit", "staff"} {
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/rows.html", "templates/"+name+".html")
+		t, err := template.New("layout.html").Funcs(funcs).Funcs(c.traceFuncs()).ParseFS(templateFS, "templates/layout.html", "templates/rows.html", "templates/"+name+".html")
 		if err != nil {
 			return fmt.Errorf("console template %s: %w", name, err)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/fault"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Outcome is what the caller hears.
@@ -277,6 +278,11 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	// Only an action claimed running has a lease, with its owner's token.
 	owner := uuid.New()
 	claim.Lease, claim.LeaseOwner = c.cfg.Lease, owner
+	if len(req.Steps) > 0 {
+		// A remote action may be settled later, by the reconciler, whose
+		// span links back to this request's.
+		claim.TraceContext = telemetry.Keep(ctx)
+	}
 	var reply Reply
 	// The claim waits while another attempt's uncommitted claim holds the
 	// key; bound that wait so a caller is never held past its patience.
@@ -329,7 +335,7 @@ func (c *Core) execute(ctx context.Context, req Request) (Reply, error) {
 	if err != nil || reply.Action.State != oncecall.Running {
 		return reply, err
 	}
-	return c.drive(ctx, reply.Action, owner), nil
+	return c.drive(ctx, reply.Action, owner, req.Steps), nil
 }
 
 // claimOnce claims the action and runs its writes and completion, the
@@ -359,7 +365,7 @@ func (c *Core) claimOnce(ctx context.Context, claim db.Claim, claimWait time.Dur
 // provider call in half: when ctx ends first, the caller hears pending
 // (the action is still running) while the driver goes on and records the
 // provider's answer. Drain waits for such drives.
-func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Reply {
+func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID, steps []db.NewStep) Reply {
 	if c.driver == nil {
 		a.State = oncecall.Unknown
 		return Reply{Action: a}
@@ -377,6 +383,11 @@ func (c *Core) drive(ctx context.Context, a oncecall.Action, owner uuid.UUID) Re
 	case r := <-done:
 		return r
 	case <-ctx.Done():
+		names := make([]string, len(steps))
+		for i, s := range steps {
+			names[i] = s.Name
+		}
+		telemetry.Pending(ctx, "the provider's answer did not come within the request's time", names...)
 		return Reply{Action: a}
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/oncecall/oncecall"
 	"github.com/oncecall/oncecall/db"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // follow answers a request whose key already names an action. An answer
@@ -85,6 +86,7 @@ func (c *Core) await(ctx context.Context, req *Request, a oncecall.Action) (Repl
 		a = next
 		delay = min(delay*2, 250*time.Millisecond)
 	}
+	telemetry.Pending(ctx, "another attempt of the action was still running")
 	return Reply{}, &InProgressError{Action: a, RetryAfter: retryAfter(a)}
 }
 

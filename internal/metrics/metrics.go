@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/oncecall/oncecall/db"
 	"github.com/oncecall/oncecall/internal/idem"
@@ -140,13 +141,16 @@ func (m *Metrics) Handler() http.Handler {
 		Registry:            m.reg,
 		ErrorHandling:       promhttp.ContinueOnError,
 		MaxRequestsInFlight: 4,
-		Timeout:             10 * time.Second,
+		// Exemplars (the trace ids of latencies) are served only in the
+		// OpenMetrics format, to a scraper that asks for it.
+		EnableOpenMetrics: true,
+		Timeout:           10 * time.Second,
 	})
 }
 
 // Request records one answered HTTP request. route is the matched route
 // pattern ("" when none matched), so label values stay bounded.
-func (m *Metrics) Request(route, method string, status int, d time.Duration) {
+func (m *Metrics) Request(ctx context.Context, route, method string, status int, d time.Duration) {
 	if route == "" {
 		route = "unmatched"
 	}
@@ -157,7 +161,7 @@ func (m *Metrics) Request(route, method string, status int, d time.Duration) {
 		method = "other"
 	}
 	m.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
-	m.requestDuration.WithLabelValues(route).Observe(d.Seconds())
+	observe(ctx, m.requestDuration.WithLabelValues(route), d.Seconds())
 }
 
 // The idempotency core's events (idem.Observer).
@@ -195,8 +199,21 @@ func (m *Metrics) RateLimited() { m.rateLimited.Inc() }
 func (m *Metrics) ReconcileResult(result string) { m.reconcile.WithLabelValues(result).Inc() }
 
 // ProviderCall records the latency of one call to a remote provider.
-func (m *Metrics) ProviderCall(capability string, d time.Duration) {
-	m.providerCalls.WithLabelValues(capability).Observe(d.Seconds())
+func (m *Metrics) ProviderCall(ctx context.Context, capability string, d time.Duration) {
+	observe(ctx, m.providerCalls.WithLabelValues(capability), d.Seconds())
+}
+
+// observe records v in a latency histogram with the trace id of ctx's
+// sampled span as its exemplar, so that a slow bucket leads to a trace
+// (served in the OpenMetrics format, which a scraper asks for).
+func observe(ctx context.Context, h prometheus.Observer, v float64) {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+		if eo, ok := h.(prometheus.ExemplarObserver); ok {
+			eo.ObserveWithExemplar(v, prometheus.Labels{"trace_id": sc.TraceID().String()})
+			return
+		}
+	}
+	h.Observe(v)
 }
 
 // actionsCollector reports oncecall_actions{state} and

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/oncecall/oncecall/internal/provider/httpprovider"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // HTTPConfig configures a provider reached over the documented JSON
@@ -39,7 +41,8 @@ func NewHTTP(cfg HTTPConfig) Provider {
 	}
 	cfg.Traits.Timeout = cfg.Timeout
 	return &httpProvider{
-		c:      &httpprovider.Client{BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout},
+		c: &httpprovider.Client{BaseURL: cfg.BaseURL, Token: cfg.Token, Timeout: cfg.Timeout,
+			HTTP: &http.Client{Transport: telemetry.Transport(nil)}},
 		traits: cfg.Traits,
 		id:     Identity{Kind: "http", Account: baseIdentity(cfg.BaseURL)},
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/oncecall/oncecall/internal/idem"
 	"github.com/oncecall/oncecall/internal/op"
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Config bounds recovery.
@@ -43,7 +44,7 @@ type Driver struct {
 	log       zerolog.Logger
 	// Observe, when set, is told each step result ("succeeded", "rejected",
 	// "not_sent", "ambiguous", "waiting", "inconclusive", "needs_operator").
-	Observe func(capability, result string, took time.Duration)
+	Observe func(ctx context.Context, capability, result string, took time.Duration)
 	// Local serves the writes before an action's required one (see
 	// op.Befores) whose capability no remote provider serves: an
 	// SMS queued in oncecall's outbox.
@@ -321,7 +322,9 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	if t.HonoursKeys && s.DBNow.Add(window).Before(s.ActionCreatedAt.Add(t.KeyRetention)) {
 		return d.send(ctx, a, s, owner, p, db.Send{Retention: t.KeyRetention})
 	}
-	rec, found, err := d.lookup(ctx, p, s)
+	lookupCtx, span := telemetry.StartStep(ctx, "lookup", s.Name, s.Capability, s.Attempts)
+	rec, found, err := d.lookup(lookupCtx, p, s)
+	telemetry.EndStep(span, lookupResult(found, err), err != nil && !errors.Is(err, provider.ErrWaiting))
 	settle := t.CallTimeout() + t.VisibilityDelay
 	switch {
 	case errors.Is(err, provider.ErrWaiting):
@@ -329,7 +332,7 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	case errors.Is(err, provider.ErrConflict), errors.Is(err, provider.ErrKeyConflict):
 		// What the provider holds contradicts the write: no check or
 		// re-send can change that.
-		d.observe(s.Capability, "needs_operator", 0)
+		d.observe(ctx, s.Capability, "needs_operator", 0)
 		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
 			State: s.State, Checks: s.Checks + 1, LastError: errText(err), Backoff: d.cfg.MaxBackoff,
 		}, "")
@@ -362,7 +365,7 @@ func (d *Driver) advance(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	case t.HonoursKeys:
 		// Past the key's retention the provider no longer protects a
 		// re-send, and a local key never extends that protection.
-		d.observe(s.Capability, "needs_operator", 0)
+		d.observe(ctx, s.Capability, "needs_operator", 0)
 		return true, d.record(ctx, a, s, owner, "needs_operator", db.StepUpdate{
 			State: oncecall.StepUnknown, Checks: s.Checks + 1, LastError: "not found past the provider's key retention",
 			Backoff: d.cfg.MaxBackoff,
@@ -436,6 +439,7 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 	// The lease covers the send window from the database's now, which is
 	// no earlier than start: a call bounded from start ends inside it.
 	callCtx, cancel := context.WithDeadline(ctx, start.Add(t.CallTimeout()))
+	callCtx, span := telemetry.StartStep(callCtx, "send", s.Name, s.Capability, s.Attempts)
 	rec, err := p.Write(callCtx, provider.Write{
 		Capability: s.Capability, Key: s.ProviderKey, ExternalRef: s.ExternalRef,
 		Operation: s.Operation, Payload: s.Payload,
@@ -445,7 +449,8 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 	if err != nil {
 		class = provider.Classify(err)
 	}
-	d.observe(s.Capability, class, time.Since(start))
+	telemetry.EndStep(span, class, class != "succeeded" && class != "rejected")
+	d.observe(ctx, s.Capability, class, time.Since(start))
 	resend := ev.Retention > 0 || ev.Settle > 0
 	u := db.StepUpdate{Sent: class != "not_sent", Checks: s.Checks, Backoff: d.backoff(s.Attempts)}
 	var rej *provider.Rejected
@@ -475,7 +480,7 @@ func (d *Driver) send(ctx context.Context, a oncecall.Action, s *oncecall.Step, 
 		}
 	}
 	if needsOperator {
-		d.observe(s.Capability, "needs_operator", 0)
+		d.observe(ctx, s.Capability, "needs_operator", 0)
 	}
 	return needsOperator, d.record(ctx, a, s, owner, "sent:"+class, u, rec.ID)
 }
@@ -495,7 +500,7 @@ func (d *Driver) waiting(ctx context.Context, a oncecall.Action, s *oncecall.Ste
 	if stuck {
 		kind, u.LastError = "needs_operator", "still not decided past the longest an action may wait"
 	}
-	d.observe(s.Capability, kind, 0)
+	d.observe(ctx, s.Capability, kind, 0)
 	return stuck, d.record(ctx, a, s, owner, kind, u, "")
 }
 
@@ -506,7 +511,7 @@ func (d *Driver) inconclusive(ctx context.Context, a oncecall.Action, s *oncecal
 	if stuck {
 		kind = "needs_operator"
 	}
-	d.observe(s.Capability, kind, 0)
+	d.observe(ctx, s.Capability, kind, 0)
 	return stuck, d.record(ctx, a, s, owner, kind, db.StepUpdate{
 		State: s.State, Checks: checks, LastError: why, Backoff: d.backoff(checks),
 	}, "")
@@ -558,6 +563,19 @@ func (d *Driver) recordIf(ctx context.Context, a oncecall.Action, s *oncecall.St
 	return nil
 }
 
+// lookupResult names what a lookup found, for its span.
+func lookupResult(found bool, err error) string {
+	switch {
+	case errors.Is(err, provider.ErrWaiting):
+		return "waiting"
+	case err != nil:
+		return "failed"
+	case found:
+		return "found"
+	}
+	return "not_found"
+}
+
 func (d *Driver) backoff(n int) time.Duration {
 	b := d.cfg.Backoff
 	for i := 0; i < n && b < d.cfg.MaxBackoff; i++ {
@@ -566,9 +584,9 @@ func (d *Driver) backoff(n int) time.Duration {
 	return min(b, d.cfg.MaxBackoff)
 }
 
-func (d *Driver) observe(capability, result string, took time.Duration) {
+func (d *Driver) observe(ctx context.Context, capability, result string, took time.Duration) {
 	if d.Observe != nil {
-		d.Observe(capability, result, took)
+		d.Observe(ctx, capability, result, took)
 	}
 }
 

@@ -25,6 +25,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendar"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // API versions, sent as the cal-api-version header.
@@ -95,7 +96,7 @@ func New(cfg Config) (*Calendar, error) {
 		base = strings.TrimRight(cfg.BaseURL, "/")
 	}
 	return &Calendar{
-		http: &http.Client{Timeout: cfg.Timeout}, base: base, key: cfg.APIKey,
+		http: &http.Client{Timeout: cfg.Timeout, Transport: telemetry.Transport(nil)}, base: base, key: cfg.APIKey,
 		traits: provider.Traits{HonoursKeys: false, VisibilityDelay: cfg.VisibilityDelay, AuthoritativeLookup: true, Timeout: cfg.Timeout},
 	}, nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendar"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Scope is the OAuth scope the service account is granted.
@@ -121,7 +122,7 @@ func serviceAccount(cfg Config) (*http.Client, error) {
 	ts := jwt.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, base))
 	return &http.Client{
 		Timeout:   cfg.Timeout,
-		Transport: &oauth2.Transport{Source: calendar.Tokens(oauth2.ReuseTokenSource(nil, ts)), Base: http.DefaultTransport},
+		Transport: &oauth2.Transport{Source: calendar.Tokens(oauth2.ReuseTokenSource(nil, ts)), Base: telemetry.Transport(nil)},
 	}, nil
 }
 

@@ -28,6 +28,7 @@ import (
 
 	"github.com/oncecall/oncecall/internal/provider"
 	"github.com/oncecall/oncecall/internal/provider/calendar"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Defaults.
@@ -96,7 +97,7 @@ func New(cfg Config) (*Calendar, error) {
 		}
 		base := &http.Client{Timeout: cfg.Timeout}
 		ts := cc.TokenSource(context.WithValue(context.Background(), oauth2.HTTPClient, base))
-		client = &http.Client{Timeout: cfg.Timeout, Transport: &oauth2.Transport{Source: calendar.Tokens(ts), Base: http.DefaultTransport}}
+		client = &http.Client{Timeout: cfg.Timeout, Transport: &oauth2.Transport{Source: calendar.Tokens(ts), Base: telemetry.Transport(nil)}}
 	}
 	return &Calendar{
 		http: client, base: strings.TrimRight(cmpOr(cfg.BaseURL, DefaultBaseURL), "/"),

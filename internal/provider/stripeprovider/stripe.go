@@ -23,6 +23,7 @@ import (
 	"github.com/stripe/stripe-go/v82"
 
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Metadata keys set on every PaymentIntent oncecall creates.
@@ -110,7 +111,7 @@ func New(cfg Config) (*Provider, error) {
 		cfg.SearchDelay = SearchDelay
 	}
 	bc := &stripe.BackendConfig{
-		HTTPClient:        &http.Client{Timeout: cfg.Timeout},
+		HTTPClient:        &http.Client{Timeout: cfg.Timeout, Transport: telemetry.Transport(nil)},
 		MaxNetworkRetries: stripe.Int64(0),
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 	}

@@ -26,6 +26,7 @@ import (
 	api "github.com/twilio/twilio-go/rest/api/v2010"
 
 	"github.com/oncecall/oncecall/internal/provider"
+	"github.com/oncecall/oncecall/internal/telemetry"
 )
 
 // Operation is the only operation this adapter performs.
@@ -105,6 +106,7 @@ func New(cfg Config) (*Provider, error) {
 		Credentials: client.NewCredentials(cfg.AccountSID, cfg.AuthToken),
 		HTTPClient: &http.Client{
 			Timeout:       cfg.Timeout,
+			Transport:     telemetry.Transport(nil),
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 	}
